@@ -1,0 +1,46 @@
+# The two commands of the README: `make demo` and `make test` (each does all set-up first).
+PY ?= /usr/bin/python3
+JOBS ?= $(shell nproc)
+BUILD ?= build
+ASAN_BUILD ?= build-asan
+CMAKE_FLAGS ?=
+
+.PHONY: all setup build demo test test-cpp test-python test-asan bench clean
+
+all: build
+
+setup:
+	@bash scripts/setup.sh
+
+$(BUILD)/Makefile: | setup
+	cmake -S . -B $(BUILD) -DPython3_EXECUTABLE=$(PY) $(CMAKE_FLAGS)
+
+build: setup $(BUILD)/Makefile
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	./$(BUILD)/autograd_demo
+
+test-cpp: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-python: build
+	PYTHONPATH=$(CURDIR)/python $(PY) -m pytest -q -p no:cacheprovider tests/python
+
+$(ASAN_BUILD)/Makefile: | setup
+	cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DRETORCH_SANITIZE=ON \
+	  -DPython3_EXECUTABLE=$(PY) $(CMAKE_FLAGS)
+
+# The C++ suite under AddressSanitizer + UndefinedBehaviorSanitizer.
+test-asan: setup $(ASAN_BUILD)/Makefile
+	cmake --build $(ASAN_BUILD) -j $(JOBS) --target retorch_tests
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  ctest --output-on-failure -j $(JOBS)
+
+test: test-cpp test-python test-asan
+
+bench: build
+	PYTHONPATH=$(CURDIR)/python $(PY) bench/run_bench.py
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -1,0 +1,64 @@
+// History bookkeeping used by the generated autograd kernels.
+#include "retorch/autograd/GeneratedHelpers.h"
+
+#include <sstream>
+
+namespace retorch::autograd::generated {
+
+void set_history(const Tensor& result, const std::shared_ptr<Node>& node, uint32_t output_nr,
+                 const Tensor* view_of) {
+  uint32_t nr = node->add_input_metadata(result);
+  (void)output_nr;
+  if (!is_floating_type(result.dtype())) return;  // integer outputs are not differentiable
+  AutogradMeta& m = result.impl()->ensure_autograd_meta();
+  m.grad_fn_ = node;
+  m.output_nr_ = nr;
+  m.requires_grad_ = false;
+  result.impl()->add_key(DispatchKey::Autograd);
+  if (view_of && view_of->defined()) {
+    AutogradMeta* bm = view_of->impl()->autograd_meta();
+    m.is_view_ = true;
+    m.base_ = (bm && bm->is_view_) ? bm->base_ : *view_of;
+  }
+}
+
+void rebase_history(const Tensor& self, const Tensor& r) {
+  AutogradMeta& m = self.impl()->ensure_autograd_meta();
+  AutogradMeta* rm = r.impl()->autograd_meta();
+  if (!rm || !rm->grad_fn_) return;
+  m.grad_fn_ = rm->grad_fn_;
+  m.output_nr_ = rm->output_nr_;
+  self.impl()->add_key(DispatchKey::Autograd);
+}
+
+void check_inplace(const Tensor& self, bool requires_grad, const char* op) {
+  if (!requires_grad) return;
+  AutogradMeta* m = self.impl()->autograd_meta();
+  if (!m) return;
+  if (m->is_view_) {
+    const Tensor& base = m->base_;
+    RT_CHECK(!(base.defined() && base.is_leaf() && base.requires_grad()),
+             op, ": a view of a leaf Variable that requires grad is being used in an in-place "
+             "operation.");
+    RT_CHECK(!(base.defined() && base.requires_grad()), op, ": in-place operations on views of "
+             "tensors that require grad are not supported yet by retorch's autograd; clone() "
+             "the view first");
+  }
+  RT_CHECK(!(m->requires_grad_ && !m->grad_fn_), op, ": a leaf Variable that requires grad is "
+           "being used in an in-place operation.");
+}
+
+void raise_not_implemented(const char* op, const char* arg) {
+  detail::throw_error(ErrorKind::kNotImplemented,
+                      detail::str_cat("the derivative for '", op, "' with respect to '", arg,
+                                      "' is not implemented."));
+}
+
+std::string describe_tensor(const Tensor& t) {
+  if (!t.defined()) return "None";
+  std::ostringstream os;
+  os << dtype_name(t.dtype()) << t.sizes();
+  return os.str();
+}
+
+}  // namespace retorch::autograd::generated

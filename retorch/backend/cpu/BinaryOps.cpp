@@ -1,0 +1,273 @@
+// Binary elementwise kernels: arithmetic, division modes, pow, min/max, remainders,
+// comparisons and logical ops, all through TensorIterator's promotion and broadcasting.
+#include <cmath>
+
+#include "retorch/backend/cpu/Loops.h"
+#include "retorch/generated/Kernels.h"
+
+namespace retorch::cpu {
+
+namespace {
+
+template <typename T>
+constexpr bool is_float_v = std::is_floating_point_v<T>;
+
+void check_alpha(const char* op, ScalarType dtype, const Scalar& alpha) {
+  RT_CHECK(!(is_integral_type(dtype, true) && alpha.is_floating_point()), op,
+           ": for integral input tensors, argument alpha must not be a floating point number.");
+  RT_CHECK(dtype == kBool || !alpha.is_boolean(), op,
+           ": boolean alpha only supported for Boolean results.");
+}
+
+template <typename T>
+bool any_zero(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  const T* p = static_cast<const T*>(c.impl()->data());
+  for (int64_t i = 0; i < c.numel(); ++i)
+    if (p[i] == T(0)) return true;
+  return false;
+}
+
+void check_int_divisor(const char* op, const TensorIterator& iter) {
+  if (is_floating_type(iter.common_dtype())) return;
+  bool zero = false;
+  RT_DISPATCH_INTEGRAL(iter.common_dtype(), op, [&] { zero = any_zero<scalar_t>(iter.operand(2)); });
+  RT_CHECK_KIND(!zero, ErrorKind::kValue, "ZeroDivisionError: ", op, ": integer division by zero");
+}
+
+template <typename T>
+T floor_divide(T a, T b) {
+  if constexpr (is_float_v<T>) {
+    if (b == T(0)) return a / b;
+    T mod = std::fmod(a, b);
+    T div = (a - mod) / b;
+    if (mod != T(0) && ((b < T(0)) != (mod < T(0)))) div -= T(1);
+    if (div == T(0)) return std::copysign(T(0), a / b);
+    T fl = std::floor(div);
+    if (div - fl > T(0.5)) fl += T(1);
+    return fl;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return a;
+  } else {
+    T q = a / b;
+    if ((a % b != 0) && ((a < 0) != (b < 0))) q -= 1;
+    return q;
+  }
+}
+
+template <typename T>
+T python_mod(T a, T b) {
+  if constexpr (is_float_v<T>) {
+    T r = std::fmod(a, b);
+    if (r != T(0) && ((r < T(0)) != (b < T(0)))) r += b;
+    return r;
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return false;
+  } else {
+    T r = a % b;
+    if (r != 0 && ((r < 0) != (b < 0))) r += b;
+    return r;
+  }
+}
+
+}  // namespace
+
+void add_out(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out) {
+  TensorIterator iter(out, {self, other}, {.name = "add"});
+  check_alpha("add", iter.common_dtype(), alpha);
+  RT_DISPATCH_ALL(iter.common_dtype(), "add", [&] {
+    using op_t = opmath_t<scalar_t>;
+    if constexpr (std::is_same_v<scalar_t, bool>) {
+      bool a = alpha.to_bool();
+      binary_loop<bool, bool>(iter, [a](bool x, bool y) { return x || (a && y); });
+    } else {
+      op_t a = alpha.to<op_t>();
+      if (alpha.equal(1)) binary_loop<scalar_t, scalar_t>(iter, [](op_t x, op_t y) { return op_t(x + y); });
+      else binary_loop<scalar_t, scalar_t>(iter, [a](op_t x, op_t y) { return op_t(x + a * y); });
+    }
+  });
+  iter.finish();
+}
+
+void sub_out(const Tensor& self, const Tensor& other, const Scalar& alpha, Tensor& out) {
+  RT_CHECK(!(self.dtype() == kBool && other.dtype() == kBool),
+           "Subtraction, the `-` operator, with two bool tensors is not supported. Use the `^` "
+           "or `logical_xor()` operator instead.");
+  RT_CHECK(!(self.dtype() == kBool || other.dtype() == kBool),
+           "Subtraction, the `-` operator, with a bool tensor is not supported. If you are "
+           "trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  add_out(self, other, -alpha, out);
+}
+
+void mul_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  TensorIterator iter(out, {self, other}, {.name = "mul"});
+  RT_DISPATCH_ALL(iter.common_dtype(), "mul", [&] {
+    using op_t = opmath_t<scalar_t>;
+    if constexpr (std::is_same_v<scalar_t, bool>)
+      binary_loop<bool, bool>(iter, [](bool x, bool y) { return x && y; });
+    else
+      binary_loop<scalar_t, scalar_t>(iter, [](op_t x, op_t y) { return op_t(x * y); });
+  });
+  iter.finish();
+}
+
+void div_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  TensorIterator iter(out, {self, other}, {.name = "div", .int_to_float = true});
+  RT_DISPATCH_FLOATING(iter.common_dtype(), "div", [&] {
+    using op_t = opmath_t<scalar_t>;
+    binary_loop<scalar_t, scalar_t>(iter, [](op_t x, op_t y) { return op_t(x / y); });
+  });
+  iter.finish();
+}
+
+void div_mode_out(const Tensor& self, const Tensor& other, std::optional<std::string_view> mode,
+                  Tensor& out) {
+  if (!mode) return div_out(self, other, out);
+  RT_CHECK(*mode == "trunc" || *mode == "floor", "div expected rounding_mode to be one of None, "
+           "'trunc', or 'floor' but found '", *mode, "'");
+  TensorIterator iter(out, {self, other}, {.name = "div"});
+  check_int_divisor("div", iter);
+  bool floor = *mode == "floor";
+  RT_DISPATCH_NUMERIC(iter.common_dtype(), "div", [&] {
+    using op_t = opmath_t<scalar_t>;
+    if (floor) {
+      binary_loop<scalar_t, scalar_t>(iter, [](op_t x, op_t y) { return floor_divide<op_t>(x, y); });
+    } else {
+      binary_loop<scalar_t, scalar_t>(iter, [](auto x, auto y) -> op_t {
+        if constexpr (is_float_v<decltype(x)>) return std::trunc(x / y);
+        else return op_t(x / y);
+      });
+    }
+  });
+  iter.finish();
+}
+
+void pow_out(const Tensor& self, const Tensor& exponent, Tensor& out) {
+  TensorIterator iter(out, {self, exponent}, {.name = "pow"});
+  ScalarType ct = iter.common_dtype();
+  RT_CHECK_TYPE(ct != kBool, "\"pow\" not implemented for 'Bool'");
+  if (!is_floating_type(ct)) {
+    bool neg = false;
+    RT_DISPATCH_INTEGRAL(ct, "pow", [&] {
+      Tensor e = iter.operand(2).contiguous();
+      const scalar_t* p = static_cast<const scalar_t*>(e.impl()->data());
+      for (int64_t i = 0; i < e.numel(); ++i) neg |= p[i] < scalar_t(0);
+    });
+    RT_CHECK(!neg, "Integers to negative integer powers are not allowed.");
+  }
+  RT_DISPATCH_NUMERIC(ct, "pow", [&] {
+    using op_t = opmath_t<scalar_t>;
+    binary_loop<scalar_t, scalar_t>(iter, [](auto x, auto y) -> op_t {
+      if constexpr (is_float_v<decltype(x)>) {
+        return y == op_t(2) ? x * x : std::pow(x, y);
+      } else {
+        op_t r = 1, b = x;
+        for (auto e = y; e > 0; e >>= 1) {
+          if (e & 1) r = op_t(r * b);
+          b = op_t(b * b);
+        }
+        return r;
+      }
+    });
+  });
+  iter.finish();
+}
+
+void pow_scalar_out(const Tensor& self, const Scalar& exponent, Tensor& out) {
+  pow_out(self, scalar_to_tensor(exponent), out);
+}
+
+namespace {
+template <bool kMax>
+void max_min_out(const char* name, const Tensor& self, const Tensor& other, Tensor& out) {
+  TensorIterator iter(out, {self, other}, {.name = name});
+  RT_DISPATCH_ALL(iter.common_dtype(), name, [&] {
+    using op_t = opmath_t<scalar_t>;
+    binary_loop<scalar_t, scalar_t>(iter, [](auto x, auto y) -> op_t {
+      if constexpr (is_float_v<decltype(x)>) {
+        if (std::isnan(x) || std::isnan(y)) return x + y;
+      }
+      if constexpr (kMax) return x > y ? x : y;
+      else return x < y ? x : y;
+    });
+  });
+  iter.finish();
+}
+}  // namespace
+
+void maximum_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  max_min_out<true>("maximum", self, other, out);
+}
+void minimum_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  max_min_out<false>("minimum", self, other, out);
+}
+
+void remainder_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  TensorIterator iter(out, {self, other}, {.name = "remainder"});
+  RT_CHECK_TYPE(iter.common_dtype() != kBool, "\"remainder_cpu\" not implemented for 'Bool'");
+  check_int_divisor("remainder", iter);
+  RT_DISPATCH_NUMERIC(iter.common_dtype(), "remainder", [&] {
+    using op_t = opmath_t<scalar_t>;
+    binary_loop<scalar_t, scalar_t>(iter, [](op_t x, op_t y) { return python_mod<op_t>(x, y); });
+  });
+  iter.finish();
+}
+
+void fmod_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  TensorIterator iter(out, {self, other}, {.name = "fmod"});
+  RT_CHECK_TYPE(iter.common_dtype() != kBool, "\"fmod_cpu\" not implemented for 'Bool'");
+  check_int_divisor("fmod", iter);
+  RT_DISPATCH_NUMERIC(iter.common_dtype(), "fmod", [&] {
+    using op_t = opmath_t<scalar_t>;
+    binary_loop<scalar_t, scalar_t>(iter, [](auto x, auto y) -> op_t {
+      if constexpr (is_float_v<decltype(x)>) return std::fmod(x, y);
+      else return op_t(x % y);
+    });
+  });
+  iter.finish();
+}
+
+void atan2_out(const Tensor& self, const Tensor& other, Tensor& out) {
+  TensorIterator iter(out, {self, other}, {.name = "atan2", .int_to_float = true});
+  RT_DISPATCH_FLOATING(iter.common_dtype(), "atan2", [&] {
+    using op_t = opmath_t<scalar_t>;
+    binary_loop<scalar_t, scalar_t>(iter, [](op_t x, op_t y) { return std::atan2(x, y); });
+  });
+  iter.finish();
+}
+
+#define RT_COMPARISON(NAME, OP)                                                       \
+  void NAME##_out(const Tensor& self, const Tensor& other, Tensor& out) {             \
+    TensorIterator iter(out, {self, other}, {.name = #NAME, .out_dtype = kBool});     \
+    RT_DISPATCH_ALL(iter.common_dtype(), #NAME, [&] {                                 \
+      using op_t = opmath_t<scalar_t>;                                                \
+      binary_loop<bool, scalar_t>(iter, [](op_t x, op_t y) -> bool { return x OP y; }); \
+    });                                                                               \
+    iter.finish();                                                                    \
+  }
+RT_COMPARISON(eq, ==)
+RT_COMPARISON(ne, !=)
+RT_COMPARISON(lt, <)
+RT_COMPARISON(le, <=)
+RT_COMPARISON(gt, >)
+RT_COMPARISON(ge, >=)
+#undef RT_COMPARISON
+
+#define RT_LOGICAL(NAME, EXPR)                                                        \
+  void NAME##_out(const Tensor& self, const Tensor& other, Tensor& out) {             \
+    TensorIterator iter(out, {self, other}, {.name = #NAME, .out_dtype = kBool});     \
+    RT_DISPATCH_ALL(iter.common_dtype(), #NAME, [&] {                                 \
+      using op_t = opmath_t<scalar_t>;                                                \
+      binary_loop<bool, scalar_t>(iter, [](op_t x, op_t y) -> bool {                  \
+        bool a = bool(x), b = bool(y);                                                \
+        return EXPR;                                                                  \
+      });                                                                             \
+    });                                                                               \
+    iter.finish();                                                                    \
+  }
+RT_LOGICAL(logical_and, a && b)
+RT_LOGICAL(logical_or, a || b)
+RT_LOGICAL(logical_xor, a != b)
+#undef RT_LOGICAL
+
+}  // namespace retorch::cpu

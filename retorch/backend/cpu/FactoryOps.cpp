@@ -1,0 +1,95 @@
+// Factory kernels: empty, empty_strided, arange, linspace, eye.
+#include <cmath>
+
+#include "retorch/backend/cpu/Loops.h"
+#include "retorch/generated/Functions.h"
+#include "retorch/generated/Kernels.h"
+
+namespace retorch::cpu {
+
+namespace {
+Device cpu_device(const std::optional<Device>& d, const char* op) {
+  RT_CHECK(!d || d->is_cpu(), op, ": the CPU backend cannot allocate on ", *d);
+  return Device(kCPU);
+}
+}  // namespace
+
+Tensor empty(IntArrayRef size, std::optional<ScalarType> dtype, std::optional<Device> device) {
+  for (int64_t s : size)
+    RT_CHECK(s >= 0, "empty: Trying to create tensor with negative dimension ", s, ": ", size);
+  return make_empty(size, dtype.value_or(default_dtype()), cpu_device(device, "empty"));
+}
+
+Tensor empty_strided(IntArrayRef size, IntArrayRef stride, std::optional<ScalarType> dtype,
+                     std::optional<Device> device) {
+  RT_CHECK(size.size() == stride.size(), "empty_strided: mismatch in length of strides and shape");
+  return make_empty_strided(size, stride, dtype.value_or(default_dtype()),
+                            cpu_device(device, "empty_strided"));
+}
+
+Tensor arange_start_step(const Scalar& start, const Scalar& end, const Scalar& step,
+                         std::optional<ScalarType> dtype, std::optional<Device> device) {
+  bool any_float = start.is_floating_point() || end.is_floating_point() || step.is_floating_point();
+  ScalarType dt = dtype.value_or(any_float ? default_dtype() : kLong);
+  double s = start.to_double(), e = end.to_double(), st = step.to_double();
+  RT_CHECK(st != 0, "arange: step must be nonzero");
+  RT_CHECK(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", s, " -> ", e);
+  RT_CHECK((st > 0 && e >= s) || (st < 0 && e <= s),
+           "arange: upper bound and larger bound inconsistent with step sign");
+  int64_t n;
+  if (!any_float && !is_floating_type(dt)) {
+    int64_t a = start.to_long(), b = end.to_long(), c = step.to_long();
+    n = (b - a + c + (c > 0 ? -1 : 1)) / c;
+  } else {
+    n = int64_t(std::ceil((e - s) / st));
+  }
+  Tensor out = make_empty({n}, dt, cpu_device(device, "arange"));
+  RT_DISPATCH_NUMERIC(dt, "arange", [&] {
+    scalar_t* p = out.data_ptr<scalar_t>();
+    if constexpr (std::is_floating_point_v<opmath_t<scalar_t>>) {
+      for (int64_t i = 0; i < n; ++i) p[i] = scalar_t(opmath_t<scalar_t>(s + double(i) * st));
+    } else {
+      int64_t a = start.to_long(), c = step.to_long();
+      if (any_float) {
+        for (int64_t i = 0; i < n; ++i) p[i] = scalar_t(int64_t(s + double(i) * st));
+      } else {
+        for (int64_t i = 0; i < n; ++i) p[i] = scalar_t(a + i * c);
+      }
+    }
+  });
+  return out;
+}
+
+Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps,
+                std::optional<ScalarType> dtype, std::optional<Device> device) {
+  RT_CHECK(steps >= 0, "linspace: number of steps must be non-negative");
+  ScalarType dt = dtype.value_or(default_dtype());
+  Tensor out = make_empty({steps}, dt, cpu_device(device, "linspace"));
+  double s = start.to_double(), e = end.to_double();
+  double step = steps > 1 ? (e - s) / double(steps - 1) : 0.0;
+  int64_t half = steps / 2;
+  RT_DISPATCH_NUMERIC(dt, "linspace", [&] {
+    scalar_t* p = out.data_ptr<scalar_t>();
+    for (int64_t i = 0; i < steps; ++i) {
+      double v = i < half ? s + step * double(i) : e - step * double(steps - 1 - i);
+      if constexpr (std::is_floating_point_v<opmath_t<scalar_t>>) p[i] = scalar_t(opmath_t<scalar_t>(v));
+      else p[i] = scalar_t(int64_t(v));
+    }
+  });
+  return out;
+}
+
+Tensor eye(int64_t n, std::optional<int64_t> m_opt, std::optional<ScalarType> dtype,
+           std::optional<Device> device) {
+  int64_t m = m_opt.value_or(n);
+  RT_CHECK(n >= 0, "eye: n must be greater or equal to 0, got ", n);
+  RT_CHECK(m >= 0, "eye: m must be greater or equal to 0, got ", m);
+  Tensor out = retorch::zeros({n, m}, TensorOptions(dtype.value_or(default_dtype())).device(cpu_device(device, "eye")));
+  RT_DISPATCH_ALL(out.dtype(), "eye", [&] {
+    scalar_t* p = out.data_ptr<scalar_t>();
+    for (int64_t i = 0; i < std::min(n, m); ++i) p[i * m + i] = scalar_t(1);
+  });
+  return out;
+}
+
+}  // namespace retorch::cpu

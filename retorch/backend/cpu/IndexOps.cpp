@@ -1,0 +1,263 @@
+// Indexing kernels: index_select, gather, scatter (src/value/add), masked_fill, cat.
+#include <cstring>
+
+#include "retorch/backend/cpu/Loops.h"
+#include "retorch/core/Shape.h"
+#include "retorch/generated/Functions.h"
+#include "retorch/generated/Kernels.h"
+#include "retorch/ops/OpHelpers.h"
+
+namespace retorch::cpu {
+
+namespace {
+
+void check_index_dtype(const char* op, const Tensor& index) {
+  RT_CHECK_TYPE(index.dtype() == kLong || index.dtype() == kInt, op,
+                "(): Expected dtype int32/int64 for index (got ", index.dtype(), ")");
+}
+
+std::vector<int64_t> index_values(const Tensor& index) {
+  Tensor c = index.to(kLong).contiguous();
+  const int64_t* p = c.data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + c.numel());
+}
+
+// Prepares `out` for an out-style kernel that starts from a copy of self.
+Tensor start_from_self(const Tensor& self, Tensor& out, const char* op) {
+  if (!out.defined()) {
+    out = self.clone();
+  } else if (!out.is_same(self)) {
+    detail::resize_output(out, self.sizes(), op);
+    out.copy_(self);
+  }
+  return out;
+}
+
+// Visits every element of `index` (any strides), giving the flat offsets in elements of
+// index, of `self_like` (with the dim coordinate replaced by the index value), and of
+// `src_like` at the same coordinates as index.
+template <typename F>
+void for_each_index(const Tensor& index, int64_t dim, IntArrayRef self_strides,
+                    IntArrayRef self_sizes, IntArrayRef src_strides, const char* op, const F& f) {
+  int64_t nd = index.dim();
+  Tensor idx = index.to(kLong);
+  const int64_t* ip = idx.data_ptr<int64_t>();
+  int64_t n = idx.numel();
+  std::vector<int64_t> coord(size_t(std::max<int64_t>(nd, 1)), 0);
+  int64_t dim_size = nd == 0 ? 1 : self_sizes[size_t(dim)];
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t ioff = 0, soff = 0, roff = 0;
+    for (int64_t d = 0; d < nd; ++d) {
+      ioff += coord[size_t(d)] * idx.stride(d);
+      if (d != dim) soff += coord[size_t(d)] * self_strides[size_t(d)];
+      roff += coord[size_t(d)] * src_strides[size_t(d)];
+    }
+    int64_t v = ip[ioff];
+    RT_CHECK_INDEX(v >= -dim_size && v < dim_size, op, "(): index ", v,
+                   " is out of bounds for dimension ", dim, " with size ", dim_size);
+    if (v < 0) v += dim_size;
+    if (nd > 0) soff += v * self_strides[size_t(dim)];
+    f(soff, roff);
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      if (++coord[size_t(d)] < idx.size(d)) break;
+      coord[size_t(d)] = 0;
+    }
+  }
+}
+
+void check_scatter_gather(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
+                          const Tensor* src) {
+  check_index_dtype(op, index);
+  RT_CHECK(index.dim() == self.dim() || (index.dim() <= 1 && self.dim() <= 1), op,
+           "(): Index tensor must have the same number of dimensions as input tensor (index ",
+           index.sizes(), ", input ", self.sizes(), ")");
+  for (int64_t d = 0; d < index.dim(); ++d) {
+    if (d == dim) continue;
+    RT_CHECK(index.size(d) <= self.size(d), op, "(): Size does not match at dimension ", d,
+             " expected index ", index.sizes(), " to be smaller than self ", self.sizes(),
+             " apart from dimension ", dim);
+    if (src) RT_CHECK(index.size(d) <= src->size(d), op, "(): Expected index ", index.sizes(),
+                      " to be smaller than src ", src->sizes());
+  }
+}
+
+}  // namespace
+
+void index_select_out(const Tensor& self, int64_t dim, const Tensor& index, Tensor& out) {
+  check_index_dtype("index_select", index);
+  RT_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector, got shape ",
+                 index.sizes());
+  int64_t d = maybe_wrap_dim(dim, self.dim(), "index_select");
+  std::vector<int64_t> idx = index_values(index);
+  int64_t size = self.dim() == 0 ? 1 : self.size(d);
+  for (int64_t v : idx)
+    RT_CHECK_INDEX(v >= 0 && v < size, "index_select(): index ", v,
+                   " out of range in self (dimension ", d, " has size ", size, ")");
+  std::vector<int64_t> shape = self.sizes().vec();
+  if (self.dim() > 0) shape[size_t(d)] = int64_t(idx.size());
+  Tensor src = self.contiguous();
+  Tensor result = make_empty(shape, self.dtype(), self.device());
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < d; ++i) outer *= self.size(i);
+  for (int64_t i = d + 1; i < self.dim(); ++i) inner *= self.size(i);
+  int64_t isz = self.element_size();
+  const char* sp = static_cast<const char*>(src.impl()->data());
+  char* op = static_cast<char*>(result.impl()->data());
+  int64_t n = int64_t(idx.size());
+  parallel_for(0, outer * n, std::max<int64_t>(1, 65536 / std::max<int64_t>(inner, 1)),
+               [&](int64_t b, int64_t e) {
+    for (int64_t k = b; k < e; ++k) {
+      int64_t o = k / n, j = k % n;
+      std::memcpy(op + (o * n + j) * inner * isz, sp + (o * size + idx[size_t(j)]) * inner * isz,
+                  size_t(inner * isz));
+    }
+  });
+  if (!out.defined()) {
+    out = result;
+  } else {
+    detail::resize_output(out, result.sizes(), "index_select");
+    out.copy_(result);
+  }
+}
+
+void gather_out(const Tensor& self, int64_t dim, const Tensor& index, bool sparse_grad, Tensor& out) {
+  int64_t d = maybe_wrap_dim(dim, self.dim(), "gather");
+  check_scatter_gather("gather", self, d, index, nullptr);
+  Tensor result = make_empty(index.sizes(), self.dtype(), self.device());
+  IntArrayRef rs = result.strides();
+  RT_DISPATCH_ALL(self.dtype(), "gather", [&] {
+    const scalar_t* sp = static_cast<const scalar_t*>(self.impl()->data());
+    scalar_t* rp = result.data_ptr<scalar_t>();
+    for_each_index(index, d, self.strides(), self.sizes(), rs, "gather",
+                   [&](int64_t soff, int64_t roff) { rp[roff] = sp[soff]; });
+  });
+  if (!out.defined()) {
+    out = result;
+  } else {
+    detail::resize_output(out, result.sizes(), "gather");
+    out.copy_(result);
+  }
+}
+
+namespace {
+template <bool kAdd>
+void scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
+                  const Tensor* src, const Scalar* value, Tensor& out) {
+  int64_t d = maybe_wrap_dim(dim, self.dim(), op);
+  check_scatter_gather(op, self, d, index, src);
+  if (src)
+    RT_CHECK_TYPE(src->dtype() == self.dtype(), op, "(): Expected self.dtype to be equal to "
+                  "src.dtype (got ", self.dtype(), " and ", src->dtype(), ")");
+  start_from_self(self, out, op);
+  Tensor o = out;
+  RT_DISPATCH_ALL(self.dtype(), op, [&] {
+    scalar_t* dp = static_cast<scalar_t*>(o.impl()->data());
+    if (src) {
+      const scalar_t* sp = static_cast<const scalar_t*>(src->impl()->data());
+      for_each_index(index, d, o.strides(), o.sizes(), src->strides(), op,
+                     [&](int64_t doff, int64_t soff) {
+        if constexpr (kAdd) dp[doff] = scalar_t(opmath_t<scalar_t>(dp[doff]) + opmath_t<scalar_t>(sp[soff]));
+        else dp[doff] = sp[soff];
+      });
+    } else {
+      scalar_t v = value->to<scalar_t>();
+      for_each_index(index, d, o.strides(), o.sizes(), index.strides(), op,
+                     [&](int64_t doff, int64_t) { dp[doff] = v; });
+    }
+  });
+}
+}  // namespace
+
+void scatter_src_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                     Tensor& out) {
+  scatter_impl<false>("scatter", self, dim, index, &src, nullptr, out);
+}
+void scatter_value_out(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value,
+                       Tensor& out) {
+  scatter_impl<false>("scatter", self, dim, index, nullptr, &value, out);
+}
+void scatter_add_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                     Tensor& out) {
+  scatter_impl<true>("scatter_add", self, dim, index, &src, nullptr, out);
+}
+
+void masked_fill_out(const Tensor& self, const Tensor& mask, const Scalar& value, Tensor& out) {
+  RT_CHECK_TYPE(mask.dtype() == kBool, "masked_fill_ only supports boolean masks, but got mask "
+                "with dtype ", mask.dtype());
+  bool inplace = out.defined() && out.is_same(self);
+  if (inplace) {
+    RT_CHECK(is_expandable_to(mask.sizes(), self.sizes()), "masked_fill_: mask of shape ",
+             mask.sizes(), " is not broadcastable to self of shape ", self.sizes());
+  }
+  Tensor m = mask;
+  Tensor result = out;
+  TensorIterator iter(result, {self, m}, {.name = "masked_fill", .promote_inputs = false,
+                                          .out_dtype = self.dtype(), .common = self.dtype()});
+  RT_DISPATCH_ALL(self.dtype(), "masked_fill", [&] {
+    scalar_t v = value.to<scalar_t>();
+    iter.for_each([&](char** data, const int64_t* st, int64_t n) {
+      for (int64_t i = 0; i < n; ++i) {
+        bool mk = *reinterpret_cast<const bool*>(data[2] + i * st[2]);
+        *reinterpret_cast<scalar_t*>(data[0] + i * st[0]) =
+            mk ? v : *reinterpret_cast<const scalar_t*>(data[1] + i * st[1]);
+      }
+    });
+  });
+  iter.finish();
+  if (!out.defined()) out = result;
+}
+
+void masked_fill_tensor_out(const Tensor& self, const Tensor& mask, const Tensor& value, Tensor& out) {
+  RT_CHECK(value.dim() == 0, "masked_fill_ only supports a 0-dimensional value tensor, but got "
+           "tensor with ", value.dim(), " dimension(s).");
+  masked_fill_out(self, mask, value.item(), out);
+}
+
+void cat_out(TensorList tensors, int64_t dim, Tensor& out) {
+  RT_CHECK(!tensors.empty(), "torch.cat(): expected a non-empty list of Tensors");
+  // Legacy rule: 1-D empty tensors are skipped whatever their shape.
+  std::vector<Tensor> ts;
+  for (const auto& t : tensors)
+    if (!(t.dim() == 1 && t.numel() == 0)) ts.push_back(t);
+  ScalarType dt = result_type(tensors);
+  if (ts.empty()) {
+    Tensor r = make_empty({0}, dt, tensors[0].device());
+    if (!out.defined()) out = r;
+    else detail::resize_output(out, {0}, "cat");
+    return;
+  }
+  const Tensor& ref = ts[0];
+  RT_CHECK(ref.dim() > 0, "zero-dimensional tensor (at position 0) cannot be concatenated");
+  int64_t d = maybe_wrap_dim(dim, ref.dim(), "cat");
+  std::vector<int64_t> shape = ref.sizes().vec();
+  int64_t total = 0;
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const Tensor& t = ts[i];
+    RT_CHECK(t.dim() == ref.dim(), "Tensors must have same number of dimensions: got ", ref.dim(),
+             " and ", t.dim());
+    RT_CHECK(t.device() == ref.device(), "Expected all tensors to be on the same device, but found ",
+             ref.device(), " and ", t.device());
+    for (int64_t k = 0; k < ref.dim(); ++k) {
+      if (k == d) continue;
+      RT_CHECK(t.size(k) == ref.size(k), "Sizes of tensors must match except in dimension ", d,
+               ". Expected size ", ref.size(k), " but got size ", t.size(k), " for tensor number ",
+               i, " in the list.");
+    }
+    total += t.size(d);
+  }
+  shape[size_t(d)] = total;
+  if (!out.defined()) {
+    out = make_empty(shape, dt, ref.device());
+  } else {
+    RT_CHECK(can_cast(dt, out.dtype()), "cat: result type ", dt,
+             " can't be cast to the desired output type ", out.dtype());
+    detail::resize_output(out, shape, "cat");
+  }
+  int64_t offset = 0;
+  for (const auto& t : ts) {
+    out.narrow(d, offset, t.size(d)).copy_(t);
+    offset += t.size(d);
+  }
+}
+
+}  // namespace retorch::cpu

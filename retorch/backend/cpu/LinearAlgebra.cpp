@@ -1,0 +1,180 @@
+// Matrix products: mm, bmm, addmm, dot through OpenBLAS for float32/float64, plain loops
+// (accumulating in opmath) for the other dtypes.
+#include <cblas.h>
+
+#include "retorch/backend/cpu/Loops.h"
+#include "retorch/core/Shape.h"
+#include "retorch/generated/Functions.h"
+#include "retorch/generated/Kernels.h"
+#include "retorch/ops/OpHelpers.h"
+
+namespace retorch::cpu {
+
+namespace {
+
+// A matrix operand as BLAS sees it: row-major with leading dim, possibly transposed.
+struct BlasMat {
+  Tensor t;
+  bool trans = false;
+  int64_t ld = 0;
+};
+
+BlasMat as_blas(const Tensor& m) {
+  // m is [r, c]. Row-major contiguous rows: stride(1) == 1; transposed: stride(0) == 1.
+  int64_t r = m.size(0), c = m.size(1);
+  if (m.stride(1) == 1 && (m.stride(0) >= std::max<int64_t>(c, 1) || r == 1))
+    return {m, false, std::max<int64_t>(m.stride(0), std::max<int64_t>(c, 1))};
+  if (m.stride(0) == 1 && (m.stride(1) >= std::max<int64_t>(r, 1) || c == 1))
+    return {m, true, std::max<int64_t>(m.stride(1), std::max<int64_t>(r, 1))};
+  Tensor cm = m.contiguous();
+  return {cm, false, std::max<int64_t>(c, 1)};
+}
+
+// out[M,N] = alpha * a[M,K] @ b[K,N] + beta * out (out contiguous).
+void gemm(const Tensor& a, const Tensor& b, Tensor& out, double alpha, double beta) {
+  int64_t M = a.size(0), K = a.size(1), N = b.size(1);
+  if (M == 0 || N == 0) return;
+  ScalarType dt = out.dtype();
+  if (K == 0) {
+    if (beta == 0) out.zero_();
+    else out.mul_(beta);
+    return;
+  }
+  if (dt == kFloat || dt == kDouble) {
+    BlasMat A = as_blas(a), B = as_blas(b);
+    auto ta = A.trans ? CblasTrans : CblasNoTrans, tb = B.trans ? CblasTrans : CblasNoTrans;
+    if (dt == kFloat) {
+      cblas_sgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), float(alpha),
+                  static_cast<const float*>(A.t.impl()->data()), int(A.ld),
+                  static_cast<const float*>(B.t.impl()->data()), int(B.ld), float(beta),
+                  out.data_ptr<float>(), int(N));
+    } else {
+      cblas_dgemm(CblasRowMajor, ta, tb, int(M), int(N), int(K), alpha,
+                  static_cast<const double*>(A.t.impl()->data()), int(A.ld),
+                  static_cast<const double*>(B.t.impl()->data()), int(B.ld), beta,
+                  out.data_ptr<double>(), int(N));
+    }
+    return;
+  }
+  Tensor ac = a.contiguous(), bc = b.contiguous();
+  RT_DISPATCH_NUMERIC(dt, "mm", [&] {
+    using op_t = opmath_t<scalar_t>;
+    const scalar_t* ap = static_cast<const scalar_t*>(ac.impl()->data());
+    const scalar_t* bp = static_cast<const scalar_t*>(bc.impl()->data());
+    scalar_t* op = out.data_ptr<scalar_t>();
+    parallel_for(0, M, 16, [&](int64_t rb, int64_t re) {
+      std::vector<op_t> acc(static_cast<size_t>(N));
+      for (int64_t i = rb; i < re; ++i) {
+        std::fill(acc.begin(), acc.end(), op_t(0));
+        for (int64_t k = 0; k < K; ++k) {
+          op_t av = op_t(ap[i * K + k]);
+          for (int64_t j = 0; j < N; ++j) acc[size_t(j)] += av * op_t(bp[k * N + j]);
+        }
+        for (int64_t j = 0; j < N; ++j) {
+          op_t prev = beta == 0 ? op_t(0) : op_t(op_t(op[i * N + j]) * op_t(beta));
+          op[i * N + j] = scalar_t(op_t(op_t(alpha) * acc[size_t(j)] + prev));
+        }
+      }
+    });
+  });
+}
+
+void check_mm(const char* op, const Tensor& a, const Tensor& b) {
+  RT_CHECK(a.dim() == 2, op, ": self must be a matrix (got a ", a.dim(), "-D tensor of shape ",
+           a.sizes(), ")");
+  RT_CHECK(b.dim() == 2, op, ": mat2 must be a matrix (got a ", b.dim(), "-D tensor of shape ",
+           b.sizes(), ")");
+  RT_CHECK(a.size(1) == b.size(0), op, ": mat1 and mat2 shapes cannot be multiplied (",
+           a.size(0), "x", a.size(1), " and ", b.size(0), "x", b.size(1), ")");
+  RT_CHECK_TYPE(a.dtype() == b.dtype(), op, ": expected mat1 and mat2 to have the same dtype, but "
+                "got: ", a.dtype(), " != ", b.dtype());
+  RT_CHECK_TYPE(a.dtype() != kBool, op, ": \"addmm_impl_cpu_\" not implemented for 'Bool'");
+}
+
+void finish_out(const Tensor& result, Tensor& out, const char* op) {
+  if (!out.defined()) {
+    out = result;
+    return;
+  }
+  RT_CHECK_TYPE(out.dtype() == result.dtype(), op, ": expected out to have dtype ", result.dtype(),
+                " but got ", out.dtype());
+  detail::resize_output(out, result.sizes(), op);
+  out.copy_(result);
+}
+
+}  // namespace
+
+void mm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
+  check_mm("mm", self, mat2);
+  Tensor result = make_empty({self.size(0), mat2.size(1)}, self.dtype(), self.device());
+  gemm(self, mat2, result, 1.0, 0.0);
+  finish_out(result, out, "mm");
+}
+
+void addmm_out(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
+               const Scalar& alpha, Tensor& out) {
+  check_mm("addmm", mat1, mat2);
+  RT_CHECK_TYPE(self.dtype() == mat1.dtype(), "addmm: expected self and mat1 to have the same "
+                "dtype, but got: ", self.dtype(), " != ", mat1.dtype());
+  std::vector<int64_t> shape{mat1.size(0), mat2.size(1)};
+  RT_CHECK(is_expandable_to(self.sizes(), shape), "addmm: self of shape ", self.sizes(),
+           " cannot be broadcast to the product shape ", IntArrayRef(shape));
+  Tensor result = make_empty(shape, mat1.dtype(), mat1.device());
+  double b = beta.to_double();
+  if (b != 0) result.copy_(self.expand(shape));
+  gemm(mat1, mat2, result, alpha.to_double(), b);
+  finish_out(result, out, "addmm");
+}
+
+void bmm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
+  RT_CHECK(self.dim() == 3 && mat2.dim() == 3, "bmm: expected 3-D tensors, but got ", self.dim(),
+           "-D and ", mat2.dim(), "-D (shapes ", self.sizes(), " and ", mat2.sizes(), ")");
+  RT_CHECK(self.size(0) == mat2.size(0), "bmm: batch1 and batch2 must have same number of batches, "
+           "got ", self.size(0), " and ", mat2.size(0));
+  RT_CHECK(self.size(2) == mat2.size(1), "bmm: Expected size for first two dimensions of batch2 "
+           "tensor to be: [", self.size(0), ", ", self.size(2), "] but got: [", mat2.size(0), ", ",
+           mat2.size(1), "].");
+  RT_CHECK_TYPE(self.dtype() == mat2.dtype(), "bmm: expected self and mat2 to have the same "
+                "dtype, but got: ", self.dtype(), " != ", mat2.dtype());
+  int64_t B = self.size(0);
+  Tensor result = make_empty({B, self.size(1), mat2.size(2)}, self.dtype(), self.device());
+  for (int64_t i = 0; i < B; ++i) {
+    Tensor r = result.select(0, i);
+    gemm(self.select(0, i), mat2.select(0, i), r, 1.0, 0.0);
+  }
+  finish_out(result, out, "bmm");
+}
+
+Tensor dot(const Tensor& self, const Tensor& tensor) {
+  RT_CHECK(self.dim() == 1 && tensor.dim() == 1, "1D tensors expected, but got ", self.dim(),
+           "D and ", tensor.dim(), "D tensors");
+  RT_CHECK(self.numel() == tensor.numel(), "inconsistent tensor size, expected tensor [",
+           self.numel(), "] and src [", tensor.numel(), "] to have the same number of elements, "
+           "but got ", self.numel(), " and ", tensor.numel(), " elements respectively");
+  RT_CHECK_TYPE(self.dtype() == tensor.dtype(), "dot : expected both vectors to have same dtype, "
+                "but found ", self.dtype(), " and ", tensor.dtype());
+  Tensor out = make_empty({}, self.dtype(), self.device());
+  int64_t n = self.numel();
+  if (self.dtype() == kFloat) {
+    *out.data_ptr<float>() = cblas_sdot(int(n), self.data_ptr<float>(), int(self.stride(0)),
+                                        tensor.data_ptr<float>(), int(tensor.stride(0)));
+    return out;
+  }
+  if (self.dtype() == kDouble) {
+    *out.data_ptr<double>() = cblas_ddot(int(n), self.data_ptr<double>(), int(self.stride(0)),
+                                         tensor.data_ptr<double>(), int(tensor.stride(0)));
+    return out;
+  }
+  RT_DISPATCH_NUMERIC(self.dtype(), "dot", [&] {
+    using op_t = opmath_t<scalar_t>;
+    op_t acc = 0;
+    const scalar_t* a = self.data_ptr<scalar_t>();
+    const scalar_t* b = tensor.data_ptr<scalar_t>();
+    for (int64_t i = 0; i < n; ++i)
+      acc += op_t(a[i * self.stride(0)]) * op_t(b[i * tensor.stride(0)]);
+    *out.data_ptr<scalar_t>() = scalar_t(acc);
+  });
+  return out;
+}
+
+}  // namespace retorch::cpu

@@ -1,0 +1,155 @@
+// Statistics and normalizing reductions: var, norm, softmax, log_softmax, cumsum.
+#include <cmath>
+#include <limits>
+
+#include "retorch/backend/cpu/ReduceUtils.h"
+#include "retorch/generated/Functions.h"
+#include "retorch/generated/Kernels.h"
+
+namespace retorch::cpu {
+
+Tensor var_correction(const Tensor& self, OptionalIntArrayRef dim, std::optional<int64_t> correction,
+                      bool keepdim) {
+  RT_CHECK(is_floating_type(self.dtype()), "var(): only floating point types are supported, got ",
+           self.dtype());
+  ReducePlan p = plan_reduce(self, dim, keepdim, "var");
+  double corr = double(correction.value_or(1));
+  Tensor result = make_empty(p.out_shape, self.dtype(), self.device());
+  RT_DISPATCH_FLOATING(self.dtype(), "var", [&] {
+    const scalar_t* in = static_cast<const scalar_t*>(p.rows.impl()->data());
+    scalar_t* out = result.data_ptr<scalar_t>();
+    parallel_for(0, p.outer, std::max<int64_t>(1, 32768 / std::max<int64_t>(p.inner, 1)),
+                 [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const scalar_t* row = in + r * p.inner;
+        double mean = 0;
+        for (int64_t i = 0; i < p.inner; ++i) mean += double(opmath_t<scalar_t>(row[i]));
+        mean /= double(p.inner);
+        double ss = 0;
+        for (int64_t i = 0; i < p.inner; ++i) {
+          double d = double(opmath_t<scalar_t>(row[i])) - mean;
+          ss += d * d;
+        }
+        double denom = double(p.inner) - corr;
+        out[r] = scalar_t(opmath_t<scalar_t>(denom > 0 ? ss / denom
+                                             : (ss == 0 || p.inner == 0 ? std::numeric_limits<double>::quiet_NaN()
+                                                                        : std::numeric_limits<double>::infinity())));
+      }
+    });
+  });
+  return result;
+}
+
+Tensor norm(const Tensor& self, const std::optional<Scalar>& p_opt, OptionalIntArrayRef dim,
+            bool keepdim) {
+  RT_CHECK(is_floating_type(self.dtype()), "linalg.vector_norm: Expected a floating point or "
+           "complex tensor as input. Got ", self.dtype());
+  double pv = p_opt ? p_opt->to_double() : 2.0;
+  ReducePlan plan = plan_reduce(self, dim, keepdim, "norm");
+  Tensor result = make_empty(plan.out_shape, self.dtype(), self.device());
+  RT_DISPATCH_FLOATING(self.dtype(), "norm", [&] {
+    scalar_t* out = result.data_ptr<scalar_t>();
+    auto fin_pow = [pv](double a, int64_t) { return scalar_t(float(std::pow(a, 1.0 / pv))); };
+    if (std::isinf(pv)) {
+      bool mx = pv > 0;
+      reduce_rows<scalar_t, scalar_t, double>(
+          plan, out, mx ? 0.0 : std::numeric_limits<double>::infinity(),
+          [mx](double a, scalar_t v, int64_t) {
+            double x = std::fabs(double(opmath_t<scalar_t>(v)));
+            if (std::isnan(x) || std::isnan(a)) return std::numeric_limits<double>::quiet_NaN();
+            return mx ? std::max(a, x) : std::min(a, x);
+          },
+          [](double a, int64_t) { return scalar_t(opmath_t<scalar_t>(a)); });
+    } else if (pv == 0) {
+      reduce_rows<scalar_t, scalar_t, double>(
+          plan, out, 0.0, [](double a, scalar_t v, int64_t) { return a + (double(opmath_t<scalar_t>(v)) != 0); },
+          [](double a, int64_t) { return scalar_t(opmath_t<scalar_t>(a)); });
+    } else if (pv == 2) {
+      reduce_rows<scalar_t, scalar_t, double>(
+          plan, out, 0.0, [](double a, scalar_t v, int64_t) {
+            double x = double(opmath_t<scalar_t>(v));
+            return a + x * x;
+          },
+          [](double a, int64_t) { return scalar_t(opmath_t<scalar_t>(std::sqrt(a))); });
+    } else {
+      reduce_rows<scalar_t, scalar_t, double>(
+          plan, out, 0.0, [pv](double a, scalar_t v, int64_t) {
+            return a + std::pow(std::fabs(double(opmath_t<scalar_t>(v))), pv);
+          },
+          fin_pow);
+    }
+  });
+  return result;
+}
+
+namespace {
+template <bool kLog>
+Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, const char* op) {
+  Tensor in = dtype ? self.to(*dtype) : self;
+  RT_CHECK_TYPE(is_floating_type(in.dtype()), "\"", op, "_lastdim_kernel_impl\" not implemented for '",
+                dtype_name(in.dtype()), "'");
+  int64_t d = maybe_wrap_dim(dim, in.dim(), op);
+  Tensor rows = move_dim_last(in, d);
+  Tensor out = make_empty(rows.sizes(), rows.dtype(), rows.device());
+  int64_t L = in.dim() == 0 ? 1 : rows.size(-1);
+  int64_t n = L == 0 ? 0 : rows.numel() / L;
+  RT_DISPATCH_FLOATING(in.dtype(), op, [&] {
+    using op_t = opmath_t<scalar_t>;
+    const scalar_t* x = static_cast<const scalar_t*>(rows.impl()->data());
+    scalar_t* y = out.data_ptr<scalar_t>();
+    parallel_for(0, n, std::max<int64_t>(1, 16384 / std::max<int64_t>(L, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const scalar_t* xr = x + r * L;
+        scalar_t* yr = y + r * L;
+        op_t m = -std::numeric_limits<op_t>::infinity();
+        for (int64_t i = 0; i < L; ++i) m = std::max(m, op_t(xr[i]));
+        if (std::isinf(m) && m < 0) m = 0;
+        op_t s = 0;
+        for (int64_t i = 0; i < L; ++i) s += std::exp(op_t(xr[i]) - m);
+        if constexpr (kLog) {
+          op_t ls = std::log(s) + m;
+          for (int64_t i = 0; i < L; ++i) yr[i] = scalar_t(op_t(xr[i]) - ls);
+        } else {
+          op_t inv = op_t(1) / s;
+          for (int64_t i = 0; i < L; ++i) yr[i] = scalar_t(std::exp(op_t(xr[i]) - m) * inv);
+        }
+      }
+    });
+  });
+  return restore_dim(out, d);
+}
+}  // namespace
+
+Tensor softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  return softmax_impl<false>(self, dim, dtype, "softmax");
+}
+Tensor log_softmax(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  return softmax_impl<true>(self, dim, dtype, "log_softmax");
+}
+
+Tensor cumsum(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {
+  ScalarType rt = dtype ? *dtype : (is_integral_type(self.dtype(), true) ? kLong : self.dtype());
+  Tensor in = self.dtype() == rt ? self : self.to(rt);
+  int64_t d = maybe_wrap_dim(dim, in.dim(), "cumsum");
+  Tensor rows = move_dim_last(in, d);
+  Tensor out = make_empty(rows.sizes(), rt, rows.device());
+  int64_t L = in.dim() == 0 ? 1 : rows.size(-1);
+  int64_t n = L == 0 ? 0 : rows.numel() / L;
+  RT_DISPATCH_ALL(rt, "cumsum", [&] {
+    using acc_t = std::conditional_t<std::is_floating_point_v<opmath_t<scalar_t>>, double, int64_t>;
+    const scalar_t* x = static_cast<const scalar_t*>(rows.impl()->data());
+    scalar_t* y = out.data_ptr<scalar_t>();
+    parallel_for(0, n, std::max<int64_t>(1, 16384 / std::max<int64_t>(L, 1)), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        acc_t acc = 0;
+        for (int64_t i = 0; i < L; ++i) {
+          acc += acc_t(opmath_t<scalar_t>(x[r * L + i]));
+          y[r * L + i] = scalar_t(opmath_t<scalar_t>(acc));
+        }
+      }
+    });
+  });
+  return restore_dim(out, d);
+}
+
+}  // namespace retorch::cpu

@@ -1,0 +1,128 @@
+// Random kernels on Philox: each element draws from its own counter, so results do not
+// depend on the number of threads.
+#include <cmath>
+
+#include "retorch/backend/cpu/Loops.h"
+#include "retorch/generated/Functions.h"
+#include "retorch/generated/Kernels.h"
+
+namespace retorch::cpu {
+
+namespace {
+
+Generator& pick(const std::optional<Generator>& g) {
+  return g ? const_cast<Generator&>(*g) : default_generator();
+}
+
+inline double u01_from(uint32_t a, uint32_t b) {
+  uint64_t bits = (uint64_t(a) << 21) ^ uint64_t(b >> 11);  // 53 random bits
+  return double(bits & ((uint64_t(1) << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
+// Fills a contiguous buffer: f(i, words) -> value, with one Philox block per element.
+template <typename scalar_t, typename F>
+void fill_random(const Tensor& self, Generator& gen, const F& f) {
+  Tensor target = self.is_contiguous() ? self : make_empty(self.sizes(), self.dtype(), self.device());
+  int64_t n = target.numel();
+  auto [key, base] = gen.reserve(uint64_t(n));
+  scalar_t* p = static_cast<scalar_t*>(target.impl()->data());
+  parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) p[i] = f(philox4x32(key, base + uint64_t(i)));
+  });
+  if (!self.is_contiguous()) self.copy_(target);
+}
+
+}  // namespace
+
+Tensor uniform_(const Tensor& self, double from, double to, std::optional<Generator> generator) {
+  RT_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
+           " > to=", to);
+  RT_DISPATCH_FLOATING(self.dtype(), "uniform_", [&] {
+    double range = to - from;
+    fill_random<scalar_t>(self, pick(generator), [=](const std::array<uint32_t, 4>& w) {
+      double u = u01_from(w[0], w[1]);
+      using op_t = opmath_t<scalar_t>;
+      op_t v = op_t(from + u * range);
+      if (v >= op_t(to) && to > from) v = std::nextafter(op_t(to), op_t(from));
+      return scalar_t(v);
+    });
+  });
+  return self;
+}
+
+Tensor normal_(const Tensor& self, double mean, double std, std::optional<Generator> generator) {
+  RT_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  RT_DISPATCH_FLOATING(self.dtype(), "normal_", [&] {
+    fill_random<scalar_t>(self, pick(generator), [=](const std::array<uint32_t, 4>& w) {
+      double u1 = u01_from(w[0], w[1]), u2 = u01_from(w[2], w[3]);
+      double r = std::sqrt(-2.0 * std::log(1.0 - u1));
+      return scalar_t(opmath_t<scalar_t>(mean + std * r * std::cos(2.0 * M_PI * u2)));
+    });
+  });
+  return self;
+}
+
+Tensor random_from_(const Tensor& self, int64_t from, std::optional<int64_t> to,
+                    std::optional<Generator> generator) {
+  int64_t hi = to.value_or(int64_t(1) << std::min<int>(53, int(element_size(self.dtype()) * 8 - 1)));
+  RT_CHECK(from < hi, "random_ expects 'from' to be less than 'to', but got from=", from,
+           " >= to=", hi);
+  uint64_t range = uint64_t(hi - from);
+  RT_DISPATCH_ALL(self.dtype(), "random_", [&] {
+    fill_random<scalar_t>(self, pick(generator), [=](const std::array<uint32_t, 4>& w) {
+      uint64_t r = ((uint64_t(w[0]) << 32) | w[1]) % range;
+      return scalar_t(opmath_t<scalar_t>(int64_t(r) + from));
+    });
+  });
+  return self;
+}
+
+Tensor bernoulli(const Tensor& self, std::optional<Generator> generator) {
+  RT_CHECK_TYPE(is_floating_type(self.dtype()), "bernoulli: expected a floating point tensor of "
+                "probabilities, got ", self.dtype());
+  Tensor p = self.contiguous();
+  Tensor out = make_empty(self.sizes(), self.dtype(), self.device());
+  RT_DISPATCH_FLOATING(self.dtype(), "bernoulli", [&] {
+    const scalar_t* pp = static_cast<const scalar_t*>(p.impl()->data());
+    for (int64_t i = 0; i < p.numel(); ++i) {
+      double v = double(opmath_t<scalar_t>(pp[i]));
+      RT_CHECK(v >= 0 && v <= 1, "bernoulli_ expects p to be in [0, 1], but got p=", v);
+    }
+    const scalar_t* base = pp;
+    int64_t idx = 0;
+    (void)idx;
+    Generator& gen = pick(generator);
+    auto [key, off] = gen.reserve(uint64_t(out.numel()));
+    scalar_t* o = out.data_ptr<scalar_t>();
+    parallel_for(0, out.numel(), 1 << 14, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        auto w = philox4x32(key, off + uint64_t(i));
+        o[i] = scalar_t(opmath_t<scalar_t>(u01_from(w[0], w[1]) < double(opmath_t<scalar_t>(base[i])) ? 1 : 0));
+      }
+    });
+  });
+  return out;
+}
+
+Tensor randperm(int64_t n, std::optional<Generator> generator, std::optional<ScalarType> dtype,
+                std::optional<Device> device) {
+  RT_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
+  RT_CHECK(!device || device->is_cpu(), "randperm: the CPU backend cannot allocate on ", *device);
+  Tensor out = make_empty({n}, dtype.value_or(kLong));
+  std::vector<int64_t> perm(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) perm[size_t(i)] = i;
+  Generator& gen = pick(generator);
+  auto [key, off] = gen.reserve(uint64_t(n));
+  for (int64_t i = n - 1; i > 0; --i) {
+    auto w = philox4x32(key, off + uint64_t(i));
+    int64_t j = int64_t((((uint64_t(w[0]) << 32) | w[1]) % uint64_t(i + 1)));
+    std::swap(perm[size_t(i)], perm[size_t(j)]);
+  }
+  RT_DISPATCH_NUMERIC(out.dtype(), "randperm", [&] {
+    scalar_t* p = out.data_ptr<scalar_t>();
+    for (int64_t i = 0; i < n; ++i) p[i] = scalar_t(opmath_t<scalar_t>(perm[size_t(i)]));
+  });
+  return out;
+}
+
+}  // namespace retorch::cpu

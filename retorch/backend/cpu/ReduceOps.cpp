@@ -1,0 +1,235 @@
+// Reductions: sum, mean, prod, amax/amin, max/min (with indices), argmax/argmin, all/any.
+#include <cmath>
+#include <limits>
+
+#include "retorch/backend/cpu/ReduceUtils.h"
+#include "retorch/generated/Functions.h"
+#include "retorch/generated/Kernels.h"
+#include "retorch/ops/OpHelpers.h"
+
+namespace retorch::cpu {
+
+namespace {
+
+// Accumulator type: double for floats (more accurate than the output), int64 for integers.
+template <typename T>
+using acc_of = std::conditional_t<std::is_floating_point_v<opmath_t<T>>, double,
+                                  std::conditional_t<std::is_same_v<T, bool>, int64_t, int64_t>>;
+
+ScalarType sum_dtype(const Tensor& self, std::optional<ScalarType> dtype) {
+  if (dtype) return *dtype;
+  return is_integral_type(self.dtype(), true) ? kLong : self.dtype();
+}
+
+// Writes a freshly computed result into out (allocating or resizing it).
+void write_out(const Tensor& result, Tensor& out, const char* op) {
+  if (!out.defined()) {
+    out = result;
+    return;
+  }
+  detail::resize_output(out, result.sizes(), op);
+  out.copy_(result);
+}
+
+template <bool kMean>
+Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
+                std::optional<ScalarType> dtype, const char* op) {
+  ScalarType rt = sum_dtype(self, dtype);
+  Tensor in = self.dtype() == rt ? self : self.to(rt);
+  ReducePlan p = plan_reduce(in, dim, keepdim, op);
+  Tensor result = make_empty(p.out_shape, rt, self.device());
+  RT_DISPATCH_ALL(rt, op, [&] {
+    using acc_t = acc_of<scalar_t>;
+    reduce_rows<scalar_t, scalar_t, acc_t>(
+        p, result.data_ptr<scalar_t>(), acc_t(0),
+        [](acc_t a, scalar_t v, int64_t) { return acc_t(a + acc_t(opmath_t<scalar_t>(v))); },
+        [](acc_t a, int64_t n) {
+          if constexpr (kMean) return scalar_t(opmath_t<scalar_t>(double(a) / double(n)));
+          else return scalar_t(opmath_t<scalar_t>(a));
+        });
+  });
+  return result;
+}
+
+}  // namespace
+
+void sum_out(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
+             std::optional<ScalarType> dtype, Tensor& out) {
+  write_out(sum_impl<false>(self, dim, keepdim, dtype, "sum"), out, "sum");
+}
+
+void mean_out(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
+              std::optional<ScalarType> dtype, Tensor& out) {
+  ScalarType rt = dtype.value_or(self.dtype());
+  RT_CHECK(is_floating_type(rt), "mean(): could not infer output dtype. Input dtype must be either "
+           "a floating point or complex dtype. Got: ", rt);
+  write_out(sum_impl<true>(self, dim, keepdim, rt, "mean"), out, "mean");
+}
+
+namespace {
+Tensor prod_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
+                 std::optional<ScalarType> dtype) {
+  ScalarType rt = sum_dtype(self, dtype);
+  Tensor in = self.dtype() == rt ? self : self.to(rt);
+  ReducePlan p = plan_reduce(in, dim, keepdim, "prod");
+  Tensor result = make_empty(p.out_shape, rt, self.device());
+  RT_DISPATCH_ALL(rt, "prod", [&] {
+    using acc_t = acc_of<scalar_t>;
+    reduce_rows<scalar_t, scalar_t, acc_t>(
+        p, result.data_ptr<scalar_t>(), acc_t(1),
+        [](acc_t a, scalar_t v, int64_t) { return acc_t(a * acc_t(opmath_t<scalar_t>(v))); },
+        [](acc_t a, int64_t) { return scalar_t(opmath_t<scalar_t>(a)); });
+  });
+  return result;
+}
+}  // namespace
+
+Tensor prod(const Tensor& self, std::optional<ScalarType> dtype) {
+  return prod_impl(self, std::nullopt, false, dtype);
+}
+
+Tensor prod_dim(const Tensor& self, int64_t dim, bool keepdim, std::optional<ScalarType> dtype) {
+  return prod_impl(self, IntArrayRef(dim), keepdim, dtype);
+}
+
+namespace {
+template <bool kMax>
+Tensor amax_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, const char* op) {
+  ReducePlan p = plan_reduce(self, dim, keepdim, op);
+  RT_CHECK_INDEX(p.inner > 0 || p.outer == 0, op, "(): Expected reduction dim to have non-zero "
+                 "size (input shape ", self.sizes(), ")");
+  Tensor result = make_empty(p.out_shape, self.dtype(), self.device());
+  RT_DISPATCH_ALL(self.dtype(), op, [&] {
+    using op_t = opmath_t<scalar_t>;
+    reduce_rows<scalar_t, scalar_t, op_t>(
+        p, result.data_ptr<scalar_t>(), op_t(0),
+        [](op_t a, scalar_t sv, int64_t i) -> op_t {
+          op_t v = op_t(sv);
+          if (i == 0) return v;
+          if constexpr (std::is_floating_point_v<op_t>) {
+            if (std::isnan(a)) return a;
+            if (std::isnan(v)) return v;
+          }
+          if constexpr (kMax) return v > a ? v : a;
+          else return v < a ? v : a;
+        },
+        [](op_t a, int64_t) { return scalar_t(a); });
+  });
+  return result;
+}
+
+template <bool kMax>
+std::tuple<Tensor, Tensor> max_dim_impl(const Tensor& self, int64_t dim, bool keepdim,
+                                        const char* op) {
+  int64_t d = maybe_wrap_dim(dim, self.dim(), op);
+  ReducePlan p = plan_reduce(self, IntArrayRef(d), keepdim, op);
+  RT_CHECK_INDEX(p.inner > 0 || p.outer == 0, op, "(): Expected reduction dim ", d,
+                 " to have non-zero size (input shape ", self.sizes(), ")");
+  Tensor values = make_empty(p.out_shape, self.dtype(), self.device());
+  Tensor indices = make_empty(p.out_shape, kLong, self.device());
+  RT_DISPATCH_ALL(self.dtype(), op, [&] {
+    using op_t = opmath_t<scalar_t>;
+    const scalar_t* in = static_cast<const scalar_t*>(p.rows.impl()->data());
+    scalar_t* vo = values.data_ptr<scalar_t>();
+    int64_t* io = indices.data_ptr<int64_t>();
+    parallel_for(0, p.outer, std::max<int64_t>(1, 32768 / std::max<int64_t>(p.inner, 1)),
+                 [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const scalar_t* row = in + r * p.inner;
+        op_t best = op_t(row[0]);
+        int64_t bi = 0;
+        for (int64_t i = 1; i < p.inner; ++i) {
+          op_t v = op_t(row[i]);
+          if constexpr (std::is_floating_point_v<op_t>) {
+            if (std::isnan(best)) break;
+            if (std::isnan(v)) { best = v; bi = i; break; }
+          }
+          if (kMax ? v > best : v < best) { best = v; bi = i; }
+        }
+        vo[r] = scalar_t(best);
+        io[r] = bi;
+      }
+    });
+  });
+  return {values, indices};
+}
+}  // namespace
+
+void amax_out(const Tensor& self, IntArrayRef dim, bool keepdim, Tensor& out) {
+  write_out(amax_impl<true>(self, dim, keepdim, "amax"), out, "amax");
+}
+void amin_out(const Tensor& self, IntArrayRef dim, bool keepdim, Tensor& out) {
+  write_out(amax_impl<false>(self, dim, keepdim, "amin"), out, "amin");
+}
+
+Tensor max_all(const Tensor& self) {
+  RT_CHECK(self.numel() > 0, "max(): Expected reduction dim to be specified for input.numel() "
+           "== 0. Specify the reduction dim with the 'dim' argument.");
+  return amax_impl<true>(self, std::nullopt, false, "max");
+}
+Tensor min_all(const Tensor& self) {
+  RT_CHECK(self.numel() > 0, "min(): Expected reduction dim to be specified for input.numel() "
+           "== 0. Specify the reduction dim with the 'dim' argument.");
+  return amax_impl<false>(self, std::nullopt, false, "min");
+}
+
+std::tuple<Tensor, Tensor> max_dim(const Tensor& self, int64_t dim, bool keepdim) {
+  return max_dim_impl<true>(self, dim, keepdim, "max");
+}
+std::tuple<Tensor, Tensor> min_dim(const Tensor& self, int64_t dim, bool keepdim) {
+  return max_dim_impl<false>(self, dim, keepdim, "min");
+}
+
+namespace {
+template <bool kMax>
+Tensor arg_impl(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const char* op) {
+  if (!dim) {
+    RT_CHECK(self.numel() > 0, op, "(): Expected reduction dim to be specified for "
+             "input.numel() == 0.");
+    Tensor idx = std::get<1>(max_dim_impl<kMax>(self.reshape({-1}), 0, false, op));
+    if (keepdim) idx = idx.reshape(std::vector<int64_t>(size_t(self.dim()), 1));
+    return idx;
+  }
+  return std::get<1>(max_dim_impl<kMax>(self, *dim, keepdim, op));
+}
+}  // namespace
+
+Tensor argmax(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  return arg_impl<true>(self, dim, keepdim, "argmax");
+}
+Tensor argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
+  return arg_impl<false>(self, dim, keepdim, "argmin");
+}
+
+namespace {
+template <bool kAll>
+Tensor all_any_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, const char* op) {
+  ScalarType rt = self.dtype() == kByte ? kByte : kBool;
+  ReducePlan p = plan_reduce(self, dim, keepdim, op);
+  Tensor result = make_empty(p.out_shape, rt, self.device());
+  Tensor tmp = make_empty(p.out_shape, kBool, self.device());
+  RT_DISPATCH_ALL(self.dtype(), op, [&] {
+    reduce_rows<scalar_t, bool, bool>(
+        p, tmp.data_ptr<bool>(), kAll,
+        [](bool a, scalar_t v, int64_t) {
+          bool b = bool(opmath_t<scalar_t>(v));
+          return kAll ? (a && b) : (a || b);
+        },
+        [](bool a, int64_t) { return a; });
+  });
+  if (rt == kBool) return tmp;
+  result.copy_(tmp);
+  return result;
+}
+}  // namespace
+
+Tensor all(const Tensor& self) { return all_any_impl<true>(self, std::nullopt, false, "all"); }
+Tensor all_dim(const Tensor& self, int64_t dim, bool keepdim) {
+  return all_any_impl<true>(self, IntArrayRef(dim), keepdim, "all");
+}
+Tensor any(const Tensor& self) { return all_any_impl<false>(self, std::nullopt, false, "any"); }
+Tensor any_dim(const Tensor& self, int64_t dim, bool keepdim) {
+  return all_any_impl<false>(self, IntArrayRef(dim), keepdim, "any");
+}
+
+}  // namespace retorch::cpu

@@ -1,0 +1,184 @@
+// TensorIterator construction: result type, broadcast shape, output checks, dim coalescing.
+#include "retorch/backend/cpu/TensorIterator.h"
+
+#include "retorch/core/Shape.h"
+#include "retorch/generated/Functions.h"
+#include "retorch/ops/OpHelpers.h"
+
+namespace retorch {
+
+namespace {
+int category(ScalarType t) { return t == kBool ? 0 : (is_floating_type(t) ? 2 : 1); }
+
+ScalarType combine_categories(ScalarType higher, ScalarType lower) {
+  if (higher == ScalarType::Undefined) return lower;
+  if (lower == ScalarType::Undefined) return higher;
+  if (is_floating_type(higher)) return higher;
+  if (higher == kBool || is_floating_type(lower)) return promote_types(higher, lower);
+  return higher;
+}
+
+ScalarType promote_skip_undefined(ScalarType a, ScalarType b) {
+  if (a == ScalarType::Undefined) return b;
+  if (b == ScalarType::Undefined) return a;
+  return promote_types(a, b);
+}
+}  // namespace
+
+ScalarType result_type(TensorList tensors) {
+  ScalarType dim_r = ScalarType::Undefined, zero_r = ScalarType::Undefined,
+             wrapped_r = ScalarType::Undefined;
+  for (const Tensor& t : tensors) {
+    if (!t.defined()) continue;
+    ScalarType cur = t.dtype();
+    if (t.impl()->is_wrapped_number()) {
+      if (is_floating_type(cur)) cur = default_dtype();
+      wrapped_r = promote_skip_undefined(wrapped_r, cur);
+    } else if (t.dim() == 0) {
+      zero_r = promote_skip_undefined(zero_r, cur);
+    } else {
+      dim_r = promote_skip_undefined(dim_r, cur);
+    }
+  }
+  return combine_categories(dim_r, combine_categories(zero_r, wrapped_r));
+}
+
+bool can_cast(ScalarType from, ScalarType to) {
+  return category(from) <= category(to);
+}
+
+TensorIterator::TensorIterator(Tensor& out, std::initializer_list<Tensor> inputs,
+                               const Config& cfg)
+    : user_out_(&out) {
+  n_ = 1 + int(inputs.size());
+  RT_INTERNAL_ASSERT(n_ <= kMaxOperands);
+  int k = 1;
+  for (const Tensor& t : inputs) {
+    RT_CHECK(t.defined(), cfg.name, ": expected a defined tensor for argument ", k - 1);
+    operands_[k++] = t;
+  }
+  // Device: every input must be on the same device (0-dim CPU tensors may mix in).
+  Device dev = operands_[1].device();
+  for (int i = 1; i < n_; ++i) {
+    if (operands_[i].dim() == 0 && operands_[i].is_cpu()) continue;
+    dev = operands_[i].device();
+  }
+  for (int i = 1; i < n_; ++i) {
+    const Tensor& t = operands_[i];
+    RT_CHECK(t.device() == dev || (t.dim() == 0 && t.is_cpu()), cfg.name,
+             ": expected all tensors to be on the same device, but found at least two devices, ",
+             dev, " and ", t.device());
+  }
+  // Shape.
+  DimVector shape(operands_[1].sizes());
+  for (int i = 2; i < n_; ++i) shape = broadcast_shapes(shape, operands_[i].sizes(), cfg.name);
+  // Dtypes.
+  if (cfg.common) {
+    common_ = *cfg.common;
+  } else {
+    std::vector<Tensor> ins(operands_ + 1, operands_ + n_);
+    common_ = result_type(ins);
+    if (cfg.int_to_float && !is_floating_type(common_)) common_ = default_dtype();
+  }
+  ScalarType want_out = cfg.out_dtype.value_or(common_);
+  if (cfg.promote_inputs) {
+    for (int i = 1; i < n_; ++i) {
+      if (operands_[i].dtype() != common_) operands_[i] = operands_[i].to(common_);
+    }
+  }
+  // Output.
+  Tensor& o = out;
+  if (o.defined()) {
+    bool is_input = false;
+    for (int i = 1; i < n_; ++i) is_input |= o.is_same(*(inputs.begin() + (i - 1)));
+    if (!o.sizes().equals(shape)) {
+      RT_CHECK(!is_input && cfg.allow_resize_out, cfg.name, ": output with shape ", o.sizes(),
+               " doesn't match the broadcast shape ", IntArrayRef(shape));
+      detail::resize_output(o, shape, cfg.name);
+    }
+    RT_CHECK(can_cast(want_out, o.dtype()), cfg.name, ": result type ", want_out,
+             " can't be cast to the desired output type ", o.dtype());
+    // Write through a temporary when dtypes differ or memory overlaps an input partially.
+    bool overlap = false;
+    for (int i = 1; i < n_; ++i) {
+      const Tensor& t = operands_[i];
+      if (t.impl()->storage().get() == o.impl()->storage().get() &&
+          !(t.strides().equals(o.strides()) && t.storage_offset() == o.storage_offset() &&
+            t.sizes().equals(o.sizes())))
+        overlap = true;
+    }
+    if (o.dtype() != want_out || overlap) {
+      operands_[0] = make_empty(shape, want_out, dev);
+      needs_copy_back_ = true;
+    } else {
+      operands_[0] = o;
+    }
+  } else {
+    o = make_empty(shape, want_out, dev);
+    operands_[0] = o;
+  }
+  shape_ = shape;
+  numel_ = compute_numel(shape_);
+  // Byte strides, 0 where broadcast.
+  size_t nd = shape_.size();
+  for (int i = 0; i < n_; ++i) {
+    const Tensor& t = operands_[i];
+    strides_[i] = DimVector(nd, 0);
+    int64_t isz = t.element_size();
+    size_t off = nd - size_t(t.dim());
+    for (size_t d = 0; d < size_t(t.dim()); ++d) {
+      strides_[i][off + d] = t.size(int64_t(d)) == 1 ? 0 : t.stride(int64_t(d)) * isz;
+    }
+    base_[i] = numel_ == 0 ? nullptr : static_cast<char*>(t.impl()->data());
+  }
+  coalesce();
+}
+
+void TensorIterator::coalesce() {
+  // Drop size-1 dims, then merge neighbours whose strides chain for every operand.
+  DimVector shape;
+  std::array<DimVector, kMaxOperands> st;
+  for (size_t d = 0; d < shape_.size(); ++d) {
+    if (shape_[d] == 1) continue;
+    shape.push_back(shape_[d]);
+    for (int i = 0; i < n_; ++i) st[i].push_back(strides_[i][d]);
+  }
+  DimVector cs;
+  std::array<DimVector, kMaxOperands> cst;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (!cs.empty()) {
+      bool ok = true;
+      for (int i = 0; i < n_; ++i) ok &= cst[i].back() == st[i][d] * shape[d];
+      if (ok) {
+        cs.back() *= shape[d];
+        for (int i = 0; i < n_; ++i) cst[i].back() = st[i][d];
+        continue;
+      }
+    }
+    cs.push_back(shape[d]);
+    for (int i = 0; i < n_; ++i) cst[i].push_back(st[i][d]);
+  }
+  if (cs.empty() && numel_ == 1) {
+    cs.push_back(1);
+    for (int i = 0; i < n_; ++i) cst[i].push_back(0);
+  }
+  RT_CHECK(cs.size() <= 16, "TensorIterator: too many dimensions");
+  shape_ = cs;
+  for (int i = 0; i < n_; ++i) strides_[i] = cst[i];
+}
+
+void TensorIterator::finish() {
+  if (needs_copy_back_) {
+    user_out_->copy_(operands_[0]);
+  }
+}
+
+namespace detail {
+void resize_output(const Tensor& out, IntArrayRef shape, const char* op) {
+  if (out.sizes().equals(shape)) return;
+  (void)op;
+  out.impl()->resize_contiguous(shape);
+}
+}  // namespace detail
+
+}  // namespace retorch

@@ -1,0 +1,159 @@
+// Unary elementwise kernels: floating math (integer inputs promote to float) and same-dtype ops.
+#include <cmath>
+
+#include "retorch/backend/cpu/Loops.h"
+#include "retorch/generated/Kernels.h"
+
+namespace retorch::cpu {
+
+namespace {
+template <typename F>
+void float_unary(const char* name, const Tensor& self, Tensor& out, const F& f) {
+  TensorIterator iter(out, {self}, {.name = name, .int_to_float = true});
+  RT_DISPATCH_FLOATING(iter.common_dtype(), name, [&] {
+    using op_t = opmath_t<scalar_t>;
+    unary_loop<scalar_t, scalar_t>(iter, [&](op_t x) -> op_t { return f(x); });
+  });
+  iter.finish();
+}
+}  // namespace
+
+#define RT_FLOAT_UNARY(NAME, EXPR)                                  \
+  void NAME##_out(const Tensor& self, Tensor& out) {                \
+    float_unary(#NAME, self, out, [](auto x) -> decltype(x) { return EXPR; }); \
+  }
+
+RT_FLOAT_UNARY(exp, std::exp(x))
+RT_FLOAT_UNARY(exp2, std::exp2(x))
+RT_FLOAT_UNARY(log, std::log(x))
+RT_FLOAT_UNARY(log2, std::log2(x))
+RT_FLOAT_UNARY(log10, std::log10(x))
+RT_FLOAT_UNARY(log1p, std::log1p(x))
+RT_FLOAT_UNARY(expm1, std::expm1(x))
+RT_FLOAT_UNARY(sqrt, std::sqrt(x))
+RT_FLOAT_UNARY(rsqrt, decltype(x)(1) / std::sqrt(x))
+RT_FLOAT_UNARY(sin, std::sin(x))
+RT_FLOAT_UNARY(cos, std::cos(x))
+RT_FLOAT_UNARY(tan, std::tan(x))
+RT_FLOAT_UNARY(asin, std::asin(x))
+RT_FLOAT_UNARY(acos, std::acos(x))
+RT_FLOAT_UNARY(atan, std::atan(x))
+RT_FLOAT_UNARY(sinh, std::sinh(x))
+RT_FLOAT_UNARY(cosh, std::cosh(x))
+RT_FLOAT_UNARY(tanh, std::tanh(x))
+RT_FLOAT_UNARY(sigmoid, decltype(x)(1) / (decltype(x)(1) + std::exp(-x)))
+RT_FLOAT_UNARY(erf, std::erf(x))
+RT_FLOAT_UNARY(reciprocal, decltype(x)(1) / x)
+RT_FLOAT_UNARY(silu, x / (decltype(x)(1) + std::exp(-x)))
+#undef RT_FLOAT_UNARY
+
+void gelu_out(const Tensor& self, std::string_view approximate, Tensor& out) {
+  RT_CHECK(approximate == "none" || approximate == "tanh",
+           "gelu: approximate argument must be either none or tanh (got '", approximate, "')");
+  RT_CHECK_TYPE(is_floating_type(self.dtype()), "\"GeluKernelImpl\" not implemented for '",
+                dtype_name(self.dtype()), "'");
+  if (approximate == "tanh") {
+    float_unary("gelu", self, out, [](auto x) -> decltype(x) {
+      using T = decltype(x);
+      const T k = T(0.7978845608028654), c = T(0.044715);
+      return T(0.5) * x * (T(1) + std::tanh(k * (x + c * x * x * x)));
+    });
+  } else {
+    float_unary("gelu", self, out, [](auto x) -> decltype(x) {
+      using T = decltype(x);
+      return x * T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2)));
+    });
+  }
+}
+
+void softplus_out(const Tensor& self, const Scalar& beta, const Scalar& threshold, Tensor& out) {
+  RT_CHECK_TYPE(is_floating_type(self.dtype()), "\"softplus_cpu\" not implemented for '",
+                dtype_name(self.dtype()), "'");
+  double b = beta.to_double(), th = threshold.to_double();
+  float_unary("softplus", self, out, [b, th](auto x) -> decltype(x) {
+    using T = decltype(x);
+    return (x * T(b)) > T(th) ? x : std::log1p(std::exp(x * T(b))) / T(b);
+  });
+}
+
+namespace {
+template <typename F>
+void same_unary(const char* name, const Tensor& self, Tensor& out, bool allow_bool, const F& f) {
+  RT_CHECK_TYPE(allow_bool || self.dtype() != kBool, name, ": not supported for bool tensors");
+  TensorIterator iter(out, {self}, {.name = name});
+  RT_DISPATCH_ALL(iter.common_dtype(), name, [&] {
+    using op_t = opmath_t<scalar_t>;
+    unary_loop<scalar_t, scalar_t>(iter, [&](op_t x) -> op_t { return f(x); });
+  });
+  iter.finish();
+}
+}  // namespace
+
+void neg_out(const Tensor& self, Tensor& out) {
+  RT_CHECK(self.dtype() != kBool, "Negation, the `-` operator, on a bool tensor is not supported. "
+           "If you are trying to invert a mask, use the `~` or `logical_not()` operator instead.");
+  same_unary("neg", self, out, false, [](auto x) -> decltype(x) {
+    if constexpr (std::is_same_v<decltype(x), bool>) return x;
+    else return decltype(x)(-x);
+  });
+}
+
+void abs_out(const Tensor& self, Tensor& out) {
+  same_unary("abs", self, out, false, [](auto x) -> decltype(x) {
+    using T = decltype(x);
+    if constexpr (std::is_unsigned_v<T> || std::is_same_v<T, bool>) return x;
+    else if constexpr (std::is_floating_point_v<T>) return std::fabs(x);
+    else return x < 0 ? T(-x) : x;
+  });
+}
+
+void sign_out(const Tensor& self, Tensor& out) {
+  same_unary("sign", self, out, true, [](auto x) -> decltype(x) {
+    using T = decltype(x);
+    if constexpr (std::is_same_v<T, bool>) return x;
+    else return T((T(0) < x) - (x < T(0)));
+  });
+}
+
+void relu_out(const Tensor& self, Tensor& out) {
+  same_unary("relu", self, out, false, [](auto x) -> decltype(x) {
+    using T = decltype(x);
+    if constexpr (std::is_floating_point_v<T>) return std::isnan(x) ? x : (x > T(0) ? x : T(0));
+    else return x > T(0) ? x : T(0);
+  });
+}
+
+#define RT_ROUNDING(NAME, FN)                                                        \
+  void NAME##_out(const Tensor& self, Tensor& out) {                                 \
+    same_unary(#NAME, self, out, false, [](auto x) -> decltype(x) {                  \
+      if constexpr (std::is_floating_point_v<decltype(x)>) return FN(x);             \
+      else return x;                                                                 \
+    });                                                                              \
+  }
+RT_ROUNDING(floor, std::floor)
+RT_ROUNDING(ceil, std::ceil)
+RT_ROUNDING(round, std::nearbyint)
+RT_ROUNDING(trunc, std::trunc)
+#undef RT_ROUNDING
+
+Tensor isnan(const Tensor& self) {
+  Tensor out;
+  TensorIterator iter(out, {self}, {.name = "isnan", .out_dtype = kBool});
+  RT_DISPATCH_ALL(iter.common_dtype(), "isnan", [&] {
+    unary_loop<bool, scalar_t>(iter, [](auto x) -> bool {
+      if constexpr (std::is_floating_point_v<decltype(x)>) return std::isnan(x);
+      else return false;
+    });
+  });
+  return out;
+}
+
+void logical_not_out(const Tensor& self, Tensor& out) {
+  TensorIterator iter(out, {self}, {.name = "logical_not", .out_dtype = kBool});
+  RT_DISPATCH_ALL(iter.common_dtype(), "logical_not", [&] {
+    unary_loop<bool, scalar_t>(iter, [](auto x) -> bool { return !bool(x); });
+  });
+  iter.finish();
+}
+
+}  // namespace retorch::cpu

@@ -1,0 +1,176 @@
+// Tensor printing in PyTorch's format: tensor([[1., 2.]], requires_grad=True).
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "retorch/core/Dtypes.h"
+#include "retorch/core/Tensor.h"
+
+namespace retorch {
+namespace autograd {
+// Defined in autograd/Node.cpp; core only needs the name of a grad_fn.
+std::string node_name(const std::shared_ptr<Node>& n);
+}  // namespace autograd
+
+namespace {
+
+constexpr int kPrecision = 4;
+constexpr int64_t kThreshold = 1000;
+constexpr int64_t kEdgeItems = 3;
+constexpr int kLineWidth = 80;
+
+double read_double(const char* base, ScalarType t) {
+  double v = 0;
+  RT_DISPATCH_ALL(t, "print", [&] {
+    v = double(static_cast<opmath_t<scalar_t>>(*reinterpret_cast<const scalar_t*>(base)));
+  });
+  return v;
+}
+
+struct Formatter {
+  bool floating = false, is_bool = false, int_mode = true, sci = false;
+  int width = 1;
+
+  std::string fmt(double v) const {
+    char buf[64];
+    if (is_bool) return v != 0 ? "True" : "False";
+    if (!floating) {
+      std::snprintf(buf, sizeof buf, "%lld", (long long)v);
+      return buf;
+    }
+    if (std::isnan(v)) return "nan";
+    if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+    if (sci) {
+      std::snprintf(buf, sizeof buf, "%.*e", kPrecision, v);
+    } else if (int_mode) {
+      std::snprintf(buf, sizeof buf, "%.0f.", v);
+    } else {
+      std::snprintf(buf, sizeof buf, "%.*f", kPrecision, v);
+    }
+    return buf;
+  }
+  std::string pad(double v) const {
+    std::string s = fmt(v);
+    if (int(s.size()) < width) s = std::string(size_t(width) - s.size(), ' ') + s;
+    return s;
+  }
+};
+
+// Collects the printed values (summarized like PyTorch when the tensor is large).
+void collect(const char* data, IntArrayRef sizes, IntArrayRef strides, size_t d, ScalarType t,
+             bool summarize, std::vector<double>& out) {
+  if (d == sizes.size()) {
+    out.push_back(read_double(data, t));
+    return;
+  }
+  int64_t n = sizes[d];
+  int64_t isz = int64_t(element_size(t));
+  for (int64_t i = 0; i < n; ++i) {
+    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) i = n - kEdgeItems;
+    collect(data + i * strides[d] * isz, sizes, strides, d + 1, t, summarize, out);
+  }
+}
+
+void render(const char* data, IntArrayRef sizes, IntArrayRef strides, size_t d, ScalarType t,
+            bool summarize, const Formatter& f, int indent, std::ostringstream& os) {
+  int64_t isz = int64_t(element_size(t));
+  if (sizes.size() == 0) {
+    os << f.fmt(read_double(data, t));
+    return;
+  }
+  int64_t n = sizes[d];
+  os << "[";
+  if (d + 1 == sizes.size()) {
+    int per_line = std::max(1, (kLineWidth - indent) / (f.width + 2));
+    int on_line = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
+        os << " ...,";
+        i = n - kEdgeItems;
+      }
+      if (on_line == per_line) {
+        os << "\n" << std::string(size_t(indent + 1), ' ');
+        on_line = 0;
+      } else if (i > 0 && on_line > 0) {
+        os << " ";
+      }
+      os << f.pad(read_double(data + i * strides[d] * isz, t));
+      if (i + 1 < n) os << ",";
+      on_line++;
+    }
+  } else {
+    std::string sep = "," + std::string(sizes.size() - d - 1, '\n') +
+                      std::string(size_t(indent + 1), ' ');
+    for (int64_t i = 0; i < n; ++i) {
+      if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
+        os << "..." << sep;
+        i = n - kEdgeItems;
+      }
+      render(data + i * strides[d] * isz, sizes, strides, d + 1, t, summarize, f, indent + 1, os);
+      if (i + 1 < n) os << sep;
+    }
+  }
+  os << "]";
+}
+
+}  // namespace
+
+std::string Tensor::toString() const {
+  if (!defined()) return "tensor(undefined)";
+  std::ostringstream os;
+  os << "tensor(";
+  ScalarType t = dtype();
+  Tensor cpu = is_cpu() ? *this : to(Device(kCPU));
+  const char* data = static_cast<const char*>(cpu.impl()->data());
+  bool summarize = numel() > kThreshold;
+  std::vector<double> vals;
+  if (numel() > 0) collect(data, sizes(), strides(), 0, t, summarize, vals);
+
+  Formatter f;
+  f.floating = is_floating_type(t);
+  f.is_bool = t == kBool;
+  if (f.floating) {
+    double amax = 0, amin = INFINITY;
+    bool any = false;
+    for (double v : vals) {
+      if (!std::isfinite(v)) continue;
+      if (v != std::ceil(v)) f.int_mode = false;
+      double a = std::fabs(v);
+      if (a == 0) continue;
+      amax = std::max(amax, a);
+      amin = std::min(amin, a);
+      any = true;
+    }
+    if (any) {
+      if (f.int_mode) f.sci = amax > 1e8;
+      else f.sci = amax / amin > 1000.0 || amax > 1e8 || amin < 1e-4;
+    }
+  }
+  for (double v : vals) f.width = std::max(f.width, int(f.fmt(v).size()));
+
+  if (numel() == 0) {
+    os << "[]";
+  } else {
+    render(data, sizes(), strides(), 0, t, summarize, f, 7, os);
+  }
+  std::vector<std::string> suffix;
+  if (numel() == 0 && dim() != 1) {
+    std::ostringstream s;
+    s << "size=(";
+    for (int64_t i = 0; i < dim(); ++i) s << (i ? ", " : "") << size(i);
+    s << (dim() == 1 ? ",)" : ")");
+    suffix.push_back(s.str());
+  }
+  if (is_cuda()) suffix.push_back("device='" + device().str() + "'");
+  bool default_type = t == default_dtype() || t == kLong || t == kBool;
+  if (!default_type) suffix.push_back("dtype=torch." + std::string(dtype_name(t)));
+  if (grad_fn()) suffix.push_back("grad_fn=<" + autograd::node_name(grad_fn()) + ">");
+  else if (requires_grad()) suffix.push_back("requires_grad=True");
+  for (auto& s : suffix) os << ", " << s;
+  os << ")";
+  return os.str();
+}
+
+}  // namespace retorch

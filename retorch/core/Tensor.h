@@ -1,0 +1,128 @@
+// Tensor: the user-facing handle on a TensorImpl, with every generated op as a method.
+#pragma once
+#include <functional>
+#include <memory>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <vector>
+
+#include "retorch/core/Generator.h"
+#include "retorch/core/Scalar.h"
+#include "retorch/core/TensorImpl.h"
+#include "retorch/core/TensorOptions.h"
+
+namespace retorch {
+
+namespace autograd {
+struct Node;
+}
+class Tensor;
+using TensorList = ArrayRef<Tensor>;
+using OptionalIntArrayRef = std::optional<IntArrayRef>;
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(intrusive_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return bool(impl_); }
+  TensorImpl* impl() const { return impl_.get(); }
+  const intrusive_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+  uint32_t use_count() const { return impl_.use_count(); }
+
+  IntArrayRef sizes() const { return impl_->sizes(); }
+  IntArrayRef strides() const { return impl_->strides(); }
+  /// Size of one dim; negative dims count from the end.
+  int64_t size(int64_t dim) const;
+  int64_t stride(int64_t dim) const;
+  int64_t dim() const { return impl_->dim(); }
+  int64_t ndimension() const { return dim(); }
+  int64_t numel() const { return impl_->numel(); }
+  ScalarType scalar_type() const { return impl_->dtype(); }
+  ScalarType dtype() const { return impl_->dtype(); }
+  Device device() const { return impl_->device(); }
+  bool is_cuda() const { return device().is_cuda(); }
+  bool is_cpu() const { return device().is_cpu(); }
+  bool is_floating_point() const { return is_floating_type(dtype()); }
+  bool is_contiguous() const { return impl_->is_contiguous(); }
+  int64_t storage_offset() const { return impl_->storage_offset(); }
+  int64_t element_size() const { return int64_t(impl_->itemsize()); }
+  TensorOptions options() const { return TensorOptions().dtype(dtype()).device(device()); }
+  DispatchKeySet key_set() const { return impl_->key_set(); }
+
+  void* data_ptr() const { return impl_->data(); }
+  /// Typed pointer to element 0; errors when T does not match the dtype.
+  template <typename T>
+  T* data_ptr() const;
+  /// The value of a one-element tensor.
+  Scalar item() const;
+  template <typename T>
+  T item() const { return item().to<T>(); }
+
+  // Autograd
+  bool requires_grad() const;
+  /// Marks a leaf as needing a gradient (errors on non-leaves and non-float dtypes).
+  Tensor& set_requires_grad(bool r);
+  Tensor& requires_grad_(bool r = true) { return set_requires_grad(r); }
+  const Tensor& grad() const;
+  Tensor& mutable_grad();
+  void set_grad(const Tensor& g);
+  const std::shared_ptr<autograd::Node>& grad_fn() const;
+  bool is_leaf() const;
+  uint32_t output_nr() const;
+  uint32_t _version() const { return impl_->version(); }
+  /// Runs backward from this tensor (a scalar unless gradient is given).
+  void backward(const Tensor& gradient = Tensor(), std::optional<bool> retain_graph = std::nullopt,
+                bool create_graph = false, TensorList inputs = {}) const;
+  /// Registers fn to run on this tensor's gradient; returns a handle for remove_hook.
+  unsigned register_hook(std::function<Tensor(const Tensor&)> fn) const;
+  void remove_hook(unsigned handle) const;
+  void retain_grad() const;
+  bool retains_grad() const;
+
+  std::string toString() const;
+  void print() const;
+
+  Tensor operator[](int64_t index) const;
+  Tensor& operator+=(const Tensor& o);
+  Tensor& operator+=(const Scalar& o);
+  Tensor& operator-=(const Tensor& o);
+  Tensor& operator-=(const Scalar& o);
+  Tensor& operator*=(const Tensor& o);
+  Tensor& operator*=(const Scalar& o);
+  Tensor& operator/=(const Tensor& o);
+  Tensor& operator/=(const Scalar& o);
+  Tensor operator-() const;
+
+  // Generated: one method per op declared with `variants: method` in ops.yaml.
+#include "retorch/generated/TensorMethods.h.inc"
+
+ private:
+  intrusive_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+/// A 0-dim tensor holding s, marked as a wrapped number for type promotion.
+Tensor scalar_to_tensor(const Scalar& s, Device device = Device(kCPU));
+/// A new tensor over fresh storage (uninitialized).
+Tensor make_empty(IntArrayRef sizes, ScalarType dtype, Device device = Device(kCPU));
+/// A new tensor with the given strides over fresh storage (uninitialized).
+Tensor make_empty_strided(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype,
+                          Device device = Device(kCPU));
+/// Wraps caller-owned memory; deleter (may be null) runs when the last view dies.
+Tensor from_blob(void* data, IntArrayRef sizes, IntArrayRef strides, ScalarType dtype,
+                 std::function<void(void*)> deleter = nullptr, Device device = Device(kCPU));
+Tensor from_blob(void* data, IntArrayRef sizes, ScalarType dtype);
+/// A tensor sharing self's storage with new geometry (no autograd; used by view kernels).
+Tensor alias_with_geometry(const Tensor& self, IntArrayRef sizes, IntArrayRef strides,
+                           int64_t offset);
+
+/// Wraps a negative dim and checks it is in range; `op` names the caller in the error.
+int64_t maybe_wrap_dim(int64_t dim, int64_t ndim, const char* op = nullptr, bool scalar_ok = true);
+
+}  // namespace retorch

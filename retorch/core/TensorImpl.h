@@ -1,0 +1,89 @@
+// TensorImpl: storage + sizes/strides/offset + dtype + dispatch keys + the autograd slot.
+#pragma once
+#include <cstdint>
+#include <memory>
+
+#include "retorch/core/ArrayRef.h"
+#include "retorch/core/ScalarType.h"
+#include "retorch/core/Storage.h"
+#include "retorch/dispatch/DispatchKeySet.h"
+
+namespace retorch {
+
+struct AutogradMeta;
+struct AutogradMetaDeleter {
+  void operator()(AutogradMeta* m) const;
+};
+
+class TensorImpl : public intrusive_target {
+ public:
+  TensorImpl(Storage storage, ScalarType dtype);
+  TensorImpl(const TensorImpl&) = delete;
+  ~TensorImpl();
+
+  IntArrayRef sizes() const { return sizes_; }
+  IntArrayRef strides() const { return strides_; }
+  int64_t dim() const { return int64_t(sizes_.size()); }
+  int64_t numel() const { return numel_; }
+  int64_t storage_offset() const { return storage_offset_; }
+  ScalarType dtype() const { return dtype_; }
+  size_t itemsize() const { return element_size(dtype_); }
+  Device device() const { return storage_->device(); }
+  const Storage& storage() const { return storage_; }
+  bool is_contiguous() const { return is_contiguous_; }
+  DispatchKeySet key_set() const { return key_set_; }
+  void add_key(DispatchKey k) { key_set_ = key_set_.add(k); }
+  void remove_key(DispatchKey k) { key_set_ = key_set_.remove(k); }
+
+  /// Sets a view's geometry; checks that it stays inside the storage.
+  void set_sizes_and_strides(IntArrayRef sizes, IntArrayRef strides, int64_t offset);
+  /// Sets sizes with contiguous strides (keeps the offset).
+  void set_sizes_contiguous(IntArrayRef sizes);
+  /// Grows the storage when the new contiguous size does not fit (resize_ semantics).
+  void resize_contiguous(IntArrayRef sizes);
+
+  /// Pointer to element 0; errors if the storage no longer covers the view.
+  void* data() const {
+    if (__builtin_expect(required_bytes_ > int64_t(storage_->nbytes()), 0)) raise_storage_too_small();
+    return static_cast<char*>(storage_->data()) + storage_offset_ * int64_t(itemsize());
+  }
+
+  uint32_t version() const { return storage_->version(); }
+  void bump_version() { storage_->bump_version(); }
+
+  // Scalars passed where a Tensor is expected become "wrapped numbers": they take part in
+  // type promotion like Python numbers (see result_type in TypePromotion.cpp).
+  bool is_wrapped_number() const { return is_wrapped_number_; }
+  void set_wrapped_number(bool w) { is_wrapped_number_ = w; }
+
+  AutogradMeta* autograd_meta() const { return autograd_meta_.get(); }
+  /// Creates the autograd slot on first use.
+  AutogradMeta& ensure_autograd_meta();
+  void reset_autograd_meta() { autograd_meta_.reset(); }
+
+ private:
+  [[noreturn]] void raise_storage_too_small() const;
+  void refresh();
+
+  Storage storage_;
+  DimVector sizes_;
+  DimVector strides_;
+  int64_t storage_offset_ = 0;
+  int64_t numel_ = 1;
+  int64_t required_bytes_ = 0;  // bytes of storage the view touches (from offset 0)
+  std::unique_ptr<AutogradMeta, AutogradMetaDeleter> autograd_meta_;
+  DispatchKeySet key_set_;
+  ScalarType dtype_;
+  bool is_contiguous_ = true;
+  bool is_wrapped_number_ = false;
+};
+
+// See Note [Version counter]. Kept small: one TensorImpl per op output.
+static_assert(sizeof(TensorImpl) <= 184, "TensorImpl grew; keep hot fields compact");
+
+/// Contiguous (row-major) strides for sizes.
+DimVector contiguous_strides(IntArrayRef sizes);
+/// Number of elements of a shape; errors on negative sizes.
+int64_t compute_numel(IntArrayRef sizes);
+
+}  // namespace retorch

@@ -1,0 +1,156 @@
+// Dispatcher implementation: kernel lookup by highest key, boxed calls, fallbacks, TLS key sets.
+#include "retorch/dispatch/Dispatcher.h"
+
+#include <mutex>
+#include <sstream>
+
+namespace retorch {
+
+std::string_view dispatch_key_name(DispatchKey k) {
+  switch (k) {
+    case DispatchKey::Undefined: return "Undefined";
+    case DispatchKey::CPU: return "CPU";
+    case DispatchKey::CUDA: return "CUDA";
+    case DispatchKey::DeviceFallback: return "DeviceFallback";
+    case DispatchKey::Autograd: return "Autograd";
+    case DispatchKey::Tracer: return "Tracer";
+    case DispatchKey::Profiler: return "Profiler";
+    case DispatchKey::TestingA: return "TestingA";
+    case DispatchKey::TestingB: return "TestingB";
+    default: return "Unknown";
+  }
+}
+
+std::ostream& operator<<(std::ostream& os, DispatchKeySet ks) {
+  os << "DispatchKeySet(";
+  bool first = true;
+  for (int i = 63; i >= 0; --i) {
+    if ((ks.raw() >> i) & 1) {
+      os << (first ? "" : ", ") << dispatch_key_name(DispatchKey(i));
+      first = false;
+    }
+  }
+  return os << ")";
+}
+
+LocalDispatchKeySet& tls_local_dispatch_key_set() {
+  static thread_local LocalDispatchKeySet tls;
+  return tls;
+}
+
+IncludeDispatchKeyGuard::IncludeDispatchKeyGuard(DispatchKeySet ks) {
+  auto& tls = tls_local_dispatch_key_set();
+  added_ = ks - tls.included;
+  tls.included = tls.included | added_;
+}
+IncludeDispatchKeyGuard::~IncludeDispatchKeyGuard() {
+  auto& tls = tls_local_dispatch_key_set();
+  tls.included = tls.included - added_;
+}
+ExcludeDispatchKeyGuard::ExcludeDispatchKeyGuard(DispatchKeySet ks) {
+  auto& tls = tls_local_dispatch_key_set();
+  added_ = ks - tls.excluded;
+  tls.excluded = tls.excluded | added_;
+}
+ExcludeDispatchKeyGuard::~ExcludeDispatchKeyGuard() {
+  auto& tls = tls_local_dispatch_key_set();
+  tls.excluded = tls.excluded - added_;
+}
+
+std::string OperatorHandle::qualified_name() const {
+  std::string s = "aten::";
+  s += schema_.name;
+  if (!schema_.overload.empty()) {
+    s += ".";
+    s += schema_.overload;
+  }
+  return s;
+}
+
+void OperatorHandle::set_kernel(DispatchKey k, KernelFunction f) {
+  kernels_[uint8_t(k)] = std::move(f);
+  if (kernels_[uint8_t(k)].valid()) kernel_mask_ |= uint64_t(1) << uint8_t(k);
+  else kernel_mask_ &= ~(uint64_t(1) << uint8_t(k));
+}
+
+const KernelFunction& OperatorHandle::lookup(DispatchKeySet ks) const {
+  const Dispatcher& d = Dispatcher::singleton();
+  uint64_t candidates = ks.raw() & (kernel_mask_ | d.fallback_mask());
+  if (__builtin_expect(candidates == 0, 0)) raise_no_kernel(ks);
+  int k = 63 - __builtin_clzll(candidates);
+  if ((kernel_mask_ >> k) & 1) return kernels_[k];
+  return d.fallback(DispatchKey(k));
+}
+
+void OperatorHandle::raise_no_kernel(DispatchKeySet ks) const {
+  std::ostringstream os;
+  DispatchKey backend = ks.below(DispatchKey::DeviceFallback).highest();
+  os << "Could not run '" << qualified_name() << "' with arguments from the '"
+     << dispatch_key_name(backend) << "' backend. '" << qualified_name()
+     << "' has kernels for: " << kernel_keys();
+  if (backend == DispatchKey::CUDA)
+    os << ". This build of retorch has no CUDA backend or no CUDA device is available";
+  if (backend == DispatchKey::Undefined)
+    os << ". The call had no tensor arguments with a device (undefined tensor?)";
+  detail::throw_error(ErrorKind::kNotImplemented, os.str());
+}
+
+void OperatorHandle::call_boxed(Stack* stack) const {
+  DispatchKeySet ks;
+  size_t n = size_t(schema_.num_args);
+  RT_CHECK(stack->size() >= n, qualified_name(), ": boxed call needs ", n,
+           " arguments on the stack, got ", stack->size());
+  for (size_t i = stack->size() - n; i < stack->size(); ++i) {
+    const IValue& v = (*stack)[i];
+    if (v.is_tensor()) ks = ks | key_set_of(v.to_tensor());
+    else if (v.is_tensor_list()) ks = ks | key_set_of(TensorList(v.to_tensor_list()));
+    else if (std::holds_alternative<Device>(v.payload()))
+      ks = ks | DispatchKeySet(v.to_device().is_cuda() ? DispatchKey::CUDA : DispatchKey::CPU);
+  }
+  if (ks.below(DispatchKey::DeviceFallback).empty()) ks = ks | DispatchKeySet(DispatchKey::CPU);
+  const auto& tls = tls_local_dispatch_key_set();
+  redispatch_boxed((ks | tls.included) - tls.excluded, stack);
+}
+
+void OperatorHandle::redispatch_boxed(DispatchKeySet ks, Stack* stack) const {
+  const KernelFunction& k = lookup(ks);
+  if (k.unboxed) k.adapter(k.unboxed, ks, stack);
+  else k.boxed(*this, ks, stack);
+}
+
+Dispatcher& Dispatcher::singleton() {
+  static Dispatcher* d = [] {
+    auto* disp = new Dispatcher();
+    register_generated_ops(*disp);
+    return disp;
+  }();
+  return *d;
+}
+
+OperatorHandle& Dispatcher::register_op(const OpSchema& schema) {
+  auto* h = new OperatorHandle(schema);
+  ops_.push_back(h);
+  std::string base(schema.name);
+  std::string full = schema.overload.empty() ? base : base + "." + std::string(schema.overload);
+  by_name_[full] = h;
+  by_name_.emplace(base, h);  // the first overload registered answers to the bare name
+  return *h;
+}
+
+OperatorHandle* Dispatcher::find(std::string_view name) const {
+  if (name.substr(0, 6) == "aten::") name.remove_prefix(6);
+  auto it = by_name_.find(std::string(name));
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+void Dispatcher::register_fallback(DispatchKey k, BoxedKernel f) {
+  fallbacks_[uint8_t(k)] = make_boxed_kernel(std::move(f));
+  fallback_mask_ |= uint64_t(1) << uint8_t(k);
+}
+
+void Dispatcher::remove_fallback(DispatchKey k) {
+  fallbacks_[uint8_t(k)] = KernelFunction();
+  fallback_mask_ &= ~(uint64_t(1) << uint8_t(k));
+}
+
+}  // namespace retorch

@@ -1,0 +1,156 @@
+// The dispatcher: per-operator kernel tables indexed by DispatchKey, boxed fallbacks, boxing.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "retorch/dispatch/DispatchKeySet.h"
+#include "retorch/dispatch/IValue.h"
+
+namespace retorch {
+
+/// Static description of one operator, written by the generator from ops.yaml.
+struct OpSchema {
+  std::string_view name;      // "add"
+  std::string_view overload;  // "Tensor" ("" for none)
+  std::string_view schema;    // the full schema string from ops.yaml
+  int num_args;
+  int num_returns;
+};
+
+class OperatorHandle;
+/// A kernel that works on any op: arguments and results travel on a Stack.
+using BoxedKernel = std::function<void(const OperatorHandle& op, DispatchKeySet ks, Stack* stack)>;
+using BoxedAdapter = void (*)(void* fn, DispatchKeySet ks, Stack* stack);
+
+/// One table entry: an unboxed (typed) function pointer with its boxing adapter, or a boxed kernel.
+struct KernelFunction {
+  void* unboxed = nullptr;
+  BoxedAdapter adapter = nullptr;
+  BoxedKernel boxed;
+  bool valid() const { return unboxed != nullptr || bool(boxed); }
+};
+
+namespace detail {
+template <typename R, typename... Args, size_t... I>
+R call_from_stack(R (*f)(DispatchKeySet, Args...), DispatchKeySet ks, Stack& s,
+                  std::index_sequence<I...>) {
+  size_t base = s.size() - sizeof...(Args);
+  return f(ks, IValueConv<std::decay_t<Args>>::from(s[base + I])...);
+}
+template <typename R, typename... Args>
+void boxed_adapter(void* fn, DispatchKeySet ks, Stack* stack) {
+  auto* f = reinterpret_cast<R (*)(DispatchKeySet, Args...)>(fn);
+  R r = call_from_stack(f, ks, *stack, std::index_sequence_for<Args...>{});
+  stack->erase(stack->end() - sizeof...(Args), stack->end());
+  ReturnConv<R>::push(*stack, std::move(r));
+}
+}  // namespace detail
+
+/// Wraps a typed kernel `R f(DispatchKeySet, Args...)` so it can be called boxed too.
+template <typename R, typename... Args>
+KernelFunction make_kernel(R (*f)(DispatchKeySet, Args...)) {
+  KernelFunction k;
+  k.unboxed = reinterpret_cast<void*>(f);
+  k.adapter = &detail::boxed_adapter<R, Args...>;
+  return k;
+}
+inline KernelFunction make_boxed_kernel(BoxedKernel f) {
+  KernelFunction k;
+  k.boxed = std::move(f);
+  return k;
+}
+
+class OperatorHandle {
+ public:
+  explicit OperatorHandle(OpSchema schema) : schema_(schema) {}
+  const OpSchema& schema() const { return schema_; }
+  /// "aten::add.Tensor"
+  std::string qualified_name() const;
+
+  void set_kernel(DispatchKey k, KernelFunction f);
+  bool has_kernel(DispatchKey k) const { return (kernel_mask_ >> uint8_t(k)) & 1; }
+  DispatchKeySet kernel_keys() const { return DispatchKeySet(kernel_mask_, 0); }
+
+  /// Full dispatch: applies the thread-local include/exclude sets to ks.
+  template <typename R, typename... Args>
+  R call(DispatchKeySet ks, Args... args) const {
+    const auto& tls = tls_local_dispatch_key_set();
+    return redispatch<R, Args...>((ks | tls.included) - tls.excluded,
+                                  std::forward<Args>(args)...);
+  }
+  /// Dispatch on exactly ks (kernels use this with ks.below(their key)).
+  template <typename R, typename... Args>
+  R redispatch(DispatchKeySet ks, Args... args) const {
+    const KernelFunction& k = lookup(ks);
+    if (k.unboxed)
+      return reinterpret_cast<R (*)(DispatchKeySet, Args...)>(k.unboxed)(
+          ks, std::forward<Args>(args)...);
+    Stack stack;
+    stack.reserve(sizeof...(Args));
+    (stack.emplace_back(IValue(args)), ...);
+    k.boxed(*this, ks, &stack);
+    return ReturnConv<R>::pop(stack);
+  }
+  /// Boxed call by a stack of all arguments; keys come from the tensors on the stack.
+  void call_boxed(Stack* stack) const;
+  void redispatch_boxed(DispatchKeySet ks, Stack* stack) const;
+
+ private:
+  const KernelFunction& lookup(DispatchKeySet ks) const;
+  [[noreturn]] void raise_no_kernel(DispatchKeySet ks) const;
+
+  OpSchema schema_;
+  uint64_t kernel_mask_ = 0;
+  KernelFunction kernels_[64];
+};
+
+class Dispatcher {
+ public:
+  static Dispatcher& singleton();
+  /// Registers an operator; the handle stays valid for the life of the process.
+  OperatorHandle& register_op(const OpSchema& schema);
+  /// Finds "add" / "add.Tensor" / "aten::add.Tensor"; nullptr if unknown.
+  OperatorHandle* find(std::string_view name) const;
+  const std::vector<OperatorHandle*>& ops() const { return ops_; }
+
+  /// Installs a boxed kernel that every op without its own kernel for k runs.
+  void register_fallback(DispatchKey k, BoxedKernel f);
+  void remove_fallback(DispatchKey k);
+  const KernelFunction& fallback(DispatchKey k) const { return fallbacks_[uint8_t(k)]; }
+  uint64_t fallback_mask() const { return fallback_mask_; }
+
+ private:
+  Dispatcher() = default;
+  std::vector<OperatorHandle*> ops_;
+  std::unordered_map<std::string, OperatorHandle*> by_name_;
+  KernelFunction fallbacks_[64];
+  uint64_t fallback_mask_ = 0;
+};
+
+/// Computes the dispatch key set of an op call from its tensor arguments.
+inline DispatchKeySet key_set_of(const Tensor& t) {
+  return t.defined() ? t.key_set() : DispatchKeySet();
+}
+inline DispatchKeySet key_set_of(const std::optional<Tensor>& t) {
+  return t && t->defined() ? t->key_set() : DispatchKeySet();
+}
+inline DispatchKeySet key_set_of(TensorList l) {
+  DispatchKeySet ks;
+  for (const auto& t : l) ks = ks | key_set_of(t);
+  return ks;
+}
+inline DispatchKeySet key_set_of(ArrayRef<std::optional<Tensor>> l) {
+  DispatchKeySet ks;
+  for (const auto& t : l) ks = ks | key_set_of(t);
+  return ks;
+}
+
+/// Registers every op and kernel declared in ops.yaml (generated).
+void register_generated_ops(Dispatcher& d);
+
+}  // namespace retorch

@@ -1,0 +1,179 @@
+// View kernels (device-independent): new geometry over the same storage, no copies.
+#include "retorch/core/Shape.h"
+#include "retorch/generated/Functions.h"
+#include "retorch/generated/Kernels.h"
+
+namespace retorch::native {
+
+Tensor detach(const Tensor& self) {
+  return alias_with_geometry(self, self.sizes(), self.strides(), self.storage_offset());
+}
+
+Tensor view(const Tensor& self, IntArrayRef size) {
+  DimVector shape = infer_size(size, self.numel(), "view");
+  auto strides = compute_view_strides(self.sizes(), self.strides(), shape);
+  RT_CHECK(strides, "view size is not compatible with input tensor's size and stride (at least "
+           "one dimension spans across two contiguous subspaces). Use .reshape(...) instead. "
+           "(input shape ", self.sizes(), ", strides ", self.strides(), ", requested ", size, ")");
+  return alias_with_geometry(self, shape, *strides, self.storage_offset());
+}
+
+Tensor permute(const Tensor& self, IntArrayRef dims) {
+  int64_t nd = self.dim();
+  RT_CHECK(int64_t(dims.size()) == nd, "permute(sparse_coo): number of dimensions in the tensor "
+           "input does not match the length of the desired ordering of dimensions i.e. input.dim() = ",
+           nd, " is not equal to len(dims) = ", dims.size());
+  DimVector sizes(static_cast<size_t>(nd)), strides(static_cast<size_t>(nd));
+  std::vector<bool> seen(size_t(nd), false);
+  for (int64_t i = 0; i < nd; ++i) {
+    int64_t d = maybe_wrap_dim(dims[size_t(i)], nd, "permute");
+    RT_CHECK(!seen[size_t(d)], "permute(): duplicate dims are not allowed (dims ", dims, ")");
+    seen[size_t(d)] = true;
+    sizes[size_t(i)] = self.size(d);
+    strides[size_t(i)] = self.stride(d);
+  }
+  return alias_with_geometry(self, sizes, strides, self.storage_offset());
+}
+
+Tensor transpose(const Tensor& self, int64_t dim0, int64_t dim1) {
+  int64_t nd = self.dim();
+  if (nd == 0) {
+    maybe_wrap_dim(dim0, nd, "transpose");
+    maybe_wrap_dim(dim1, nd, "transpose");
+    return native::detach(self);
+  }
+  int64_t a = maybe_wrap_dim(dim0, nd, "transpose"), b = maybe_wrap_dim(dim1, nd, "transpose");
+  DimVector sizes(self.sizes()), strides(self.strides());
+  std::swap(sizes[size_t(a)], sizes[size_t(b)]);
+  std::swap(strides[size_t(a)], strides[size_t(b)]);
+  return alias_with_geometry(self, sizes, strides, self.storage_offset());
+}
+
+Tensor expand(const Tensor& self, IntArrayRef size, bool implicit) {
+  int64_t nd = int64_t(size.size());
+  RT_CHECK(nd >= self.dim(), "expand(", legacy_type_name(self.dtype()), "{", self.sizes(),
+           "}, size=", size, "): the number of sizes provided (", nd, ") must be greater or equal "
+           "to the number of dimensions in the tensor (", self.dim(), ")");
+  DimVector sizes(static_cast<size_t>(nd)), strides(static_cast<size_t>(nd));
+  for (int64_t i = nd - 1; i >= 0; --i) {
+    int64_t off = nd - 1 - i;
+    int64_t d = self.dim() - 1 - off;
+    int64_t want = size[size_t(i)];
+    if (d >= 0) {
+      int64_t have = self.size(d);
+      if (want == -1) want = have;
+      RT_CHECK(have == want || have == 1, "The expanded size of the tensor (", want,
+               ") must match the existing size (", have, ") at non-singleton dimension ", i,
+               ".  Target sizes: ", size, ".  Tensor sizes: ", self.sizes());
+      sizes[size_t(i)] = want;
+      strides[size_t(i)] = have == want ? self.stride(d) : 0;
+    } else {
+      RT_CHECK(want >= 0, "The expanded size of the tensor (", want, ") isn't allowed in a "
+               "leading, non-existing dimension ", i);
+      sizes[size_t(i)] = want;
+      strides[size_t(i)] = 0;
+    }
+  }
+  return alias_with_geometry(self, sizes, strides, self.storage_offset());
+}
+
+Tensor squeeze(const Tensor& self) {
+  DimVector sizes, strides;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (self.size(d) == 1) continue;
+    sizes.push_back(self.size(d));
+    strides.push_back(self.stride(d));
+  }
+  return alias_with_geometry(self, sizes, strides, self.storage_offset());
+}
+
+Tensor squeeze_dim(const Tensor& self, int64_t dim) {
+  int64_t d = maybe_wrap_dim(dim, self.dim(), "squeeze");
+  if (self.dim() == 0 || self.size(d) != 1) return native::detach(self);
+  DimVector sizes(self.sizes()), strides(self.strides());
+  sizes.erase(sizes.begin() + d);
+  strides.erase(strides.begin() + d);
+  return alias_with_geometry(self, sizes, strides, self.storage_offset());
+}
+
+Tensor unsqueeze(const Tensor& self, int64_t dim) {
+  int64_t d = maybe_wrap_dim(dim, self.dim() + 1, "unsqueeze");
+  DimVector sizes(self.sizes()), strides(self.strides());
+  int64_t st = d < self.dim() ? self.stride(d) * self.size(d) : 1;
+  sizes.insert(sizes.begin() + d, 1);
+  strides.insert(strides.begin() + d, st);
+  return alias_with_geometry(self, sizes, strides, self.storage_offset());
+}
+
+Tensor select(const Tensor& self, int64_t dim, int64_t index) {
+  RT_CHECK_INDEX(self.dim() > 0, "select() cannot be applied to a 0-dim tensor.");
+  int64_t d = maybe_wrap_dim(dim, self.dim(), "select");
+  int64_t n = self.size(d);
+  RT_CHECK_INDEX(index >= -n && index < n, "select(): index ", index,
+                 " out of range for tensor of size ", self.sizes(), " at dimension ", d);
+  if (index < 0) index += n;
+  DimVector sizes(self.sizes()), strides(self.strides());
+  int64_t offset = self.storage_offset() + index * self.stride(d);
+  sizes.erase(sizes.begin() + d);
+  strides.erase(strides.begin() + d);
+  return alias_with_geometry(self, sizes, strides, offset);
+}
+
+Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start_opt,
+             std::optional<int64_t> end_opt, int64_t step) {
+  RT_CHECK_INDEX(self.dim() > 0, "slice() cannot be applied to a 0-dim tensor.");
+  RT_CHECK(step > 0, "slice step must be positive (got ", step, ")");
+  int64_t d = maybe_wrap_dim(dim, self.dim(), "slice");
+  int64_t n = self.size(d);
+  int64_t start = start_opt.value_or(0), end = end_opt.value_or(n);
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  end = std::clamp<int64_t>(end, start, n);
+  DimVector sizes(self.sizes()), strides(self.strides());
+  sizes[size_t(d)] = (end - start + step - 1) / step;
+  strides[size_t(d)] = self.stride(d) * step;
+  return alias_with_geometry(self, sizes, strides, self.storage_offset() + start * self.stride(d));
+}
+
+Tensor as_strided(const Tensor& self, IntArrayRef size, IntArrayRef stride,
+                  std::optional<int64_t> storage_offset) {
+  return alias_with_geometry(self, size, stride, storage_offset.value_or(self.storage_offset()));
+}
+
+std::vector<Tensor> split_with_sizes(const Tensor& self, IntArrayRef split_sizes, int64_t dim) {
+  RT_CHECK(self.dim() > 0, "split expects at least a 1-dimensional tensor");
+  int64_t d = maybe_wrap_dim(dim, self.dim(), "split_with_sizes");
+  int64_t total = 0;
+  for (int64_t s : split_sizes) {
+    RT_CHECK(s >= 0, "split_with_sizes expects split_sizes have only non-negative entries, but "
+             "got split_sizes=", split_sizes);
+    total += s;
+  }
+  RT_CHECK(total == self.size(d), "split_with_sizes expects split_sizes to sum exactly to ",
+           self.size(d), " (input tensor's size at dimension ", d, "), but got split_sizes=",
+           split_sizes);
+  std::vector<Tensor> out;
+  int64_t off = 0;
+  for (int64_t s : split_sizes) {
+    out.push_back(native::slice(self, d, off, off + s, 1));
+    off += s;
+  }
+  return out;
+}
+
+std::vector<Tensor> split(const Tensor& self, int64_t split_size, int64_t dim) {
+  RT_CHECK(self.dim() > 0, "split expects at least a 1-dimensional tensor");
+  RT_CHECK(split_size >= 0, "split expects split_size be non-negative, but got split_size=",
+           split_size);
+  int64_t d = maybe_wrap_dim(dim, self.dim(), "split");
+  int64_t n = self.size(d);
+  RT_CHECK(split_size > 0 || n == 0, "split_size can only be 0 if dimension size is 0, but got "
+           "dimension size of ", n);
+  std::vector<int64_t> sizes;
+  for (int64_t s = 0; s < n; s += split_size) sizes.push_back(std::min(split_size, n - s));
+  if (sizes.empty()) sizes.push_back(0);
+  return native::split_with_sizes(self, sizes, d);
+}
+
+}  // namespace retorch::native

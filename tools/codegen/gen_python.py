@@ -1,0 +1,137 @@
+"""Emits the pybind11 bindings: one module function and one Tensor method per op variant."""
+
+CHUNKS = 4
+
+
+def py_default(a):
+    d = a.default
+    if d is None:
+        return None
+    if d == 'None':
+        return 'py::none()'
+    if d in ('True', 'False'):
+        return d.lower()
+    if d.startswith('['):
+        return 'std::vector<int64_t>{' + d[1:-1] + '}'
+    if d.startswith('"') or d.startswith("'"):
+        return '"' + d[1:-1] + '"'
+    if a.type.startswith('ScalarType'):
+        return f'ScalarType::{d}'
+    if a.type.startswith('Scalar'):
+        return f'py::int_({d})' if d.lstrip('-').isdigit() else f'py::float_({d})'
+    return d
+
+
+def py_type(a):
+    # Python-facing C++ types: the same as the C++ API, with owning lists.
+    return a.cpp
+
+
+def gen_binding(op, method):
+    e = op.entry
+    args = list(op.args)
+    if method:
+        self_arg, args = args[0], args[1:]
+    params, pyargs, call = [], [], []
+    kw_started = False
+    for a in args:
+        if op.has_options and a.name in ('dtype', 'device'):
+            continue
+        params.append(f'{py_type(a)} {a.name}')
+        if a.kwarg_only and not kw_started:
+            pyargs.append('py::kw_only()')
+            kw_started = True
+        name = 'input' if (a.name == 'self' and not method) else a.name
+        d = py_default(a)
+        pyargs.append(f'py::arg("{name}")' + (f' = {d}' if d else ''))
+    if op.has_options:
+        params += ['std::optional<ScalarType> dtype', 'std::optional<Device> device',
+                   'bool requires_grad']
+        if not kw_started:
+            pyargs.append('py::kw_only()')
+        pyargs += ['py::arg("dtype") = py::none()', 'py::arg("device") = py::none()',
+                   'py::arg("requires_grad") = false']
+    fn_args = []
+    for a in op.args:
+        if op.has_options and a.name in ('dtype', 'device'):
+            continue
+        fn_args.append(a.name)
+    if op.has_options:
+        fn_args.append('TensorOptions().dtype(dtype).device(device).requires_grad(requires_grad)')
+    if op.kind == 'out':
+        fn_args = ['out'] + [x for x in fn_args if x != 'out']
+    fname = op.name + '_out' if op.kind == 'out' else op.name
+    if method:
+        params = [f'const Tensor& {self_arg.name}'] + params
+    lam = f'[]({", ".join(params)}) {{ return retorch::{fname}({", ".join(fn_args)}); }}'
+    pyname = op.name
+    target = 'cls' if method else 'm'
+    line = f'  {target}.def("{pyname}", {lam}'
+    if pyargs:
+        line += ', ' + ', '.join(pyargs)
+    line += ');'
+    lines = [line]
+    # Size arguments may also be given as varargs: zeros(2, 3), x.view(2, 3).
+    rest = [a for a in args if not (op.has_options and a.name in ('dtype', 'device'))]
+    if rest and rest[0].type == 'int[]' and rest[0].name in ('size', 'shape', 'dims') and \
+            op.kind == 'functional':
+        pos_rest = [a for a in rest[1:] if not a.kwarg_only]
+        if not any(a.default is None for a in pos_rest):
+            kw = [a for a in rest[1:]]
+            vparams = (['const Tensor& self'] if method else []) + ['py::args sizes'] + \
+                [f'{py_type(a)} {a.name}' for a in kw]
+            vpy = [f'py::arg("{a.name}")' + (f' = {py_default(a)}' if py_default(a) else '')
+                   for a in kw]
+            if op.has_options:
+                vparams += ['std::optional<ScalarType> dtype', 'std::optional<Device> device',
+                            'bool requires_grad']
+                vpy += ['py::arg("dtype") = py::none()', 'py::arg("device") = py::none()',
+                        'py::arg("requires_grad") = false']
+            vcall = [('IntArrayRef(ints)' if a.name == rest[0].name else a.name) for a in
+                     [x for x in op.args if not (op.has_options and x.name in ('dtype', 'device'))]]
+            if op.has_options:
+                vcall.append('TensorOptions().dtype(dtype).device(device).requires_grad(requires_grad)')
+            body = (f'auto ints = pyargs_to_ints(sizes); '
+                    f'return retorch::{fname}({", ".join(vcall)});')
+            vl = f'  {target}.def("{pyname}", []({", ".join(vparams)}) {{ {body} }}'
+            if vpy:
+                vl += ', ' + ', '.join(vpy)
+            vl += ');'
+            lines.append(vl)
+    return lines
+
+
+def generate(entries, header):
+    blocks = []
+    for e in entries:
+        if not e.python:
+            continue
+        blk = []
+        for op in e.ops():
+            if 'function' in e.variants or 'factory' in e.variants or op.kind != 'functional':
+                if not (op.kind == 'inplace' and 'method' in e.variants and
+                        'function' not in e.variants):
+                    blk += gen_binding(op, False)
+            if 'method' in e.variants and op.kind != 'out':
+                blk += gen_binding(op, True)
+        blocks.append(blk)
+    files = {}
+    per = (len(blocks) + CHUNKS - 1) // CHUNKS
+    for c in range(CHUNKS):
+        part = blocks[c * per:(c + 1) * per]
+        text = header + '// pybind11 bindings for a slice of ops.yaml.\n'
+        text += '#include "python/src/bindings.h"\n\nnamespace retorch::python {\n\n'
+        text += f'void bind_generated_{c}(py::module_& m, py::class_<Tensor>& cls) {{\n'
+        text += '\n'.join(line for b in part for line in b)
+        text += '\n}\n\n}  // namespace retorch::python\n'
+        files[f'python_ops_{c}.cpp'] = text
+    decl = header + '// Entry points of the generated bindings.\n#pragma once\n'
+    decl += '#include "python/src/bindings.h"\n\nnamespace retorch::python {\n'
+    decl += ''.join(f'void bind_generated_{c}(py::module_& m, py::class_<Tensor>& cls);\n'
+                    for c in range(CHUNKS))
+    decl += f'constexpr int kNumBindingChunks = {CHUNKS};\n'
+    decl += 'inline void bind_generated(py::module_& m, py::class_<Tensor>& cls) {\n'
+    decl += ''.join(f'  bind_generated_{c}(m, cls);\n' for c in range(CHUNKS))
+    decl += '}\n}  // namespace retorch::python\n'
+    files['python_ops.h'] = decl
+    return files

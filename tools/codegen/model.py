@@ -1,0 +1,242 @@
+"""The op model: parses ops.yaml schemas into Op records that the emitters turn into C++ and Python."""
+import re
+
+# schema type -> (C++ parameter type, C++ value type used when saving it in a Node)
+CPP_ARG = {
+    'Tensor': ('const Tensor&', None),
+    'Tensor?': ('const std::optional<Tensor>&', None),
+    'Tensor[]': ('TensorList', None),
+    'Tensor?[]': ('ArrayRef<std::optional<Tensor>>', None),
+    'Scalar': ('const Scalar&', 'Scalar'),
+    'Scalar?': ('const std::optional<Scalar>&', 'std::optional<Scalar>'),
+    'int': ('int64_t', 'int64_t'),
+    'int?': ('std::optional<int64_t>', 'std::optional<int64_t>'),
+    'int[]': ('IntArrayRef', 'std::vector<int64_t>'),
+    'int[]?': ('OptionalIntArrayRef', 'std::optional<std::vector<int64_t>>'),
+    'float': ('double', 'double'),
+    'float?': ('std::optional<double>', 'std::optional<double>'),
+    'bool': ('bool', 'bool'),
+    'bool?': ('std::optional<bool>', 'std::optional<bool>'),
+    'str': ('std::string_view', 'std::string'),
+    'str?': ('std::optional<std::string_view>', 'std::optional<std::string>'),
+    'ScalarType': ('ScalarType', 'ScalarType'),
+    'ScalarType?': ('std::optional<ScalarType>', 'std::optional<ScalarType>'),
+    'Device?': ('std::optional<Device>', 'std::optional<Device>'),
+    'Generator?': ('std::optional<Generator>', 'std::optional<Generator>'),
+}
+
+CPP_RET = {
+    'Tensor': 'Tensor',
+    'Tensor[]': 'std::vector<Tensor>',
+    'bool': 'bool',
+    'float': 'double',
+    'int': 'int64_t',
+    'Scalar': 'Scalar',
+}
+
+
+class Arg:
+    def __init__(self, text, kwarg_only):
+        text = text.strip()
+        default = None
+        if '=' in text:
+            text, default = text.split('=', 1)
+            default = default.strip()
+        typ, name = text.rsplit(' ', 1)
+        typ = typ.strip()
+        self.mutable = '!' in typ
+        typ = re.sub(r'\([a-z]!?\)', '', typ)  # Tensor(a!) -> Tensor
+        typ = re.sub(r'int\[\d*\]', 'int[]', typ)  # int[2] -> int[]
+        self.fixed_len = None
+        m = re.match(r'int\[(\d+)\]', text.strip())
+        if m:
+            self.fixed_len = int(m.group(1))
+        self.type = typ
+        self.name = name.strip()
+        self.default = default
+        self.kwarg_only = kwarg_only
+        if typ not in CPP_ARG:
+            raise SystemExit(f'ops.yaml: unknown argument type {typ!r} in {text!r}')
+
+    @property
+    def cpp(self):
+        return CPP_ARG[self.type][0]
+
+    @property
+    def saved_cpp(self):
+        return CPP_ARG[self.type][1]
+
+    @property
+    def is_tensor(self):
+        return self.type in ('Tensor', 'Tensor?')
+
+    @property
+    def is_tensor_like(self):
+        return self.type.startswith('Tensor')
+
+    def cpp_default(self):
+        d = self.default
+        if d is None:
+            return None
+        if d == 'None':
+            return 'std::nullopt'
+        if d in ('True', 'False'):
+            return d.lower()
+        if d.startswith('['):
+            return '{' + d[1:-1] + '}'
+        if d.startswith('"') or d.startswith("'"):
+            return '"' + d[1:-1] + '"'
+        if self.type.startswith('ScalarType'):
+            return 'k' + d
+        return d
+
+
+class Ret:
+    def __init__(self, text):
+        text = text.strip()
+        parts = text.split(' ')
+        typ = re.sub(r'\([a-z]!?\)', '', parts[0])
+        self.type = typ
+        self.name = parts[1] if len(parts) > 1 else None
+        if typ not in CPP_RET:
+            raise SystemExit(f'ops.yaml: unknown return type {typ!r}')
+
+
+def split_args(s):
+    out, depth, cur = [], 0, ''
+    for ch in s:
+        if ch in '([':
+            depth += 1
+        elif ch in ')]':
+            depth -= 1
+        if ch == ',' and depth == 0:
+            out.append(cur)
+            cur = ''
+        else:
+            cur += ch
+    if cur.strip():
+        out.append(cur)
+    return out
+
+
+class Op:
+    """One dispatcher operator (a schema). A yaml entry expands to 1-3 of these."""
+
+    def __init__(self, entry, name, overload, args, rets, kind):
+        self.entry = entry
+        self.name = name
+        self.overload = overload
+        self.args = args
+        self.rets = rets
+        self.kind = kind  # 'functional' | 'inplace' | 'out'
+
+    @property
+    def uid(self):
+        return self.name + ('_' + self.overload if self.overload else '')
+
+    @property
+    def full_name(self):
+        return self.name + ('.' + self.overload if self.overload else '')
+
+    @property
+    def ret_cpp(self):
+        if len(self.rets) == 1:
+            return CPP_RET[self.rets[0].type]
+        return 'std::tuple<' + ', '.join(CPP_RET[r.type] for r in self.rets) + '>'
+
+    def schema_string(self):
+        def fmt_arg(a):
+            t = a.type
+            if a.mutable:
+                t = t.replace('Tensor', 'Tensor(a!)', 1)
+            s = f'{t} {a.name}'
+            if a.default is not None:
+                s += '=' + a.default
+            return s
+        pos = [fmt_arg(a) for a in self.args if not a.kwarg_only]
+        kw = [fmt_arg(a) for a in self.args if a.kwarg_only]
+        body = ', '.join(pos + (['*'] + kw if kw else []))
+        rets = ', '.join((r.type + ('(a!)' if self.kind != 'functional' and r.type == 'Tensor' else '')
+                          + (' ' + r.name if r.name else '')) for r in self.rets)
+        if len(self.rets) > 1:
+            rets = '(' + rets + ')'
+        return f'{self.full_name}({body}) -> {rets}'
+
+    @property
+    def tensor_args(self):
+        return [a for a in self.args if a.is_tensor_like]
+
+    @property
+    def has_options(self):
+        names = [a.name for a in self.args]
+        return 'dtype' in names and 'device' in names and self.entry.factory
+
+
+class Entry:
+    """One ops.yaml entry."""
+
+    def __init__(self, d):
+        self.raw = d
+        func = d['func']
+        m = re.match(r'([\w]+)(?:\.(\w+))?\((.*)\)\s*->\s*(.*)$', func)
+        if not m:
+            raise SystemExit(f'ops.yaml: cannot parse {func!r}')
+        self.name, self.overload, argstr, retstr = m.groups()
+        self.overload = self.overload or ''
+        self.args = []
+        kw = False
+        for a in split_args(argstr):
+            if a.strip() == '*':
+                kw = True
+                continue
+            self.args.append(Arg(a, kw))
+        retstr = retstr.strip()
+        if retstr.startswith('('):
+            retstr = retstr[1:-1]
+        self.rets = [Ret(r) for r in split_args(retstr)]
+        variants = d.get('variants', 'function')
+        self.variants = [v.strip() for v in variants.split(',')]
+        self.dispatch = d.get('dispatch', {})
+        self.derivatives = d.get('derivatives') or {}
+        self.factory = 'factory' in self.variants
+        self.scalar_overload = d.get('scalar_overload')
+        self.view = bool(d.get('view', False))
+        self.test = d.get('test', {})
+        self.python = d.get('python', True)
+        self.nondiff = d.get('nondifferentiable', False)
+
+    @property
+    def uses_out_kernel(self):
+        return 'inplace' in self.variants or 'out' in self.variants
+
+    def ops(self):
+        res = [Op(self, self.name, self.overload, self.args, self.rets, 'functional')]
+        if 'inplace' in self.variants:
+            args = [Arg.__new__(Arg) for _ in self.args]
+            for n, a in zip(args, self.args):
+                n.__dict__.update(a.__dict__)
+            args[0].mutable = True
+            res.append(Op(self, self.name + '_', self.overload, args, self.rets, 'inplace'))
+        if 'out' in self.variants:
+            out = Arg('Tensor(a!) out', True)
+            ov = (self.overload + '_out') if self.overload else 'out'
+            res.append(Op(self, self.name, ov, list(self.args) + [out], self.rets, 'out'))
+        return res
+
+
+def load(path):
+    import yaml
+    with open(path) as f:
+        data = yaml.safe_load(f)
+    entries = [Entry(d) for d in data]
+    seen = set()
+    for e in entries:
+        for op in e.ops():
+            if op.full_name in seen:
+                raise SystemExit(f'ops.yaml: duplicate operator {op.full_name}')
+            seen.add(op.full_name)
+    return entries
+
+
+def camel(name):
+    return ''.join(p[:1].upper() + p[1:] for p in name.strip('_').split('_'))
