@@ -32,7 +32,7 @@ void check_int_divisor(const char* op, const TensorIterator& iter) {
   if (is_floating_type(iter.common_dtype())) return;
   bool zero = false;
   RT_DISPATCH_INTEGRAL(iter.common_dtype(), op, [&] { zero = any_zero<scalar_t>(iter.operand(2)); });
-  RT_CHECK_KIND(!zero, ErrorKind::kValue, "ZeroDivisionError: ", op, ": integer division by zero");
+  RT_CHECK(!zero, "ZeroDivisionError: ", op, ": integer division by zero");
 }
 
 template <typename T>

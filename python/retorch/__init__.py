@@ -1,0 +1,61 @@
+"""retorch: PyTorch's architecture rebuilt in modern C++, with a torch-shaped Python module."""
+import numpy as _np
+
+from . import _C
+from ._C import *  # noqa: F401,F403  (every op, dtypes, Tensor, device, Generator)
+from ._C import Tensor, dtype, device, Generator  # noqa: F401
+from . import autograd  # noqa: F401
+from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: F401
+
+_NP_DEFAULT_INT = {"i", "u"}
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False):
+    """Copies data (nested lists, numbers, numpy arrays, tensors) into a new tensor."""
+    if isinstance(data, Tensor):
+        t = data.detach().clone()
+    else:
+        from_numpy_array = isinstance(data, _np.ndarray)
+        arr = _np.array(data)
+        if arr.dtype == object:
+            raise TypeError("tensor(): could not infer dtype of " + type(data).__name__)
+        if not from_numpy_array and not isinstance(data, _np.generic):
+            if arr.dtype.kind == "f":
+                arr = arr.astype(_np.float64)
+                target = get_default_dtype()
+            elif arr.dtype.kind in _NP_DEFAULT_INT:
+                arr = arr.astype(_np.int64)
+                target = int64
+            elif arr.dtype.kind == "b":
+                target = bool
+            else:
+                raise TypeError("tensor(): unsupported data type " + str(arr.dtype))
+        else:
+            target = None
+        t = from_numpy(_np.ascontiguousarray(arr)).clone()
+        if target is not None and t.dtype != target:
+            t = t.to(target)
+    if dtype is not None and t.dtype != dtype:
+        t = t.to(dtype)
+    if device is not None:
+        t = t.to(device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def is_tensor(obj):
+    return isinstance(obj, Tensor)
+
+
+def numel(t):
+    return t.numel()
+
+
+class cuda:  # noqa: N801  (namespace like torch.cuda)
+    @staticmethod
+    def is_available():
+        return _C._cuda_is_available()
+
+
+Size = tuple

@@ -1,0 +1,120 @@
+// Type caster implementations: Python numbers, int lists and tensor lists to C++.
+#include "python/src/bindings.h"
+
+namespace pybind11::detail {
+
+bool type_caster<retorch::Scalar>::load(handle src, bool convert) {
+  if (PyBool_Check(src.ptr())) {
+    value = retorch::Scalar(src.ptr() == Py_True);
+    return true;
+  }
+  if (PyLong_Check(src.ptr())) {
+    int overflow = 0;
+    long long v = PyLong_AsLongLongAndOverflow(src.ptr(), &overflow);
+    if (overflow) return false;
+    value = retorch::Scalar(int64_t(v));
+    return true;
+  }
+  if (PyFloat_Check(src.ptr())) {
+    value = retorch::Scalar(PyFloat_AsDouble(src.ptr()));
+    return true;
+  }
+  if (convert) {
+    // numpy scalars and one-element tensors
+    if (isinstance<retorch::Tensor>(src)) {
+      const auto& t = src.cast<const retorch::Tensor&>();
+      if (t.numel() != 1) return false;
+      value = t.item();
+      return true;
+    }
+    if (hasattr(src, "dtype") && hasattr(src, "item")) {
+      object item = src.attr("item")();
+      return load(item, false);
+    }
+  }
+  return false;
+}
+
+handle type_caster<retorch::Scalar>::cast(const retorch::Scalar& s, return_value_policy, handle) {
+  if (s.is_boolean()) return bool_(s.to_bool()).release();
+  if (s.is_floating_point()) return float_(s.to_double()).release();
+  return int_(s.to_long()).release();
+}
+
+static bool load_ints(handle src, std::vector<int64_t>& out) {
+  out.clear();
+  if (PyBool_Check(src.ptr())) return false;
+  if (PyLong_Check(src.ptr())) {
+    out.push_back(PyLong_AsLongLong(src.ptr()));
+    return true;
+  }
+  if (!PyTuple_Check(src.ptr()) && !PyList_Check(src.ptr())) {
+    // torch.Size-like objects and numpy integer arrays
+    if (isinstance<retorch::Tensor>(src) || !hasattr(src, "__iter__") || isinstance<str>(src))
+      return false;
+  }
+  for (handle item : reinterpret_borrow<iterable>(src)) {
+    if (PyBool_Check(item.ptr())) return false;
+    if (PyLong_Check(item.ptr())) {
+      out.push_back(PyLong_AsLongLong(item.ptr()));
+    } else if (hasattr(item, "__index__")) {
+      out.push_back(item.attr("__index__")().cast<int64_t>());
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool type_caster<retorch::IntArrayRef>::load(handle src, bool) {
+  if (!load_ints(src, storage)) return false;
+  value = retorch::IntArrayRef(storage);
+  return true;
+}
+
+handle type_caster<retorch::IntArrayRef>::cast(retorch::IntArrayRef v, return_value_policy, handle) {
+  tuple t(v.size());
+  for (size_t i = 0; i < v.size(); ++i) t[i] = int_(v[i]);
+  return t.release();
+}
+
+bool type_caster<retorch::OptionalIntArrayRef>::load(handle src, bool) {
+  if (src.is_none()) {
+    value = std::nullopt;
+    return true;
+  }
+  if (!load_ints(src, storage)) return false;
+  value = retorch::IntArrayRef(storage);
+  return true;
+}
+
+bool type_caster<retorch::TensorList>::load(handle src, bool) {
+  if (!PyTuple_Check(src.ptr()) && !PyList_Check(src.ptr())) return false;
+  storage.clear();
+  for (handle item : reinterpret_borrow<sequence>(src)) {
+    if (!isinstance<retorch::Tensor>(item)) return false;
+    storage.push_back(item.cast<retorch::Tensor>());
+  }
+  value = retorch::TensorList(storage);
+  return true;
+}
+
+}  // namespace pybind11::detail
+
+namespace retorch::python {
+
+std::vector<int64_t> pyargs_to_ints(const py::args& args) {
+  std::vector<int64_t> out;
+  if (args.size() == 1 && !PyLong_Check(args[0].ptr())) {
+    for (py::handle h : args[0]) out.push_back(h.cast<int64_t>());
+    return out;
+  }
+  for (py::handle h : args) {
+    if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr()))
+      throw py::type_error("expected ints as size arguments");
+    out.push_back(h.cast<int64_t>());
+  }
+  return out;
+}
+
+}  // namespace retorch::python

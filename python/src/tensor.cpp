@@ -1,0 +1,287 @@
+// The Python Tensor class: properties, indexing, numpy conversion and operator dunders.
+#include <pybind11/numpy.h>
+
+#include "python/src/bindings.h"
+#include "retorch/core/Dtypes.h"
+
+namespace retorch::python {
+
+namespace {
+
+py::dtype numpy_dtype(ScalarType t) {
+  switch (t) {
+    case kByte: return py::dtype("uint8");
+    case kChar: return py::dtype("int8");
+    case kShort: return py::dtype("int16");
+    case kInt: return py::dtype("int32");
+    case kLong: return py::dtype("int64");
+    case kHalf: return py::dtype("float16");
+    case kFloat: return py::dtype("float32");
+    case kDouble: return py::dtype("float64");
+    case kBool: return py::dtype("bool");
+    default: throw py::type_error("Got unsupported ScalarType " + std::string(dtype_name(t)));
+  }
+}
+
+ScalarType from_numpy_dtype(const py::dtype& dt) {
+  char kind = dt.kind();
+  size_t sz = size_t(dt.itemsize());
+  if (kind == 'f' && sz == 2) return kHalf;
+  if (kind == 'f' && sz == 4) return kFloat;
+  if (kind == 'f' && sz == 8) return kDouble;
+  if (kind == 'i' && sz == 1) return kChar;
+  if (kind == 'i' && sz == 2) return kShort;
+  if (kind == 'i' && sz == 4) return kInt;
+  if (kind == 'i' && sz == 8) return kLong;
+  if (kind == 'u' && sz == 1) return kByte;
+  if (kind == 'b') return kBool;
+  throw py::type_error("can't convert np.ndarray of type " + std::string(py::str(static_cast<py::handle>(dt))) +
+                       ". The only supported types are: float64, float32, float16, int64, int32, "
+                       "int16, int8, uint8, and bool.");
+}
+
+}  // namespace
+
+py::array to_numpy(const Tensor& t) {
+  RT_CHECK(!t.requires_grad(), "Can't call numpy() on Tensor that requires grad. Use "
+           "tensor.detach().numpy() instead.");
+  RT_CHECK_TYPE(t.is_cpu(), "can't convert ", t.device(), " device type tensor to numpy. Use "
+                "Tensor.cpu() to copy the tensor to host memory first.");
+  py::dtype dt = numpy_dtype(t.dtype());
+  std::vector<py::ssize_t> shape(t.sizes().begin(), t.sizes().end());
+  std::vector<py::ssize_t> strides;
+  for (int64_t s : t.strides()) strides.push_back(s * t.element_size());
+  auto* keep = new Tensor(t);
+  py::capsule owner(keep, [](void* p) { delete static_cast<Tensor*>(p); });
+  return py::array(dt, shape, strides, t.numel() ? t.data_ptr() : nullptr, owner);
+}
+
+Tensor from_numpy(py::array arr) {
+  ScalarType st = from_numpy_dtype(arr.dtype());
+  std::vector<int64_t> sizes, strides;
+  int64_t isz = int64_t(arr.itemsize());
+  for (py::ssize_t d = 0; d < arr.ndim(); ++d) {
+    sizes.push_back(arr.shape(d));
+    int64_t s = arr.strides(d);
+    if (s < 0)
+      throw py::value_error("At least one stride in the given numpy array is negative, and tensors "
+                            "with negative strides are not currently supported. (You can probably "
+                            "work around this by making a copy of your array  with array.copy().)");
+    if (s % isz != 0)
+      throw py::value_error("given numpy array strides not a multiple of the element byte size. "
+                            "Copy the numpy array to reallocate the memory.");
+    strides.push_back(s / isz);
+  }
+  auto* keep = new py::object(arr);
+  void* data = arr.mutable_data();
+  return from_blob(data, sizes, strides, st, [keep](void*) {
+    py::gil_scoped_acquire gil;
+    delete keep;
+  });
+}
+
+namespace {
+
+// Applies a Python index (int, slice, None, Ellipsis, integer tensor/list, or a tuple of
+// these) as views where possible.
+Tensor apply_index(const Tensor& self, py::handle index, bool for_write) {
+  py::tuple items = PyTuple_Check(index.ptr()) ? py::reinterpret_borrow<py::tuple>(index)
+                                               : py::make_tuple(index);
+  int64_t consumed = 0;
+  for (py::handle it : items)
+    if (!it.is_none() && it.ptr() != Py_Ellipsis) consumed++;
+  RT_CHECK_INDEX(consumed <= self.dim(), "too many indices for tensor of dimension ", self.dim());
+  Tensor t = self;
+  int64_t dim = 0, seen = 0;
+  for (py::handle it : items) {
+    if (PyBool_Check(it.ptr())) {
+      RT_ERROR_KIND(ErrorKind::kIndex, "indexing with a Python bool is not supported yet");
+    } else if (PyLong_Check(it.ptr()) || (py::hasattr(it, "__index__") && !py::isinstance<Tensor>(it))) {
+      t = t.select(dim, it.attr("__index__")().cast<int64_t>());
+      seen++;
+    } else if (PySlice_Check(it.ptr())) {
+      Py_ssize_t start, stop, step;
+      if (PySlice_Unpack(it.ptr(), &start, &stop, &step) < 0) throw py::error_already_set();
+      RT_CHECK_VALUE(step > 0, "step must be greater than zero");
+      py::slice sl = py::reinterpret_borrow<py::slice>(it);
+      std::optional<int64_t> s, e;
+      if (!py::getattr(sl, "start").is_none()) s = start;
+      if (!py::getattr(sl, "stop").is_none()) e = stop;
+      t = t.slice(dim, s, e, step);
+      dim++;
+      seen++;
+    } else if (it.is_none()) {
+      t = t.unsqueeze(dim);
+      dim++;
+    } else if (it.ptr() == Py_Ellipsis) {
+      dim = t.dim() - (consumed - seen);
+    } else {
+      Tensor idx = py::isinstance<Tensor>(it) ? it.cast<Tensor>()
+                                               : py::module_::import("retorch").attr("tensor")(it).cast<Tensor>();
+      RT_CHECK_INDEX(!for_write, "assignment through a tensor index (index_put_) is not "
+                     "supported yet");
+      RT_CHECK_INDEX(idx.dtype() != kBool && idx.dtype() != kByte, "boolean mask indexing is "
+                     "not supported yet (index of shape ", idx.sizes(), ")");
+      RT_CHECK_INDEX(is_integral_type(idx.dtype(), false), "tensors used as indices must be long, "
+                     "int, byte or bool tensors (got ", idx.dtype(), ")");
+      RT_CHECK_INDEX(idx.dim() <= 1 && items.size() == 1, "advanced indexing with this index "
+                     "is not supported yet (index of shape ", idx.sizes(), ")");
+      if (idx.dim() == 0) {
+        t = t.select(dim, idx.item<int64_t>());
+      } else {
+        int64_t n = t.size(dim);
+        Tensor wrapped = where(idx < 0, idx + n, idx);
+        t = t.index_select(dim, wrapped);
+        dim++;
+      }
+      seen++;
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
+  cls.def(py::init([](bool v) { return scalar_to_tensor(Scalar(v)); }))
+      .def(py::init([](int64_t v) { return scalar_to_tensor(Scalar(v)); }))
+      .def(py::init([](double v) { return scalar_to_tensor(Scalar(v)); }));
+  py::implicitly_convertible<py::bool_, Tensor>();
+  py::implicitly_convertible<py::int_, Tensor>();
+  py::implicitly_convertible<py::float_, Tensor>();
+
+  cls.def_property_readonly("shape", [](const Tensor& t) { return py::cast(t.sizes()); })
+      .def_property_readonly("dtype", [](const Tensor& t) { return t.dtype(); })
+      .def_property_readonly("device", [](const Tensor& t) { return t.device(); })
+      .def_property_readonly("ndim", [](const Tensor& t) { return t.dim(); })
+      .def_property_readonly("is_leaf", [](const Tensor& t) { return t.is_leaf(); })
+      .def_property_readonly("is_cuda", [](const Tensor& t) { return t.is_cuda(); })
+      .def_property_readonly("grad_fn", [](const Tensor& t) { return t.grad_fn(); })
+      .def_property_readonly("_version", [](const Tensor& t) { return t._version(); })
+      .def_property("requires_grad", [](const Tensor& t) { return t.requires_grad(); },
+                    [](Tensor& t, bool r) { t.set_requires_grad(r); })
+      .def_property("grad", [](const Tensor& t) -> py::object {
+            const Tensor& g = t.grad();
+            return g.defined() ? py::cast(g) : py::none();
+          },
+          [](Tensor& t, py::object g) { t.set_grad(g.is_none() ? Tensor() : g.cast<Tensor>()); })
+      .def_property("data", [](const Tensor& t) { return t.detach(); },
+                    [](Tensor& t, const Tensor& v) {
+                      NoGradGuard g;
+                      t.copy_(v);
+                    })
+      .def("size", [](const Tensor& t, std::optional<int64_t> d) -> py::object {
+            if (d) return py::cast(t.size(*d));
+            return py::cast(t.sizes());
+          }, py::arg("dim") = py::none())
+      .def("stride", [](const Tensor& t, std::optional<int64_t> d) -> py::object {
+            if (d) return py::cast(t.stride(*d));
+            return py::cast(t.strides());
+          }, py::arg("dim") = py::none())
+      .def("dim", &Tensor::dim)
+      .def("ndimension", &Tensor::dim)
+      .def("numel", &Tensor::numel)
+      .def("nelement", &Tensor::numel)
+      .def("element_size", &Tensor::element_size)
+      .def("storage_offset", &Tensor::storage_offset)
+      .def("is_contiguous", &Tensor::is_contiguous)
+      .def("is_floating_point", &Tensor::is_floating_point)
+      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
+      .def("item", [](const Tensor& t) { return t.item(); })
+      .def("tolist", [](const Tensor& t) {
+            return to_numpy(t.detach().is_contiguous() ? t.detach() : t.detach().contiguous())
+                .attr("tolist")();
+          })
+      .def("numpy", [](const Tensor& t) { return to_numpy(t); })
+      .def("__array__", [](const Tensor& t, py::object dtype) {
+            py::array a = to_numpy(t.detach());
+            return dtype.is_none() ? a : py::array(a.attr("astype")(dtype));
+          }, py::arg("dtype") = py::none())
+      .def("cpu", [](const Tensor& t) { return t.to(Device(kCPU)); })
+      .def("requires_grad_", [](Tensor& t, bool r) { return t.set_requires_grad(r); },
+           py::arg("requires_grad") = true)
+      .def("retain_grad", &Tensor::retain_grad)
+      .def_property_readonly("retains_grad", &Tensor::retains_grad)
+      .def("backward", [](const Tensor& t, std::optional<Tensor> gradient,
+                          std::optional<bool> retain_graph, bool create_graph,
+                          std::optional<std::vector<Tensor>> inputs) {
+            t.backward(gradient.value_or(Tensor()), retain_graph, create_graph,
+                       inputs ? TensorList(*inputs) : TensorList());
+          }, py::arg("gradient") = py::none(), py::arg("retain_graph") = py::none(),
+          py::arg("create_graph") = false, py::arg("inputs") = py::none())
+      .def("register_hook", [](const Tensor& t, py::function fn) {
+            unsigned h = t.register_hook([fn](const Tensor& g) -> Tensor {
+              py::gil_scoped_acquire gil;
+              py::object r = fn(g);
+              return r.is_none() ? Tensor() : r.cast<Tensor>();
+            });
+            return py::module_::import("retorch._hooks").attr("RemovableHandle")(
+                py::cpp_function([t, h]() { t.remove_hook(h); }));
+          })
+      .def("__repr__", &Tensor::toString)
+      .def("__len__", [](const Tensor& t) {
+            if (t.dim() == 0) throw py::type_error("len() of a 0-d tensor");
+            return t.size(0);
+          })
+      .def("__bool__", [](const Tensor& t) {
+            RT_CHECK(t.numel() == 1, "Boolean value of Tensor with more than one value is ambiguous");
+            return t.item<bool>();
+          })
+      .def("__float__", [](const Tensor& t) { return t.item<double>(); })
+      .def("__int__", [](const Tensor& t) { return t.item<int64_t>(); })
+      .def("__index__", [](const Tensor& t) {
+            RT_CHECK_TYPE(is_integral_type(t.dtype(), false) && t.numel() == 1,
+                          "only integer tensors of a single element can be converted to an index");
+            return t.item<int64_t>();
+          })
+      .def("__hash__", [](const Tensor& t) { return reinterpret_cast<intptr_t>(t.impl()); })
+      .def("__getitem__", [](const Tensor& t, py::handle idx) { return apply_index(t, idx, false); })
+      .def("__setitem__", [](Tensor& t, py::handle idx, py::handle value) {
+            Tensor view = apply_index(t, idx, true);
+            if (py::isinstance<Tensor>(value)) view.copy_(value.cast<Tensor>());
+            else view.fill_(value.cast<Scalar>());
+          })
+      .def("__add__", [](const Tensor& a, const Tensor& b) { return a.add(b); }, py::is_operator())
+      .def("__radd__", [](const Tensor& a, const Tensor& b) { return b.add(a); }, py::is_operator())
+      .def("__iadd__", [](Tensor& a, const Tensor& b) { return a.add_(b); }, py::is_operator())
+      .def("__sub__", [](const Tensor& a, const Tensor& b) { return a.sub(b); }, py::is_operator())
+      .def("__rsub__", [](const Tensor& a, const Tensor& b) { return b.sub(a); }, py::is_operator())
+      .def("__isub__", [](Tensor& a, const Tensor& b) { return a.sub_(b); }, py::is_operator())
+      .def("__mul__", [](const Tensor& a, const Tensor& b) { return a.mul(b); }, py::is_operator())
+      .def("__rmul__", [](const Tensor& a, const Tensor& b) { return b.mul(a); }, py::is_operator())
+      .def("__imul__", [](Tensor& a, const Tensor& b) { return a.mul_(b); }, py::is_operator())
+      .def("__truediv__", [](const Tensor& a, const Tensor& b) { return a.div(b); }, py::is_operator())
+      .def("__rtruediv__", [](const Tensor& a, const Tensor& b) { return b.div(a); }, py::is_operator())
+      .def("__itruediv__", [](Tensor& a, const Tensor& b) { return a.div_(b); }, py::is_operator())
+      .def("__floordiv__", [](const Tensor& a, const Tensor& b) {
+            return a.div(b, std::string_view("floor"));
+          }, py::is_operator())
+      .def("__rfloordiv__", [](const Tensor& a, const Tensor& b) {
+            return b.div(a, std::string_view("floor"));
+          }, py::is_operator())
+      .def("__mod__", [](const Tensor& a, const Tensor& b) { return a.remainder(b); }, py::is_operator())
+      .def("__rmod__", [](const Tensor& a, const Tensor& b) { return b.remainder(a); }, py::is_operator())
+      .def("__pow__", [](const Tensor& a, const Tensor& b) { return a.pow(b); }, py::is_operator())
+      .def("__rpow__", [](const Tensor& a, const Tensor& b) { return b.pow(a); }, py::is_operator())
+      .def("__matmul__", [](const Tensor& a, const Tensor& b) { return a.matmul(b); }, py::is_operator())
+      .def("__neg__", [](const Tensor& a) { return a.neg(); })
+      .def("__abs__", [](const Tensor& a) { return a.abs(); })
+      .def("__invert__", [](const Tensor& a) {
+            RT_CHECK(a.dtype() == kBool, "bitwise_not is only implemented for bool tensors so far");
+            return a.logical_not();
+          })
+      .def("__and__", [](const Tensor& a, const Tensor& b) { return a.logical_and(b); }, py::is_operator())
+      .def("__or__", [](const Tensor& a, const Tensor& b) { return a.logical_or(b); }, py::is_operator())
+      .def("__xor__", [](const Tensor& a, const Tensor& b) { return a.logical_xor(b); }, py::is_operator())
+      .def("__eq__", [](const Tensor& a, const Tensor& b) { return a.eq(b); }, py::is_operator())
+      .def("__ne__", [](const Tensor& a, const Tensor& b) { return a.ne(b); }, py::is_operator())
+      .def("__lt__", [](const Tensor& a, const Tensor& b) { return a.lt(b); }, py::is_operator())
+      .def("__le__", [](const Tensor& a, const Tensor& b) { return a.le(b); }, py::is_operator())
+      .def("__gt__", [](const Tensor& a, const Tensor& b) { return a.gt(b); }, py::is_operator())
+      .def("__ge__", [](const Tensor& a, const Tensor& b) { return a.ge(b); }, py::is_operator());
+
+  m.def("from_numpy", &from_numpy, "Tensor sharing memory with a numpy array");
+  m.def("_to_numpy", &to_numpy);
+}
+
+}  // namespace retorch::python
