@@ -40,7 +40,9 @@ test-asan: setup $(ASAN_BUILD)/Makefile
 test: test-cpp test-python test-asan
 
 bench: build
-	PYTHONPATH=$(CURDIR)/python $(PY) bench/run_bench.py
+	cmake --build $(BUILD) -j $(JOBS) --target bench_ops
+	./$(BUILD)/bench/bench_ops
+	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_python.py
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -7,6 +7,12 @@ from ._C import Tensor, dtype, device, Generator  # noqa: F401
 from . import autograd  # noqa: F401
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: F401
 
+# `import *` skips underscore names; generated ops like _to_copy are public API like torch's.
+for _name in {q.split("::")[-1].split(".")[0] for q in _C._ops()}:
+    if _name.startswith("_") and hasattr(_C, _name):
+        globals()[_name] = getattr(_C, _name)
+del _name
+
 _NP_DEFAULT_INT = {"i", "u"}
 
 
@@ -32,7 +38,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
                 raise TypeError("tensor(): unsupported data type " + str(arr.dtype))
         else:
             target = None
-        t = from_numpy(_np.ascontiguousarray(arr)).clone()
+        t = from_numpy(_np.asarray(arr, order="C")).clone()
         if target is not None and t.dtype != target:
             t = t.to(target)
     if dtype is not None and t.dtype != dtype:
@@ -42,6 +48,13 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
     if requires_grad:
         t.requires_grad_(True)
     return t
+
+
+def from_numpy(arr):
+    """A tensor sharing memory with the numpy array arr."""
+    if isinstance(arr, _np.ndarray) and arr.ndim == 0:
+        return _C.from_numpy(arr.reshape(1)).reshape([])
+    return _C.from_numpy(arr)
 
 
 def is_tensor(obj):

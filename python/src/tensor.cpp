@@ -261,6 +261,8 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
           }, py::is_operator())
       .def("__mod__", [](const Tensor& a, const Tensor& b) { return a.remainder(b); }, py::is_operator())
       .def("__rmod__", [](const Tensor& a, const Tensor& b) { return b.remainder(a); }, py::is_operator())
+      // A Python number exponent takes pow.Tensor_Scalar, as in torch (x ** -1 on integers fails).
+      .def("__pow__", [](const Tensor& a, const Scalar& b) { return a.pow(b); }, py::is_operator())
       .def("__pow__", [](const Tensor& a, const Tensor& b) { return a.pow(b); }, py::is_operator())
       .def("__rpow__", [](const Tensor& a, const Tensor& b) { return b.pow(a); }, py::is_operator())
       .def("__matmul__", [](const Tensor& a, const Tensor& b) { return a.matmul(b); }, py::is_operator())

@@ -52,6 +52,9 @@ struct GraphTask {
   // For autograd.grad: captured edges (node, input_nr) -> index into captured.
   std::unordered_map<Node*, std::vector<std::pair<uint32_t, size_t>>> captures;
   std::unordered_set<Node*> needed;  // when capturing: nodes on a path to a capture
+  // Owns the captured nodes: a leaf's AccumulateGrad is cached only weakly, so without this
+  // grad(x, [x]) would key the capture on a node freed before the roots are built.
+  std::vector<std::shared_ptr<Node>> capture_owners;
   variable_list captured;
   bool keep_graph = false;
   bool accumulate = true;
@@ -206,6 +209,7 @@ void add_captures(GraphTask& task, const variable_list& inputs) {
              ") does not require grad");
     Edge e = gradient_edge(t);
     task.captures[e.function.get()].push_back({e.input_nr, i});
+    task.capture_owners.push_back(e.function);
   }
 }
 

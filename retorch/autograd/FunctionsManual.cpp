@@ -103,9 +103,9 @@ std::vector<Tensor> cat_tensors_backward(const Tensor& grad, const std::vector<T
   std::vector<Tensor> out;
   int64_t offset = 0;
   for (const auto& t : tensors) {
-    // Legacy: 1-D empty tensors are skipped by cat whatever the dim.
+    // Legacy: 1-D empty tensors are skipped by cat whatever the dim; their gradient is empty.
     if (t.dim() == 1 && t.numel() == 0) {
-      out.push_back(Tensor());
+      out.push_back(zeros({0}, TensorOptions(grad.dtype()).device(grad.device())));
       continue;
     }
     int64_t d = maybe_wrap_dim(dim, t.dim());
@@ -239,6 +239,7 @@ Tensor unsqueeze_reduced(const Tensor& grad, IntArrayRef sizes, OptionalIntArray
 }
 int64_t reduced_count(IntArrayRef sizes, OptionalIntArrayRef dim) {
   int64_t n = 1;
+  if (sizes.empty()) return 1;  // a 0-dim tensor reduced over dim 0 or -1 has one element
   if (!dim || dim->empty()) {
     for (int64_t s : sizes) n *= s;
     return n;
@@ -325,22 +326,36 @@ Tensor var_backward(const Tensor& grad, const Tensor& self, OptionalIntArrayRef 
   return g * (self - mean) * (2.0 / denom);
 }
 
+Tensor std_backward(const Tensor& result, const Tensor& grad, const Tensor& self,
+                    OptionalIntArrayRef dim, std::optional<int64_t> correction, bool keepdim) {
+  // d sqrt(v) = dv / (2 sqrt(v)); PyTorch defines the gradient as 0 where std is 0.
+  Tensor g = where(result == 0, Scalar(0), grad / (result * 2));
+  return var_backward(g, self, dim, correction, keepdim);
+}
+
 Tensor norm_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& p,
                      const Tensor& result, OptionalIntArrayRef dim, bool keepdim) {
+  // PyTorch's norm_backward, case by case, so points where self or the norm is 0 get the same
+  // finite (sub)gradient instead of 0 * inf.
   double pv = p ? p->to_double() : 2.0;
   Tensor g = unsqueeze_reduced(grad, self.sizes(), dim, keepdim);
   Tensor r = unsqueeze_reduced(result, self.sizes(), dim, keepdim);
   if (pv == 0.0) return zeros_like(self);
   if (pv == 1.0) return g * self.sign();
-  if (pv == 2.0) return where(r == 0, Scalar(0), g * self / r);
+  if (pv == 2.0) return g * where(r == 0, Scalar(0), self / r);
   if (std::isinf(pv)) {
-    Tensor mask = (self.abs() == r).to(self.dtype());
+    Tensor abs = self.abs();
+    Tensor mask = ((abs == r) | abs.isnan()).to(self.dtype());
     Tensor count = dim ? mask.sum(*dim, true) : mask.sum(OptionalIntArrayRef(), true);
-    return g * self.sign() * mask / count;
+    return self.sign() * (g / count * mask);
   }
-  // d/dx (sum |x|^p)^(1/p) = x |x|^(p-2) / r^(p-1)
-  Tensor num = self * self.abs().pow(Scalar(pv - 2));
-  return where(r == 0, Scalar(0), g * num / r.pow(Scalar(pv - 1)));
+  if (pv < 1.0) {
+    Tensor scaled = self.sign() * where(self == 0, Scalar(0), self.abs().pow(Scalar(pv - 1)));
+    return scaled * g * r.pow(Scalar(1 - pv));
+  }
+  Tensor scale = where(r == 0, Scalar(0), g / r.pow(Scalar(pv - 1)));
+  if (pv < 2.0) return self.sign() * self.abs().pow(Scalar(pv - 1)) * scale;
+  return self * self.abs().pow(Scalar(pv - 2)) * scale;
 }
 
 Tensor softmax_backward_data(const Tensor& grad, const Tensor& result, int64_t dim) {

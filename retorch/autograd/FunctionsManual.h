@@ -62,6 +62,9 @@ Tensor value_selecting_reduction_backward(const Tensor& grad, int64_t dim, const
                                           IntArrayRef sizes, bool keepdim);
 Tensor var_backward(const Tensor& grad, const Tensor& self, OptionalIntArrayRef dim,
                     std::optional<int64_t> correction, bool keepdim);
+/// Gradient of std = sqrt(var), 0 where the standard deviation is 0.
+Tensor std_backward(const Tensor& result, const Tensor& grad, const Tensor& self,
+                    OptionalIntArrayRef dim, std::optional<int64_t> correction, bool keepdim);
 Tensor norm_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& p,
                      const Tensor& result, OptionalIntArrayRef dim, bool keepdim);
 Tensor softmax_backward_data(const Tensor& grad, const Tensor& result, int64_t dim);

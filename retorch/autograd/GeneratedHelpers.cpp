@@ -26,6 +26,34 @@ void rebase_history(const Tensor& self, const Tensor& r) {
   AutogradMeta& m = self.impl()->ensure_autograd_meta();
   AutogradMeta* rm = r.impl()->autograd_meta();
   if (!rm || !rm->grad_fn_) return;
+  if (m.is_view_ && m.base_.defined() && m.base_.requires_grad()) {
+    // Note [In-place on views]
+    // The in-place op wrote r into the view's memory, so the base changed too. Record the
+    // base's new value as "old base with the view's elements replaced by r" (a scatter into
+    // the flattened base, which differentiates to both), then make the view a view of it.
+    // PyTorch does the same with its CopySlices node.
+    Tensor base = m.base_;
+    RT_CHECK(base.is_contiguous(), "in-place operation on a view of a non-contiguous tensor "
+             "that requires grad is not supported; clone() the view first");
+    int64_t rel = self.storage_offset() - base.storage_offset();
+    Tensor idx;
+    {
+      NoGradGuard ng;
+      idx = arange(base.numel(), TensorOptions(kLong))
+                .as_strided(self.sizes(), self.strides(), rel)
+                .reshape({-1});
+    }
+    Tensor base_new = base.reshape({-1}).scatter(0, idx, r.reshape({-1})).view(base.sizes());
+    AutogradMeta& bm = base.impl()->ensure_autograd_meta();
+    bm.grad_fn_ = base_new.grad_fn();
+    bm.output_nr_ = base_new.output_nr();
+    base.impl()->add_key(DispatchKey::Autograd);
+    Tensor v = base_new.as_strided(self.sizes(), self.strides(), rel);
+    m.grad_fn_ = v.grad_fn();
+    m.output_nr_ = v.output_nr();
+    self.impl()->add_key(DispatchKey::Autograd);
+    return;
+  }
   m.grad_fn_ = rm->grad_fn_;
   m.output_nr_ = rm->output_nr_;
   self.impl()->add_key(DispatchKey::Autograd);
@@ -40,9 +68,6 @@ void check_inplace(const Tensor& self, bool requires_grad, const char* op) {
     RT_CHECK(!(base.defined() && base.is_leaf() && base.requires_grad()),
              op, ": a view of a leaf Variable that requires grad is being used in an in-place "
              "operation.");
-    RT_CHECK(!(base.defined() && base.requires_grad()), op, ": in-place operations on views of "
-             "tensors that require grad are not supported yet by retorch's autograd; clone() "
-             "the view first");
   }
   RT_CHECK(!(m->requires_grad_ && !m->grad_fn_), op, ": a leaf Variable that requires grad is "
            "being used in an in-place operation.");

@@ -26,8 +26,10 @@ Tensor element(const Tensor& t, int64_t flat) {
 variable_list flat_outputs(const std::function<variable_list(const variable_list&)>& fn,
                            const variable_list& inputs) {
   variable_list outs = fn(inputs);
+  // Cloned like PyTorch's gradcheck: an output may alias the input being perturbed (x.view(),
+  // x.contiguous()), and restoring the input would otherwise change the recorded value.
   for (auto& o : outs)
-    if (o.defined()) o = o.reshape({-1});
+    if (o.defined()) o = o.reshape({-1}).clone();
   return outs;
 }
 

@@ -20,7 +20,7 @@ void GradMode::set_enabled(bool e) { tls_grad_enabled = e; }
 InferenceMode::InferenceMode(bool enabled)
     : prev_grad_(GradMode::is_enabled()), prev_inference_(tls_inference) {
   tls_inference = enabled;
-  GradMode::set_enabled(!enabled && prev_grad_);
+  GradMode::set_enabled(!enabled);  // like c10::InferenceMode: disabling it enables grad
 }
 InferenceMode::~InferenceMode() {
   tls_inference = prev_inference_;

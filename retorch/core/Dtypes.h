@@ -24,7 +24,7 @@
 
 #define RT_DISPATCH_FAIL(dtype, name) \
   default:                            \
-    RT_ERROR_KIND(::retorch::ErrorKind::kNotImplemented, "\"", name, "\" not implemented for '", \
+    RT_ERROR_KIND(::retorch::ErrorKind::kRuntime, "\"", name, "\" not implemented for '", \
                   ::retorch::dtype_name(dtype), "'")
 
 /// All ten dtypes.

@@ -83,22 +83,23 @@ void render(const char* data, IntArrayRef sizes, IntArrayRef strides, size_t d, 
   int64_t n = sizes[d];
   os << "[";
   if (d + 1 == sizes.size()) {
+    // Like PyTorch's _vector_str: the items (with " ..." standing for the elided middle)
+    // are cut into lines of per_line items, joined by ", " and ",\n<indent>".
     int per_line = std::max(1, (kLineWidth - indent) / (f.width + 2));
-    int on_line = 0;
+    std::vector<std::string> items;
     for (int64_t i = 0; i < n; ++i) {
       if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
-        os << " ...,";
+        items.push_back(" ...");
         i = n - kEdgeItems;
       }
-      if (on_line == per_line) {
-        os << "\n" << std::string(size_t(indent + 1), ' ');
-        on_line = 0;
-      } else if (i > 0 && on_line > 0) {
-        os << " ";
+      items.push_back(f.pad(read_double(data + i * strides[d] * isz, t)));
+    }
+    for (size_t k = 0; k < items.size(); ++k) {
+      if (k > 0) {
+        if (k % size_t(per_line) == 0) os << ",\n" << std::string(size_t(indent + 1), ' ');
+        else os << ", ";
       }
-      os << f.pad(read_double(data + i * strides[d] * isz, t));
-      if (i + 1 < n) os << ",";
-      on_line++;
+      os << items[k];
     }
   } else {
     std::string sep = "," + std::string(sizes.size() - d - 1, '\n') +
@@ -144,11 +145,14 @@ std::string Tensor::toString() const {
       any = true;
     }
     if (any) {
-      if (f.int_mode) f.sci = amax > 1e8;
+      if (f.int_mode) f.sci = amax / amin > 1000.0 || amax > 1e8;
       else f.sci = amax / amin > 1000.0 || amax > 1e8 || amin < 1e-4;
     }
   }
-  for (double v : vals) f.width = std::max(f.width, int(f.fmt(v).size()));
+  // Like PyTorch, a float column's width comes from its finite nonzero values only.
+  for (double v : vals)
+    if (!f.floating || (std::isfinite(v) && v != 0))
+      f.width = std::max(f.width, int(f.fmt(v).size()));
 
   if (numel() == 0) {
     os << "[]";

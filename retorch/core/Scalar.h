@@ -41,6 +41,7 @@ class Scalar {
   template <typename T>
   T to() const {
     if constexpr (std::is_same_v<T, bool>) return to_bool();
+    else if constexpr (std::is_same_v<T, double>) return to_double();
     else if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, Half> ||
                        std::is_same_v<T, BFloat16>)
       return T(static_cast<float>(to_double()));

@@ -91,7 +91,6 @@ Device::Device(std::string_view spec) {
              "Invalid device string: '", spec, "'");
     index = int8_t(std::stoi(idx));
   }
-  if (type == kCPU) index = -1;
 }
 
 std::string Device::str() const {

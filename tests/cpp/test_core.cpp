@@ -89,8 +89,8 @@ TEST(HalfTest, RoundTrips) {
   EXPECT_EQ(float(Half(1.0f / 3.0f)), 0.333251953125f);
   EXPECT_EQ(float(Half(1.0f)), 1.0f);
   EXPECT_EQ(Half(1.0f).x, 0x3C00);
-  EXPECT_EQ(float(Half(65504.0f)), 65504.0f);  // largest finite half
-  EXPECT_EQ(float(Half(65519.0f)), 65504.0f);  // rounds down below the halfway point
+  EXPECT_EQ(float(Half(65504.0f)), 65504.0f);      // largest finite half
+  EXPECT_EQ(float(Half(65519.0f)), 65504.0f);      // rounds down below the halfway point
   EXPECT_TRUE(std::isinf(float(Half(65520.0f))));  // halfway rounds to even = overflow
   EXPECT_EQ(float(Half(-2.0f)), -2.0f);
   EXPECT_EQ(float(Half(5.9604644775390625e-08f)), 5.9604644775390625e-08f);  // smallest subnormal
@@ -445,9 +445,12 @@ TEST(PrintTest, PyTorchFormat) {
   EXPECT_EQ(tensor(std::vector<double>{}).toString(), "tensor([])");
   EXPECT_EQ(zeros({0, 3}).toString(), "tensor([], size=(0, 3))");
   EXPECT_EQ(tensor({{1, 2}, {3, 4}}).toString(), "tensor([[1, 2],\n        [3, 4]])");
-  EXPECT_EQ(zeros({2, 1, 2}).toString(),
-            "tensor([[[0., 0.]],\n\n        [[0., 0.]]])");
+  EXPECT_EQ(zeros({2, 1, 2}).toString(), "tensor([[[0., 0.]],\n\n        [[0., 0.]]])");
   EXPECT_EQ(tensor({1.0, INFINITY, NAN}).toString(), "tensor([1., inf, nan])");
+  EXPECT_EQ(tensor({0.0, 10.0}).toString(), "tensor([ 0., 10.])");
+  // Integer-valued floats spanning more than 1000x switch to scientific notation.
+  EXPECT_EQ(tensor({1.0, 10000.0}).toString(), "tensor([1.0000e+00, 1.0000e+04])");
+  EXPECT_EQ(tensor({1e-5, 1.0}).toString(), "tensor([1.0000e-05, 1.0000e+00])");
 }
 
 TEST(PrintTest, AutogradSuffixes) {

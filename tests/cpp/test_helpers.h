@@ -2,6 +2,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -18,23 +19,31 @@ inline std::vector<double> values(const Tensor& t) {
 }
 
 /// The sizes of t as a vector (for EXPECT_EQ).
-inline std::vector<int64_t> shape(const Tensor& t) { return t.sizes().vec(); }
-inline std::vector<int64_t> strides(const Tensor& t) { return t.strides().vec(); }
+inline std::vector<int64_t> shape(const Tensor& t) {
+  return t.sizes().vec();
+}
+inline std::vector<int64_t> strides(const Tensor& t) {
+  return t.strides().vec();
+}
 
 /// The address of the storage t looks into (equal for views of the same base).
-inline const void* storage_ptr(const Tensor& t) { return t.impl()->storage()->data(); }
+inline const void* storage_ptr(const Tensor& t) {
+  return t.impl()->storage()->data();
+}
 
 /// Element-wise |a - b| <= atol + rtol * |b|, with a message naming the first mismatch.
 inline ::testing::AssertionResult all_close(const Tensor& a, const Tensor& b, double rtol = 1e-5,
                                             double atol = 1e-6) {
   if (a.sizes().vec() != b.sizes().vec())
-    return ::testing::AssertionFailure() << "shape mismatch: " << a.toString() << " vs "
-                                         << b.toString();
+    return ::testing::AssertionFailure()
+           << "shape mismatch: " << a.toString() << " vs " << b.toString();
   auto va = values(a), vb = values(b);
   for (size_t i = 0; i < va.size(); ++i) {
     if (!(std::abs(va[i] - vb[i]) <= atol + rtol * std::abs(vb[i])))
-      return ::testing::AssertionFailure() << "element " << i << ": " << va[i] << " vs " << vb[i]
-                                           << "\n" << a.toString() << "\nvs\n" << b.toString();
+      return ::testing::AssertionFailure()
+             << "element " << i << ": " << va[i] << " vs " << vb[i] << "\n"
+             << a.toString() << "\nvs\n"
+             << b.toString();
   }
   return ::testing::AssertionSuccess();
 }

@@ -23,6 +23,12 @@ def write_if_changed(path, text):
         f.write(text)
 
 
+def method_receiver(op):
+    """The argument a method is called on: the one named self (where(condition, self, other)
+    is self.where(condition, other), as in PyTorch), else the first."""
+    return next((a for a in op.args if a.name == 'self'), op.args[0])
+
+
 def api_params(op, with_defaults=True, method=False, scalar_arg=None):
     """C++ parameter list of the public function (or method, which drops self)."""
     args = list(op.args)
@@ -30,7 +36,8 @@ def api_params(op, with_defaults=True, method=False, scalar_arg=None):
         out = args.pop()
         args = [out] + args
     if method:
-        args = args[1:]
+        recv = method_receiver(op)
+        args = [a for a in args if a is not recv]
     params = []
     saw_options = False
     # Defaults only on a trailing run of defaulted args (a C++ rule).
@@ -86,6 +93,9 @@ def gen_function_body(op):
     ks = ' | '.join(f'key_set_of({t})' for t in tensors) or 'DispatchKeySet()'
     lines = []
     lines.append(f'  static const OperatorHandle& op = *Dispatcher::singleton().find("{op.full_name}");')
+    for a in op.args:
+        if a.type == 'Tensor':
+            lines.append(f'  detail::check_defined({a.name}, "{op.name}", "{a.name}");')
     lines.append(f'  DispatchKeySet ks = {ks};')
     dev = [a for a in op.args if a.name == 'device' and a.type == 'Device?']
     if dev:
@@ -125,13 +135,24 @@ def gen_api(entries):
                         args = [a for a in args if a not in ('dtype', 'device')]
                     defs.append(f'  return {name}({", ".join(args)});')
                     defs.append('}')
+            gens = [a for a in op.args if a.type == 'Generator?']
+            if op.has_options and gens:
+                # libtorch-style overload without the generator: randn({2, 3}, options).
+                ps = [p for p in api_params(op, False) if not p.startswith('std::optional<Generator>')]
+                decls.append(f'{ret} {name}({", ".join(ps)});')
+                defs.append(f'{ret} {name}({", ".join(ps)}) {{')
+                cargs = [('std::nullopt' if a.type == 'Generator?' else a.name) for a in op.args
+                         if a.name not in ('dtype', 'device')] + ['options']
+                defs.append(f'  return {name}({", ".join(cargs)});')
+                defs.append('}')
             if 'method' in e.variants and op.kind != 'out':
                 inplace = op.kind == 'inplace'
                 mret = 'Tensor&' if inplace else ret
                 for s in ([None, e.scalar_overload] if e.scalar_overload else [None]):
                     methods.append(f'{mret} {name}({", ".join(api_params(op, method=True, scalar_arg=s))}) const;')
                     defs.append(f'{mret} Tensor::{name}({", ".join(api_params(op, False, True, s))}) const {{')
-                    fargs = ['*this'] + [a.name for a in op.args[1:] if not (
+                    recv = method_receiver(op)
+                    fargs = [('*this' if a is recv else a.name) for a in op.args if not (
                         op.has_options and a.name in ('dtype', 'device'))]
                     if op.has_options:
                         fargs.append('options')

@@ -30,8 +30,9 @@ def py_type(a):
 def gen_binding(op, method):
     e = op.entry
     args = list(op.args)
-    if method:
-        self_arg, args = args[0], args[1:]
+    if method:  # called on the argument named self (where(condition, self, other)), else the first
+        self_arg = next((a for a in args if a.name == 'self'), args[0])
+        args = [a for a in args if a is not self_arg]
     params, pyargs, call = [], [], []
     kw_started = False
     for a in args:
@@ -101,9 +102,25 @@ def gen_binding(op, method):
     return lines
 
 
+def overload_order(entries):
+    """Entries with Tensor parameters bind before same-named ones without: pybind11 tries
+    overloads in order and its int caster accepts any object with __index__, so a 0-dim
+    integer tensor would otherwise pick max(input, dim) over max(input, other)."""
+    groups = {}
+    for i, e in enumerate(entries):
+        groups.setdefault(e.name, []).append(i)
+    ordered = list(entries)
+    for idx in groups.values():
+        group = sorted((entries[i] for i in idx),
+                       key=lambda e: -sum(a.type.startswith('Tensor') for a in e.args))
+        for i, e in zip(idx, group):
+            ordered[i] = e
+    return ordered
+
+
 def generate(entries, header):
     blocks = []
-    for e in entries:
+    for e in overload_order(entries):
         if not e.python:
             continue
         blk = []

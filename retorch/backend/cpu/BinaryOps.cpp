@@ -145,22 +145,15 @@ void div_mode_out(const Tensor& self, const Tensor& other, std::optional<std::st
 void pow_out(const Tensor& self, const Tensor& exponent, Tensor& out) {
   TensorIterator iter(out, {self, exponent}, {.name = "pow"});
   ScalarType ct = iter.common_dtype();
-  RT_CHECK_TYPE(ct != kBool, "\"pow\" not implemented for 'Bool'");
-  if (!is_floating_type(ct)) {
-    bool neg = false;
-    RT_DISPATCH_INTEGRAL(ct, "pow", [&] {
-      Tensor e = iter.operand(2).contiguous();
-      const scalar_t* p = static_cast<const scalar_t*>(e.impl()->data());
-      for (int64_t i = 0; i < e.numel(); ++i) neg |= p[i] < scalar_t(0);
-    });
-    RT_CHECK(!neg, "Integers to negative integer powers are not allowed.");
-  }
+  RT_CHECK(ct != kBool, "\"pow\" not implemented for 'Bool'");
   RT_DISPATCH_NUMERIC(ct, "pow", [&] {
     using op_t = opmath_t<scalar_t>;
     binary_loop<scalar_t, scalar_t>(iter, [](auto x, auto y) -> op_t {
       if constexpr (is_float_v<decltype(x)>) {
         return y == op_t(2) ? x * x : std::pow(x, y);
       } else {
+        // PyTorch's powi: a negative exponent gives 1 or -1 for bases 1 and -1, else 0.
+        if (y < 0) return x == 1 ? op_t(1) : (x == op_t(-1) ? op_t((y & 1) ? -1 : 1) : op_t(0));
         op_t r = 1, b = x;
         for (auto e = y; e > 0; e >>= 1) {
           if (e & 1) r = op_t(r * b);
@@ -174,6 +167,10 @@ void pow_out(const Tensor& self, const Tensor& exponent, Tensor& out) {
 }
 
 void pow_scalar_out(const Tensor& self, const Scalar& exponent, Tensor& out) {
+  // Only the Scalar-exponent overload rejects negative integer powers (as in PyTorch).
+  RT_CHECK(is_floating_type(self.dtype()) || exponent.is_floating_point() ||
+               exponent.is_boolean() || exponent.to_long() >= 0,
+           "Integers to negative integer powers are not allowed.");
   pow_out(self, scalar_to_tensor(exponent), out);
 }
 
@@ -204,7 +201,7 @@ void minimum_out(const Tensor& self, const Tensor& other, Tensor& out) {
 
 void remainder_out(const Tensor& self, const Tensor& other, Tensor& out) {
   TensorIterator iter(out, {self, other}, {.name = "remainder"});
-  RT_CHECK_TYPE(iter.common_dtype() != kBool, "\"remainder_cpu\" not implemented for 'Bool'");
+  RT_CHECK(iter.common_dtype() != kBool, "\"remainder_cpu\" not implemented for 'Bool'");
   check_int_divisor("remainder", iter);
   RT_DISPATCH_NUMERIC(iter.common_dtype(), "remainder", [&] {
     using op_t = opmath_t<scalar_t>;
@@ -215,7 +212,7 @@ void remainder_out(const Tensor& self, const Tensor& other, Tensor& out) {
 
 void fmod_out(const Tensor& self, const Tensor& other, Tensor& out) {
   TensorIterator iter(out, {self, other}, {.name = "fmod"});
-  RT_CHECK_TYPE(iter.common_dtype() != kBool, "\"fmod_cpu\" not implemented for 'Bool'");
+  RT_CHECK(iter.common_dtype() != kBool, "\"fmod_cpu\" not implemented for 'Bool'");
   check_int_divisor("fmod", iter);
   RT_DISPATCH_NUMERIC(iter.common_dtype(), "fmod", [&] {
     using op_t = opmath_t<scalar_t>;

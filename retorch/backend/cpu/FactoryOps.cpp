@@ -1,5 +1,6 @@
 // Factory kernels: empty, empty_strided, arange, linspace, eye.
 #include <cmath>
+#include <limits>
 
 #include "retorch/backend/cpu/Loops.h"
 #include "retorch/generated/Functions.h"
@@ -32,29 +33,29 @@ Tensor arange_start_step(const Scalar& start, const Scalar& end, const Scalar& s
   bool any_float = start.is_floating_point() || end.is_floating_point() || step.is_floating_point();
   ScalarType dt = dtype.value_or(any_float ? default_dtype() : kLong);
   double s = start.to_double(), e = end.to_double(), st = step.to_double();
-  RT_CHECK(st != 0, "arange: step must be nonzero");
+  // Like PyTorch, integer dtypes accumulate in int64: start, end and step are truncated first
+  // (arange(0, 1, 0.1, dtype=int64) has step 0). Only int64 also sizes from the truncated
+  // values; the other dtypes size from the exact ones.
+  bool integral = !is_floating_type(dt);
+  int64_t a = integral ? start.to_long() : 0, b = integral ? end.to_long() : 0,
+          c = integral ? step.to_long() : 0;
+  double xs = integral ? double(a) : s, xe = integral ? double(b) : e,
+         xst = integral ? double(c) : st;
+  RT_CHECK(xst != 0, "arange: step must be nonzero");
   RT_CHECK(std::isfinite(s) && std::isfinite(e), "arange: unsupported range: ", s, " -> ", e);
-  RT_CHECK((st > 0 && e >= s) || (st < 0 && e <= s),
+  RT_CHECK((xst > 0 && xe >= xs) || (xst < 0 && xe <= xs),
            "arange: upper bound and larger bound inconsistent with step sign");
-  int64_t n;
-  if (!any_float && !is_floating_type(dt)) {
-    int64_t a = start.to_long(), b = end.to_long(), c = step.to_long();
-    n = (b - a + c + (c > 0 ? -1 : 1)) / c;
-  } else {
-    n = int64_t(std::ceil((e - s) / st));
-  }
+  double size_d = dt == kLong ? std::ceil(double(b - a) / double(c)) : std::ceil((e - s) / st);
+  RT_CHECK(size_d >= 0 && size_d <= double(std::numeric_limits<int64_t>::max()),
+           "arange: invalid size, possible overflow?");
+  int64_t n = int64_t(size_d);
   Tensor out = make_empty({n}, dt, cpu_device(device, "arange"));
   RT_DISPATCH_NUMERIC(dt, "arange", [&] {
     scalar_t* p = out.data_ptr<scalar_t>();
     if constexpr (std::is_floating_point_v<opmath_t<scalar_t>>) {
       for (int64_t i = 0; i < n; ++i) p[i] = scalar_t(opmath_t<scalar_t>(s + double(i) * st));
     } else {
-      int64_t a = start.to_long(), c = step.to_long();
-      if (any_float) {
-        for (int64_t i = 0; i < n; ++i) p[i] = scalar_t(int64_t(s + double(i) * st));
-      } else {
-        for (int64_t i = 0; i < n; ++i) p[i] = scalar_t(a + i * c);
-      }
+      for (int64_t i = 0; i < n; ++i) p[i] = scalar_t(a + i * c);
     }
   });
   return out;
@@ -66,12 +67,18 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps,
   ScalarType dt = dtype.value_or(default_dtype());
   Tensor out = make_empty({steps}, dt, cpu_device(device, "linspace"));
   double s = start.to_double(), e = end.to_double();
+  if (!is_floating_type(dt)) {  // PyTorch converts start and end to the integer dtype first
+    s = double(start.to_long());
+    e = double(end.to_long());
+  }
   double step = steps > 1 ? (e - s) / double(steps - 1) : 0.0;
   int64_t half = steps / 2;
   RT_DISPATCH_NUMERIC(dt, "linspace", [&] {
     scalar_t* p = out.data_ptr<scalar_t>();
     for (int64_t i = 0; i < steps; ++i) {
-      double v = i < half ? s + step * double(i) : e - step * double(steps - 1 - i);
+      // The first half counts up from start, the second down from end (PyTorch's rule);
+      // steps == 1 gives start.
+      double v = (i < half || steps == 1) ? s + step * double(i) : e - step * double(steps - 1 - i);
       if constexpr (std::is_floating_point_v<opmath_t<scalar_t>>) p[i] = scalar_t(opmath_t<scalar_t>(v));
       else p[i] = scalar_t(int64_t(v));
     }

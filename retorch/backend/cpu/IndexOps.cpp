@@ -12,8 +12,8 @@ namespace retorch::cpu {
 namespace {
 
 void check_index_dtype(const char* op, const Tensor& index) {
-  RT_CHECK_TYPE(index.dtype() == kLong || index.dtype() == kInt, op,
-                "(): Expected dtype int32/int64 for index (got ", index.dtype(), ")");
+  RT_CHECK(index.dtype() == kLong || index.dtype() == kInt, op,
+           "(): Expected dtype int32/int64 for index (got ", index.dtype(), ")");
 }
 
 std::vector<int64_t> index_values(const Tensor& index) {
@@ -53,8 +53,8 @@ void for_each_index(const Tensor& index, int64_t dim, IntArrayRef self_strides,
       roff += coord[size_t(d)] * src_strides[size_t(d)];
     }
     int64_t v = ip[ioff];
-    RT_CHECK_INDEX(v >= -dim_size && v < dim_size, op, "(): index ", v,
-                   " is out of bounds for dimension ", dim, " with size ", dim_size);
+    RT_CHECK(v >= 0 && v < dim_size, op, "(): index ", v,
+             " is out of bounds for dimension ", dim, " with size ", dim_size);
     if (v < 0) v += dim_size;
     if (nd > 0) soff += v * self_strides[size_t(dim)];
     f(soff, roff);
@@ -67,7 +67,9 @@ void for_each_index(const Tensor& index, int64_t dim, IntArrayRef self_strides,
 
 void check_scatter_gather(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
                           const Tensor* src) {
-  check_index_dtype(op, index);
+  // Unlike index_select, PyTorch's gather/scatter take int64 indices only.
+  RT_CHECK(index.dtype() == kLong, op, "(): Expected dtype int64 for index (got ", index.dtype(),
+           ")");
   RT_CHECK(index.dim() == self.dim() || (index.dim() <= 1 && self.dim() <= 1), op,
            "(): Index tensor must have the same number of dimensions as input tensor (index ",
            index.sizes(), ", input ", self.sizes(), ")");
@@ -146,8 +148,8 @@ void scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tensor&
   int64_t d = maybe_wrap_dim(dim, self.dim(), op);
   check_scatter_gather(op, self, d, index, src);
   if (src)
-    RT_CHECK_TYPE(src->dtype() == self.dtype(), op, "(): Expected self.dtype to be equal to "
-                  "src.dtype (got ", self.dtype(), " and ", src->dtype(), ")");
+    RT_CHECK(src->dtype() == self.dtype(), op, "(): Expected self.dtype to be equal to "
+             "src.dtype (got ", self.dtype(), " and ", src->dtype(), ")");
   start_from_self(self, out, op);
   Tensor o = out;
   RT_DISPATCH_ALL(self.dtype(), op, [&] {
@@ -182,17 +184,25 @@ void scatter_add_out(const Tensor& self, int64_t dim, const Tensor& index, const
 }
 
 void masked_fill_out(const Tensor& self, const Tensor& mask, const Scalar& value, Tensor& out) {
-  RT_CHECK_TYPE(mask.dtype() == kBool, "masked_fill_ only supports boolean masks, but got mask "
-                "with dtype ", mask.dtype());
+  RT_CHECK(mask.dtype() == kBool || mask.dtype() == kByte, "masked_fill_ only supports boolean "
+           "masks, but got mask with dtype ", mask.dtype());
+  Tensor m = mask;
+  if (mask.dtype() == kByte) {
+    // PyTorch 1.13 still takes (with a deprecation warning) uint8 masks of zeros and ones.
+    RT_CHECK(mask.numel() == 0 || mask.le(1).all().item<bool>(),
+             "masked_fill_: Mask tensor can take 0 and 1 values only");
+    m = mask.to(kBool);
+  }
   bool inplace = out.defined() && out.is_same(self);
   if (inplace) {
     RT_CHECK(is_expandable_to(mask.sizes(), self.sizes()), "masked_fill_: mask of shape ",
              mask.sizes(), " is not broadcastable to self of shape ", self.sizes());
   }
-  Tensor m = mask;
   Tensor result = out;
   TensorIterator iter(result, {self, m}, {.name = "masked_fill", .promote_inputs = false,
-                                          .out_dtype = self.dtype(), .common = self.dtype()});
+                                          .out_dtype = self.dtype(), .common = self.dtype(),
+                                          // See Note [Internal overlap].
+                                          .check_mem_overlap = false});
   RT_DISPATCH_ALL(self.dtype(), "masked_fill", [&] {
     scalar_t v = value.to<scalar_t>();
     iter.for_each([&](char** data, const int64_t* st, int64_t n) {

@@ -86,9 +86,11 @@ void check_mm(const char* op, const Tensor& a, const Tensor& b) {
            b.sizes(), ")");
   RT_CHECK(a.size(1) == b.size(0), op, ": mat1 and mat2 shapes cannot be multiplied (",
            a.size(0), "x", a.size(1), " and ", b.size(0), "x", b.size(1), ")");
-  RT_CHECK_TYPE(a.dtype() == b.dtype(), op, ": expected mat1 and mat2 to have the same dtype, but "
-                "got: ", a.dtype(), " != ", b.dtype());
-  RT_CHECK_TYPE(a.dtype() != kBool, op, ": \"addmm_impl_cpu_\" not implemented for 'Bool'");
+  RT_CHECK(a.dtype() == b.dtype(), op, ": expected mat1 and mat2 to have the same dtype, but "
+           "got: ", a.dtype(), " != ", b.dtype());
+  // Like PyTorch, empty products return before the dtype dispatch.
+  RT_CHECK(a.dtype() != kBool || a.numel() == 0 || b.numel() == 0, op,
+           ": \"addmm_impl_cpu_\" not implemented for 'Bool'");
 }
 
 void finish_out(const Tensor& result, Tensor& out, const char* op) {
@@ -96,8 +98,8 @@ void finish_out(const Tensor& result, Tensor& out, const char* op) {
     out = result;
     return;
   }
-  RT_CHECK_TYPE(out.dtype() == result.dtype(), op, ": expected out to have dtype ", result.dtype(),
-                " but got ", out.dtype());
+  RT_CHECK(out.dtype() == result.dtype(), op, ": expected out to have dtype ", result.dtype(),
+           " but got ", out.dtype());
   detail::resize_output(out, result.sizes(), op);
   out.copy_(result);
 }
@@ -114,8 +116,8 @@ void mm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
 void addmm_out(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const Scalar& beta,
                const Scalar& alpha, Tensor& out) {
   check_mm("addmm", mat1, mat2);
-  RT_CHECK_TYPE(self.dtype() == mat1.dtype(), "addmm: expected self and mat1 to have the same "
-                "dtype, but got: ", self.dtype(), " != ", mat1.dtype());
+  RT_CHECK(self.dtype() == mat1.dtype(), "addmm: expected self and mat1 to have the same "
+           "dtype, but got: ", self.dtype(), " != ", mat1.dtype());
   std::vector<int64_t> shape{mat1.size(0), mat2.size(1)};
   RT_CHECK(is_expandable_to(self.sizes(), shape), "addmm: self of shape ", self.sizes(),
            " cannot be broadcast to the product shape ", IntArrayRef(shape));
@@ -134,8 +136,10 @@ void bmm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
   RT_CHECK(self.size(2) == mat2.size(1), "bmm: Expected size for first two dimensions of batch2 "
            "tensor to be: [", self.size(0), ", ", self.size(2), "] but got: [", mat2.size(0), ", ",
            mat2.size(1), "].");
-  RT_CHECK_TYPE(self.dtype() == mat2.dtype(), "bmm: expected self and mat2 to have the same "
-                "dtype, but got: ", self.dtype(), " != ", mat2.dtype());
+  RT_CHECK(self.dtype() == mat2.dtype(), "bmm: expected self and mat2 to have the same "
+           "dtype, but got: ", self.dtype(), " != ", mat2.dtype());
+  RT_CHECK(self.dtype() != kBool || self.numel() == 0 || mat2.numel() == 0,
+           "\"bmm\" not implemented for 'Bool'");
   int64_t B = self.size(0);
   Tensor result = make_empty({B, self.size(1), mat2.size(2)}, self.dtype(), self.device());
   for (int64_t i = 0; i < B; ++i) {
@@ -151,8 +155,8 @@ Tensor dot(const Tensor& self, const Tensor& tensor) {
   RT_CHECK(self.numel() == tensor.numel(), "inconsistent tensor size, expected tensor [",
            self.numel(), "] and src [", tensor.numel(), "] to have the same number of elements, "
            "but got ", self.numel(), " and ", tensor.numel(), " elements respectively");
-  RT_CHECK_TYPE(self.dtype() == tensor.dtype(), "dot : expected both vectors to have same dtype, "
-                "but found ", self.dtype(), " and ", tensor.dtype());
+  RT_CHECK(self.dtype() == tensor.dtype(), "dot : expected both vectors to have same dtype, "
+           "but found ", self.dtype(), " and ", tensor.dtype());
   Tensor out = make_empty({}, self.dtype(), self.device());
   int64_t n = self.numel();
   if (self.dtype() == kFloat) {

@@ -49,7 +49,9 @@ Tensor norm(const Tensor& self, const std::optional<Scalar>& p_opt, OptionalIntA
   Tensor result = make_empty(plan.out_shape, self.dtype(), self.device());
   RT_DISPATCH_FLOATING(self.dtype(), "norm", [&] {
     scalar_t* out = result.data_ptr<scalar_t>();
-    auto fin_pow = [pv](double a, int64_t) { return scalar_t(float(std::pow(a, 1.0 / pv))); };
+    auto fin_pow = [pv](double a, int64_t) {
+      return scalar_t(opmath_t<scalar_t>(std::pow(a, 1.0 / pv)));
+    };
     if (std::isinf(pv)) {
       bool mx = pv > 0;
       reduce_rows<scalar_t, scalar_t, double>(
@@ -86,9 +88,11 @@ namespace {
 template <bool kLog>
 Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, const char* op) {
   Tensor in = dtype ? self.to(*dtype) : self;
-  RT_CHECK_TYPE(is_floating_type(in.dtype()), "\"", op, "_lastdim_kernel_impl\" not implemented for '",
-                dtype_name(in.dtype()), "'");
   int64_t d = maybe_wrap_dim(dim, in.dim(), op);
+  // PyTorch returns early for empty inputs, before it looks at the dtype.
+  if (in.numel() == 0) return make_empty(in.sizes(), in.dtype(), in.device());
+  RT_CHECK(is_floating_type(in.dtype()), "\"", op, "_lastdim_kernel_impl\" not implemented for '",
+           dtype_name(in.dtype()), "'");
   Tensor rows = move_dim_last(in, d);
   Tensor out = make_empty(rows.sizes(), rows.dtype(), rows.device());
   int64_t L = in.dim() == 0 ? 1 : rows.size(-1);

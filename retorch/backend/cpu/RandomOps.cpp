@@ -78,8 +78,8 @@ Tensor random_from_(const Tensor& self, int64_t from, std::optional<int64_t> to,
 }
 
 Tensor bernoulli(const Tensor& self, std::optional<Generator> generator) {
-  RT_CHECK_TYPE(is_floating_type(self.dtype()), "bernoulli: expected a floating point tensor of "
-                "probabilities, got ", self.dtype());
+  RT_CHECK(is_floating_type(self.dtype()), "bernoulli: expected a floating point tensor of "
+           "probabilities, got ", self.dtype());
   Tensor p = self.contiguous();
   Tensor out = make_empty(self.sizes(), self.dtype(), self.device());
   RT_DISPATCH_FLOATING(self.dtype(), "bernoulli", [&] {

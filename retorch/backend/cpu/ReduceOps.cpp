@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "retorch/backend/cpu/ReduceUtils.h"
+#include "retorch/backend/cpu/TensorIterator.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/generated/Kernels.h"
 #include "retorch/ops/OpHelpers.h"
@@ -53,8 +54,23 @@ Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
 
 }  // namespace
 
+namespace {
+// An explicit dtype and a user out= tensor must agree (PyTorch's infer_dtype_from_optional).
+// Bad dims are reported first, as in PyTorch.
+void check_out_dtype(const Tensor& self, OptionalIntArrayRef dim, const Tensor& out,
+                     std::optional<ScalarType> dtype, const char* op) {
+  if (dim)
+    for (int64_t d : *dim) maybe_wrap_dim(d, self.dim(), op);
+  RT_CHECK(!out.defined() || !dtype || out.dtype() == *dtype, "Expected out tensor to have dtype ",
+           *dtype, ", but got ", out.dtype(), " instead");
+}
+}  // namespace
+
 void sum_out(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
              std::optional<ScalarType> dtype, Tensor& out) {
+  check_out_dtype(self, dim, out, dtype, "sum");
+  // Like PyTorch, sum(..., out=o) accumulates in o's dtype (the input is cast first).
+  if (out.defined() && !dtype) dtype = out.dtype();
   write_out(sum_impl<false>(self, dim, keepdim, dtype, "sum"), out, "sum");
 }
 
@@ -63,6 +79,12 @@ void mean_out(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
   ScalarType rt = dtype.value_or(self.dtype());
   RT_CHECK(is_floating_type(rt), "mean(): could not infer output dtype. Input dtype must be either "
            "a floating point or complex dtype. Got: ", rt);
+  check_out_dtype(self, dim, out, dtype, "mean");
+  if (out.defined()) {
+    RT_CHECK(can_cast(rt, out.dtype()), "mean: result type ", rt,
+             " can't be cast to the desired output type ", out.dtype());
+    rt = out.dtype();
+  }
   write_out(sum_impl<true>(self, dim, keepdim, rt, "mean"), out, "mean");
 }
 
@@ -156,9 +178,15 @@ std::tuple<Tensor, Tensor> max_dim_impl(const Tensor& self, int64_t dim, bool ke
 }  // namespace
 
 void amax_out(const Tensor& self, IntArrayRef dim, bool keepdim, Tensor& out) {
+  RT_CHECK(!out.defined() || out.dtype() == self.dtype(), "amax: Expected the dtype for input and "
+           "out to match, but got ", self.dtype(), " for input's dtype and ", out.dtype(),
+           " for out's dtype.");
   write_out(amax_impl<true>(self, dim, keepdim, "amax"), out, "amax");
 }
 void amin_out(const Tensor& self, IntArrayRef dim, bool keepdim, Tensor& out) {
+  RT_CHECK(!out.defined() || out.dtype() == self.dtype(), "amin: Expected the dtype for input and "
+           "out to match, but got ", self.dtype(), " for input's dtype and ", out.dtype(),
+           " for out's dtype.");
   write_out(amax_impl<false>(self, dim, keepdim, "amin"), out, "amin");
 }
 
@@ -184,8 +212,8 @@ namespace {
 template <bool kMax>
 Tensor arg_impl(const Tensor& self, std::optional<int64_t> dim, bool keepdim, const char* op) {
   if (!dim) {
-    RT_CHECK(self.numel() > 0, op, "(): Expected reduction dim to be specified for "
-             "input.numel() == 0.");
+    RT_CHECK_INDEX(self.numel() > 0, op, "(): Expected reduction dim to be specified for "
+                   "input.numel() == 0.");
     Tensor idx = std::get<1>(max_dim_impl<kMax>(self.reshape({-1}), 0, false, op));
     if (keepdim) idx = idx.reshape(std::vector<int64_t>(size_t(self.dim()), 1));
     return idx;

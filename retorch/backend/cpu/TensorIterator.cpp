@@ -1,6 +1,8 @@
 // TensorIterator construction: result type, broadcast shape, output checks, dim coalescing.
 #include "retorch/backend/cpu/TensorIterator.h"
 
+#include <algorithm>
+
 #include "retorch/core/Shape.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/ops/OpHelpers.h"
@@ -89,6 +91,10 @@ TensorIterator::TensorIterator(Tensor& out, std::initializer_list<Tensor> inputs
   // Output.
   Tensor& o = out;
   if (o.defined()) {
+    if (cfg.check_mem_overlap) {
+      detail::assert_no_internal_overlap(o, cfg.name);
+      for (const Tensor& t : inputs) detail::assert_no_partial_overlap(o, t, cfg.name);
+    }
     bool is_input = false;
     for (int i = 1; i < n_; ++i) is_input |= o.is_same(*(inputs.begin() + (i - 1)));
     if (!o.sizes().equals(shape)) {
@@ -174,6 +180,60 @@ void TensorIterator::finish() {
 }
 
 namespace detail {
+// Note [Internal overlap]
+// A tensor with a stride-0 dim of size > 1 (an expanded tensor) has several elements at one
+// memory location; writing a different value to each is undefined, so like PyTorch we refuse
+// to use such a tensor as an output (in-place self or out=). fill_ is exempt (every element
+// gets the same value) and so is masked_fill_, which PyTorch only warns about. Outputs that
+// share memory with an input other than exactly are refused too (assert_no_partial_overlap).
+void assert_no_internal_overlap(const Tensor& t, const char* op) {
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    RT_CHECK(!(t.size(d) > 1 && t.stride(d) == 0), op, ": unsupported operation: more than one "
+             "element of the written-to tensor refers to a single memory location. Please "
+             "clone() the tensor before performing the operation.");
+  }
+}
+
+void raise_undefined(const char* op, const char* arg) {
+  RT_ERROR(op, "(): expected a defined Tensor for argument '", arg, "' but got an undefined tensor");
+}
+
+namespace {
+// Every element at its own address with no gaps (any dim order), like PyTorch's
+// is_non_overlapping_and_dense; only such tensors get the exact overlap test below.
+bool non_overlapping_and_dense(const Tensor& t) {
+  std::vector<int64_t> dims;
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) != 1) dims.push_back(d);
+  std::sort(dims.begin(), dims.end(),
+            [&](int64_t a, int64_t b) { return t.stride(a) < t.stride(b); });
+  int64_t expected = 1;
+  for (int64_t d : dims) {
+    if (t.stride(d) != expected) return false;
+    expected *= t.size(d);
+  }
+  return true;
+}
+}  // namespace
+
+void assert_no_partial_overlap(const Tensor& out, const Tensor& in, const char* op) {
+  // PyTorch's get_overlap_status: the same memory with the same strides is a full (in-place)
+  // overlap and fine; any other sharing of dense tensors is refused. Non-dense pairs are too
+  // hard to decide and allowed (the iterator then writes through a temporary).
+  if (out.is_same(in) || out.numel() == 0 || in.numel() == 0) return;
+  if (out.impl()->storage().get() != in.impl()->storage().get()) return;
+  if (!non_overlapping_and_dense(out) || !non_overlapping_and_dense(in)) return;
+  const char* ob = static_cast<const char*>(out.impl()->data());
+  const char* oe = ob + out.numel() * out.element_size();
+  const char* ib = static_cast<const char*>(in.impl()->data());
+  const char* ie = ib + in.numel() * in.element_size();
+  bool partial = (ob == ib && oe == ie) ? !out.strides().equals(in.strides())
+                                        : (ob < ie && ib < oe);
+  RT_CHECK(!partial, op, ": unsupported operation: some elements of the input tensor and the "
+           "written-to tensor refer to a single memory location. Please clone() the tensor "
+           "before performing the operation.");
+}
+
 void resize_output(const Tensor& out, IntArrayRef shape, const char* op) {
   if (out.sizes().equals(shape)) return;
   (void)op;

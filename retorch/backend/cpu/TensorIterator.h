@@ -24,6 +24,7 @@ class TensorIterator {
     std::optional<ScalarType> out_dtype;   // fixed output dtype (e.g. bool for comparisons)
     std::optional<ScalarType> common;      // fixed computation dtype
     bool allow_resize_out = true;
+    bool check_mem_overlap = true;         // reject outputs with self-overlapping elements
   };
 
   /// out may be undefined (allocated here), an input (in-place) or a user tensor (out=).

@@ -8,9 +8,9 @@
 namespace retorch::cpu {
 
 Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
-  RT_CHECK_TYPE(condition.dtype() == kBool || condition.dtype() == kByte,
-                "where expected condition to be a boolean tensor, but got a tensor with dtype ",
-                condition.dtype());
+  RT_CHECK(condition.dtype() == kBool || condition.dtype() == kByte,
+           "where expected condition to be a boolean tensor, but got a tensor with dtype ",
+           condition.dtype());
   ScalarType ct = result_type({self, other});
   Tensor a = self.dtype() == ct ? self : self.to(ct);
   Tensor b = other.dtype() == ct ? other : other.to(ct);
@@ -34,7 +34,7 @@ void clamp_out(const Tensor& self, const std::optional<Scalar>& min, const std::
   if (min) ts.push_back(scalar_to_tensor(*min));
   if (max) ts.push_back(scalar_to_tensor(*max));
   ScalarType ct = result_type(ts);
-  RT_CHECK_TYPE(ct != kBool, "\"clamp_cpu\" not implemented for 'Bool'");
+  RT_CHECK(ct != kBool, "\"clamp_cpu\" not implemented for 'Bool'");
   TensorIterator iter(out, {self}, {.name = "clamp", .common = ct});
   RT_DISPATCH_NUMERIC(ct, "clamp", [&] {
     using op_t = opmath_t<scalar_t>;
@@ -62,8 +62,8 @@ T lerp(T a, T b, T w) {
 }  // namespace
 
 void lerp_scalar_out(const Tensor& self, const Tensor& end, const Scalar& weight, Tensor& out) {
-  RT_CHECK_TYPE(self.dtype() == end.dtype(), "lerp: expected dtype ", self.dtype(),
-                " for `end` but got dtype ", end.dtype());
+  RT_CHECK(self.dtype() == end.dtype(), "lerp: expected dtype ", self.dtype(),
+           " for `end` but got dtype ", end.dtype());
   TensorIterator iter(out, {self, end}, {.name = "lerp"});
   RT_DISPATCH_FLOATING(iter.common_dtype(), "lerp", [&] {
     using op_t = opmath_t<scalar_t>;
@@ -74,9 +74,9 @@ void lerp_scalar_out(const Tensor& self, const Tensor& end, const Scalar& weight
 }
 
 void lerp_tensor_out(const Tensor& self, const Tensor& end, const Tensor& weight, Tensor& out) {
-  RT_CHECK_TYPE(self.dtype() == end.dtype() && self.dtype() == weight.dtype(),
-                "lerp: expected dtype ", self.dtype(), " for `end` and `weight` but got ",
-                end.dtype(), " and ", weight.dtype());
+  RT_CHECK(self.dtype() == end.dtype() && self.dtype() == weight.dtype(),
+           "lerp: expected dtype ", self.dtype(), " for `end` and `weight` but got ",
+           end.dtype(), " and ", weight.dtype());
   TensorIterator iter(out, {self, end, weight}, {.name = "lerp"});
   RT_DISPATCH_FLOATING(iter.common_dtype(), "lerp", [&] {
     using op_t = opmath_t<scalar_t>;
@@ -89,7 +89,7 @@ void lerp_tensor_out(const Tensor& self, const Tensor& end, const Tensor& weight
 void addcmul_out(const Tensor& self, const Tensor& tensor1, const Tensor& tensor2,
                  const Scalar& value, Tensor& out) {
   TensorIterator iter(out, {self, tensor1, tensor2}, {.name = "addcmul"});
-  RT_CHECK_TYPE(iter.common_dtype() != kBool, "\"addcmul_cpu_out\" not implemented for 'Bool'");
+  RT_CHECK(iter.common_dtype() != kBool, "\"addcmul_cpu_out\" not implemented for 'Bool'");
   RT_DISPATCH_NUMERIC(iter.common_dtype(), "addcmul", [&] {
     using op_t = opmath_t<scalar_t>;
     op_t v = value.to<op_t>();

@@ -50,8 +50,8 @@ RT_FLOAT_UNARY(silu, x / (decltype(x)(1) + std::exp(-x)))
 void gelu_out(const Tensor& self, std::string_view approximate, Tensor& out) {
   RT_CHECK(approximate == "none" || approximate == "tanh",
            "gelu: approximate argument must be either none or tanh (got '", approximate, "')");
-  RT_CHECK_TYPE(is_floating_type(self.dtype()), "\"GeluKernelImpl\" not implemented for '",
-                dtype_name(self.dtype()), "'");
+  RT_CHECK(is_floating_type(self.dtype()), "\"GeluKernelImpl\" not implemented for '",
+           dtype_name(self.dtype()), "'");
   if (approximate == "tanh") {
     float_unary("gelu", self, out, [](auto x) -> decltype(x) {
       using T = decltype(x);
@@ -67,8 +67,8 @@ void gelu_out(const Tensor& self, std::string_view approximate, Tensor& out) {
 }
 
 void softplus_out(const Tensor& self, const Scalar& beta, const Scalar& threshold, Tensor& out) {
-  RT_CHECK_TYPE(is_floating_type(self.dtype()), "\"softplus_cpu\" not implemented for '",
-                dtype_name(self.dtype()), "'");
+  RT_CHECK(is_floating_type(self.dtype()), "\"softplus_cpu\" not implemented for '",
+           dtype_name(self.dtype()), "'");
   double b = beta.to_double(), th = threshold.to_double();
   float_unary("softplus", self, out, [b, th](auto x) -> decltype(x) {
     using T = decltype(x);
@@ -79,7 +79,7 @@ void softplus_out(const Tensor& self, const Scalar& beta, const Scalar& threshol
 namespace {
 template <typename F>
 void same_unary(const char* name, const Tensor& self, Tensor& out, bool allow_bool, const F& f) {
-  RT_CHECK_TYPE(allow_bool || self.dtype() != kBool, name, ": not supported for bool tensors");
+  RT_CHECK(allow_bool || self.dtype() != kBool, name, ": not supported for bool tensors");
   TensorIterator iter(out, {self}, {.name = name});
   RT_DISPATCH_ALL(iter.common_dtype(), name, [&] {
     using op_t = opmath_t<scalar_t>;

@@ -87,6 +87,7 @@ Tensor to_device(const Tensor& self, std::optional<Device> device, std::optional
                  bool non_blocking, bool copy) {
   Device d = device.value_or(self.device());
   if (d.is_cuda() && d.index < 0) d.index = 0;
+  if (d.is_cpu()) d.index = -1;  // CPU tensors carry no device index
   ScalarType t = dtype.value_or(self.dtype());
   if (d == self.device() && t == self.dtype() && !copy) return self;
   return retorch::_to_copy(self, t, d);
@@ -97,8 +98,16 @@ Tensor to_other(const Tensor& self, const Tensor& other, bool non_blocking, bool
 Tensor type_as(const Tensor& self, const Tensor& other) { return self.to(other.dtype()); }
 
 Tensor round_decimals(const Tensor& self, int64_t decimals) {
+  RT_CHECK(is_floating_type(self.dtype()), "\"round_cpu\" not implemented for '",
+           dtype_name(self.dtype()), "'");
   if (decimals == 0) return self.round();
-  double scale = std::pow(10.0, double(decimals));
+  // Half/BFloat16 scale and round in float: rounding x * 10^d to 16 bits first can move it
+  // across a .5 boundary.
+  if (self.dtype() == kHalf || self.dtype() == kBFloat16)
+    return round_decimals(self.to(kFloat), decimals).to(self.dtype());
+  // PyTorch's kernel: negative decimals divide then multiply by 10^-d (0.01 is inexact).
+  double scale = std::pow(10.0, double(decimals < 0 ? -decimals : decimals));
+  if (decimals < 0) return (self / scale).round() * scale;
   return (self * scale).round() / scale;
 }
 Tensor pow_scalar_self(const Scalar& self, const Tensor& exponent) {

@@ -19,17 +19,22 @@ Tensor max_other(const Tensor& self, const Tensor& other) { return retorch::maxi
 Tensor min_other(const Tensor& self, const Tensor& other) { return retorch::minimum(self, other); }
 
 Tensor var_unbiased(const Tensor& self, OptionalIntArrayRef dim, bool unbiased, bool keepdim) {
-  return retorch::var(self, dim, unbiased ? 1 : 0, keepdim);
+  return retorch::var(self, dim, std::optional<int64_t>(unbiased ? 1 : 0), keepdim);
 }
 Tensor std_correction(const Tensor& self, OptionalIntArrayRef dim, std::optional<int64_t> correction,
                       bool keepdim) {
   return retorch::var(self, dim, correction, keepdim).sqrt();
 }
 Tensor std_unbiased(const Tensor& self, OptionalIntArrayRef dim, bool unbiased, bool keepdim) {
-  return std_correction(self, dim, unbiased ? 1 : 0, keepdim);
+  // Through the dispatcher, so std.correction's backward (finite at std == 0) is used.
+  return retorch::std(self, dim, std::optional<int64_t>(unbiased ? 1 : 0), keepdim);
 }
 
 Tensor logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  // Half/BFloat16 inputs are reduced in float: rounding exp, sum and log separately to 16 bits
+  // would lose several ulps (PyTorch's result is within one ulp of the float computation).
+  if (self.dtype() == kHalf || self.dtype() == kBFloat16)
+    return retorch::logsumexp(self.to(kFloat), dim, keepdim).to(self.dtype());
   Tensor x = is_floating_type(self.dtype()) ? self : self.to(default_dtype());
   if (x.numel() == 0) return x.exp().sum(dim, keepdim).log();
   // Shift by the (detached) max for stability; infinite maxima shift by 0.
@@ -82,7 +87,14 @@ Tensor matmul(const Tensor& self, const Tensor& other) {
 }
 
 Tensor linear(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias) {
-  if (input.dim() == 2 && bias && bias->defined()) return retorch::addmm(*bias, input, weight.t());
+  bool has_bias = bias && bias->defined();
+  if (has_bias && input.dim() == 2) return retorch::addmm(*bias, input, weight.t());
+  if (has_bias && input.dim() == 3 && input.is_contiguous()) {
+    // PyTorch's fast path: fold the batch into rows and add the bias inside the GEMM (one
+    // rounding instead of two in reduced precision).
+    Tensor r = retorch::addmm(*bias, input.view({-1, input.size(2)}), weight.t());
+    return r.view({input.size(0), input.size(1), r.size(1)});
+  }
   Tensor r = input.matmul(weight.t());
   if (bias && bias->defined()) r = r + *bias;
   return r;

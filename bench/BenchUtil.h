@@ -1,0 +1,32 @@
+// Timing helpers shared by the retorch and libtorch sides of the benchmark.
+#pragma once
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+namespace bench {
+
+/// Median over `reps` runs of the mean time per call (seconds) of `iters` calls of f.
+template <typename F>
+double time_per_call(F&& f, int iters, int reps = 7) {
+  for (int i = 0; i < std::max(1, iters / 10); ++i) f();  // warm-up
+  std::vector<double> t;
+  for (int r = 0; r < reps; ++r) {
+    auto a = std::chrono::steady_clock::now();
+    for (int i = 0; i < iters; ++i) f();
+    auto b = std::chrono::steady_clock::now();
+    t.push_back(std::chrono::duration<double>(b - a).count() / iters);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// The cases both sides implement; each returns seconds per call.
+struct Side {
+  double add_1elem;
+  double add_16m_fresh;
+  double mm_1024;
+  double fwd_bwd_small;
+};
+
+}  // namespace bench

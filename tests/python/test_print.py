@@ -1,0 +1,38 @@
+"""Tensor printing matches PyTorch's repr character for character."""
+import numpy as np
+import pytest
+import torch
+
+import retorch
+
+CASES = [
+    lambda m: m.tensor([1.0, 2.0, 3.0]),
+    lambda m: m.tensor([[1.5, -2.25], [3.0, 4.0]]),
+    lambda m: m.tensor([1e-5, 1.0]),
+    lambda m: m.tensor([1.0, 10000.0]),
+    lambda m: m.tensor([1e10, 1.0]),
+    lambda m: m.tensor([1.5, float("nan"), float("inf"), -float("inf")]),
+    lambda m: m.tensor([True, False]),
+    lambda m: m.tensor([1, -20, 300]),
+    lambda m: m.tensor(3.0),
+    lambda m: m.tensor(7),
+    lambda m: m.zeros(0),
+    lambda m: m.zeros(0, 3),
+    lambda m: m.arange(2000),
+    lambda m: m.arange(2000.0).reshape(2, 1000),
+    lambda m: m.arange(3000.0).reshape(1000, 3),
+    lambda m: m.arange(24.0).reshape(2, 3, 4) / 7,
+    lambda m: m.arange(40.0) / 3,
+    lambda m: m.tensor([[1.0, 2.0]], dtype=m.float64),
+    lambda m: m.tensor([1, 2], dtype=m.int32),
+    lambda m: m.tensor([1.0, 2.0], requires_grad=True),
+    lambda m: m.tensor([1.0, 2.0], requires_grad=True) * 2,
+    lambda m: m.tensor([0.1, 0.25], dtype=m.float16),
+]
+
+
+@pytest.mark.parametrize("i", range(len(CASES)))
+def test_repr_matches_torch(i):
+    ours = repr(CASES[i](retorch))
+    theirs = repr(CASES[i](torch))
+    assert ours == theirs
