@@ -73,13 +73,13 @@ TensorIterator::TensorIterator(Tensor& out, std::initializer_list<Tensor> inputs
   }
   // Shape.
   DimVector shape(operands_[1].sizes());
-  for (int i = 2; i < n_; ++i) shape = broadcast_shapes(shape, operands_[i].sizes(), cfg.name);
+  for (int i = 2; i < n_; ++i)
+    if (!operands_[i].sizes().equals(shape)) shape = broadcast_shapes(shape, operands_[i].sizes(), cfg.name);
   // Dtypes.
   if (cfg.common) {
     common_ = *cfg.common;
   } else {
-    std::vector<Tensor> ins(operands_ + 1, operands_ + n_);
-    common_ = result_type(ins);
+    common_ = result_type(TensorList(operands_ + 1, size_t(n_ - 1)));
     if (cfg.int_to_float && !is_floating_type(common_)) common_ = default_dtype();
   }
   ScalarType want_out = cfg.out_dtype.value_or(common_);
@@ -131,10 +131,9 @@ TensorIterator::TensorIterator(Tensor& out, std::initializer_list<Tensor> inputs
     const Tensor& t = operands_[i];
     strides_[i] = DimVector(nd, 0);
     int64_t isz = t.element_size();
-    size_t off = nd - size_t(t.dim());
-    for (size_t d = 0; d < size_t(t.dim()); ++d) {
-      strides_[i][off + d] = t.size(int64_t(d)) == 1 ? 0 : t.stride(int64_t(d)) * isz;
-    }
+    IntArrayRef ts = t.sizes(), tst = t.strides();
+    size_t off = nd - ts.size();
+    for (size_t d = 0; d < ts.size(); ++d) strides_[i][off + d] = ts[d] == 1 ? 0 : tst[d] * isz;
     base_[i] = numel_ == 0 ? nullptr : static_cast<char*>(t.impl()->data());
   }
   coalesce();
