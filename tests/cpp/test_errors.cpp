@@ -204,3 +204,15 @@ TEST(ErrorTest, FactoryAndMiscBadInputs) {
   Error e8 = catch_error([] { randperm(-1); });
   EXPECT_EQ(e8.kind(), ErrorKind::kRuntime);
 }
+
+TEST(ErrorTest, ViewOfFreedStorage) {
+  // A view keeps its storage alive, but the storage itself can shrink under it (as with
+  // untyped_storage().resize_(0) in PyTorch): using the view must raise, not read freed memory.
+  Tensor base = arange(12, TensorOptions(kFloat));
+  Tensor view = base.narrow(0, 4, 8);
+  base.impl()->storage()->resize(0);
+  Error e = catch_error([&] { view.sum(); });
+  EXPECT_TRUE(contains(e.message(), {"storage", "8"}));
+  Error e2 = catch_error([&] { view.add_(1); });
+  EXPECT_TRUE(contains(e2.message(), {"storage"}));
+}
