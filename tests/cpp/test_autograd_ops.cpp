@@ -156,6 +156,9 @@ TEST(AutogradOpsTest, CreateGraphBackwardMakesDifferentiableGrad) {
   EXPECT_TRUE(g.requires_grad());
   auto g2 = autograd::grad({g.sum()}, {x});
   EXPECT_EQ(g2[0].item<double>(), 12.0);  // d/dx 3x^2 = 6x
+  // As in PyTorch, backward(create_graph=True) makes a reference cycle x -> x.grad ->
+  // grad_fn -> x's AccumulateGrad -> x; resetting .grad breaks it (PyTorch's advice too).
+  x.mutable_grad() = Tensor();
 }
 
 TEST(AutogradOpsTest, HooksRunInRegistrationOrder) {
