@@ -6,16 +6,9 @@
 #include "test_helpers.h"
 
 using namespace retorch;
-using retorch::testing::all_close;
-using retorch::testing::catch_error;
-using retorch::testing::contains;
-using retorch::testing::shape;
-using retorch::testing::values;
+using namespace retorch::testing;
 
 namespace {
-TensorOptions rg(ScalarType t = kFloat) {
-  return TensorOptions(t).requires_grad(true);
-}
 Tensor randn_d(IntArrayRef size) {
   return randn(size, std::nullopt, kDouble);
 }

@@ -6,17 +6,7 @@
 #include "test_helpers.h"
 
 using namespace retorch;
-using retorch::testing::all_close;
-using retorch::testing::catch_error;
-using retorch::testing::contains;
-using retorch::testing::shape;
-using retorch::testing::values;
-
-namespace {
-TensorOptions rg(ScalarType t = kFloat) {
-  return TensorOptions(t).requires_grad(true);
-}
-}  // namespace
+using namespace retorch::testing;
 
 TEST(AutogradOpsTest, KinksFollowPyTorchConventions) {
   Tensor x = tensor({-1.0, 0.0, 2.0}, rg());

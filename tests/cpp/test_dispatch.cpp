@@ -8,7 +8,7 @@
 #include "test_helpers.h"
 
 using namespace retorch;
-using retorch::testing::values;
+using namespace retorch::testing;
 
 // DispatchKeySet is plain constexpr bit math: check it at compile time.
 static_assert(DispatchKeySet({DispatchKey::CPU, DispatchKey::Autograd}).highest() ==

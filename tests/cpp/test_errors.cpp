@@ -6,8 +6,7 @@
 #include "test_helpers.h"
 
 using namespace retorch;
-using retorch::testing::catch_error;
-using retorch::testing::contains;
+using namespace retorch::testing;
 
 TEST(ErrorTest, BroadcastShapeMismatchNamesBothSizes) {
   Error e = catch_error([] { add(zeros({2, 3}), zeros({2, 4})); });

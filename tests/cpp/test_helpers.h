@@ -71,4 +71,7 @@ inline ::testing::AssertionResult contains(const std::string& msg,
   return ::testing::AssertionSuccess();
 }
 
+/// Options for a float leaf that requires grad.
+inline TensorOptions rg(ScalarType t = kFloat) { return TensorOptions(t).requires_grad(true); }
+
 }  // namespace retorch::testing

@@ -6,12 +6,7 @@
 #include "test_helpers.h"
 
 using namespace retorch;
-using retorch::testing::catch_error;
-using retorch::testing::contains;
-using retorch::testing::shape;
-using retorch::testing::storage_ptr;
-using retorch::testing::strides;
-using retorch::testing::values;
+using namespace retorch::testing;
 
 TEST(FactoryTest, DtypeInference) {
   EXPECT_EQ(tensor({1, 2}).dtype(), kLong);
