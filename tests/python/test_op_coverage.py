@@ -1,10 +1,16 @@
 """Every ops.yaml entry is tested: by the generated sweep or by a named hand-written oracle test."""
-import test_ops_custom
-import test_ops_custom_math
+import glob
+import importlib
+import os
+
 import test_ops_sweep
 from oracle import DTYPE_SETS, load_ops
 
-CUSTOM_MODULES = (test_ops_custom, test_ops_custom_math)
+# Every tests/python/test_ops_*.py module with a CUSTOM table ({test name: [op names]}).
+CUSTOM_MODULES = tuple(
+    m for m in (importlib.import_module(os.path.basename(p)[:-3])
+                for p in sorted(glob.glob(os.path.join(os.path.dirname(__file__), "test_ops_*.py"))))
+    if hasattr(m, "CUSTOM"))
 HAND_KINDS = ("custom", "factory", "like", "random")
 
 

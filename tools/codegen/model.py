@@ -1,4 +1,5 @@
 """The op model: parses ops.yaml schemas into Op records that the emitters turn into C++ and Python."""
+import os
 import re
 
 # schema type -> (C++ parameter type, C++ value type used when saving it in a Node)
@@ -224,10 +225,20 @@ class Entry:
         return res
 
 
+def yaml_files(path):
+    """ops.yaml and its family files (ops_*.yaml beside it), core first, then by name.
+    The declarations are one list split across files only to keep each file small."""
+    import glob
+    folder = os.path.dirname(os.path.abspath(path))
+    return [path] + sorted(glob.glob(os.path.join(folder, 'ops_*.yaml')))
+
+
 def load(path):
     import yaml
-    with open(path) as f:
-        data = yaml.safe_load(f)
+    data = []
+    for f_path in yaml_files(path):
+        with open(f_path) as f:
+            data += yaml.safe_load(f) or []
     entries = [Entry(d) for d in data]
     seen = set()
     for e in entries:
