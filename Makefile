@@ -5,7 +5,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 CMAKE_FLAGS ?=
 
-.PHONY: all setup build demo test test-cpp test-python test-asan bench clean
+.PHONY: all setup build demo test test-cpp test-python test-asan bench docs clean
 
 all: build
 
@@ -43,6 +43,10 @@ bench: build
 	cmake --build $(BUILD) -j $(JOBS) --target bench_ops
 	./$(BUILD)/bench/bench_ops
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_python.py
+
+# docs/ops.md, the operator coverage table (tests fail when it is stale).
+docs:
+	$(PY) tools/codegen/gen_docs.py
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD)

@@ -2,6 +2,8 @@
 import glob
 import importlib
 import os
+import subprocess
+import sys
 
 import test_ops_sweep
 from oracle import DTYPE_SETS, load_ops
@@ -47,3 +49,10 @@ def test_hand_written_kinds_have_a_named_test():
         if kind in HAND_KINDS:
             assert e["name"] in named, f"{e['name']} (kind {kind}) needs a named custom test"
         assert e["test"].get("dtypes", "all") in DTYPE_SETS, f"{e['name']}: unknown dtypes hint"
+
+
+def test_ops_doc_is_current():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    gen = os.path.join(root, "tools", "codegen", "gen_docs.py")
+    done = subprocess.run([sys.executable, gen, "--check"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
