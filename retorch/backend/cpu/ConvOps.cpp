@@ -25,10 +25,18 @@ struct Window {
   int64_t cols() const { return oh * ow; }
 };
 
-// Copies the windows of image channels [c0, c1) into cols ([C*kh*kw, oh*ow], row-major).
+// A band of window rows [y0, y1): im2col/col2im work on bands so that the column buffer of a
+// band stays in L2 while the GEMM reads it (see Note [Conv threading]).
+struct Band {
+  int64_t y0, y1;
+  int64_t cols(const Window& g) const { return (y1 - y0) * g.ow; }
+};
+
+// Copies the windows of image channels [c0, c1) and window rows `band` into cols
+// ([C*kh*kw, band.cols], row-major).
 template <typename T>
-void im2col_rows(const T* x, const Window& g, T* cols, int64_t c0, int64_t c1) {
-  const int64_t L = g.cols();
+void im2col_rows(const T* x, const Window& g, T* cols, int64_t c0, int64_t c1, Band band) {
+  const int64_t L = band.cols(g);
   for (int64_t c = c0; c < c1; ++c) {
     for (int64_t i = 0; i < g.kh; ++i) {
       for (int64_t j = 0; j < g.kw; ++j) {
@@ -38,8 +46,8 @@ void im2col_rows(const T* x, const Window& g, T* cols, int64_t c0, int64_t c1) {
         int64_t lo = off >= 0 ? 0 : std::min(g.ow, (-off + g.sw - 1) / g.sw);
         int64_t hi = g.W - off <= 0 ? 0 : std::min(g.ow, (g.W - off + g.sw - 1) / g.sw);
         hi = std::max(hi, lo);
-        for (int64_t y = 0; y < g.oh; ++y) {
-          T* r = row + y * g.ow;
+        for (int64_t y = band.y0; y < band.y1; ++y) {
+          T* r = row + (y - band.y0) * g.ow;
           const int64_t iy = y * g.sh - g.ph + i * g.dh;
           if (iy < 0 || iy >= g.H) {
             std::fill(r, r + g.ow, T(0));
@@ -61,8 +69,8 @@ void im2col_rows(const T* x, const Window& g, T* cols, int64_t c0, int64_t c1) {
 
 // Adds cols back into image channels [c0, c1): the adjoint of im2col_rows.
 template <typename T, typename Acc = T>
-void col2im_rows(const T* cols, const Window& g, T* x, int64_t c0, int64_t c1) {
-  const int64_t L = g.cols();
+void col2im_rows(const T* cols, const Window& g, T* x, int64_t c0, int64_t c1, Band band) {
+  const int64_t L = band.cols(g);
   for (int64_t c = c0; c < c1; ++c) {
     for (int64_t i = 0; i < g.kh; ++i) {
       for (int64_t j = 0; j < g.kw; ++j) {
@@ -70,14 +78,19 @@ void col2im_rows(const T* cols, const Window& g, T* x, int64_t c0, int64_t c1) {
         const int64_t off = j * g.dw - g.pw;
         int64_t lo = off >= 0 ? 0 : std::min(g.ow, (-off + g.sw - 1) / g.sw);
         int64_t hi = g.W - off <= 0 ? 0 : std::min(g.ow, (g.W - off + g.sw - 1) / g.sw);
-        for (int64_t y = 0; y < g.oh; ++y) {
+        for (int64_t y = band.y0; y < band.y1; ++y) {
           const int64_t iy = y * g.sh - g.ph + i * g.dh;
           if (iy < 0 || iy >= g.H) continue;
-          const T* r = row + y * g.ow;
+          const T* r = row + (y - band.y0) * g.ow;
           T* xr = x + (c * g.H + iy) * g.W;
-          for (int64_t ox = lo; ox < hi; ++ox) {
-            T& d = xr[ox * g.sw + off];
-            d = T(Acc(d) + Acc(r[ox]));
+          if (g.sw == 1) {
+            T* d = xr + off;
+            for (int64_t ox = lo; ox < hi; ++ox) d[ox] = T(Acc(d[ox]) + Acc(r[ox]));
+          } else {
+            for (int64_t ox = lo; ox < hi; ++ox) {
+              T& d = xr[ox * g.sw + off];
+              d = T(Acc(d) + Acc(r[ox]));
+            }
           }
         }
       }
@@ -91,13 +104,21 @@ int64_t channel_grain(const Window& g) {
 }
 
 template <typename T>
-void im2col_image(const T* x, const Window& g, T* cols) {
-  parallel_for(0, g.C, channel_grain(g), [&](int64_t b, int64_t e) { im2col_rows(x, g, cols, b, e); });
+void im2col_image(const T* x, const Window& g, T* cols, Band band) {
+  parallel_for(0, g.C, channel_grain(g),
+               [&](int64_t b, int64_t e) { im2col_rows(x, g, cols, b, e, band); });
 }
 
 template <typename T>
-void col2im_image(const T* cols, const Window& g, T* x) {
-  parallel_for(0, g.C, channel_grain(g), [&](int64_t b, int64_t e) { col2im_rows(cols, g, x, b, e); });
+void col2im_image(const T* cols, const Window& g, T* x, Band band) {
+  parallel_for(0, g.C, channel_grain(g),
+               [&](int64_t b, int64_t e) { col2im_rows(cols, g, x, b, e, band); });
+}
+
+// Window rows per band: about 256 KB of columns, whole rows, at least one.
+int64_t band_rows(const Window& g, size_t elem_size) {
+  int64_t per_row = std::max<int64_t>(1, g.rows() * g.ow * int64_t(elem_size));
+  return std::clamp<int64_t>((int64_t(256) << 10) / per_row, 1, std::max<int64_t>(g.oh, 1));
 }
 
 // C[M,N] = op(A) op(B) + beta C, row-major.
@@ -178,26 +199,33 @@ void for_each_sample(int64_t N, const F& f) {
   });
 }
 
-// y[n] = bias + W * im2col(x[n]) per group. x: [N, C, H, W], w: [O, C/groups, kh, kw].
+// y[n] = bias + W * im2col(x[n]) per group and band. x: [N, C, H, W], w: [O, C/groups, kh, kw].
 template <typename T>
 void conv_forward(const T* x, const T* w, const T* bias, T* y, int64_t N, int64_t O,
                   const Window& g, int64_t groups) {
   const int64_t Og = O / groups, Kg = g.rows() / groups, L = g.cols();
   const bool direct = is_pointwise(g);
-  const size_t buf_size = direct ? 0 : size_t(g.rows() * L);
+  const int64_t rows_per_band = direct ? g.oh : band_rows(g, sizeof(T));
+  const size_t buf_size = direct ? 0 : size_t(g.rows() * rows_per_band * g.ow);
   std::vector<std::vector<T>> bufs(size_t(sample_workers(N)), std::vector<T>(buf_size));
   for_each_sample(N, [&](int64_t worker, int64_t n) {
     const T* xn = x + n * g.C * g.H * g.W;
     T* yn = y + n * O * L;
-    const T* cols = xn;
-    if (!direct) {
-      im2col_image(xn, g, bufs[size_t(worker)].data());
-      cols = bufs[size_t(worker)].data();
-    }
     if (bias) init_output(yn, O, L, bias);
-    for (int64_t gi = 0; gi < groups; ++gi)
-      gemm(false, false, Og, L, Kg, w + gi * Og * Kg, Kg, cols + gi * Kg * L, L,
-           bias ? T(1) : T(0), yn + gi * Og * L, L);
+    for (int64_t y0 = 0; y0 < g.oh; y0 += rows_per_band) {
+      Band band{y0, std::min(g.oh, y0 + rows_per_band)};
+      const int64_t Lb = band.cols(g);
+      const T* cols = xn + y0 * g.ow;
+      int64_t ldc = L;
+      if (!direct) {
+        im2col_image(xn, g, bufs[size_t(worker)].data(), band);
+        cols = bufs[size_t(worker)].data();
+        ldc = Lb;
+      }
+      for (int64_t gi = 0; gi < groups; ++gi)
+        gemm(false, false, Og, Lb, Kg, w + gi * Og * Kg, Kg, cols + gi * Kg * ldc, ldc,
+             bias ? T(1) : T(0), yn + gi * Og * L + y0 * g.ow, L);
+    }
   });
 }
 
@@ -207,17 +235,22 @@ template <typename T>
 void conv_transpose_forward(const T* x, const T* w, const T* bias, T* y, int64_t N, int64_t Cin,
                             const Window& g, int64_t groups) {
   const int64_t Cing = Cin / groups, Kg = g.rows() / groups, L = g.cols();
+  const int64_t rows_per_band = band_rows(g, sizeof(T));
   std::vector<std::vector<T>> bufs(size_t(sample_workers(N)),
-                                   std::vector<T>(size_t(g.rows() * L)));
+                                   std::vector<T>(size_t(g.rows() * rows_per_band * g.ow)));
   for_each_sample(N, [&](int64_t worker, int64_t n) {
     T* buf = bufs[size_t(worker)].data();
     const T* xn = x + n * Cin * L;
     T* yn = y + n * g.C * g.H * g.W;
-    for (int64_t gi = 0; gi < groups; ++gi)
-      gemm(true, false, Kg, L, Cing, w + gi * Cing * Kg, Kg, xn + gi * Cing * L, L, T(0),
-           buf + gi * Kg * L, L);
     init_output(yn, g.C, g.H * g.W, bias);
-    col2im_image(buf, g, yn);
+    for (int64_t y0 = 0; y0 < g.oh; y0 += rows_per_band) {
+      Band band{y0, std::min(g.oh, y0 + rows_per_band)};
+      const int64_t Lb = band.cols(g);
+      for (int64_t gi = 0; gi < groups; ++gi)
+        gemm(true, false, Kg, Lb, Cing, w + gi * Cing * Kg, Kg, xn + gi * Cing * L + y0 * g.ow, L,
+             T(0), buf + gi * Kg * Lb, Lb);
+      col2im_image(buf, g, yn, band);
+    }
   });
 }
 
@@ -228,20 +261,28 @@ void conv_weight_grad(const T* go, const T* x, T* gw, int64_t N, int64_t O, cons
                       int64_t groups) {
   const int64_t Og = O / groups, Kg = g.rows() / groups, L = g.cols();
   const bool direct = is_pointwise(g);
+  const int64_t rows_per_band = direct ? g.oh : band_rows(g, sizeof(T));
   const size_t workers = size_t(sample_workers(N));
-  std::vector<std::vector<T>> bufs(workers, std::vector<T>(direct ? 0 : size_t(g.rows() * L)));
+  std::vector<std::vector<T>> bufs(
+      workers, std::vector<T>(direct ? 0 : size_t(g.rows() * rows_per_band * g.ow)));
   std::vector<std::vector<T>> partial(workers, std::vector<T>(size_t(O * Kg), T(0)));
   for_each_sample(N, [&](int64_t worker, int64_t n) {
     const T* xn = x + n * g.C * g.H * g.W;
-    const T* cols = xn;
-    if (!direct) {
-      im2col_image(xn, g, bufs[size_t(worker)].data());
-      cols = bufs[size_t(worker)].data();
-    }
     T* acc = partial[size_t(worker)].data();
-    for (int64_t gi = 0; gi < groups; ++gi)
-      gemm(false, true, Og, Kg, L, go + (n * O + gi * Og) * L, L, cols + gi * Kg * L, L, T(1),
-           acc + gi * Og * Kg, Kg);
+    for (int64_t y0 = 0; y0 < g.oh; y0 += rows_per_band) {
+      Band band{y0, std::min(g.oh, y0 + rows_per_band)};
+      const int64_t Lb = band.cols(g);
+      const T* cols = xn + y0 * g.ow;
+      int64_t ldc = L;
+      if (!direct) {
+        im2col_image(xn, g, bufs[size_t(worker)].data(), band);
+        cols = bufs[size_t(worker)].data();
+        ldc = Lb;
+      }
+      for (int64_t gi = 0; gi < groups; ++gi)
+        gemm(false, true, Og, Kg, Lb, go + (n * O + gi * Og) * L + y0 * g.ow, L,
+             cols + gi * Kg * ldc, ldc, T(1), acc + gi * Og * Kg, Kg);
+    }
   });
   std::copy(partial[0].begin(), partial[0].end(), gw);
   for (size_t wk = 1; wk < workers; ++wk)
@@ -500,7 +541,8 @@ Tensor im2col(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation,
   RT_DISPATCH_FLOATING(x.dtype(), "im2col", [&] {
     const scalar_t* xp = x.data_ptr<scalar_t>();
     scalar_t* op = out.data_ptr<scalar_t>();
-    for (int64_t n = 0; n < N; ++n) im2col_image(xp + n * C * H * W, g, op + n * g.rows() * g.cols());
+    for (int64_t n = 0; n < N; ++n)
+      im2col_image(xp + n * C * H * W, g, op + n * g.rows() * g.cols(), Band{0, oh});
   });
   return self.dim() == 3 ? out.squeeze(0) : out;
 }
@@ -537,7 +579,8 @@ Tensor col2im(const Tensor& self, IntArrayRef output_size, IntArrayRef kernel_si
     std::fill(op, op + out.numel(), scalar_t(0));
     for (int64_t n = 0; n < N; ++n) {
       parallel_for(0, C, channel_grain(g), [&](int64_t b, int64_t e) {
-        col2im_rows<scalar_t, opmath_t<scalar_t>>(cp + n * K * L, g, op + n * C * H * W, b, e);
+        col2im_rows<scalar_t, opmath_t<scalar_t>>(cp + n * K * L, g, op + n * C * H * W, b, e,
+                                                   Band{0, oh});
       });
     }
   });
