@@ -71,6 +71,27 @@ Tensor softmax_backward_data(const Tensor& grad, const Tensor& result, int64_t d
 Tensor log_softmax_backward_data(const Tensor& grad, const Tensor& result, int64_t dim);
 Tensor cumsum_backward(const Tensor& grad, int64_t dim);
 
+// ---- conv (issue 3)
+/// The last two entries of sizes (the spatial size of an NCHW tensor).
+std::vector<int64_t> last_two(IntArrayRef sizes);
+/// Gradient of convolution w.r.t. its input: the convolution with `transposed` flipped.
+Tensor convolution_backward_input(const Tensor& grad, IntArrayRef input_sizes,
+                                  const Tensor& weight, IntArrayRef stride, IntArrayRef padding,
+                                  IntArrayRef dilation, bool transposed,
+                                  IntArrayRef output_padding, int64_t groups);
+/// Gradient of convolution w.r.t. its bias: grad summed over every dim but the channels.
+Tensor convolution_backward_bias(const Tensor& grad);
+/// Gradients of _convolution_backward_weight w.r.t. grad_output and input.
+Tensor conv_weight_grad_grad_output(const Tensor& grad, const Tensor& input,
+                                    IntArrayRef grad_output_sizes, IntArrayRef stride,
+                                    IntArrayRef padding, IntArrayRef dilation, bool transposed,
+                                    int64_t groups);
+Tensor conv_weight_grad_input(const Tensor& grad, const Tensor& grad_output,
+                              IntArrayRef input_sizes, IntArrayRef stride, IntArrayRef padding,
+                              IntArrayRef dilation, bool transposed, int64_t groups);
+/// Gradient of a max-pool backward w.r.t. its grad_output: grad gathered at the argmax indices.
+Tensor max_pool_double_backward(const Tensor& grad, const Tensor& indices);
+
 }  // namespace retorch::autograd::fm
 
 namespace retorch {

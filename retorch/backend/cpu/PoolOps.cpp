@@ -1,0 +1,450 @@
+// Pooling on the CPU: max (with argmax indices), average and adaptive pools, and their backwards.
+// Each kernel runs over (batch * channel) planes of a contiguous NCHW copy, planes in parallel.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string_view>
+
+#include "retorch/backend/cpu/Parallel.h"
+#include "retorch/core/Dtypes.h"
+#include "retorch/generated/Functions.h"
+#include "retorch/generated/Kernels.h"
+
+namespace retorch::cpu {
+
+namespace {
+
+// One value or one per spatial dim (aten's int[2]); `fallback` when empty (stride = kernel).
+std::pair<int64_t, int64_t> pair_arg(IntArrayRef v, const char* op, const char* name,
+                                     IntArrayRef fallback = {}) {
+  if (v.empty() && !fallback.empty()) v = fallback;
+  RT_CHECK(v.size() == 1 || v.size() == 2, op, ": ", name, " must either be a single int, or a "
+           "tuple of two ints, but got ", name, "=", v);
+  return {v[0], v.size() == 2 ? v[1] : v[0]};
+}
+
+// PyTorch's pooling_output_shape: floor or ceil division, and a ceil-mode window must start
+// inside the input or its left padding.
+int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation,
+                    bool ceil_mode) {
+  int64_t num = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+// Input as contiguous [planes, H, W] plus the shape of the batch/channel dims.
+struct Planes {
+  Tensor x;
+  std::vector<int64_t> lead;
+  int64_t n, H, W;
+};
+
+enum class EmptyOk { kBatch, kLeading, kNonSpatial };
+
+// `empty` says which leading dims may be 0, as PyTorch allows: the batch dim of a 4-d input
+// (pools), dim 0 of any input (adaptive max), or everything but H and W (adaptive average).
+Planes as_planes(const Tensor& self, const char* op, EmptyOk empty = EmptyOk::kBatch) {
+  // PyTorch reads size(-3) of avg_pool2d's input before checking its rank.
+  if (std::string_view(op).substr(0, 10) == "avg_pool2d")
+    RT_CHECK_INDEX(self.dim() >= 3, op, ": dimension out of range (expected a 3D or 4D input, "
+                   "but got input of size ", self.sizes(), ")");
+  bool ok = self.dim() == 3 || self.dim() == 4;
+  int64_t first = empty == EmptyOk::kBatch ? (self.dim() == 4 ? 1 : 0)
+                  : empty == EmptyOk::kLeading ? 1 : self.dim() - 2;
+  for (int64_t i = first; ok && i < self.dim(); ++i) ok = self.size(i) != 0;
+  RT_CHECK(ok, op, ": expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for "
+           "input, but got input of size ", self.sizes());
+  std::vector<int64_t> lead(self.sizes().begin(), self.sizes().end() - 2);
+  int64_t H = self.size(-2), W = self.size(-1);
+  Tensor x = self.contiguous();
+  return {x, lead, H * W == 0 ? 0 : x.numel() / (H * W), H, W};
+}
+
+std::vector<int64_t> with_hw(const std::vector<int64_t>& lead, int64_t h, int64_t w) {
+  std::vector<int64_t> s = lead;
+  s.push_back(h);
+  s.push_back(w);
+  return s;
+}
+
+void check_float(const Tensor& t, const char* op) {
+  RT_CHECK(is_floating_type(t.dtype()), "\"", op, "\" not implemented for '",
+           dtype_name(t.dtype()), "'");
+}
+
+struct Pool2d {
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
+};
+
+Pool2d check_pool(const Planes& p, IntArrayRef kernel_size, IntArrayRef stride,
+                  IntArrayRef padding, IntArrayRef dilation, bool ceil_mode, const char* op) {
+  auto [kh, kw] = pair_arg(kernel_size, op, "kernel_size");
+  auto [sh, sw] = pair_arg(stride, op, "stride", kernel_size);
+  auto [ph, pw] = pair_arg(padding, op, "padding");
+  auto [dh, dw] = pair_arg(dilation, op, "dilation");
+  RT_CHECK(kh > 0 && kw > 0, op, ": kernel size should be greater than zero, but got kH: ", kh,
+           " kW: ", kw);
+  RT_CHECK(sh > 0 && sw > 0, op, ": stride should be greater than zero, but got dH: ", sh,
+           " dW: ", sw);
+  RT_CHECK(dh > 0 && dw > 0, op, ": dilation should be greater than zero, but got dilationH: ",
+           dh, " dilationW: ", dw);
+  RT_CHECK(ph >= 0 && pw >= 0 && ph <= kh / 2 && pw <= kw / 2, op, ": pad should be "
+           "non-negative and at most half of kernel size, but got padW = ", pw, ", padH = ", ph,
+           ", kW = ", kw, ", kH = ", kh);
+  int64_t oh = pooled_size(p.H, kh, ph, sh, dh, ceil_mode);
+  int64_t ow = pooled_size(p.W, kw, pw, sw, dw, ceil_mode);
+  RT_CHECK(oh >= 1 && ow >= 1, op, ": given input size (", p.H, "x", p.W,
+           "), calculated output size (", oh, "x", ow, ") is too small");
+  return {kh, kw, sh, sw, ph, pw, dh, dw, oh, ow};
+}
+
+// grad_input[plane][indices[o]] += grad_output[o]: the backward of every max pool.
+Tensor scatter_max_grad(const Tensor& grad_output, const Tensor& self, const Tensor& indices,
+                        const char* op) {
+  RT_CHECK(indices.dtype() == kLong, op, ": expected indices of dtype int64, got ",
+           indices.dtype());
+  RT_CHECK(grad_output.sizes().equals(indices.sizes()) && grad_output.dim() == self.dim() &&
+           self.dim() >= 2 && grad_output.sizes().slice(0, size_t(self.dim() - 2))
+                                  .equals(self.sizes().slice(0, size_t(self.dim() - 2))),
+           op, ": grad_output of size ", grad_output.sizes(), " and indices of size ",
+           indices.sizes(), " do not match the input of size ", self.sizes());
+  RT_CHECK(grad_output.dtype() == self.dtype(), op, ": expected grad_output dtype ",
+           self.dtype(), ", got ", grad_output.dtype());
+  int64_t HW = self.size(-2) * self.size(-1);
+  int64_t L = grad_output.size(-2) * grad_output.size(-1);
+  int64_t planes = HW == 0 ? 0 : self.numel() / HW;
+  Tensor go = grad_output.contiguous(), idx = indices.contiguous();
+  Tensor gi = make_empty(self.sizes(), self.dtype(), self.device());
+  RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
+    using acc_t = opmath_t<scalar_t>;
+    const scalar_t* g = go.data_ptr<scalar_t>();
+    const int64_t* ip = idx.data_ptr<int64_t>();
+    scalar_t* out = gi.data_ptr<scalar_t>();
+    parallel_for(0, planes, std::max<int64_t>(1, 16384 / std::max<int64_t>(HW + L, 1)),
+                 [&](int64_t b, int64_t e) {
+      std::vector<acc_t> acc(static_cast<size_t>(HW));
+      for (int64_t pl = b; pl < e; ++pl) {
+        std::fill(acc.begin(), acc.end(), acc_t(0));
+        for (int64_t o = 0; o < L; ++o) {
+          int64_t j = ip[pl * L + o];
+          RT_CHECK_INDEX(j >= 0 && j < HW, op, ": index ", j, " is out of bounds for a plane of ",
+                         HW, " elements");
+          acc[size_t(j)] += acc_t(g[pl * L + o]);
+        }
+        for (int64_t j = 0; j < HW; ++j) out[pl * HW + j] = scalar_t(acc[size_t(j)]);
+      }
+    });
+  });
+  return gi;
+}
+
+// The max of a window and the flat index of its first maximum; NaN wins (as in PyTorch).
+template <typename acc_t, typename scalar_t>
+inline void window_max(const scalar_t* x, int64_t W, int64_t h0, int64_t h1, int64_t dh,
+                       int64_t w0, int64_t w1, int64_t dw, acc_t& best, int64_t& arg) {
+  best = -std::numeric_limits<acc_t>::infinity();
+  arg = h0 * W + w0;
+  for (int64_t h = h0; h < h1; h += dh) {
+    for (int64_t w = w0; w < w1; w += dw) {
+      acc_t v = acc_t(x[h * W + w]);
+      if (v > best || std::isnan(v)) {
+        best = v;
+        arg = h * W + w;
+      }
+    }
+  }
+}
+
+int64_t adaptive_start(int64_t a, int64_t out, int64_t in) { return (a * in) / out; }
+int64_t adaptive_end(int64_t a, int64_t out, int64_t in) {
+  return ((a + 1) * in + out - 1) / out;
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& self, IntArrayRef kernel_size,
+                                                   IntArrayRef stride, IntArrayRef padding,
+                                                   IntArrayRef dilation, bool ceil_mode) {
+  const char* op = "max_pool2d";
+  Planes p = as_planes(self, op);
+  Pool2d k = check_pool(p, kernel_size, stride, padding, dilation, ceil_mode, op);
+  check_float(self, "max_pool2d");
+  auto shape = with_hw(p.lead, k.oh, k.ow);
+  Tensor out = make_empty(shape, self.dtype(), self.device());
+  Tensor ind = make_empty(shape, kLong, self.device());
+  const int64_t L = k.oh * k.ow, HW = p.H * p.W;
+  RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
+    using acc_t = opmath_t<scalar_t>;
+    const scalar_t* x = p.x.data_ptr<scalar_t>();
+    scalar_t* y = out.data_ptr<scalar_t>();
+    int64_t* ip = ind.data_ptr<int64_t>();
+    parallel_for(0, p.n, std::max<int64_t>(1, 8192 / std::max<int64_t>(L * k.kh * k.kw, 1)),
+                 [&](int64_t b, int64_t e) {
+      for (int64_t pl = b; pl < e; ++pl) {
+        const scalar_t* xp = x + pl * HW;
+        for (int64_t oy = 0; oy < k.oh; ++oy) {
+          int64_t h0 = oy * k.sh - k.ph;
+          int64_t h1 = std::min(h0 + (k.kh - 1) * k.dh + 1, p.H);
+          while (h0 < 0) h0 += k.dh;
+          for (int64_t ox = 0; ox < k.ow; ++ox) {
+            int64_t w0 = ox * k.sw - k.pw;
+            int64_t w1 = std::min(w0 + (k.kw - 1) * k.dw + 1, p.W);
+            while (w0 < 0) w0 += k.dw;
+            acc_t best;
+            int64_t arg;
+            window_max(xp, p.W, h0, h1, k.dh, w0, w1, k.dw, best, arg);
+            y[pl * L + oy * k.ow + ox] = scalar_t(best);
+            ip[pl * L + oy * k.ow + ox] = arg;
+          }
+        }
+      }
+    });
+  });
+  return {out, ind};
+}
+
+Tensor max_pool2d_with_indices_backward(const Tensor& grad_output, const Tensor& self,
+                                        IntArrayRef, IntArrayRef, IntArrayRef, IntArrayRef,
+                                        bool, const Tensor& indices) {
+  return scatter_max_grad(grad_output, self, indices, "max_pool2d_with_indices_backward");
+}
+
+namespace {
+
+struct AvgArgs {
+  Pool2d k;
+  bool count_include_pad;
+  std::optional<int64_t> divisor;
+};
+
+AvgArgs check_avg(const Planes& p, IntArrayRef kernel_size, IntArrayRef stride,
+                  IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                  std::optional<int64_t> divisor_override, const char* op) {
+  RT_CHECK(!divisor_override || *divisor_override != 0, op, ": divisor must be not zero");
+  return {check_pool(p, kernel_size, stride, padding, {1}, ceil_mode, op), count_include_pad,
+          divisor_override};
+}
+
+// Calls f(out_index, h0, h1, w0, w1, divisor) for every window of an average pool, with the
+// window clipped to the input and the divisor PyTorch uses (see cpu_avg_pool).
+template <typename F>
+void for_each_avg_window(const AvgArgs& a, int64_t H, int64_t W, const F& f) {
+  const Pool2d& k = a.k;
+  for (int64_t oy = 0; oy < k.oh; ++oy) {
+    for (int64_t ox = 0; ox < k.ow; ++ox) {
+      int64_t h0 = oy * k.sh - k.ph, w0 = ox * k.sw - k.pw;
+      int64_t h1 = std::min(h0 + k.kh, H + k.ph), w1 = std::min(w0 + k.kw, W + k.pw);
+      int64_t pool = (h1 - h0) * (w1 - w0);
+      h0 = std::max<int64_t>(h0, 0);
+      w0 = std::max<int64_t>(w0, 0);
+      h1 = std::min(h1, H);
+      w1 = std::min(w1, W);
+      int64_t div = a.divisor ? *a.divisor
+                              : (a.count_include_pad ? pool : (h1 - h0) * (w1 - w0));
+      f(oy * k.ow + ox, h0, h1, w0, w1, div);
+    }
+  }
+}
+
+}  // namespace
+
+Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef stride,
+                  IntArrayRef padding, bool ceil_mode, bool count_include_pad,
+                  std::optional<int64_t> divisor_override) {
+  const char* op = "avg_pool2d";
+  Planes p = as_planes(self, op);
+  AvgArgs a = check_avg(p, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                        divisor_override, op);
+  check_float(self, op);
+  Tensor out = make_empty(with_hw(p.lead, a.k.oh, a.k.ow), self.dtype(), self.device());
+  const int64_t L = a.k.oh * a.k.ow, HW = p.H * p.W;
+  RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
+    using acc_t = opmath_t<scalar_t>;
+    const scalar_t* x = p.x.data_ptr<scalar_t>();
+    scalar_t* y = out.data_ptr<scalar_t>();
+    parallel_for(0, p.n, std::max<int64_t>(1, 8192 / std::max<int64_t>(L * a.k.kh * a.k.kw, 1)),
+                 [&](int64_t b, int64_t e) {
+      for (int64_t pl = b; pl < e; ++pl) {
+        const scalar_t* xp = x + pl * HW;
+        for_each_avg_window(a, p.H, p.W, [&](int64_t o, int64_t h0, int64_t h1, int64_t w0,
+                                             int64_t w1, int64_t div) {
+          if (h0 >= h1 || w0 >= w1) {
+            y[pl * L + o] = scalar_t(0);
+            return;
+          }
+          acc_t s = 0;
+          for (int64_t h = h0; h < h1; ++h)
+            for (int64_t w = w0; w < w1; ++w) s += acc_t(xp[h * p.W + w]);
+          y[pl * L + o] = scalar_t(s / acc_t(div));
+        });
+      }
+    });
+  });
+  return out;
+}
+
+Tensor avg_pool2d_backward(const Tensor& grad_output, const Tensor& self, IntArrayRef kernel_size,
+                           IntArrayRef stride, IntArrayRef padding, bool ceil_mode,
+                           bool count_include_pad, std::optional<int64_t> divisor_override) {
+  const char* op = "avg_pool2d_backward";
+  Planes p = as_planes(self, op);
+  AvgArgs a = check_avg(p, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                        divisor_override, op);
+  check_float(self, op);
+  auto shape = with_hw(p.lead, a.k.oh, a.k.ow);
+  RT_CHECK(grad_output.sizes().equals(shape) && grad_output.dtype() == self.dtype(), op,
+           ": expected grad_output of size ", IntArrayRef(shape), " and dtype ", self.dtype(),
+           ", got ", grad_output.sizes(), " and ", grad_output.dtype());
+  Tensor go = grad_output.contiguous();
+  Tensor gi = make_empty(self.sizes(), self.dtype(), self.device());
+  const int64_t L = a.k.oh * a.k.ow, HW = p.H * p.W;
+  RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
+    using acc_t = opmath_t<scalar_t>;
+    const scalar_t* g = go.data_ptr<scalar_t>();
+    scalar_t* out = gi.data_ptr<scalar_t>();
+    parallel_for(0, p.n, std::max<int64_t>(1, 8192 / std::max<int64_t>(L * a.k.kh * a.k.kw, 1)),
+                 [&](int64_t b, int64_t e) {
+      std::vector<acc_t> acc(static_cast<size_t>(HW));
+      for (int64_t pl = b; pl < e; ++pl) {
+        std::fill(acc.begin(), acc.end(), acc_t(0));
+        for_each_avg_window(a, p.H, p.W, [&](int64_t o, int64_t h0, int64_t h1, int64_t w0,
+                                             int64_t w1, int64_t div) {
+          acc_t v = acc_t(g[pl * L + o]) / acc_t(div);
+          for (int64_t h = h0; h < h1; ++h)
+            for (int64_t w = w0; w < w1; ++w) acc[size_t(h * p.W + w)] += v;
+        });
+        for (int64_t j = 0; j < HW; ++j) out[pl * HW + j] = scalar_t(acc[size_t(j)]);
+      }
+    });
+  });
+  return gi;
+}
+
+// ---------------------------------------------------------------- adaptive pools
+
+namespace {
+
+std::pair<int64_t, int64_t> check_adaptive(const Tensor& self, IntArrayRef output_size,
+                                           const char* op) {
+  RT_CHECK(output_size.size() == 2 || output_size.size() == 1, op, ": output_size must be 2, "
+           "got ", output_size);
+  int64_t oh = output_size[0], ow = output_size.size() == 2 ? output_size[1] : output_size[0];
+  RT_CHECK(oh >= 0 && ow >= 0, op, ": elements of output_size must be greater than or equal to "
+           "0 but received ", output_size);
+  (void)self;
+  return {oh, ow};
+}
+
+}  // namespace
+
+Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
+  const char* op = "adaptive_avg_pool2d";
+  auto [oh, ow] = check_adaptive(self, output_size, op);
+  Planes p = as_planes(self, op, EmptyOk::kNonSpatial);
+  check_float(self, op);
+  Tensor out = make_empty(with_hw(p.lead, oh, ow), self.dtype(), self.device());
+  const int64_t L = oh * ow, HW = p.H * p.W;
+  RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
+    using acc_t = opmath_t<scalar_t>;
+    const scalar_t* x = p.x.data_ptr<scalar_t>();
+    scalar_t* y = out.data_ptr<scalar_t>();
+    parallel_for(0, p.n, std::max<int64_t>(1, 8192 / std::max<int64_t>(HW, 1)),
+                 [&](int64_t b, int64_t e) {
+      for (int64_t pl = b; pl < e; ++pl) {
+        const scalar_t* xp = x + pl * HW;
+        for (int64_t oy = 0; oy < oh; ++oy) {
+          int64_t h0 = adaptive_start(oy, oh, p.H), h1 = adaptive_end(oy, oh, p.H);
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            int64_t w0 = adaptive_start(ox, ow, p.W), w1 = adaptive_end(ox, ow, p.W);
+            acc_t s = 0;
+            for (int64_t h = h0; h < h1; ++h)
+              for (int64_t w = w0; w < w1; ++w) s += acc_t(xp[h * p.W + w]);
+            y[pl * L + oy * ow + ox] = scalar_t(s / acc_t((h1 - h0) * (w1 - w0)));
+          }
+        }
+      }
+    });
+  });
+  return out;
+}
+
+Tensor adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor& self) {
+  const char* op = "_adaptive_avg_pool2d_backward";
+  Planes p = as_planes(self, op, EmptyOk::kNonSpatial);
+  check_float(self, op);
+  RT_CHECK(grad_output.dim() == self.dim() && grad_output.dtype() == self.dtype() &&
+           grad_output.sizes().slice(0, size_t(self.dim() - 2))
+               .equals(self.sizes().slice(0, size_t(self.dim() - 2))), op,
+           ": grad_output of size ", grad_output.sizes(), " and dtype ", grad_output.dtype(),
+           " does not match the input of size ", self.sizes(), " and dtype ", self.dtype());
+  const int64_t oh = grad_output.size(-2), ow = grad_output.size(-1);
+  const int64_t L = oh * ow, HW = p.H * p.W;
+  Tensor go = grad_output.contiguous();
+  Tensor gi = make_empty(self.sizes(), self.dtype(), self.device());
+  RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
+    using acc_t = opmath_t<scalar_t>;
+    const scalar_t* g = go.data_ptr<scalar_t>();
+    scalar_t* out = gi.data_ptr<scalar_t>();
+    parallel_for(0, p.n, std::max<int64_t>(1, 8192 / std::max<int64_t>(HW, 1)),
+                 [&](int64_t b, int64_t e) {
+      std::vector<acc_t> acc(static_cast<size_t>(HW));
+      for (int64_t pl = b; pl < e; ++pl) {
+        std::fill(acc.begin(), acc.end(), acc_t(0));
+        for (int64_t oy = 0; oy < oh; ++oy) {
+          int64_t h0 = adaptive_start(oy, oh, p.H), h1 = adaptive_end(oy, oh, p.H);
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            int64_t w0 = adaptive_start(ox, ow, p.W), w1 = adaptive_end(ox, ow, p.W);
+            acc_t v = acc_t(g[pl * L + oy * ow + ox]) / acc_t((h1 - h0) * (w1 - w0));
+            for (int64_t h = h0; h < h1; ++h)
+              for (int64_t w = w0; w < w1; ++w) acc[size_t(h * p.W + w)] += v;
+          }
+        }
+        for (int64_t j = 0; j < HW; ++j) out[pl * HW + j] = scalar_t(acc[size_t(j)]);
+      }
+    });
+  });
+  return gi;
+}
+
+std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& self, IntArrayRef output_size) {
+  const char* op = "adaptive_max_pool2d";
+  auto [oh, ow] = check_adaptive(self, output_size, op);
+  Planes p = as_planes(self, op, EmptyOk::kLeading);
+  check_float(self, op);
+  auto shape = with_hw(p.lead, oh, ow);
+  Tensor out = make_empty(shape, self.dtype(), self.device());
+  Tensor ind = make_empty(shape, kLong, self.device());
+  const int64_t L = oh * ow, HW = p.H * p.W;
+  RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
+    using acc_t = opmath_t<scalar_t>;
+    const scalar_t* x = p.x.data_ptr<scalar_t>();
+    scalar_t* y = out.data_ptr<scalar_t>();
+    int64_t* ip = ind.data_ptr<int64_t>();
+    parallel_for(0, p.n, std::max<int64_t>(1, 8192 / std::max<int64_t>(HW, 1)),
+                 [&](int64_t b, int64_t e) {
+      for (int64_t pl = b; pl < e; ++pl) {
+        const scalar_t* xp = x + pl * HW;
+        for (int64_t oy = 0; oy < oh; ++oy) {
+          int64_t h0 = adaptive_start(oy, oh, p.H), h1 = adaptive_end(oy, oh, p.H);
+          for (int64_t ox = 0; ox < ow; ++ox) {
+            int64_t w0 = adaptive_start(ox, ow, p.W), w1 = adaptive_end(ox, ow, p.W);
+            acc_t best;
+            int64_t arg;
+            window_max(xp, p.W, h0, h1, 1, w0, w1, 1, best, arg);
+            y[pl * L + oy * ow + ox] = scalar_t(best);
+            ip[pl * L + oy * ow + ox] = arg;
+          }
+        }
+      }
+    });
+  });
+  return {out, ind};
+}
+
+Tensor adaptive_max_pool2d_backward(const Tensor& grad_output, const Tensor& self,
+                                    const Tensor& indices) {
+  return scatter_max_grad(grad_output, self, indices, "adaptive_max_pool2d_backward");
+}
+
+}  // namespace retorch::cpu
