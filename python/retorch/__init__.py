@@ -13,6 +13,9 @@ for _name in {q.split("::")[-1].split(".")[0] for q in _C._ops()}:
         globals()[_name] = getattr(_C, _name)
 del _name
 
+from ._indexing import unique, nonzero, install as _install_indexing  # noqa: E402
+_install_indexing(Tensor)
+
 _NP_DEFAULT_INT = {"i", "u"}
 
 

@@ -56,4 +56,17 @@ struct type_caster<retorch::TensorList> {
   static handle cast(retorch::TensorList, return_value_policy, handle) { return none().release(); }
 };
 
+/// Tensor?[] (index lists) from a list/tuple of tensors and Nones.
+template <>
+struct type_caster<retorch::ArrayRef<std::optional<retorch::Tensor>>> {
+  PYBIND11_TYPE_CASTER(retorch::ArrayRef<std::optional<retorch::Tensor>>,
+                       const_name("List[Optional[Tensor]]"));
+  std::vector<std::optional<retorch::Tensor>> storage;
+  bool load(handle src, bool convert);
+  static handle cast(retorch::ArrayRef<std::optional<retorch::Tensor>>, return_value_policy,
+                     handle) {
+    return none().release();
+  }
+};
+
 }  // namespace pybind11::detail

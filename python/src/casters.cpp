@@ -99,6 +99,22 @@ bool type_caster<retorch::TensorList>::load(handle src, bool) {
   return true;
 }
 
+bool type_caster<retorch::ArrayRef<std::optional<retorch::Tensor>>>::load(handle src, bool) {
+  if (!PyTuple_Check(src.ptr()) && !PyList_Check(src.ptr())) return false;
+  storage.clear();
+  for (handle item : reinterpret_borrow<sequence>(src)) {
+    if (item.is_none()) {
+      storage.emplace_back(std::nullopt);
+    } else if (isinstance<retorch::Tensor>(item)) {
+      storage.emplace_back(item.cast<retorch::Tensor>());
+    } else {
+      return false;
+    }
+  }
+  value = retorch::ArrayRef<std::optional<retorch::Tensor>>(storage);
+  return true;
+}
+
 }  // namespace pybind11::detail
 
 namespace retorch::python {

@@ -82,23 +82,73 @@ Tensor from_numpy(py::array arr) {
 
 namespace {
 
-// Applies a Python index (int, slice, None, Ellipsis, integer tensor/list, or a tuple of
-// these) as views where possible.
-Tensor apply_index(const Tensor& self, py::handle index, bool for_write) {
-  py::tuple items = PyTuple_Check(index.ptr()) ? py::reinterpret_borrow<py::tuple>(index)
-                                               : py::make_tuple(index);
-  int64_t consumed = 0;
-  for (py::handle it : items)
-    if (!it.is_none() && it.ptr() != Py_Ellipsis) consumed++;
-  RT_CHECK_INDEX(consumed <= self.dim(), "too many indices for tensor of dimension ", self.dim());
-  Tensor t = self;
-  int64_t dim = 0, seen = 0;
+// Note [Python indexing]
+// Like PyTorch's applySlicing: ints, slices, None and Ellipsis become views; every tensor-like
+// item (tensor, list, Python bool) is recorded at the dim it indexes in that view and applied
+// afterwards with one index / index_put_ call. As in PyTorch, an n-dim mask counts n dims for
+// Ellipsis but moves the dim cursor by one.
+struct IndexedView {
+  Tensor view;
+  std::vector<std::optional<Tensor>> indices;  // empty: no advanced indexing
+};
+
+bool is_sequence_index(py::handle it) {
+  return PyList_Check(it.ptr()) || (PySequence_Check(it.ptr()) && !PyTuple_Check(it.ptr()) &&
+                                    !py::isinstance<py::str>(it) && !py::isinstance<Tensor>(it));
+}
+
+// numpy's legacy rule, kept by PyTorch: a short non-tuple sequence holding a tensor, a sequence,
+// a slice, Ellipsis or None is a tuple of indices (x[[[0, 1], [1, 2]]] is x[[0, 1], [1, 2]]).
+bool treat_sequence_as_tuple(py::handle index) {
+  if (PyTuple_Check(index.ptr())) return true;
+  if (py::isinstance<Tensor>(index) || !is_sequence_index(index)) return false;
+  py::sequence seq = py::reinterpret_borrow<py::sequence>(index);
+  if (seq.size() >= 32) return false;
+  for (py::handle it : seq) {
+    if (it.is_none() || it.ptr() == Py_Ellipsis || PySlice_Check(it.ptr()) ||
+        py::isinstance<Tensor>(it) || is_sequence_index(it))
+      return true;
+  }
+  return false;
+}
+
+Tensor sequence_to_index(py::handle it) {
+  Tensor idx = py::module_::import("retorch").attr("tensor")(it).cast<Tensor>();
+  return idx.numel() == 0 ? idx.to(kLong) : idx;  // x[[]] selects nothing, as in PyTorch
+}
+
+IndexedView apply_index(const Tensor& self, py::handle index) {
+  py::tuple items = treat_sequence_as_tuple(index) ? py::tuple(py::reinterpret_borrow<py::object>(index))
+                                                   : py::make_tuple(index);
+  int64_t specified = 0;
+  for (py::handle it : items) {
+    if (it.is_none() || it.ptr() == Py_Ellipsis || PyBool_Check(it.ptr())) continue;
+    if (py::isinstance<Tensor>(it)) {
+      Tensor t = it.cast<Tensor>();
+      specified += (t.dtype() == kBool || t.dtype() == kByte) ? t.dim() : 1;
+    } else {
+      specified++;
+    }
+  }
+  RT_CHECK_INDEX(specified <= self.dim(), "too many indices for tensor of dimension ", self.dim());
+  IndexedView r{self, {}};
+  Tensor& t = r.view;
+  int64_t dim = 0;
+  auto record = [&](const Tensor& idx) {
+    r.indices.resize(size_t(dim + 1));
+    r.indices[size_t(dim)] = idx;
+    dim++;
+  };
+  auto record_bool = [&](bool v) {
+    t = t.unsqueeze(dim);
+    record(v ? zeros({1}, TensorOptions().dtype(kLong)) : make_empty({0}, kLong));
+  };
   for (py::handle it : items) {
     if (PyBool_Check(it.ptr())) {
-      RT_ERROR_KIND(ErrorKind::kIndex, "indexing with a Python bool is not supported yet");
-    } else if (PyLong_Check(it.ptr()) || (py::hasattr(it, "__index__") && !py::isinstance<Tensor>(it))) {
+      record_bool(it.ptr() == Py_True);
+    } else if (PyLong_Check(it.ptr()) ||
+               (!py::isinstance<Tensor>(it) && !is_sequence_index(it) && py::hasattr(it, "__index__"))) {
       t = t.select(dim, it.attr("__index__")().cast<int64_t>());
-      seen++;
     } else if (PySlice_Check(it.ptr())) {
       Py_ssize_t start, stop, step;
       if (PySlice_Unpack(it.ptr(), &start, &stop, &step) < 0) throw py::error_already_set();
@@ -109,35 +159,52 @@ Tensor apply_index(const Tensor& self, py::handle index, bool for_write) {
       if (!py::getattr(sl, "stop").is_none()) e = stop;
       t = t.slice(dim, s, e, step);
       dim++;
-      seen++;
     } else if (it.is_none()) {
       t = t.unsqueeze(dim);
       dim++;
     } else if (it.ptr() == Py_Ellipsis) {
-      dim = t.dim() - (consumed - seen);
+      dim += self.dim() - specified;
     } else {
-      Tensor idx = py::isinstance<Tensor>(it) ? it.cast<Tensor>()
-                                               : py::module_::import("retorch").attr("tensor")(it).cast<Tensor>();
-      RT_CHECK_INDEX(!for_write, "assignment through a tensor index (index_put_) is not "
-                     "supported yet");
-      RT_CHECK_INDEX(idx.dtype() != kBool && idx.dtype() != kByte, "boolean mask indexing is "
-                     "not supported yet (index of shape ", idx.sizes(), ")");
-      RT_CHECK_INDEX(is_integral_type(idx.dtype(), false), "tensors used as indices must be long, "
-                     "int, byte or bool tensors (got ", idx.dtype(), ")");
-      RT_CHECK_INDEX(idx.dim() <= 1 && items.size() == 1, "advanced indexing with this index "
-                     "is not supported yet (index of shape ", idx.sizes(), ")");
-      if (idx.dim() == 0) {
+      Tensor idx = py::isinstance<Tensor>(it) ? it.cast<Tensor>() : sequence_to_index(it);
+      RT_CHECK_INDEX(is_integral_type(idx.dtype(), true), "tensors used as indices must be long, "
+                     "byte or bool tensors (got ", idx.dtype(), ")");
+      if (idx.dim() == 0 && idx.dtype() != kBool && idx.dtype() != kByte) {
         t = t.select(dim, idx.item<int64_t>());
+      } else if (idx.dim() == 0) {
+        record_bool(idx.item<bool>());
       } else {
-        int64_t n = t.size(dim);
-        Tensor wrapped = where(idx < 0, idx + n, idx);
-        t = t.index_select(dim, wrapped);
-        dim++;
+        record(idx);
       }
-      seen++;
     }
   }
-  return t;
+  return r;
+}
+
+// PyTorch drops leading size-1 dims of an assigned value, so x[0] = ones(1, n) works.
+Tensor strip_leading_ones(const Tensor& v) {
+  int64_t k = 0;
+  while (k < v.dim() && v.size(k) == 1) k++;
+  return k == 0 ? v : v.reshape(v.sizes().slice(size_t(k)));
+}
+
+Tensor get_item(const Tensor& self, py::handle index) {
+  IndexedView r = apply_index(self, index);
+  if (r.indices.empty()) return r.view;
+  return retorch::index(r.view, r.indices);
+}
+
+void set_item(const Tensor& self, py::handle index, py::handle value) {
+  IndexedView r = apply_index(self, index);
+  Tensor v = py::isinstance<Tensor>(value)
+                 ? value.cast<Tensor>()
+                 : scalar_to_tensor(value.cast<Scalar>()).to(self.dtype());
+  v = strip_leading_ones(v);
+  if (r.indices.empty()) {
+    if (py::isinstance<Tensor>(value)) r.view.copy_(v);
+    else r.view.fill_(value.cast<Scalar>());
+  } else {
+    r.view.index_put_(r.indices, v);
+  }
 }
 
 }  // namespace
@@ -235,12 +302,8 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
             return t.item<int64_t>();
           })
       .def("__hash__", [](const Tensor& t) { return reinterpret_cast<intptr_t>(t.impl()); })
-      .def("__getitem__", [](const Tensor& t, py::handle idx) { return apply_index(t, idx, false); })
-      .def("__setitem__", [](Tensor& t, py::handle idx, py::handle value) {
-            Tensor view = apply_index(t, idx, true);
-            if (py::isinstance<Tensor>(value)) view.copy_(value.cast<Tensor>());
-            else view.fill_(value.cast<Scalar>());
-          })
+      .def("__getitem__", &get_item)
+      .def("__setitem__", &set_item)
       .def("__add__", [](const Tensor& a, const Tensor& b) { return a.add(b); }, py::is_operator())
       .def("__radd__", [](const Tensor& a, const Tensor& b) { return b.add(a); }, py::is_operator())
       .def("__iadd__", [](Tensor& a, const Tensor& b) { return a.add_(b); }, py::is_operator())

@@ -91,6 +91,24 @@ Tensor conv_weight_grad_input(const Tensor& grad, const Tensor& grad_output,
                               IntArrayRef dilation, bool transposed, int64_t groups);
 /// Gradient of a max-pool backward w.r.t. its grad_output: grad gathered at the argmax indices.
 Tensor max_pool_double_backward(const Tensor& grad, const Tensor& indices);
+// ---- index (issue 3)
+/// Gradient of index: the grad scattered (accumulated) back to the indexed positions.
+Tensor index_backward(const Tensor& grad, IntArrayRef sizes,
+                      ArrayRef<std::optional<Tensor>> indices);
+/// Gradient of index_put w.r.t. self: grad, with overwritten positions zeroed unless accumulate.
+Tensor index_put_self_backward(const Tensor& grad, ArrayRef<std::optional<Tensor>> indices,
+                               bool accumulate);
+/// Gradient of index_put w.r.t. values: grad at the indexed positions, summed to values' shape.
+Tensor index_put_values_backward(const Tensor& grad, ArrayRef<std::optional<Tensor>> indices,
+                                 IntArrayRef values_sizes);
+Tensor diagonal_backward(const Tensor& grad, IntArrayRef sizes, int64_t offset, int64_t dim1,
+                         int64_t dim2);
+/// Gradient of cumprod, exact where self has zeros.
+Tensor cumprod_backward(const Tensor& grad, const Tensor& self, int64_t dim, const Tensor& result);
+Tensor cummaxmin_backward(const Tensor& grad, const Tensor& self, const Tensor& indices,
+                          int64_t dim);
+Tensor logcumsumexp_backward(const Tensor& grad, const Tensor& self, const Tensor& result,
+                             int64_t dim);
 
 }  // namespace retorch::autograd::fm
 

@@ -21,6 +21,11 @@ LOCAL_VIEW = {
 }
 
 
+def is_edge_arg(a):
+    """Tensor inputs that get a graph edge; Tensor?[] (index lists) are never differentiable."""
+    return a.is_tensor_like and a.type != 'Tensor?[]'
+
+
 def words(s):
     return set(re.findall(r'[A-Za-z_][A-Za-z0-9_]*', s))
 
@@ -77,7 +82,7 @@ def gen_node(info):
         elif a.type == 'Tensor?':
             lines.append(f'  SavedVariable {a.name}_;')
             rel.append(f'{a.name}_.reset_data();')
-        elif a.type == 'Tensor[]':
+        elif a.type in ('Tensor[]', 'Tensor?[]'):  # Tensor?[]: None saved as undefined
             lines.append(f'  std::vector<SavedVariable> {a.name}_;')
             rel.append(f'{a.name}_.clear();')
         else:
@@ -108,6 +113,10 @@ def gen_node(info):
         elif a.type == 'Tensor[]':
             body.append(f'  std::vector<Tensor> {a.name};')
             body.append(f'  for (auto& s : {a.name}_) {a.name}.push_back(s.unpack(self_node));')
+        elif a.type == 'Tensor?[]':
+            body.append(f'  std::vector<std::optional<Tensor>> {a.name};')
+            body.append(f'  for (auto& s : {a.name}_) {a.name}.push_back(s.defined() ? '
+                        f'std::optional<Tensor>(s.unpack(self_node)) : std::nullopt);')
         else:
             lv = LOCAL_VIEW.get(a.saved_cpp)
             if lv == 'OptionalIntArrayRef':
@@ -128,7 +137,7 @@ def gen_node(info):
     body.append('  size_t off = 0;')
     body.append('  variable_list grad_inputs(num_outputs());')
     for a in e.args:
-        if not a.is_tensor_like:
+        if not is_edge_arg(a):
             continue
         f = info.formulas.get(a.name)
         if a.type == 'Tensor[]':
@@ -163,7 +172,7 @@ def gen_kernel(info, op):
     e = info.e
     targs = ', '.join([op.ret_cpp] + [a.cpp for a in op.args])
     fname = f'autograd_{op.uid}'
-    tensor_args = [a.name for a in op.tensor_args if a.name != 'out']
+    tensor_args = [a.name for a in op.tensor_args if a.name != 'out' and is_edge_arg(a)]
     lines = [f'static {op.ret_cpp} {fname}({params(op)}) {{']
     lines.append(f'  static const OperatorHandle& op = *Dispatcher::singleton().find("{op.full_name}");')
     if op.kind == 'out':
@@ -202,7 +211,7 @@ def gen_kernel(info, op):
         lines.append(f'  check_inplace({e.args[0].name}, {rg}, "{op.name}");')
     lines.append(f'  if ({rg}) {{')
     lines.append(f'    node = std::make_shared<{info.name}>();')
-    edge_args = [a.name for a in e.args if a.is_tensor_like]
+    edge_args = [a.name for a in e.args if is_edge_arg(a)]
     lines.append(f'    node->set_next_edges(collect_next_edges({", ".join(edge_args)}));')
     lines.append(f'    if (AnomalyMode::is_enabled()) node->set_anomaly_info('
                  f'describe_call(op.qualified_name(), {", ".join(edge_args)}));')
@@ -216,6 +225,9 @@ def gen_kernel(info, op):
             lines.append(f'    if ({a.name}) node->{a.name}_ = SavedVariable(*{a.name}, false);')
         elif a.type == 'Tensor[]':
             lines.append(f'    for (const auto& t : {a.name}) node->{a.name}_.emplace_back(t, false);')
+        elif a.type == 'Tensor?[]':
+            lines.append(f'    for (const auto& t : {a.name}) node->{a.name}_.push_back('
+                         f't ? SavedVariable(*t, false) : SavedVariable());')
         elif a.saved_cpp == 'std::optional<std::vector<int64_t>>':
             lines.append(f'    if ({a.name}) node->{a.name}_ = {a.name}->vec();')
         elif a.saved_cpp == 'std::vector<int64_t>':

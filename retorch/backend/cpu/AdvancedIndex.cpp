@@ -1,0 +1,286 @@
+// Advanced indexing kernels: index (gather by tensors of indices / masks), index_put, nonzero.
+#include <cstring>
+
+#include "retorch/backend/cpu/Parallel.h"
+#include "retorch/core/Dtypes.h"
+#include "retorch/core/Shape.h"
+#include "retorch/generated/Functions.h"
+#include "retorch/generated/Kernels.h"
+#include "retorch/ops/OpHelpers.h"
+
+namespace retorch::cpu {
+
+namespace {
+
+// Note [Advanced indexing plan]
+// PyTorch's rule: index tensors (masks become their nonzero() columns) broadcast together to one
+// shape B. When the indexed dims are adjacent, the result is self's leading unindexed dims, then
+// B, then the trailing dims; when a slice separates them, B comes first and all unindexed dims
+// follow in order. We permute the indexed dims to one adjacent block (the front in the second
+// case), so every element is out[b, i, a] = self[before_off[b] + index_off[i] + after_off[a]]
+// with precomputed offsets (in elements) over the before dims, B and the after dims.
+struct IndexPlan {
+  DimVector result_shape;
+  std::vector<int64_t> before_off, index_off, after_off;
+};
+
+bool broadcast_ok(IntArrayRef a, IntArrayRef b) {
+  size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
+    int64_t y = i < b.size() ? b[b.size() - 1 - i] : 1;
+    if (x != y && x != 1 && y != 1) return false;
+  }
+  return true;
+}
+
+// Offsets of every coordinate of `sizes` walked in row-major order with `strides`.
+std::vector<int64_t> walk_offsets(IntArrayRef sizes, IntArrayRef strides) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  std::vector<int64_t> out(size_t(std::max<int64_t>(n, 0)));
+  if (n == 0) return out;
+  DimVector coord(sizes.size(), 0);
+  int64_t off = 0;
+  for (int64_t k = 0; k < n; ++k) {
+    out[size_t(k)] = off;
+    for (int64_t d = int64_t(sizes.size()) - 1; d >= 0; --d) {
+      size_t du = size_t(d);
+      if (++coord[du] < sizes[du]) {
+        off += strides[du];
+        break;
+      }
+      off -= (sizes[du] - 1) * strides[du];
+      coord[du] = 0;
+    }
+  }
+  return out;
+}
+
+// Replaces masks by their nonzero() columns and checks dtypes; the result has one entry per
+// indexed dim of self (None for unindexed dims), no longer than self.dim().
+std::vector<std::optional<Tensor>> expand_masks(const Tensor& self,
+                                                ArrayRef<std::optional<Tensor>> indices) {
+  std::vector<std::optional<Tensor>> out;
+  for (const auto& idx : indices) {
+    if (!idx || !idx->defined()) {
+      out.emplace_back(std::nullopt);
+      continue;
+    }
+    ScalarType dt = idx->dtype();
+    if (dt == kBool || dt == kByte) {
+      int64_t start = int64_t(out.size());
+      for (int64_t j = 0; j < idx->dim(); ++j) {
+        int64_t sd = start + j;
+        RT_CHECK_INDEX(sd < self.dim(), "too many indices for tensor of dimension ", self.dim());
+        RT_CHECK_INDEX(idx->size(j) == self.size(sd), "The shape of the mask ", idx->sizes(),
+                       " at index ", j, " does not match the shape of the indexed tensor ",
+                       self.sizes(), " at index ", sd);
+      }
+      Tensor nz = (dt == kBool ? *idx : idx->to(kBool)).nonzero();
+      for (int64_t j = 0; j < idx->dim(); ++j) out.emplace_back(nz.select(1, j));
+    } else {
+      RT_CHECK_INDEX(dt == kLong, "tensors used as indices must be long, byte or bool tensors "
+                     "(got ", dt, ")");
+      out.emplace_back(*idx);
+    }
+  }
+  RT_CHECK_INDEX(int64_t(out.size()) <= self.dim(), "too many indices for tensor of dimension ",
+                 self.dim(), " (got ", out.size(), ")");
+  return out;
+}
+
+// Builds the plan for `geom` (self or the tensor written by index_put) and the indices.
+IndexPlan make_plan(const Tensor& geom, ArrayRef<std::optional<Tensor>> raw, const char* op) {
+  std::vector<std::optional<Tensor>> idx = expand_masks(geom, raw);
+  int64_t nd = geom.dim();
+  idx.resize(size_t(nd));
+  std::vector<int64_t> indexed, plain;
+  DimVector bshape;
+  bool first = true;
+  for (int64_t d = 0; d < nd; ++d) {
+    if (!idx[size_t(d)]) {
+      plain.push_back(d);
+      continue;
+    }
+    indexed.push_back(d);
+    IntArrayRef s = idx[size_t(d)]->sizes();
+    if (first) {
+      bshape = DimVector(s);
+      first = false;
+    } else {
+      RT_CHECK_INDEX(broadcast_ok(bshape, s), "shape mismatch: indexing tensors could not be broadcast together with "
+                     "shapes ", IntArrayRef(bshape), ", ", s);
+      bshape = broadcast_shapes(bshape, s, op);
+    }
+  }
+  RT_CHECK(!indexed.empty(), op, "(): expected at least one index tensor");
+  bool adjacent = indexed.back() - indexed.front() + 1 == int64_t(indexed.size());
+  // Dims before the block, the block, dims after the block.
+  std::vector<int64_t> before, after;
+  if (adjacent) {
+    for (int64_t d : plain) (d < indexed.front() ? before : after).push_back(d);
+  } else {
+    after = plain;
+  }
+  IndexPlan p;
+  DimVector bsz, bst, asz, ast;
+  for (int64_t d : before) {
+    bsz.push_back(geom.size(d));
+    bst.push_back(geom.stride(d));
+  }
+  for (int64_t d : after) {
+    asz.push_back(geom.size(d));
+    ast.push_back(geom.stride(d));
+  }
+  p.result_shape = bsz;
+  for (int64_t s : bshape) p.result_shape.push_back(s);
+  for (int64_t s : asz) p.result_shape.push_back(s);
+  p.before_off = walk_offsets(bsz, bst);
+  p.after_off = walk_offsets(asz, ast);
+  int64_t m = 1;
+  for (int64_t s : bshape) m *= s;
+  p.index_off.assign(size_t(m), 0);
+  for (int64_t d : indexed) {
+    Tensor t = idx[size_t(d)]->expand(bshape).contiguous();
+    const int64_t* ip = t.data_ptr<int64_t>();
+    int64_t size = geom.size(d), stride = geom.stride(d);
+    for (int64_t i = 0; i < m; ++i) {
+      int64_t v = ip[i];
+      RT_CHECK_INDEX(v >= -size && v < size, "index ", v, " is out of bounds for dimension ", d,
+                     " with size ", size);
+      if (v < 0) v += size;
+      p.index_off[size_t(i)] += v * stride;
+    }
+  }
+  return p;
+}
+
+// Copies elements of `bytes` size; the element type only sets the width of the move.
+template <typename F>
+void by_width(int64_t bytes, const F& f) {
+  switch (bytes) {
+    case 1: f(uint8_t()); break;
+    case 2: f(uint16_t()); break;
+    case 4: f(uint32_t()); break;
+    case 8: f(uint64_t()); break;
+    default: RT_ERROR("index: unsupported element size ", bytes);
+  }
+}
+
+}  // namespace
+
+Tensor index(const Tensor& self, ArrayRef<std::optional<Tensor>> indices) {
+  IndexPlan p = make_plan(self, indices, "index");
+  Tensor out = make_empty(p.result_shape, self.dtype(), self.device());
+  int64_t nb = int64_t(p.before_off.size()), m = int64_t(p.index_off.size());
+  int64_t na = int64_t(p.after_off.size());
+  if (out.numel() == 0) return out;
+  by_width(self.element_size(), [&](auto w) {
+    using T = decltype(w);
+    const T* src = static_cast<const T*>(self.impl()->data());
+    T* dst = static_cast<T*>(out.impl()->data());
+    parallel_for(0, nb * m, std::max<int64_t>(1, 32768 / na), [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const T* s = src + p.before_off[size_t(r / m)] + p.index_off[size_t(r % m)];
+        T* d = dst + r * na;
+        for (int64_t a = 0; a < na; ++a) d[a] = s[p.after_off[size_t(a)]];
+      }
+    });
+  });
+  return out;
+}
+
+void index_put_out(const Tensor& self, ArrayRef<std::optional<Tensor>> indices,
+                   const Tensor& values, bool accumulate, Tensor& out) {
+  RT_CHECK(values.dtype() == self.dtype(), "Index put requires the source and destination "
+           "dtypes match, got ", self.dtype(), " for the destination and ",
+           values.dtype(), " for the source.");
+  if (!out.defined()) {
+    out = self.clone();
+  } else if (!out.is_same(self)) {
+    detail::resize_output(out, self.sizes(), "index_put");
+    out.copy_(self);
+  }
+  IndexPlan p = make_plan(out, indices, "index_put");
+  RT_CHECK(is_expandable_to(values.sizes(), p.result_shape), "shape mismatch: value tensor of "
+           "shape ", values.sizes(), " cannot be broadcast to indexing result of shape ",
+           IntArrayRef(p.result_shape));
+  int64_t nb = int64_t(p.before_off.size()), m = int64_t(p.index_off.size());
+  int64_t na = int64_t(p.after_off.size());
+  if (nb * m * na == 0) return;
+  Tensor v = values.expand(p.result_shape).contiguous();
+  RT_DISPATCH_ALL(self.dtype(), "index_put", [&] {
+    const scalar_t* vp = v.data_ptr<scalar_t>();
+    scalar_t* dst = static_cast<scalar_t*>(out.impl()->data());
+    auto row = [&](int64_t r) {
+      scalar_t* d = dst + p.before_off[size_t(r / m)] + p.index_off[size_t(r % m)];
+      const scalar_t* s = vp + r * na;
+      for (int64_t a = 0; a < na; ++a) {
+        scalar_t& x = d[p.after_off[size_t(a)]];
+        if (accumulate) x = scalar_t(opmath_t<scalar_t>(x) + opmath_t<scalar_t>(s[a]));
+        else x = s[a];
+      }
+    };
+    // Repeated indices make writes collide: accumulation stays serial (as in PyTorch), plain
+    // writes run in parallel only when large (then which duplicate wins is unspecified).
+    if (accumulate) {
+      for (int64_t r = 0; r < nb * m; ++r) row(r);
+    } else {
+      parallel_for(0, nb * m, std::max<int64_t>(1, 32768 / na), [&](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) row(r);
+      });
+    }
+  });
+}
+
+Tensor nonzero(const Tensor& self) {
+  Tensor c = self.contiguous();
+  int64_t n = c.numel(), nd = self.dim();
+  std::vector<uint8_t> hit(static_cast<size_t>(n));
+  int64_t count = 0;
+  RT_DISPATCH_ALL(self.dtype(), "nonzero", [&] {
+    const scalar_t* p = c.data_ptr<scalar_t>();
+    for (int64_t i = 0; i < n; ++i) {
+      hit[size_t(i)] = opmath_t<scalar_t>(p[i]) != opmath_t<scalar_t>(0);
+      count += hit[size_t(i)];
+    }
+  });
+  Tensor out = make_empty({count, nd}, kLong, self.device());
+  int64_t* o = out.data_ptr<int64_t>();
+  DimVector coord(size_t(nd), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    if (hit[size_t(i)]) {
+      for (int64_t d = 0; d < nd; ++d) *o++ = coord[size_t(d)];
+    }
+    for (int64_t d = nd - 1; d >= 0; --d) {
+      if (++coord[size_t(d)] < self.size(d)) break;
+      coord[size_t(d)] = 0;
+    }
+  }
+  return out;
+}
+
+Tensor repeat_interleave_counts(const Tensor& repeats, std::optional<int64_t> output_size) {
+  RT_CHECK(repeats.dim() <= 1, "repeat_interleave: repeats must be 0-dim or 1-dim tensor (got "
+           "shape ", repeats.sizes(), ")");
+  RT_CHECK(repeats.dtype() == kLong || repeats.dtype() == kInt, "repeat_interleave: repeats has "
+           "to be Long or Int tensor (got ", repeats.dtype(), ")");
+  Tensor r = repeats.reshape({-1}).to(kLong).contiguous();
+  const int64_t* rp = r.data_ptr<int64_t>();
+  int64_t total = 0;
+  for (int64_t i = 0; i < r.numel(); ++i) {
+    RT_CHECK(rp[i] >= 0, "repeat_interleave: repeats can not be negative (got ", rp[i], ")");
+    total += rp[i];
+  }
+  if (output_size)
+    RT_CHECK(*output_size == total, "repeat_interleave: allocated size does not match required "
+             "size (output_size ", *output_size, ", repeats sum to ", total, ")");
+  Tensor out = make_empty({total}, kLong, repeats.device());
+  int64_t* o = out.data_ptr<int64_t>();
+  for (int64_t i = 0; i < r.numel(); ++i)
+    for (int64_t k = 0; k < rp[i]; ++k) *o++ = i;
+  return repeats.dtype() == kLong ? out : out.to(repeats.dtype());
+}
+
+}  // namespace retorch::cpu

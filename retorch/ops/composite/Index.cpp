@@ -1,0 +1,365 @@
+// Index-family composites (masked/index_* ops, take/put, flip/roll/repeat/tile, tril/triu,
+// diag, sort wrappers, kthvalue, bucketize) built on index / index_put / sort, plus the
+// diagonal view.
+#include <algorithm>
+
+#include "retorch/core/Shape.h"
+#include "retorch/generated/Functions.h"
+#include "retorch/generated/Kernels.h"
+#include "retorch/ops/TensorOperators.h"
+
+namespace retorch::composite {
+
+namespace {
+
+Tensor long_arange(int64_t n, Device device) {
+  return retorch::arange(0, n, 1, TensorOptions().dtype(kLong).device(device));
+}
+
+void check_mask(const Tensor& mask, const char* op) {
+  RT_CHECK(mask.dtype() == kBool || mask.dtype() == kByte, op, ": expected BoolTensor or "
+           "ByteTensor for mask (got ", mask.dtype(), ")");
+}
+
+// Index list selecting `index` along dim d and everything along the other dims.
+std::vector<std::optional<Tensor>> along(int64_t d, const Tensor& index) {
+  std::vector<std::optional<Tensor>> idx(static_cast<size_t>(d));
+  idx.emplace_back(index.reshape({-1}));
+  return idx;
+}
+
+// The index_* ops take a scalar or vector index; 0-dim self acts as a 1-element vector.
+void check_index_vector(const Tensor& self, int64_t d, const Tensor& index, const char* op) {
+  RT_CHECK_INDEX(index.dim() <= 1, op, "(): Index is supposed to be a vector (got shape ",
+                 index.sizes(), ")");
+  (void)self;
+  (void)d;
+}
+
+}  // namespace
+
+Tensor masked_select(const Tensor& self, const Tensor& mask) {
+  check_mask(mask, "masked_select");
+  DimVector shape = broadcast_shapes(self.sizes(), mask.sizes(), "masked_select");
+  if (shape.empty()) shape.push_back(1);
+  return retorch::index(self.expand(shape), {mask.expand(shape)});
+}
+
+Tensor masked_scatter(const Tensor& self, const Tensor& mask, const Tensor& source) {
+  check_mask(mask, "masked_scatter_");
+  RT_CHECK(self.dtype() == source.dtype(), "masked_scatter: expected self and source to have "
+           "same dtypes but got ", self.dtype(), " and ", source.dtype());
+  DimVector shape = broadcast_shapes(self.sizes(), mask.sizes(), "masked_scatter");
+  Tensor base = IntArrayRef(shape) == self.sizes() ? self : self.expand(shape).contiguous();
+  Tensor m = mask.to(kBool).expand(shape);
+  int64_t n = m.numel() ? m.sum().item<int64_t>() : 0;
+  RT_CHECK(source.numel() >= n, "masked_scatter: Number of elements of source < number of ones "
+           "in mask (source has ", source.numel(), " elements, mask ", m.sizes(), " has ", n,
+           " ones)");
+  if (base.dim() == 0) {
+    return base.reshape({1}).index_put({m.reshape({1})}, source.reshape({-1}).narrow(0, 0, n))
+        .reshape({});
+  }
+  return base.index_put({m}, source.reshape({-1}).narrow(0, 0, n));
+}
+
+Tensor index_fill_tensor(const Tensor& self, int64_t dim, const Tensor& index,
+                         const Tensor& value) {
+  RT_CHECK_INDEX(index.dtype() == kLong, "index_fill_(): Expected dtype int64 for index.");
+  RT_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got "
+           "tensor with ", value.dim(), " dimension(s).");
+  int64_t d = maybe_wrap_dim(dim, self.dim(), "index_fill");
+  check_index_vector(self, d, index, "index_fill_");
+  Tensor v = value.dtype() == self.dtype() ? value : value.to(self.dtype());
+  // Repeated indices fill once, so value's gradient counts each position once (as in PyTorch).
+  Tensor idx = std::get<0>(retorch::_unique2(index.reshape({-1}), true, false, false));
+  if (self.dim() == 0) return self.reshape({1}).index_put(along(0, idx), v).reshape({});
+  return self.index_put(along(d, idx), v);
+}
+
+Tensor index_fill(const Tensor& self, int64_t dim, const Tensor& index, const Scalar& value) {
+  // full() checks that the value fits the dtype, as PyTorch's index_fill does.
+  Tensor v = retorch::full({}, value, TensorOptions().dtype(self.dtype()).device(self.device()));
+  return index_fill_tensor(self, dim, index, v);
+}
+
+Tensor index_copy(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source) {
+  RT_CHECK(index.dtype() == kLong, "index_copy_(): Expected a long tensor for index, but got ",
+           index.dtype());
+  RT_CHECK(self.dtype() == source.dtype(), "index_copy_(): self and source expected to have the "
+           "same dtype, but got (self) ", self.dtype(), " and (source) ", source.dtype());
+  int64_t d = maybe_wrap_dim(dim, self.dim(), "index_copy");
+  RT_CHECK_INDEX(index.dim() <= 1, "index_copy_(): Index should have dimension 1 or 0 (got ",
+                 index.dim(), ")");
+  RT_CHECK(self.dim() == source.dim() || (self.dim() <= 1 && source.dim() <= 1),
+           "index_copy_(): When source and destination are not scalars, their dimensionality "
+           "must match. Source dimensionality (", source.dim(), "), destination dimensionality (",
+           self.dim(), ")");
+  int64_t k = index.numel();
+  int64_t src_k = source.dim() == 0 ? 1 : source.size(d);
+  RT_CHECK_INDEX(k == src_k, "index_copy_(): Number of indices (", k, ") should be equal to "
+                 "source.size(dim) (", src_k, ")");
+  for (int64_t i = 0; i < self.dim() && source.dim() == self.dim(); ++i)
+    RT_CHECK(i == d || self.size(i) == source.size(i), "index_copy_(): Source/destination "
+             "tensor must have same slice shapes. Destination slice shape: ", self.sizes(),
+             " at dimension ", d, " and source slice shape: ", source.sizes(), " at dimension ",
+             d);
+  if (self.dim() == 0)
+    return self.reshape({1}).index_put(along(0, index), source.reshape({-1})).reshape({});
+  return self.index_put(along(d, index), source.dim() == 0 ? source.reshape({1}) : source);
+}
+
+Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                 const Scalar& alpha) {
+  RT_CHECK(index.dtype() == kLong || index.dtype() == kInt, "index_add_(): Expected dtype "
+           "int32/int64 for index (got ", index.dtype(), ")");
+  RT_CHECK(self.dtype() == source.dtype(), "index_add_(): self (", self.dtype(), ") and source (",
+           source.dtype(), ") must have the same scalar type");
+  int64_t d = maybe_wrap_dim(dim, self.dim(), "index_add");
+  RT_CHECK_INDEX(index.dim() <= 1, "index_add_(): Index is supposed to be a vector (got shape ",
+                 index.sizes(), ")");
+  int64_t src_k = source.dim() == 0 ? 1 : source.size(d);
+  RT_CHECK(index.numel() == src_k, "index_add_(): Number of indices (", index.numel(), ") should "
+           "be equal to source.size(dim) (", src_k, ")");
+  Tensor idx = index.to(kLong);
+  int64_t size = self.dim() == 0 ? 1 : self.size(d);
+  if (idx.numel()) {
+    // PyTorch's index_add reports a bad index as "index out of range in self".
+    RT_CHECK_INDEX(idx.min().item<int64_t>() >= 0 && idx.max().item<int64_t>() < size,
+                   "index_add_(): index out of range in self (dimension ", d, " has size ", size,
+                   ")");
+  }
+  Tensor src = alpha.to<double>() == 1.0 ? source : source.mul(alpha);
+  if (src.dtype() != self.dtype()) src = src.to(self.dtype());
+  if (self.dim() == 0)
+    return self.reshape({1}).index_put(along(0, idx), src.reshape({-1}), true).reshape({});
+  return self.index_put(along(d, idx), source.dim() == 0 ? src.reshape({1}) : src, true);
+}
+
+Tensor take(const Tensor& self, const Tensor& index) {
+  RT_CHECK(index.dtype() == kLong, "take(): Expected a long tensor for index, but got ",
+           index.dtype());
+  return retorch::index(self.reshape({-1}), {index});
+}
+
+Tensor put(const Tensor& self, const Tensor& index, const Tensor& source, bool accumulate) {
+  RT_CHECK(index.dtype() == kLong, "put_(): Expected a long tensor for index, but got ",
+           index.dtype());
+  RT_CHECK(self.dtype() == source.dtype(), "put_(): self and source expected to have the same "
+           "dtype, but got self.dtype = ", self.dtype(), " and source.dtype = ", source.dtype());
+  RT_CHECK_INDEX(index.numel() == source.numel(), "put_(): Expected source and index to have the same "
+           "number of elements, but got source.numel() = ", source.numel(), ", index.numel() = ",
+           index.numel());
+  int64_t n = self.numel();
+  if (index.numel()) {
+    int64_t lo = index.min().item<int64_t>(), hi = index.max().item<int64_t>();
+    RT_CHECK_INDEX(lo >= -n && hi < n, "out of range: tried to access index ", lo < -n ? lo : hi,
+                   " on a tensor of ", n, " elements.");
+  }
+  return self.reshape({-1}).index_put({index.reshape({-1})}, source.reshape({-1}), accumulate)
+      .view(self.sizes());
+}
+
+Tensor flip(const Tensor& self, IntArrayRef dims) {
+  std::vector<bool> seen(size_t(std::max<int64_t>(self.dim(), 1)), false);
+  Tensor t = self;
+  for (int64_t dim : dims) {
+    int64_t d = maybe_wrap_dim(dim, self.dim(), "flip");
+    RT_CHECK(!seen[size_t(d)], "dims has duplicates, original flip dims size=", dims.size(),
+             ", but unique flip dims are fewer (dims ", dims, ")");
+    seen[size_t(d)] = true;
+    int64_t n = self.dim() == 0 ? 1 : self.size(d);
+    if (n > 1)
+      t = t.index_select(d, retorch::arange(n - 1, -1, -1, TensorOptions().dtype(kLong)));
+  }
+  return t.is_same(self) ? self.clone() : t;
+}
+
+Tensor roll(const Tensor& self, IntArrayRef shifts, IntArrayRef dims) {
+  RT_CHECK(!shifts.empty(), "`shifts` required");
+  if (dims.empty()) {
+    RT_CHECK(shifts.size() == 1, "shifts and dimensions must align. shifts: ", shifts.size(),
+             ", dims:", dims.size());
+    return composite::roll(self.reshape({-1}), shifts, IntArrayRef{0}).view(self.sizes());
+  }
+  RT_CHECK(shifts.size() == dims.size(), "shifts and dimensions must align. shifts: ",
+           shifts.size(), ", dims:", dims.size());
+  Tensor t = self;
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = maybe_wrap_dim(dims[i], self.dim(), "roll");
+    int64_t n = t.size(d);
+    if (n == 0) continue;
+    int64_t s = ((shifts[i] % n) + n) % n;
+    if (s == 0) continue;
+    t = retorch::cat({t.narrow(d, n - s, s), t.narrow(d, 0, n - s)}, d);
+  }
+  return t.is_same(self) ? self.clone() : t;
+}
+
+Tensor repeat(const Tensor& self, IntArrayRef repeats) {
+  int64_t n = int64_t(repeats.size());
+  RT_CHECK(n >= self.dim(), "Number of dimensions of repeat dims can not be smaller than number "
+           "of dimensions of tensor (repeat dims ", repeats, ", tensor ", self.sizes(), ")");
+  for (int64_t r : repeats)
+    RT_CHECK(r >= 0, "Trying to create tensor with negative dimension ", r, ": ", repeats);
+  // [s0, s1] repeated [r0, r1] is [1, s0, 1, s1] expanded to [r0, s0, r1, s1], then merged.
+  DimVector view, expanded, result;
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t j = i - (n - self.dim());
+    int64_t s = j >= 0 ? self.size(j) : 1;
+    view.push_back(1);
+    view.push_back(s);
+    expanded.push_back(repeats[size_t(i)]);
+    expanded.push_back(s);
+    result.push_back(repeats[size_t(i)] * s);
+  }
+  return self.reshape(view).expand(expanded).reshape(result);
+}
+
+Tensor tile(const Tensor& self, IntArrayRef dims) {
+  std::vector<int64_t> reps(size_t(std::max<int64_t>(self.dim() - int64_t(dims.size()), 0)), 1);
+  reps.insert(reps.end(), dims.begin(), dims.end());
+  return self.repeat(reps);
+}
+
+Tensor repeat_interleave_self_int(const Tensor& self, int64_t repeats, std::optional<int64_t> dim,
+                                  std::optional<int64_t> output_size) {
+  RT_CHECK(repeats >= 0, "repeat_interleave: repeats can not be negative (got ", repeats, ")");
+  Tensor in = dim ? self : self.reshape({-1});
+  int64_t d = dim ? maybe_wrap_dim(*dim, in.dim(), "repeat_interleave") : 0;
+  if (in.dim() == 0) in = in.reshape({1});
+  if (output_size)
+    RT_CHECK(*output_size == in.size(d) * repeats, "repeat_interleave: allocated size does not "
+             "match required size (output_size ", *output_size, ")");
+  DimVector expanded(in.sizes());
+  expanded.insert(expanded.begin() + d + 1, repeats);
+  return in.unsqueeze(d + 1).expand(expanded).flatten(d, d + 1);
+}
+
+Tensor repeat_interleave_self_tensor(const Tensor& self, const Tensor& repeats,
+                                     std::optional<int64_t> dim,
+                                     std::optional<int64_t> output_size) {
+  Tensor in = dim ? self : self.reshape({-1});
+  int64_t d = dim ? maybe_wrap_dim(*dim, in.dim(), "repeat_interleave") : 0;
+  if (in.dim() == 0) in = in.reshape({1});
+  if (repeats.dim() == 0 || (repeats.dim() == 1 && repeats.size(0) == 1 && in.size(d) != 1)) {
+    RT_CHECK(repeats.dtype() == kLong || repeats.dtype() == kInt, "repeat_interleave: repeats "
+             "has to be Long or Int tensor (got ", repeats.dtype(), ")");
+    return repeat_interleave_self_int(in, repeats.item<int64_t>(), d, output_size);
+  }
+  RT_CHECK(repeats.dim() == 1, "repeat_interleave: repeats must be 0-dim or 1-dim tensor");
+  RT_CHECK(repeats.size(0) == in.size(d), "repeats must have the same size as input along dim, "
+           "but got repeats.size(0) = ", repeats.size(0), " and input.size(", d, ") = ",
+           in.size(d));
+  return in.index_select(d, retorch::repeat_interleave(repeats, output_size));
+}
+
+namespace {
+Tensor triangle(const Tensor& self, int64_t diagonal, bool lower, const char* op) {
+  // PyTorch fails on size(-2) first, hence an IndexError.
+  RT_CHECK_INDEX(self.dim() >= 2, op, ": input tensor must have at least 2 dimensions (got "
+                 "shape ", self.sizes(), ")");
+  int64_t m = self.size(-2), n = self.size(-1);
+  Tensor delta = long_arange(n, self.device()).unsqueeze(0) -
+                 long_arange(m, self.device()).unsqueeze(1);  // col - row
+  Tensor drop = lower ? delta.gt(Scalar(diagonal)) : delta.lt(Scalar(diagonal));
+  return self.masked_fill(drop, Scalar(0));
+}
+}  // namespace
+
+Tensor tril(const Tensor& self, int64_t diagonal) { return triangle(self, diagonal, true, "tril"); }
+Tensor triu(const Tensor& self, int64_t diagonal) {
+  return triangle(self, diagonal, false, "triu");
+}
+
+Tensor diag(const Tensor& self, int64_t diagonal) {
+  RT_CHECK(self.dim() == 1 || self.dim() == 2, "diag(): Supports 1D or 2D tensors. Got ",
+           self.dim(), "D");
+  if (self.dim() == 2) {
+    int64_t m = self.size(0), n = self.size(1);
+    int64_t len = diagonal >= 0 ? std::min(m, n - diagonal) : std::min(m + diagonal, n);
+    // PyTorch 1.13 fails here (on a negative allocation size) instead of returning empty.
+    RT_CHECK(len >= 0, "diag(): diagonal ", diagonal, " is outside the matrix ", self.sizes());
+    return self.diagonal(diagonal, 0, 1).clone();
+  }
+  int64_t n = self.size(0), k = diagonal;
+  int64_t big = n + (k < 0 ? -k : k);
+  Tensor rows = long_arange(n, self.device()) + Scalar(std::max<int64_t>(-k, 0));
+  Tensor cols = long_arange(n, self.device()) + Scalar(std::max<int64_t>(k, 0));
+  return retorch::zeros({big, big}, self.options()).index_put({rows, cols}, self);
+}
+
+std::tuple<Tensor, Tensor> sort(const Tensor& self, int64_t dim, bool descending) {
+  return retorch::sort(self, std::optional<bool>(false), dim, descending);
+}
+
+Tensor argsort(const Tensor& self, int64_t dim, bool descending) {
+  return std::get<1>(retorch::sort(self, std::optional<bool>(false), dim, descending));
+}
+
+Tensor argsort_stable(const Tensor& self, bool stable, int64_t dim, bool descending) {
+  return std::get<1>(retorch::sort(self, std::optional<bool>(stable), dim, descending));
+}
+
+std::tuple<Tensor, Tensor> kthvalue(const Tensor& self, int64_t k, int64_t dim, bool keepdim) {
+  int64_t d = maybe_wrap_dim(dim, self.dim(), "kthvalue");
+  int64_t n = self.dim() == 0 ? 1 : self.size(d);
+  RT_CHECK(k >= 1 && k <= n, "kthvalue(): selected number k out of range for dimension ", d,
+           " (k = ", k, ", size ", n, ")");
+  RT_CHECK(self.dtype() != kBool || self.dim() == 0, "\"kthvalue_cpu\" not implemented for "
+           "'Bool'");
+  auto [values, indices] = retorch::sort(self, std::optional<bool>(true), d, false);
+  if (self.dim() == 0) return {values, indices};
+  values = values.narrow(d, k - 1, 1);
+  indices = indices.narrow(d, k - 1, 1);
+  if (!keepdim) return {values.squeeze(d), indices.squeeze(d)};
+  return {values, indices};
+}
+
+Tensor searchsorted_scalar(const Tensor& sorted_sequence, const Scalar& self, bool out_int32,
+                           bool right, std::optional<std::string_view> side,
+                           const std::optional<Tensor>& sorter) {
+  RT_CHECK(sorted_sequence.dim() == 1, "searchsorted(): input value can be a scalar only when "
+           "boundaries tensor dimension is 1, but we got boundaries tensor dim(",
+           sorted_sequence.dim(), ") and input value's dim(0) numel(1)");
+  return retorch::searchsorted(sorted_sequence, scalar_to_tensor(self, sorted_sequence.device()),
+                               out_int32, right, side, sorter);
+}
+
+Tensor bucketize(const Tensor& self, const Tensor& boundaries, bool out_int32, bool right) {
+  RT_CHECK(boundaries.dim() == 1, "bucketize(): boundaries tensor must be 1 dimension, but got "
+           "dim(", boundaries.dim(), ")");
+  return retorch::searchsorted(boundaries, self, out_int32, right, std::nullopt, std::nullopt);
+}
+
+Tensor bucketize_scalar(const Scalar& self, const Tensor& boundaries, bool out_int32, bool right) {
+  return composite::bucketize(scalar_to_tensor(self, boundaries.device()), boundaries, out_int32,
+                              right);
+}
+
+}  // namespace retorch::composite
+
+namespace retorch::native {
+
+Tensor diagonal(const Tensor& self, int64_t offset, int64_t dim1, int64_t dim2) {
+  int64_t nd = self.dim();
+  int64_t d1 = maybe_wrap_dim(dim1, nd, "diagonal", false);
+  int64_t d2 = maybe_wrap_dim(dim2, nd, "diagonal", false);
+  RT_CHECK(d1 != d2, "diagonal dimensions cannot be identical ", dim1, ", ", dim2);
+  int64_t len = offset >= 0 ? std::min(self.size(d1), self.size(d2) - offset)
+                            : std::min(self.size(d1) + offset, self.size(d2));
+  len = std::max<int64_t>(len, 0);
+  int64_t start = self.storage_offset();
+  if (len > 0) start += offset >= 0 ? offset * self.stride(d2) : -offset * self.stride(d1);
+  DimVector sizes, strides;
+  for (int64_t i = 0; i < nd; ++i) {
+    if (i == d1 || i == d2) continue;
+    sizes.push_back(self.size(i));
+    strides.push_back(self.stride(i));
+  }
+  sizes.push_back(len);
+  strides.push_back(self.stride(d1) + self.stride(d2));
+  return alias_with_geometry(self, sizes, strides, start);
+}
+
+}  // namespace retorch::native
