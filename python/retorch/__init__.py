@@ -5,6 +5,7 @@ from . import _C
 from ._C import *  # noqa: F401,F403  (every op, dtypes, Tensor, device, Generator)
 from ._C import Tensor, dtype, device, Generator  # noqa: F401
 from . import autograd  # noqa: F401
+from . import special  # noqa: F401  (torch.special names)
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: F401
 
 # `import *` skips underscore names; generated ops like _to_copy are public API like torch's.
@@ -42,7 +43,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         else:
             target = None
         t = from_numpy(_np.asarray(arr, order="C")).clone()
-        if target is not None and t.dtype != target:
+        if dtype is None and target is not None and t.dtype != target:
             t = t.to(target)
     if dtype is not None and t.dtype != dtype:
         t = t.to(dtype)

@@ -109,6 +109,22 @@ Tensor cummaxmin_backward(const Tensor& grad, const Tensor& self, const Tensor& 
                           int64_t dim);
 Tensor logcumsumexp_backward(const Tensor& grad, const Tensor& self, const Tensor& result,
                              int64_t dim);
+// ---- pointwise (issue 3)
+/// d i1(x) = i0(x) - i1(x) / x, with the limit 1/2 at x = 0.
+Tensor i1_backward(const Tensor& grad, const Tensor& self, const Tensor& result);
+/// d sinc(x) = (cos(pi x) pi x - sin(pi x)) / (pi x^2), 0 at x = 0.
+Tensor sinc_backward(const Tensor& grad, const Tensor& self);
+Tensor logit_backward(const Tensor& grad, const Tensor& self, std::optional<double> eps);
+Tensor xlogy_self_backward(const Tensor& grad, const Tensor& self, const Tensor& other);
+Tensor clamp_tensor_backward_self(const Tensor& grad, const Tensor& self,
+                                  const std::optional<Tensor>& min,
+                                  const std::optional<Tensor>& max);
+Tensor clamp_tensor_backward_min(const Tensor& grad, const Tensor& self,
+                                 const std::optional<Tensor>& min,
+                                 const std::optional<Tensor>& max);
+Tensor clamp_tensor_backward_max(const Tensor& grad, const Tensor& self,
+                                 const std::optional<Tensor>& min,
+                                 const std::optional<Tensor>& max);
 
 }  // namespace retorch::autograd::fm
 

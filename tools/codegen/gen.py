@@ -218,8 +218,12 @@ def backend_adapter(op, key, fn):
         if op.kind == 'functional':
             lines.append(f'  return {ns}::{fn}({", ".join(base_args)});')
         elif op.kind == 'inplace':
-            lines.append(f'  Tensor r = {ns}::{fn}({", ".join(base_args)});')
-            lines.append(f'  {e.args[0].name}.copy_(r);')
+            # The composite may save self for backward; copy_ below would then make that saved
+            # tensor stale, so it reads a (tracked) copy when self has autograd history.
+            s = e.args[0].name
+            cargs = [f'({s}.requires_grad() ? {s}.clone() : {s})'] + base_args[1:]
+            lines.append(f'  Tensor r = {ns}::{fn}({", ".join(cargs)});')
+            lines.append(f'  {s}.copy_(r);')
             lines.append(f'  return {e.args[0].name};')
         else:
             lines.append(f'  Tensor r = {ns}::{fn}({", ".join(base_args)});')

@@ -101,10 +101,10 @@ Tensor round_decimals(const Tensor& self, int64_t decimals) {
   RT_CHECK(is_floating_type(self.dtype()), "\"round_cpu\" not implemented for '",
            dtype_name(self.dtype()), "'");
   if (decimals == 0) return self.round();
-  // Half/BFloat16 scale and round in float: rounding x * 10^d to 16 bits first can move it
-  // across a .5 boundary.
-  if (self.dtype() == kHalf || self.dtype() == kBFloat16)
-    return round_decimals(self.to(kFloat), decimals).to(self.dtype());
+  // Half scales and rounds in float (rounding x * 10^d to 16 bits first can move it across a
+  // .5 boundary; PyTorch has no Half kernel). PyTorch's BFloat16 kernel does round x * 10^d to
+  // bfloat16 before rounding to an integer, so bfloat16 takes the generic path below.
+  if (self.dtype() == kHalf) return round_decimals(self.to(kFloat), decimals).to(self.dtype());
   // PyTorch's kernel: negative decimals divide then multiply by 10^-d (0.01 is inexact).
   double scale = std::pow(10.0, double(decimals < 0 ? -decimals : decimals));
   if (decimals < 0) return (self / scale).round() * scale;
