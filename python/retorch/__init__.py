@@ -76,3 +76,8 @@ class cuda:  # noqa: N801  (namespace like torch.cuda)
 
 
 Size = tuple
+
+# torch.linalg; einsum/tensordot take varargs / int dims in Python like torch's wrappers.
+from . import linalg  # noqa: E402,F401
+from .linalg import _einsum as einsum, _tensordot as tensordot, _cdist as cdist  # noqa: E402,F401,E501
+from .linalg import _multi_head_attention_forward as multi_head_attention_forward  # noqa: E402,F401,E501

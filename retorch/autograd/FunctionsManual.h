@@ -132,3 +132,25 @@ namespace retorch {
 /// Sums t over broadcast dims so it has `shape` (the inverse of expand).
 Tensor sum_to(const Tensor& t, IntArrayRef shape);
 }  // namespace retorch
+
+// ---- linalg (issue 3)
+namespace retorch::autograd::fm {
+Tensor euclidean_dist_backward(const Tensor& grad, const Tensor& x1, const Tensor& x2,
+                               const Tensor& result, bool for_x1);
+Tensor solve_triangular_backward_A(const Tensor& grad, const Tensor& A, const Tensor& X,
+                                   bool upper, bool left, bool unitriangular);
+Tensor solve_triangular_backward_B(const Tensor& grad, const Tensor& A, const Tensor& B,
+                                   bool upper, bool left, bool unitriangular);
+Tensor linalg_solve_backward_A(const Tensor& grad, const Tensor& A, const Tensor& B,
+                               const Tensor& X);
+Tensor linalg_solve_backward_B(const Tensor& grad, const Tensor& A, const Tensor& B);
+Tensor linalg_inv_backward(const Tensor& grad, const Tensor& inv);
+Tensor linalg_det_backward(const Tensor& grad, const Tensor& det, const Tensor& A);
+Tensor slogdet_backward(const Tensor& grad_logabsdet, const Tensor& A);
+Tensor cholesky_backward(const Tensor& grad, bool upper, const Tensor& L);
+Tensor linalg_qr_backward(const Tensor& gQ, const Tensor& gR, const Tensor& Q, const Tensor& R,
+                          std::string_view mode);
+Tensor svd_backward(const Tensor& gU, const Tensor& gS, const Tensor& gVh, const Tensor& U,
+                    const Tensor& S, const Tensor& Vh, bool full_matrices, bool compute_uv);
+Tensor eigh_backward(const Tensor& gL, const Tensor& gV, const Tensor& L, const Tensor& V);
+}  // namespace retorch::autograd::fm

@@ -1,0 +1,47 @@
+// Matrix helpers shared by the linear-algebra composites and their backward formulas, written in
+// differentiable retorch ops (triangles by masking, diagonals by strided slicing).
+#pragma once
+#include "retorch/generated/Functions.h"
+#include "retorch/ops/TensorOperators.h"
+
+namespace retorch::linalg_detail {
+
+/// The last two dims swapped (PyTorch's Tensor.mT).
+inline Tensor mT(const Tensor& t) { return t.transpose(-2, -1); }
+
+/// Mask of the (rows, cols) positions with col - row <= k (lower) or >= k (upper).
+inline Tensor triangle_mask(int64_t rows, int64_t cols, int64_t k, bool lower, Device dev) {
+  Tensor r = arange(Scalar(0), Scalar(rows), Scalar(1), TensorOptions().dtype(kLong).device(dev)).unsqueeze(1);
+  Tensor c = arange(Scalar(0), Scalar(cols), Scalar(1), TensorOptions().dtype(kLong).device(dev)).unsqueeze(0);
+  Tensor d = c - r;
+  return lower ? d.le(Scalar(k)) : d.ge(Scalar(k));
+}
+/// Lower triangle (on and below diagonal k) of the last two dims, zeros elsewhere.
+inline Tensor tril(const Tensor& t, int64_t k = 0) {
+  return where(triangle_mask(t.size(-2), t.size(-1), k, true, t.device()), t, Scalar(0));
+}
+inline Tensor triu(const Tensor& t, int64_t k = 0) {
+  return where(triangle_mask(t.size(-2), t.size(-1), k, false, t.device()), t, Scalar(0));
+}
+
+/// Main diagonal of the last two dims, shape (..., min(r, c)): in a row-major (r, c) matrix
+/// the diagonal sits every c + 1 elements of the flattened matrix.
+inline Tensor diagonal(const Tensor& t) {
+  int64_t r = t.size(-2), c = t.size(-1), k = std::min(r, c);
+  std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end() - 2);
+  shape.push_back(r * c);
+  Tensor flat = t.reshape(shape);
+  if (k == 0) return flat.narrow(-1, 0, 0);
+  return flat.slice(-1, 0, (k - 1) * (c + 1) + 1, c + 1);
+}
+/// Square matrices with v (..., n) on the diagonal.
+inline Tensor diag_embed(const Tensor& v) {
+  int64_t n = v.size(-1);
+  return v.unsqueeze(-1) * eye(n, n, TensorOptions().dtype(v.dtype()).device(v.device()));
+}
+/// Identity matrix like the last two dims of t (square).
+inline Tensor eye_like(const Tensor& t) {
+  return eye(t.size(-1), t.size(-1), TensorOptions().dtype(t.dtype()).device(t.device()));
+}
+
+}  // namespace retorch::linalg_detail
