@@ -34,6 +34,7 @@ CUSTOM = {
     "test_clamp_min_max": ["clamp_min", "clamp_min_", "clamp_min.Tensor", "clamp_min_.Tensor",
                            "clamp_max", "clamp_max_", "clamp_max.Tensor", "clamp_max_.Tensor"],
     "test_where_scalar": ["where.Scalar"],
+    "test_where_condition": ["where"],
     "test_sum_mean_dtype": ["sum", "sum.dim_IntList", "mean", "mean.dim"],
     "test_half_bfloat16_audit": [],  # filled in below from HALF_CASES
 }
@@ -557,6 +558,16 @@ def test_where_scalar(rng):
         retorch.set_default_dtype(retorch.float32)
 
 
+def test_where_condition(rng):
+    for dt in DTYPES:
+        for shape in [(3, 4), (5,), (), (0, 3), (2, 3, 4)]:
+            for lay in ("contig", "transposed", "expanded"):
+                both(lambda L, c: L.where(c), P(rng, shape, dt, lay), what=f"where {dt} {shape}")
+    both(lambda L, c: L.where(c), I([float("nan"), 0.0, -0.0, 1.0], "float32"), what="nan")
+    both(lambda L, c: L.where(c), I(True, "bool"))
+    both(lambda L, c: L.where(c), I(0, "int64"))
+
+
 def test_sum_mean_dtype(rng):
     """sum/mean with dtype=: every input dtype x every requested dtype that torch allows, and
     the same errors where it refuses."""
@@ -699,6 +710,7 @@ HALF_CASES = {
     "clamp_max.Tensor": (lambda L, x, y: L.clamp_max(x, y), {}, 2),
     "clamp_max_.Tensor": (lambda L, x, y: x.clone().clamp_max_(y), {}, 2),
     "where.Scalar": (lambda L, x: L.where(x > 0, 1.0, 0.0).to(x.dtype), {}),
+    "where": (lambda L, x: L.where(x.relu()), {}),
 }
 for _n in ("hardtanh", "relu6", "hardswish", "hardsigmoid", "mish", "elu", "selu", "celu",
            "leaky_relu", "softsign", "tanhshrink", "logsigmoid", "hardshrink", "softshrink",
