@@ -110,7 +110,8 @@ void clamp_tensor_out(const Tensor& self, const std::optional<Tensor>& min,
   }
   // One bound: PyTorch uses maximum / minimum here (NaN in either operand propagates).
   const bool lower = has_lo;
-  TensorIterator iter(out, {self, lower ? *min : *max}, {.name = lower ? "clamp_min" : "clamp_max"});
+  TensorIterator iter(out, {self, lower ? *min : *max},
+                      {.name = lower ? "clamp_min" : "clamp_max"});
   RT_DISPATCH_ALL(iter.common_dtype(), "clamp", [&] {
     using op_t = opmath_t<scalar_t>;
     binary_loop<scalar_t, scalar_t>(iter, [lower](op_t x, op_t b) -> op_t {
