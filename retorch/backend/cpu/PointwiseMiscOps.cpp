@@ -1,4 +1,5 @@
-// Pointwise misc kernels: isinf family, nan_to_num, clamp with tensor bounds, histc, bincount.
+// Pointwise misc kernels: isinf family, nan_to_num, clamp with tensor bounds, histc, bincount,
+// where(condition).
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -109,7 +110,8 @@ void clamp_tensor_out(const Tensor& self, const std::optional<Tensor>& min,
   }
   // One bound: PyTorch uses maximum / minimum here (NaN in either operand propagates).
   const bool lower = has_lo;
-  TensorIterator iter(out, {self, lower ? *min : *max}, {.name = lower ? "clamp_min" : "clamp_max"});
+  TensorIterator iter(out, {self, lower ? *min : *max},
+                      {.name = lower ? "clamp_min" : "clamp_max"});
   RT_DISPATCH_ALL(iter.common_dtype(), "clamp", [&] {
     using op_t = opmath_t<scalar_t>;
     binary_loop<scalar_t, scalar_t>(iter, [lower](op_t x, op_t b) -> op_t {
@@ -205,6 +207,41 @@ Tensor bincount(const Tensor& self, const std::optional<Tensor>& weights, int64_
   };
   if (wt == kFloat) accumulate(static_cast<float*>(out.data_ptr()));
   else accumulate(static_cast<double*>(out.data_ptr()));
+  return out;
+}
+
+std::vector<Tensor> where_condition(const Tensor& condition) {
+  // nonzero(condition, as_tuple=True): one int64 index tensor per dim (a 0-dim condition
+  // counts as one-dimensional), in row-major order.
+  const Tensor c = condition.contiguous();
+  const int64_t nd = std::max<int64_t>(c.dim(), 1), n = c.numel();
+  std::vector<bool> hit(static_cast<size_t>(n));
+  int64_t count = 0;
+  RT_DISPATCH_ALL(c.dtype(), "where", [&] {
+    const auto* p = static_cast<const scalar_t*>(c.impl()->data());
+    for (int64_t i = 0; i < n; ++i) {
+      hit[size_t(i)] = bool(p[i]);  // NaN is nonzero
+      count += hit[size_t(i)];
+    }
+  });
+  std::vector<Tensor> out;
+  std::vector<int64_t*> ptrs;
+  for (int64_t d = 0; d < nd; ++d) {
+    out.push_back(empty({count}, TensorOptions(kLong)));
+    ptrs.push_back(static_cast<int64_t*>(out.back().data_ptr()));
+  }
+  std::vector<int64_t> idx(size_t(nd), 0);
+  int64_t k = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    if (hit[size_t(i)]) {
+      for (int64_t d = 0; d < nd; ++d) ptrs[size_t(d)][k] = idx[size_t(d)];
+      ++k;
+    }
+    for (int64_t d = c.dim() - 1; d >= 0; --d) {  // advance the row-major multi-index
+      if (++idx[size_t(d)] < c.size(d)) break;
+      idx[size_t(d)] = 0;
+    }
+  }
   return out;
 }
 

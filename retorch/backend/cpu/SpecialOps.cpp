@@ -203,7 +203,9 @@ double sinc_d(double x) {
 }  // namespace
 
 void lgamma_out(const Tensor& self, Tensor& out) { special_unary("lgamma", self, out, lgamma_d); }
-void digamma_out(const Tensor& self, Tensor& out) { special_unary("digamma", self, out, digamma_d); }
+void digamma_out(const Tensor& self, Tensor& out) {
+  special_unary("digamma", self, out, digamma_d);
+}
 void erfinv_out(const Tensor& self, Tensor& out) { special_unary("erfinv", self, out, erfinv_d); }
 void i0_out(const Tensor& self, Tensor& out) { special_unary("i0", self, out, i0_d); }
 void sinc_out(const Tensor& self, Tensor& out) { special_unary("sinc", self, out, sinc_d); }

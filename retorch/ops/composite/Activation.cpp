@@ -68,12 +68,16 @@ Tensor relu6(const Tensor& self) { return retorch::hardtanh(self, Scalar(0), Sca
 Tensor hardswish(const Tensor& self) {
   check_floating("hardswish_cpu", self);
   // clamp's gradient (inclusive bounds) gives PyTorch's x/3 + 1/2 on [-3, 3].
-  return in_opmath(self, [](const Tensor& x) { return x * (x + 3).clamp(Scalar(0), Scalar(6)) / 6; });
+  return in_opmath(self, [](const Tensor& x) {
+    return x * (x + 3).clamp(Scalar(0), Scalar(6)) / 6;
+  });
 }
 
 Tensor hardsigmoid(const Tensor& self) {
   check_floating("hardsigmoid_cpu", self);
-  return in_opmath(self, [](const Tensor& x) { return clamp_open(x + 3, Scalar(0), Scalar(6)) / 6; });
+  return in_opmath(self, [](const Tensor& x) {
+    return clamp_open(x + 3, Scalar(0), Scalar(6)) / 6;
+  });
 }
 
 Tensor mish(const Tensor& self) {
@@ -81,7 +85,8 @@ Tensor mish(const Tensor& self) {
   return in_opmath(self, [](const Tensor& x) { return x * retorch::softplus(x).tanh(); });
 }
 
-Tensor elu(const Tensor& self, const Scalar& alpha, const Scalar& scale, const Scalar& input_scale) {
+Tensor elu(const Tensor& self, const Scalar& alpha, const Scalar& scale,
+           const Scalar& input_scale) {
   check_floating("elu_cpu", self);
   const double a = alpha.to_double(), s = scale.to_double(), is = input_scale.to_double();
   return in_opmath(self, [=](const Tensor& x) {
