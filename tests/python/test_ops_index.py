@@ -476,3 +476,33 @@ def test_diag_diagonal(rng):
     grads(lambda L, x: x.diagonal(1, 2, 0), P(rng, (2, 3, 4)))
     gradcheck(lambda L, x: x.diagonal(-1, 0, 2), P(rng, (3, 2, 4), "float64"))
     gradcheck(lambda L, x: x.diag(2), P(rng, (3,), "float64"))
+
+
+def test_double_backward(rng):
+    """Backward formulas are retorch ops, so second derivatives exist (checked numerically)."""
+    ops = [
+        lambda x: x[[0, 0, 2]] ** 2,
+        # (no slices here: slice's own backward is not differentiable yet)
+        lambda x: x.index_put([retorch.tensor([0, 2])], x[[1, 1]] ** 2) * x,
+        lambda x: x.diagonal(1) ** 2,
+        lambda x: x.masked_select(retorch.arange(12).reshape(3, 4).remainder(3).eq(0)) ** 2,
+        lambda x: x.take(retorch.tensor([1, 5, 5])) ** 3,
+        lambda x: x.flip(1).roll(1, 0) * x,
+        lambda x: x.sort(dim=1, stable=True)[0] ** 2,
+        lambda x: x.cumprod(1) * x,
+        lambda x: x.logcumsumexp(0) * x,
+        lambda x: x.cummax(1)[0] ** 2,
+    ]
+    for i, f in enumerate(ops):
+        # distinct (sort/cummax need no ties) and nonzero: cumprod's second derivative is exact
+        # only away from zeros, and logcumsumexp's backward takes log|grad|
+        vals = P(rng, (3, 4), "float64", distinct=True).values
+        x = retorch.tensor(np.where(vals == 0, 0.25, vals), requires_grad=True)
+
+        def first(x, f=f):
+            # gradcheck perturbs inputs under no_grad: rebuild the graph for those calls
+            with retorch.enable_grad():
+                xi = x if x.requires_grad else x.detach().requires_grad_(True)
+                (g,) = retorch.autograd.grad(f(xi).sum(), [xi], create_graph=x.requires_grad)
+            return g
+        assert retorch.autograd.gradcheck(first, [x]), f"op #{i}"

@@ -109,8 +109,8 @@ IndexPlan make_plan(const Tensor& geom, ArrayRef<std::optional<Tensor>> raw, con
       bshape = DimVector(s);
       first = false;
     } else {
-      RT_CHECK_INDEX(broadcast_ok(bshape, s), "shape mismatch: indexing tensors could not be broadcast together with "
-                     "shapes ", IntArrayRef(bshape), ", ", s);
+      RT_CHECK_INDEX(broadcast_ok(bshape, s), "shape mismatch: indexing tensors could not be "
+                     "broadcast together with shapes ", IntArrayRef(bshape), ", ", s);
       bshape = broadcast_shapes(bshape, s, op);
     }
   }
