@@ -203,6 +203,10 @@ def test_setitem(rng):
     both(put(lambda L: [0], lambda L, x: L.ones(4, dtype=L.float64)), x, what="dtype mismatch")
     both(put(lambda L: [5], 1.0), x, what="out of range")
     both(put(lambda L: ([0], slice(None)), lambda L, x: L.ones(3)), x, what="shape mismatch")
+    both(lambda L, x: (lambda y: y.__setitem__([0], y[1]))(x.clone()), x, what="overlap")
+    both(lambda L: (lambda y: (y.__setitem__([1, 2], y[0:2]), y)[1])(L.arange(4.0)),
+         what="overlapping values")
+    both(lambda L: (lambda y: (y.__setitem__([0, 2], y[1:3].clone()), y)[1])(L.arange(4.0)))
 
     def iadd(L, x):
         y = x.clone()
@@ -506,3 +510,18 @@ def test_double_backward(rng):
                 (g,) = retorch.autograd.grad(f(xi).sum(), [xi], create_graph=x.requires_grad)
             return g
         assert retorch.autograd.gradcheck(first, [x]), f"op #{i}"
+
+
+def test_large_inputs_parallel_paths(rng):
+    """Sizes above the parallel grain: the threaded loops agree with torch."""
+    x = P(rng, (300, 257), "float32", "transposed")
+    idx = I(rng.integers(-300, 300, 2000))
+    both(lambda L, x, i: x[i], x, idx)
+    both(lambda L, x, i: x[:, i[:100] % 257], x, idx)
+    v = P(rng, (1000, 257), "float32")
+    perm = I(rng.permutation(300)[:200])  # unique rows: plain writes do not collide
+    both(lambda L, x, i, v: x.index_put([i], v[:200]), x, perm, v)
+    both(lambda L, x, i, v: x.index_put([i[:1000] % 300], v, True), x, idx, v)
+    both(lambda L, x: x.sort(dim=0, stable=True), x)
+    both(lambda L, x: x.cumprod(1), P(rng, (300, 257), "float64", domain="positive"))
+    both(lambda L, x: x.logcumsumexp(0), x)

@@ -209,7 +209,12 @@ void index_put_out(const Tensor& self, ArrayRef<std::optional<Tensor>> indices,
   int64_t nb = int64_t(p.before_off.size()), m = int64_t(p.index_off.size());
   int64_t na = int64_t(p.after_off.size());
   if (nb * m * na == 0) return;
-  Tensor v = values.expand(p.result_shape).contiguous();
+  detail::assert_no_partial_overlap(out, values, "index_put_");
+  // Values that alias the written tensor in a way the check allows (non-dense views) are read
+  // from a copy, so no element is read after it was overwritten.
+  bool aliased = values.impl()->storage().get() == out.impl()->storage().get();
+  Tensor v = aliased ? values.expand(p.result_shape).clone()
+                     : values.expand(p.result_shape).contiguous();
   RT_DISPATCH_ALL(self.dtype(), "index_put", [&] {
     const scalar_t* vp = v.data_ptr<scalar_t>();
     scalar_t* dst = static_cast<scalar_t*>(out.impl()->data());
