@@ -164,6 +164,12 @@ def test_getitem(rng):
             both(lambda L, x, m: x[m[0]], x, m, what="2-d mask")
             both(lambda L, x, m: x[:, m[0, :, 0]], x, m, what="mask after slice")
             both(lambda L, x, m: x[..., m[0, 0]], x, m, what="mask after ellipsis")
+    for dt in ("float32", "bool"):
+        x = P(rng, (), dt)
+        for f in (lambda L: None, lambda L: Ellipsis, lambda L: True, lambda L: False,
+                  lambda L: L.tensor(True), lambda L: (None, [0, 0]), lambda L: [0],
+                  lambda L: ()):
+            both(lambda L, x: x[f(L)], x, what="0-dim self")
     x = P(rng, (3, 4))
     for bad in (lambda L: L.tensor([3]), lambda L: [0, -4], lambda L: (0, 0, 0),
                 lambda L: L.tensor([0.5]), lambda L: L.tensor([True, False]),
