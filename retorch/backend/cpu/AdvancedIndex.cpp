@@ -22,6 +22,7 @@ namespace {
 struct IndexPlan {
   DimVector result_shape;
   std::vector<int64_t> before_off, index_off, after_off;
+  bool after_contiguous = false;  // after_off[a] == a: rows copy as one block (embedding-like)
 };
 
 bool broadcast_ok(IntArrayRef a, IntArrayRef b) {
@@ -138,6 +139,9 @@ IndexPlan make_plan(const Tensor& geom, ArrayRef<std::optional<Tensor>> raw, con
   for (int64_t s : asz) p.result_shape.push_back(s);
   p.before_off = walk_offsets(bsz, bst);
   p.after_off = walk_offsets(asz, ast);
+  p.after_contiguous = true;
+  for (size_t a = 0; a < p.after_off.size() && p.after_contiguous; ++a)
+    p.after_contiguous = p.after_off[a] == int64_t(a);
   int64_t m = 1;
   for (int64_t s : bshape) m *= s;
   p.index_off.assign(size_t(m), 0);
@@ -184,7 +188,8 @@ Tensor index(const Tensor& self, ArrayRef<std::optional<Tensor>> indices) {
       for (int64_t r = b; r < e; ++r) {
         const T* s = src + p.before_off[size_t(r / m)] + p.index_off[size_t(r % m)];
         T* d = dst + r * na;
-        for (int64_t a = 0; a < na; ++a) d[a] = s[p.after_off[size_t(a)]];
+        if (p.after_contiguous) std::memcpy(d, s, size_t(na) * sizeof(T));
+        else for (int64_t a = 0; a < na; ++a) d[a] = s[p.after_off[size_t(a)]];
       }
     });
   });
