@@ -134,6 +134,18 @@ def test_unique(rng):
                 # sorted=False gives an unspecified order (a hash order in torch): compare sets
                 both(lambda L, x: L.unique(x, sorted=False).sort()[0], x)
     assert not retorch.unique(retorch.ones(3, requires_grad=True)).requires_grad
+    # dim=: unique slices, compared lexicographically
+    for dt in DTYPES:
+        x = I([[1, 0, 1, 1], [0, 1, 0, 0], [1, 0, 1, 1], [0, 1, 1, 0]], dt)
+        for d in (0, 1, -1):
+            both(lambda L, x: L.unique(x, dim=d), x)
+            both(lambda L, x: L.unique(x, return_inverse=True, return_counts=True, dim=d), x)
+        both(lambda L, x: x.unique(dim=1, return_counts=True), P(rng, (2, 5, 3), dt, "transposed"))
+    both(lambda L, x: L.unique(x, dim=2), P(rng, (2, 3)), what="bad dim")
+    both(lambda L, x: L.unique(x, dim=0), P(rng, ()), what="0-dim")
+    both(lambda L, x: L.unique(x, dim=0, return_inverse=True), P(rng, (0, 3)))
+    both(lambda L, x: L.unique(x, dim=1), P(rng, (0, 3)), what="empty unselected dim")
+    both(lambda L, x: L.unique(x, dim=0, return_counts=True), P(rng, (3,), "int64"))
 
 
 def test_searchsorted(rng):
