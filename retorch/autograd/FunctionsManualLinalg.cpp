@@ -50,9 +50,20 @@ Tensor linalg_inv_backward(const Tensor& grad, const Tensor& inv) {
 }
 
 Tensor linalg_det_backward(const Tensor& grad, const Tensor& det, const Tensor& A) {
-  // d det / dA = det * A^-T (the cofactor matrix); needs an invertible A.
-  Tensor g = (grad * det).unsqueeze(-1).unsqueeze(-1);
-  return g * mT(linalg_inv(A));
+  // d det / dA is the cofactor matrix: det * A^-T when every matrix is invertible. Otherwise
+  // (like PyTorch) it comes from an SVD A = U S Vh: cofactor = det(U) det(Vh) U diag(prod_{j!=i}
+  // S_j) Vh, which stays finite for singular A.
+  if (A.numel() == 0) return zeros_like(A);
+  Tensor g = grad.unsqueeze(-1).unsqueeze(-1);
+  if (!(det == 0).any().item<bool>()) return g * det.unsqueeze(-1).unsqueeze(-1) *
+                                             mT(linalg_inv(A));
+  auto [U, S, Vh] = _linalg_svd(A, false, true, std::nullopt);
+  int64_t n = S.size(-1);
+  // Row i holds S with S_i replaced by 1, so its product is prod_{j != i} S_j.
+  Tensor others = where(eye(n, n, TensorOptions().dtype(kBool)), Scalar(1), S.unsqueeze(-2));
+  Tensor prods = others.prod(-1, false, std::nullopt);
+  Tensor sign = (linalg_det(U) * linalg_det(Vh)).unsqueeze(-1).unsqueeze(-1);
+  return g * sign * (U * prods.unsqueeze(-2)).matmul(Vh);
 }
 
 Tensor slogdet_backward(const Tensor& grad_logabsdet, const Tensor& A) {

@@ -34,6 +34,17 @@ def d64(rng, *shape):
     return P(rng, shape, "float64")
 
 
+def second_order(f, A):
+    """Backward formulas are differentiable: d/dA sum(grad(f(A))^2) matches torch's."""
+    out = []
+    for L, x in ((torch, A.t), (retorch, A.r)):
+        x = x.detach().clone().requires_grad_(True)
+        y = f(L, x)
+        g = L.autograd.grad([y], [x], [L.ones_like(y)], create_graph=True)[0]
+        out.append(L.autograd.grad([(g * g).sum()], [x])[0].numpy())
+    np.testing.assert_allclose(out[1], out[0], rtol=1e-6, atol=1e-8)
+
+
 # ---------------------------------------------------------------- products
 
 def test_baddbmm_addbmm(rng):
@@ -113,6 +124,7 @@ def test_einsum(rng):
          P(rng, (4, 2), "bfloat16"), rtol=2e-2, atol=2e-2)
     gradcheck(lambda L, a, b: L.einsum("bij,bjk->bki", a, b), d64(rng, 2, 3, 4), d64(rng, 2, 4, 2))
     gradcheck(lambda L, a: L.einsum("ii->i", a), d64(rng, 3, 3))
+    second_order(lambda L, a: L.einsum("ij,jk->ik", a, a).exp(), d64(rng, 3, 3))
     gradcheck(lambda L, a, b, c: L.einsum("i,ij,j", a, b, c), d64(rng, 3), d64(rng, 3, 4),
               d64(rng, 4))
     a, b = P(rng, (3, 4)), P(rng, (5, 6))
@@ -214,6 +226,9 @@ def test_cdist(rng):
     gradcheck(lambda L, a, b: L.cdist(a, b), d64(rng, 3, 2), d64(rng, 4, 2))
     gradcheck(lambda L, a, b: L.cdist(a, b, 3.0), d64(rng, 3, 2), d64(rng, 4, 2))
     gradcheck(lambda L, a, b: L.cdist(a, b), d64(rng, 27, 2), d64(rng, 2, 2))
+    y = P(rng, (4, 3), "float64")
+    # 30 rows: the matmul path (torch has no double backward for its direct kernel).
+    second_order(lambda L, x: L.cdist(x, y.t if L is torch else y.r), d64(rng, 30, 3))
     raises_like_torch(lambda L, a, b: L.cdist(a, b), P(rng, (4, 3)), P(rng, (4, 2)),
                       what="columns differ")
     raises_like_torch(lambda L, a, b: L.cdist(a, b), P(rng, (3,)), P(rng, (4, 3)), what="1-D")
@@ -245,6 +260,9 @@ def test_cosine_pairwise(rng):
           P(rng, (4, 5)))
     grads(lambda L, a, b: F(L).pairwise_distance(a, b, 3.0), P(rng, (4, 5)), P(rng, (4, 5)))
     gradcheck(lambda L, a, b: L.cosine_similarity(a, b, 0), d64(rng, 3, 2), d64(rng, 3, 2))
+    y = P(rng, (4, 3), "float64")
+    second_order(lambda L, x: (L.nn.functional if L is torch else L).cosine_similarity(
+        x, y.t if L is torch else y.r), d64(rng, 4, 3))
     gradcheck(lambda L, a, b: L.pairwise_distance(a, b, 2.0, 1e-6, True), d64(rng, 3, 2),
               d64(rng, 3, 2))
     raises_like_torch(lambda L, a, b: F(L).cosine_similarity(a, b), P(rng, (3, 4)),
@@ -271,6 +289,8 @@ def test_vector_norm(rng):
               what=f"ord={ord}")
     gradcheck(lambda L, x: L.linalg.vector_norm(x, 3, (0, 1)), d64(rng, 3, 2))
     gradcheck(lambda L, x: L.linalg.vector_norm(x), d64(rng, 5))
+    for ord in (2, 3, 1.5):
+        second_order(lambda L, x: L.linalg.vector_norm(x, ord, -1), d64(rng, 3, 4))
 
 
 def test_matrix_norm(rng):
@@ -299,6 +319,7 @@ def test_matrix_norm(rng):
     gradcheck(lambda L, x: L.linalg.matrix_norm(x, "nuc"), d64(rng, 3, 2))
     gradcheck(lambda L, x: L.linalg.matrix_norm(x, 1), d64(rng, 3, 2))
     gradcheck(lambda L, x: L.linalg.matrix_norm(x, "fro"), d64(rng, 2, 3))
+    second_order(lambda L, x: L.linalg.matrix_norm(x), d64(rng, 2, 3, 3))
 
 
 # ---------------------------------------------------------------- attention
@@ -339,6 +360,10 @@ def test_sdpa(rng):
     grads(lambda L, q, k, v: sdpa_ref(L, q, k, v, is_causal=True), q, k, v)
     gradcheck(lambda L, q, k, v: L.scaled_dot_product_attention(q, k, v, is_causal=True),
               d64(rng, 2, 3, 2), d64(rng, 2, 4, 2), d64(rng, 2, 4, 3))
+    kv = P(rng, (2, 6, 4), "float64")
+    second_order(lambda L, q: sdpa_ref(L, q, kv.t if L is torch else kv.r,
+                                       kv.t if L is torch else kv.r, is_causal=True),
+                 d64(rng, 2, 5, 4))
     raises_like_torch(lambda L, q, k, v: sdpa_ref(L, q, k, v), q, P(rng, (2, 6, 3)), v,
                       what="q/k embedding mismatch")
     r = retorch
