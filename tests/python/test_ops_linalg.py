@@ -56,6 +56,13 @@ def test_baddbmm_addbmm(rng):
             both(lambda L, s, a, b: L.baddbmm(s, a, b, **kw), P(rng, (2, 3, 5), dt), b1, b2,
                  **TOL)
             both(lambda L, s, a, b: s.baddbmm(a, b, **kw), P(rng, (5,), dt), b1, b2, **TOL)
+            if kw.get("beta") == 0:
+                # torch 1.13's addbmm with beta=0 scales uninitialized memory by 0 (NaN now and
+                # then), so the reference there is the plain batched sum of products.
+                both(lambda L, s, a, b: L.addbmm(s, a, b, beta=0) if L is retorch else
+                     L.bmm(a, b).sum(0), P(rng, (3, 5), dt, special=dt != "int64"), b1, b2,
+                     **TOL)
+                continue
             both(lambda L, s, a, b: L.addbmm(s, a, b, **kw), P(rng, (3, 5), dt), b1, b2, **TOL)
             both(lambda L, s, a, b: s.addbmm(a, b, **kw), P(rng, (1, 5), dt, "expanded"), b1, b2,
                  **TOL)
@@ -434,6 +441,25 @@ def test_multi_head_attention(rng):
         what="separate projections", **TOL)
     both(lambda L, q, k, v, *a: mha(L, q[:, 0], k[:, 0], v[:, 0], *a), *args, what="unbatched",
          **TOL)
+    both(lambda L, *a: mha(L, *a[:7], static_k=a[7], static_v=a[8]), *args,
+         P(rng, (3 * H, 4, E // H)), P(rng, (3 * H, 4, E // H)), what="static_k/static_v", **TOL)
+    # Dropout on the attention weights: retorch's generator, so statistics and determinism.
+    r = [a.r for a in args]
+
+    def drop(seed, training=True):
+        retorch.manual_seed(seed)
+        return retorch.multi_head_attention_forward(r[0], r[1], r[2], E, H, r[3], r[4], None, None,
+                                                    False, 0.5, r[5], r[6], training)[1]
+    with retorch.no_grad():
+        w0 = retorch.multi_head_attention_forward(r[0], r[1], r[2], E, H, r[3], r[4], None, None,
+                                                  False, 0.0, r[5], r[6])[1].numpy()
+        assert np.array_equal(drop(1).numpy(), drop(1).numpy())
+        assert not np.array_equal(drop(1).numpy(), drop(2).numpy())
+        np.testing.assert_allclose(drop(1, training=False).numpy(), w0, rtol=1e-6)
+        w = retorch.multi_head_attention_forward(
+            r[0], r[1], r[2], E, H, r[3], r[4], None, None, False, 0.5, r[5], r[6], True,
+            average_attn_weights=False)[1].numpy()
+        assert 0.35 < (w == 0).mean() < 0.65
     # float64: the key-bias gradient is exactly 0 in theory (softmax ignores a shift shared by
     # all keys), so float32 results are rounding noise that differs between libraries.
     args64 = _mha_inputs(rng, 5, 6, 3, E, "float64")
