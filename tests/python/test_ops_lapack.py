@@ -339,3 +339,24 @@ def test_eigh(rng):
     gradcheck(lambda L, X: L.linalg.eigvalsh(sym(L, X)), P(rng, (3, 3), "float64"))
     gradcheck(lambda L, X: (lambda w, v: (w, v.abs()))(*L.linalg.eigh(sym(L, X))),
               P(rng, (2, 3, 3), "float64"))
+
+
+def test_low_precision(rng):
+    """Half/bfloat16: where torch 1.13 only lacks the kernel, the harness compares with torch
+    computed in float32 (retorch computes in float and rounds once); inv, slogdet and the
+    spectral matrix norms refuse them in both."""
+    for dt in ("float16", "bfloat16"):
+        A, S = wellcond(rng, (2, 3, 3), dt), spd(rng, (3, 3), dt)
+        B = P(rng, (2, 3, 2), dt)
+        tol = {"rtol": 3e-2, "atol": 3e-2}
+        both(lambda L, A: L.linalg.det(A), A, **tol)
+        both(lambda L, A, B: L.linalg.solve(A, B), A, B, **tol)
+        both(lambda L, A, B: L.linalg.solve_triangular(A, B, upper=True), A, B, **tol)
+        both(lambda L, A: L.linalg.cholesky(A), S, **tol)
+        both(lambda L, A: L.linalg.qr(A)[1].abs(), A, **tol)
+        both(lambda L, A: L.linalg.svdvals(A), A, **tol)
+        both(lambda L, A: L.linalg.eigvalsh(A), S, **tol)
+        for f in (lambda L, A: L.linalg.inv(A), lambda L, A: L.linalg.slogdet(A),
+                  lambda L, A: L.linalg.matrix_norm(A, 2),
+                  lambda L, A: L.linalg.matrix_norm(A, "nuc")):
+            raises_like_torch(f, A, what=f"{dt} refused")

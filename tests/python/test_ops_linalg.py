@@ -197,6 +197,8 @@ def test_cross(rng):
                       what="not size 3")
     raises_like_torch(lambda L, a, b: L.cross(a, b), P(rng, (4, 2)), P(rng, (4, 2)),
                       what="no dim of size 3")
+    raises_like_torch(lambda L, a, b: L.linalg.cross(a, b), P(rng, (3,)), P(rng, (3,), "float64"),
+                      what="dtype mismatch")
     grads(lambda L, a, b: L.linalg.cross(a, b), P(rng, (4, 3), layout="transposed"),
           P(rng, (1, 3)))
     gradcheck(lambda L, a, b: L.linalg.cross(a, b, dim=0), d64(rng, 3, 2), d64(rng, 3, 2))
@@ -242,6 +244,8 @@ def test_cdist(rng):
     raises_like_torch(lambda L, a, b: L.cdist(a, b), P(rng, (4, 3)), P(rng, (4, 2)),
                       what="columns differ")
     raises_like_torch(lambda L, a, b: L.cdist(a, b), P(rng, (3,)), P(rng, (4, 3)), what="1-D")
+    raises_like_torch(lambda L, a, b: L.cdist(a, b), P(rng, (3, 3)), P(rng, (4, 3), "float64"),
+                      what="dtype mismatch")
     raises_like_torch(lambda L, a, b: L.cdist(a, b, -1.0), P(rng, (4, 3)), P(rng, (4, 3)),
                       what="negative p")
     raises_like_torch(lambda L, a, b: L.cdist(a, b), P(rng, (4, 3), "int64"),

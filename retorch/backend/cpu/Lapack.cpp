@@ -95,13 +95,20 @@ void syevd(char jobz, char uplo, int n, double* a, int lda, double* w, double* w
   dsyevd_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, info);
 }
 
-/// Float32/float64 only, like PyTorch's CPU LAPACK paths.
-void check_lapack_dtype(const Tensor& t, const char* op) {
+/// Floating inputs only. Half/bfloat16 are computed in float by the callers (see
+/// Note [Low precision LAPACK]) unless reject_low is set (PyTorch refuses them for inv/slogdet).
+void check_lapack_dtype(const Tensor& t, const char* op, bool reject_low = false) {
   RT_CHECK(is_floating_type(t.dtype()), op, ": Expected a floating point or complex tensor as "
            "input. Got ", t.dtype());
-  RT_CHECK(t.dtype() == kFloat || t.dtype() == kDouble, op, ": Low precision dtypes not "
-           "supported. Got ", t.dtype());
+  RT_CHECK(!reject_low || t.dtype() == kFloat || t.dtype() == kDouble, op, ": Low precision "
+           "dtypes not supported. Got ", t.dtype());
 }
+
+// Note [Low precision LAPACK]: LAPACK has no half or bfloat16 routines. Where PyTorch merely
+// lacks the kernel ("not implemented for 'Half'"), retorch runs the float32 kernel on a float
+// copy and rounds the results once; where PyTorch refuses on purpose (inv, slogdet), so do we.
+bool low_precision(const Tensor& t) { return t.dtype() == kHalf || t.dtype() == kBFloat16; }
+Tensor to_float(const Tensor& t) { return t.to(kFloat); }
 
 /// Calls f(float{}) or f(double{}); check_lapack_dtype has ruled out the other dtypes.
 template <typename F>
@@ -177,6 +184,8 @@ Tensor linalg_solve_primitive(const Tensor& A, const Tensor& B) {
   // A: (*, n, n); B: (*, n, k); batch dims broadcast. See composite linalg_solve for vectors.
   check_square(A, "linalg.solve");
   check_lapack_dtype(A, "linalg.solve");
+  if (low_precision(A) && A.dtype() == B.dtype())
+    return cpu::linalg_solve_primitive(to_float(A), to_float(B)).to(A.dtype());
   RT_CHECK(A.dtype() == B.dtype(), "linalg.solve: Expected A and B to have the same dtype, but "
            "found A of type ", A.dtype(), " and B of type ", B.dtype(), " instead");
   RT_CHECK(B.dim() >= 2 && B.size(-2) == A.size(-1), "linalg.solve: Incompatible shapes of A "
@@ -209,7 +218,7 @@ Tensor linalg_solve_primitive(const Tensor& A, const Tensor& B) {
 
 Tensor linalg_inv(const Tensor& A) {
   check_square(A, "linalg.inv");
-  check_lapack_dtype(A, "linalg.inv");
+  check_lapack_dtype(A, "linalg.inv", true);
   int64_t n = A.size(-1);
   Tensor A3 = as_batches(A);
   Tensor X3 = make_empty(A3.sizes(), A.dtype(), A.device());
@@ -270,17 +279,20 @@ std::tuple<Tensor, Tensor> lu_slogdet(const Tensor& A, const char* op) {
 }  // namespace
 
 Tensor linalg_det(const Tensor& A) {
+  if (low_precision(A)) return cpu::linalg_det(to_float(A)).to(A.dtype());
   auto [sign, logabs] = lu_slogdet(A, "linalg.det");
   return sign * logabs.exp();
 }
 
 std::tuple<Tensor, Tensor> linalg_slogdet(const Tensor& A) {
+  check_lapack_dtype(A, "linalg.slogdet", true);
   return lu_slogdet(A, "linalg.slogdet");
 }
 
 Tensor linalg_cholesky(const Tensor& self, bool upper) {
   check_square(self, "linalg.cholesky");
   check_lapack_dtype(self, "linalg.cholesky");
+  if (low_precision(self)) return cpu::linalg_cholesky(to_float(self), upper).to(self.dtype());
   int64_t n = self.size(-1);
   Tensor A3 = as_batches(self);
   Tensor L3 = make_empty(A3.sizes(), self.dtype(), self.device());
@@ -311,6 +323,10 @@ std::tuple<Tensor, Tensor> linalg_qr(const Tensor& A, std::string_view mode) {
            "mode '", mode, "' but expected one of 'reduced' (default), 'r', or 'complete'");
   RT_CHECK(A.dim() >= 2, "linalg.qr: The input tensor A must have at least 2 dimensions.");
   check_lapack_dtype(A, "linalg.qr");
+  if (low_precision(A)) {
+    auto [Q, R] = cpu::linalg_qr(to_float(A), mode);
+    return {Q.to(A.dtype()), R.to(A.dtype())};
+  }
   int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   bool complete = mode == "complete";
   int64_t qcols = complete ? m : k, rrows = complete ? m : k;
@@ -364,6 +380,10 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_primitive(const Tensor& A, bool fu
            "inputs with cuSOLVER backend.");
   RT_CHECK(A.dim() >= 2, "linalg.svd: The input tensor A must have at least 2 dimensions.");
   check_lapack_dtype(A, "linalg.svd");
+  if (low_precision(A)) {
+    auto [U, S, Vh] = cpu::linalg_svd_primitive(to_float(A), full_matrices, compute_uv, driver);
+    return {U.to(A.dtype()), S.to(A.dtype()), Vh.to(A.dtype())};
+  }
   int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
   Tensor A3 = as_batches(A);
@@ -420,6 +440,10 @@ std::tuple<Tensor, Tensor> linalg_eigh_primitive(const Tensor& A, std::string_vi
            "UPLO argument to be 'L' or 'U', but got ", UPLO);
   check_square(A, "linalg.eigh");
   check_lapack_dtype(A, "linalg.eigh");
+  if (low_precision(A)) {
+    auto [W, V] = cpu::linalg_eigh_primitive(to_float(A), UPLO, compute_v);
+    return {W.to(A.dtype()), V.to(A.dtype())};
+  }
   int64_t n = A.size(-1);
   Tensor A3 = as_batches(A);
   int64_t B = A3.size(0);
@@ -459,8 +483,10 @@ Tensor linalg_solve_triangular(const Tensor& self, const Tensor& B_in, bool uppe
   // B takes A's dtype (what PyTorch 1.13 returns for mixed inputs).
   ScalarType dt = self.dtype();
   check_square(self, "linalg.solve_triangular");
-  check_lapack_dtype(self.to(dt), "linalg.solve_triangular");
-  Tensor A = self.to(dt), B = B_in.to(dt);
+  check_lapack_dtype(self, "linalg.solve_triangular");
+  if (low_precision(self))
+    return cpu::linalg_solve_triangular(to_float(self), B_in, upper, left, unitriangular).to(dt);
+  Tensor A = self, B = B_in.to(dt);
   RT_CHECK(B.dim() >= 2, "linalg.solve_triangular: The input tensor B must have at least 2 "
            "dimensions.");
   int64_t n = A.size(-1);

@@ -380,6 +380,8 @@ Tensor kron(const Tensor& self, const Tensor& other) {
 Tensor linalg_cross(const Tensor& self, const Tensor& other, int64_t dim) {
   RT_CHECK(self.dim() == other.dim(), "linalg.cross: inputs must have the same number of "
            "dimensions (got shapes ", self.sizes(), " and ", other.sizes(), ")");
+  RT_CHECK(self.dtype() == other.dtype(), "linalg.cross: expected scalar type ", self.dtype(),
+           " but found ", other.dtype());
   auto shape = broadcast_shapes(self.sizes(), other.sizes(), "linalg.cross");
   int64_t d = maybe_wrap_dim(dim, int64_t(shape.size()), "linalg.cross");
   RT_CHECK(self.size(d) == 3 && other.size(d) == 3, "linalg.cross: inputs dimension ", dim,
@@ -419,6 +421,8 @@ Tensor cdist(const Tensor& x1, const Tensor& x2, double p, std::optional<int64_t
   RT_CHECK(is_floating_type(x2.dtype()), "cdist only supports floating-point dtypes, X2 got: ",
            x2.dtype());
   RT_CHECK(p >= 0, "cdist only supports non-negative p values");
+  RT_CHECK(x1.dtype() == x2.dtype(), "cdist: expected scalar type ", x1.dtype(), " but found ",
+           x2.dtype());
   int64_t mode = compute_mode.value_or(0);
   RT_CHECK(mode >= 0 && mode <= 2, "possible modes: None, 1, 2, but was: ", mode);
   int64_t r1 = x1.size(-2), r2 = x2.size(-2);
@@ -522,7 +526,11 @@ Tensor linalg_matrix_norm(const Tensor& self, const Scalar& ord, IntArrayRef dim
   auto [d0, d1] = matrix_norm_dims(self, dim);
   Tensor A = dtype ? self.to(*dtype) : self;
   double p = ord.to_double();
-  if (std::abs(p) == 2) return svd_norm(A, d0, d1, keepdim, p > 0 ? 1 : -1);
+  if (std::abs(p) == 2) {
+    RT_CHECK(!is_half_like(A.dtype()), "linalg.matrix_norm: Low precision dtypes not supported. "
+             "Got ", A.dtype());
+    return svd_norm(A, d0, d1, keepdim, p > 0 ? 1 : -1);
+  }
   RT_CHECK(std::abs(p) == 1 || std::isinf(p), "linalg.matrix_norm: Order ", ord,
            " not supported.");
   // ord 1: max column sum (sum over rows d0, extreme over d1); inf: the transpose.
@@ -540,7 +548,11 @@ Tensor linalg_matrix_norm_str_ord(const Tensor& self, std::string_view ord, IntA
            "complex tensor as input. Got ", self.dtype());
   auto [d0, d1] = matrix_norm_dims(self, dim);
   Tensor A = dtype ? self.to(*dtype) : self;
-  if (ord == "nuc") return svd_norm(A, d0, d1, keepdim, 0);
+  if (ord == "nuc") {
+    RT_CHECK(!is_half_like(A.dtype()), "linalg.matrix_norm: Low precision dtypes not supported. "
+             "Got ", A.dtype());
+    return svd_norm(A, d0, d1, keepdim, 0);
+  }
   return retorch::linalg_vector_norm(A, Scalar(2), IntArrayRef{d0, d1}, keepdim, std::nullopt);
 }
 
