@@ -303,6 +303,10 @@ def test_svd(rng):
         grads(lambda L, A: L.linalg.svd(A, full_matrices=False)[2].abs(), A, what="Vh only")
         grads(lambda L, A: (lambda u, s, v: (u.abs(), s, v.abs()))(*L.svd(A)), A,
               what="torch.svd")
+        # full_matrices: only the first min(m, n) vectors carry gradient, as in torch.
+        grads(lambda L, A: [t.abs() for t in L.linalg.svd(A, full_matrices=True)], A,
+              what=f"full_matrices {shape}")
+        grads(lambda L, A: L.svd(A, some=False)[0].abs(), A, what="torch.svd some=False")
     d = svd_distinct(rng, (4, 3), "float64")
     gradcheck(lambda L, A: L.linalg.svdvals(A), d)
     gradcheck(lambda L, A: (lambda u, s, vh: (u.abs(), s, vh.abs()))(
