@@ -26,7 +26,9 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
         if dim is not None and len(dim) == 2:
             return matrix_norm(A, "fro", dim, keepdim, dtype=dtype)
         return vector_norm(A, 2, dim, keepdim, dtype=dtype)
-    if isinstance(ord, str) or (dim is not None and len(dim) == 2) or (dim is None and A.dim() == 2):
+    matrix = isinstance(ord, str) or (dim is not None and len(dim) == 2) or \
+        (dim is None and A.dim() == 2)
+    if matrix:
         return matrix_norm(A, ord, dim if dim is not None else (-2, -1), keepdim, dtype=dtype)
     if dim is None and A.dim() != 1:
         raise RuntimeError("linalg.norm: If dim is not specified but ord is, the input must be 1D "
@@ -64,7 +66,8 @@ def _multi_head_attention_forward(*args, **kwargs):
     embed_dim = query.shape[-1]
     assert embed_dim == embed_dim_to_check, \
         f"was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}"
-    assert embed_dim % num_heads == 0, f"embed_dim {embed_dim} not divisible by num_heads {num_heads}"
+    assert embed_dim % num_heads == 0, \
+        f"embed_dim {embed_dim} not divisible by num_heads {num_heads}"
     out, weights = _C.multi_head_attention_forward(*args, **kwargs)
     need = kwargs.get("need_weights", args[15] if len(args) > 15 else True)
     return out, (weights if need else None)

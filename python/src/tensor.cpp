@@ -118,8 +118,9 @@ Tensor sequence_to_index(py::handle it) {
 }
 
 IndexedView apply_index(const Tensor& self, py::handle index) {
-  py::tuple items = treat_sequence_as_tuple(index) ? py::tuple(py::reinterpret_borrow<py::object>(index))
-                                                   : py::make_tuple(index);
+  py::tuple items = treat_sequence_as_tuple(index)
+                        ? py::tuple(py::reinterpret_borrow<py::object>(index))
+                        : py::make_tuple(index);
   int64_t specified = 0;
   for (py::handle it : items) {
     if (it.is_none() || it.ptr() == Py_Ellipsis || PyBool_Check(it.ptr())) continue;
@@ -146,8 +147,8 @@ IndexedView apply_index(const Tensor& self, py::handle index) {
   for (py::handle it : items) {
     if (PyBool_Check(it.ptr())) {
       record_bool(it.ptr() == Py_True);
-    } else if (PyLong_Check(it.ptr()) ||
-               (!py::isinstance<Tensor>(it) && !is_sequence_index(it) && py::hasattr(it, "__index__"))) {
+    } else if (PyLong_Check(it.ptr()) || (!py::isinstance<Tensor>(it) && !is_sequence_index(it) &&
+                                          py::hasattr(it, "__index__"))) {
       t = t.select(dim, it.attr("__index__")().cast<int64_t>());
     } else if (PySlice_Check(it.ptr())) {
       Py_ssize_t start, stop, step;

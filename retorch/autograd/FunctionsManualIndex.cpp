@@ -55,6 +55,8 @@ Tensor diagonal_backward(const Tensor& grad, IntArrayRef sizes, int64_t offset, 
 // d out_j / d x_k = prod_{i <= j, i != k} x_i. Before the first zero of a row this is
 // out_j / x_k, so grad_k = reverse_cumsum(grad * out)_k / x_k. At the first zero z it is
 // prod_{i < z} x_i * sum_{j >= z} grad_j prod_{z < i <= j} x_i; after z every term holds x_z = 0.
+// The masks are constants to autograd, so the second derivative is exact only away from zeros
+// (after z it misses the x_z factor's own derivative).
 Tensor cumprod_backward(const Tensor& grad, const Tensor& self, int64_t dim,
                         const Tensor& result) {
   if (self.numel() == 0) return zeros_like(self);

@@ -18,15 +18,15 @@ Tensor euclidean_dist_backward(const Tensor& grad, const Tensor& x1, const Tenso
   return x2 * ratio.sum(IntArrayRef{-2}, false).unsqueeze(-1) - mT(ratio).matmul(x1);
 }
 
-Tensor solve_triangular_backward_B(const Tensor& grad, const Tensor& A, const Tensor& B,
-                                   bool upper, bool left, bool unitriangular) {
+Tensor solve_triangular_backward_B(const Tensor& grad, const Tensor& A, const Tensor& B, bool upper,
+                                   bool left, bool unitriangular) {
   // left: X = A^-1 B, so gB = A^-T gX; right: X = B A^-1, so gB = gX A^-T.
   Tensor gB = linalg_solve_triangular(mT(A), grad, !upper, left, unitriangular);
   return sum_to(gB, B.sizes());
 }
 
-Tensor solve_triangular_backward_A(const Tensor& grad, const Tensor& A, const Tensor& X,
-                                   bool upper, bool left, bool unitriangular) {
+Tensor solve_triangular_backward_A(const Tensor& grad, const Tensor& A, const Tensor& X, bool upper,
+                                   bool left, bool unitriangular) {
   Tensor gB = linalg_solve_triangular(mT(A), grad, !upper, left, unitriangular);
   Tensor gA = left ? -gB.matmul(mT(X)) : -mT(X).matmul(gB);
   // Only the triangle that was read (without the diagonal when it is taken as ones) gets a
@@ -50,9 +50,20 @@ Tensor linalg_inv_backward(const Tensor& grad, const Tensor& inv) {
 }
 
 Tensor linalg_det_backward(const Tensor& grad, const Tensor& det, const Tensor& A) {
-  // d det / dA = det * A^-T (the cofactor matrix); needs an invertible A.
-  Tensor g = (grad * det).unsqueeze(-1).unsqueeze(-1);
-  return g * mT(linalg_inv(A));
+  // d det / dA is the cofactor matrix: det * A^-T when every matrix is invertible. Otherwise
+  // (like PyTorch) it comes from an SVD A = U S Vh: cofactor = det(U) det(Vh) U diag(prod_{j!=i}
+  // S_j) Vh, which stays finite for singular A.
+  if (A.numel() == 0) return zeros_like(A);
+  Tensor g = grad.unsqueeze(-1).unsqueeze(-1);
+  if (!(det == 0).any().item<bool>())
+    return g * det.unsqueeze(-1).unsqueeze(-1) * mT(linalg_inv(A));
+  auto [U, S, Vh] = _linalg_svd(A, false, true, std::nullopt);
+  int64_t n = S.size(-1);
+  // Row i holds S with S_i replaced by 1, so its product is prod_{j != i} S_j.
+  Tensor others = where(eye(n, n, TensorOptions().dtype(kBool)), Scalar(1), S.unsqueeze(-2));
+  Tensor prods = others.prod(-1, false, std::nullopt);
+  Tensor sign = (linalg_det(U) * linalg_det(Vh)).unsqueeze(-1).unsqueeze(-1);
+  return g * sign * (U * prods.unsqueeze(-2)).matmul(Vh);
 }
 
 Tensor slogdet_backward(const Tensor& grad_logabsdet, const Tensor& A) {
@@ -89,11 +100,13 @@ Tensor qr_backward_tall(const Tensor& gQ, const Tensor& gR, const Tensor& Q, con
 
 Tensor linalg_qr_backward(const Tensor& gQ, const Tensor& gR, const Tensor& Q, const Tensor& R,
                           std::string_view mode) {
-  RT_CHECK(mode != "r", "The derivative of linalg.qr depends on Q, which is not computed when "
+  RT_CHECK(mode != "r",
+           "The derivative of linalg.qr depends on Q, which is not computed when "
            "mode='r'. Please use linalg.qr(A, mode='reduced') if you are going to differentiate "
            "through linalg.qr.");
   int64_t m = Q.size(-2), n = R.size(-1);
-  RT_CHECK(mode == "reduced" || m <= n, "The QR decomposition is not differentiable when "
+  RT_CHECK(mode == "reduced" || m <= n,
+           "The QR decomposition is not differentiable when "
            "mode='complete' and nrows > ncols.");
   if (m >= n) return qr_backward_tall(gQ, gR, Q, R);
   // Wide A = [X | Y] with X = Q U square and Y = Q V: differentiate the square QR of X and
@@ -112,10 +125,10 @@ Tensor linalg_qr_backward(const Tensor& gQ, const Tensor& gR, const Tensor& Q, c
   return cat({gX, gY}, -1);
 }
 
-Tensor svd_backward(const Tensor& gU_in, const Tensor& gS, const Tensor& gVh_in,
-                    const Tensor& U_in, const Tensor& S, const Tensor& Vh_in, bool full_matrices,
-                    bool compute_uv) {
-  RT_CHECK(compute_uv, "linalg.svd: the derivative requires the singular vectors; call "
+Tensor svd_backward(const Tensor& gU_in, const Tensor& gS, const Tensor& gVh_in, const Tensor& U_in,
+                    const Tensor& S, const Tensor& Vh_in, bool full_matrices, bool compute_uv) {
+  RT_CHECK(compute_uv,
+           "linalg.svd: the derivative requires the singular vectors; call "
            "linalg.svd (compute_uv=True) to differentiate.");
   int64_t k = S.size(-1);
   // With full_matrices only the first k singular vectors carry gradient (PyTorch narrows too).
@@ -157,7 +170,8 @@ Tensor svd_backward(const Tensor& gU_in, const Tensor& gS, const Tensor& gVh_in,
 }
 
 Tensor eigh_backward(const Tensor& gL, const Tensor& gV, const Tensor& L, const Tensor& V) {
-  RT_CHECK(V.numel() > 0 || L.numel() == 0, "linalg.eigh: the derivative requires the "
+  RT_CHECK(V.numel() > 0 || L.numel() == 0,
+           "linalg.eigh: the derivative requires the "
            "eigenvectors (compute_v=True).");
   if (!gV.defined()) return V.matmul(gL.unsqueeze(-1) * mT(V));
   // gA = V (skew(V^T gV) / E + diag(gL)) V^T with E_ij = L_j - L_i (1 on the diagonal).

@@ -6,6 +6,7 @@ import torch
 
 import retorch
 from custom_helpers import I, P, aten, both, gradcheck, grads, raises_like_torch
+from test_ops_linalg import second_order
 
 # test name -> the ops.yaml entries it covers (checked by test_op_coverage.py).
 CUSTOM = {
@@ -54,17 +55,6 @@ def tri_mask(L, n, upper):
 
 def strict_upper(L):
     return L.from_numpy(np.triu(np.ones((3, 3), dtype=np.float32), 1))
-
-
-def second_order(f, A):
-    """Backward formulas are differentiable: d/dA sum(grad(f(A))^2) matches torch's."""
-    out = []
-    for L, x in ((torch, A.t), (retorch, A.r)):
-        x = x.detach().clone().requires_grad_(True)
-        y = f(L, x)
-        g = L.autograd.grad([y], [x], [L.ones_like(y)], create_graph=True)[0]
-        out.append(L.autograd.grad([(g * g).sum()], [x])[0].numpy())
-    np.testing.assert_allclose(out[1], out[0], rtol=1e-6, atol=1e-8)
 
 
 # ---------------------------------------------------------------- solvers
@@ -188,6 +178,21 @@ def test_det_slogdet(rng):
     grads(lambda L, A: L.linalg.slogdet(A), wellcond(rng, (3, 3)))
     gradcheck(lambda L, A: L.linalg.det(A), wellcond(rng, (2, 3, 3), "float64"))
     second_order(lambda L, A: L.linalg.det(A), wellcond(rng, (3, 3), "float64"))
+    # Singular matrices: the gradient is still the cofactor matrix. torch 1.13's value there
+    # comes from an LU solve with a zero pivot (implementation noise), so the reference is
+    # the cofactor matrix computed from 2x2 minors in numpy.
+    for sing in ([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.5, -1.0, 2.0]],
+                 [[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [3.0, 6.0, 9.0]]):
+        a = np.array(sing)
+        cof = np.array([[(-1) ** (i + j) * np.linalg.det(np.delete(np.delete(a, i, 0), j, 1))
+                         for j in range(3)] for i in range(3)])
+        x = retorch.from_numpy(a.copy()).requires_grad_(True)
+        retorch.linalg.det(x).backward()
+        np.testing.assert_allclose(x.grad.numpy(), cof, atol=1e-10)
+        xb = retorch.from_numpy(np.stack([a, 2 * np.eye(3)])).requires_grad_(True)
+        retorch.linalg.det(xb).sum().backward()
+        np.testing.assert_allclose(xb.grad.numpy()[0], cof, atol=1e-10)
+        np.testing.assert_allclose(xb.grad.numpy()[1], 4 * np.eye(3), atol=1e-10)
     gradcheck(lambda L, A: L.linalg.slogdet(A)[1], P(rng, (3, 3), "float64"))
 
 
@@ -298,6 +303,10 @@ def test_svd(rng):
         grads(lambda L, A: L.linalg.svd(A, full_matrices=False)[2].abs(), A, what="Vh only")
         grads(lambda L, A: (lambda u, s, v: (u.abs(), s, v.abs()))(*L.svd(A)), A,
               what="torch.svd")
+        # full_matrices: only the first min(m, n) vectors carry gradient, as in torch.
+        grads(lambda L, A: [t.abs() for t in L.linalg.svd(A, full_matrices=True)], A,
+              what=f"full_matrices {shape}")
+        grads(lambda L, A: L.svd(A, some=False)[0].abs(), A, what="torch.svd some=False")
     d = svd_distinct(rng, (4, 3), "float64")
     gradcheck(lambda L, A: L.linalg.svdvals(A), d)
     gradcheck(lambda L, A: (lambda u, s, vh: (u.abs(), s, vh.abs()))(
@@ -334,3 +343,24 @@ def test_eigh(rng):
     gradcheck(lambda L, X: L.linalg.eigvalsh(sym(L, X)), P(rng, (3, 3), "float64"))
     gradcheck(lambda L, X: (lambda w, v: (w, v.abs()))(*L.linalg.eigh(sym(L, X))),
               P(rng, (2, 3, 3), "float64"))
+
+
+def test_low_precision(rng):
+    """Half/bfloat16: where torch 1.13 only lacks the kernel, the harness compares with torch
+    computed in float32 (retorch computes in float and rounds once); inv, slogdet and the
+    spectral matrix norms refuse them in both."""
+    for dt in ("float16", "bfloat16"):
+        A, S = wellcond(rng, (2, 3, 3), dt), spd(rng, (3, 3), dt)
+        B = P(rng, (2, 3, 2), dt)
+        tol = {"rtol": 3e-2, "atol": 3e-2}
+        both(lambda L, A: L.linalg.det(A), A, **tol)
+        both(lambda L, A, B: L.linalg.solve(A, B), A, B, **tol)
+        both(lambda L, A, B: L.linalg.solve_triangular(A, B, upper=True), A, B, **tol)
+        both(lambda L, A: L.linalg.cholesky(A), S, **tol)
+        both(lambda L, A: L.linalg.qr(A)[1].abs(), A, **tol)
+        both(lambda L, A: L.linalg.svdvals(A), A, **tol)
+        both(lambda L, A: L.linalg.eigvalsh(A), S, **tol)
+        for f in (lambda L, A: L.linalg.inv(A), lambda L, A: L.linalg.slogdet(A),
+                  lambda L, A: L.linalg.matrix_norm(A, 2),
+                  lambda L, A: L.linalg.matrix_norm(A, "nuc")):
+            raises_like_torch(f, A, what=f"{dt} refused")

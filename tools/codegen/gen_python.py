@@ -74,7 +74,8 @@ def gen_binding(op, method):
     lines = [line]
     # Size arguments may also be given as varargs: zeros(2, 3), x.view(2, 3).
     rest = [a for a in args if not (op.has_options and a.name in ('dtype', 'device'))]
-    if rest and rest[0].type == 'int[]' and rest[0].name in ('size', 'shape', 'dims', 'repeats') and \
+    vararg_names = ('size', 'shape', 'dims', 'repeats')
+    if rest and rest[0].type == 'int[]' and rest[0].name in vararg_names and \
             op.kind == 'functional':
         pos_rest = [a for a in rest[1:] if not a.kwarg_only]
         if not any(a.default is None for a in pos_rest):

@@ -22,6 +22,7 @@ namespace {
 struct IndexPlan {
   DimVector result_shape;
   std::vector<int64_t> before_off, index_off, after_off;
+  bool after_contiguous = false;  // after_off[a] == a: rows copy as one block (embedding-like)
 };
 
 bool broadcast_ok(IntArrayRef a, IntArrayRef b) {
@@ -109,8 +110,8 @@ IndexPlan make_plan(const Tensor& geom, ArrayRef<std::optional<Tensor>> raw, con
       bshape = DimVector(s);
       first = false;
     } else {
-      RT_CHECK_INDEX(broadcast_ok(bshape, s), "shape mismatch: indexing tensors could not be broadcast together with "
-                     "shapes ", IntArrayRef(bshape), ", ", s);
+      RT_CHECK_INDEX(broadcast_ok(bshape, s), "shape mismatch: indexing tensors could not be "
+                     "broadcast together with shapes ", IntArrayRef(bshape), ", ", s);
       bshape = broadcast_shapes(bshape, s, op);
     }
   }
@@ -138,6 +139,9 @@ IndexPlan make_plan(const Tensor& geom, ArrayRef<std::optional<Tensor>> raw, con
   for (int64_t s : asz) p.result_shape.push_back(s);
   p.before_off = walk_offsets(bsz, bst);
   p.after_off = walk_offsets(asz, ast);
+  p.after_contiguous = true;
+  for (size_t a = 0; a < p.after_off.size() && p.after_contiguous; ++a)
+    p.after_contiguous = p.after_off[a] == int64_t(a);
   int64_t m = 1;
   for (int64_t s : bshape) m *= s;
   p.index_off.assign(size_t(m), 0);
@@ -184,7 +188,8 @@ Tensor index(const Tensor& self, ArrayRef<std::optional<Tensor>> indices) {
       for (int64_t r = b; r < e; ++r) {
         const T* s = src + p.before_off[size_t(r / m)] + p.index_off[size_t(r % m)];
         T* d = dst + r * na;
-        for (int64_t a = 0; a < na; ++a) d[a] = s[p.after_off[size_t(a)]];
+        if (p.after_contiguous) std::memcpy(d, s, size_t(na) * sizeof(T));
+        else for (int64_t a = 0; a < na; ++a) d[a] = s[p.after_off[size_t(a)]];
       }
     });
   });
@@ -209,7 +214,12 @@ void index_put_out(const Tensor& self, ArrayRef<std::optional<Tensor>> indices,
   int64_t nb = int64_t(p.before_off.size()), m = int64_t(p.index_off.size());
   int64_t na = int64_t(p.after_off.size());
   if (nb * m * na == 0) return;
-  Tensor v = values.expand(p.result_shape).contiguous();
+  detail::assert_no_partial_overlap(out, values, "index_put_");
+  // Values that alias the written tensor in a way the check allows (non-dense views) are read
+  // from a copy, so no element is read after it was overwritten.
+  bool aliased = values.impl()->storage().get() == out.impl()->storage().get();
+  Tensor v = aliased ? values.expand(p.result_shape).clone()
+                     : values.expand(p.result_shape).contiguous();
   RT_DISPATCH_ALL(self.dtype(), "index_put", [&] {
     const scalar_t* vp = v.data_ptr<scalar_t>();
     scalar_t* dst = static_cast<scalar_t*>(out.impl()->data());

@@ -29,18 +29,18 @@ void dgeqrf_(const int* m, const int* n, double* a, const int* lda, double* tau,
              const int* lwork, int* info);
 void sorgqr_(const int* m, const int* n, const int* k, float* a, const int* lda, const float* tau,
              float* work, const int* lwork, int* info);
-void dorgqr_(const int* m, const int* n, const int* k, double* a, const int* lda,
-             const double* tau, double* work, const int* lwork, int* info);
+void dorgqr_(const int* m, const int* n, const int* k, double* a, const int* lda, const double* tau,
+             double* work, const int* lwork, int* info);
 void sgesdd_(const char* jobz, const int* m, const int* n, float* a, const int* lda, float* s,
              float* u, const int* ldu, float* vt, const int* ldvt, float* work, const int* lwork,
              int* iwork, int* info);
 void dgesdd_(const char* jobz, const int* m, const int* n, double* a, const int* lda, double* s,
-             double* u, const int* ldu, double* vt, const int* ldvt, double* work,
-             const int* lwork, int* iwork, int* info);
+             double* u, const int* ldu, double* vt, const int* ldvt, double* work, const int* lwork,
+             int* iwork, int* info);
 void ssyevd_(const char* jobz, const char* uplo, const int* n, float* a, const int* lda, float* w,
              float* work, const int* lwork, int* iwork, const int* liwork, int* info);
-void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda,
-             double* w, double* work, const int* lwork, int* iwork, const int* liwork, int* info);
+void dsyevd_(const char* jobz, const char* uplo, const int* n, double* a, const int* lda, double* w,
+             double* work, const int* lwork, int* iwork, const int* liwork, int* info);
 }
 
 namespace retorch::cpu {
@@ -58,12 +58,16 @@ void getrs(char t, int n, int nrhs, const float* a, int lda, const int* ipiv, fl
            int* info) {
   sgetrs_(&t, &n, &nrhs, a, &lda, ipiv, b, &ldb, info);
 }
-void getrs(char t, int n, int nrhs, const double* a, int lda, const int* ipiv, double* b,
-           int ldb, int* info) {
+void getrs(char t, int n, int nrhs, const double* a, int lda, const int* ipiv, double* b, int ldb,
+           int* info) {
   dgetrs_(&t, &n, &nrhs, a, &lda, ipiv, b, &ldb, info);
 }
-void potrf(char uplo, int n, float* a, int lda, int* info) { spotrf_(&uplo, &n, a, &lda, info); }
-void potrf(char uplo, int n, double* a, int lda, int* info) { dpotrf_(&uplo, &n, a, &lda, info); }
+void potrf(char uplo, int n, float* a, int lda, int* info) {
+  spotrf_(&uplo, &n, a, &lda, info);
+}
+void potrf(char uplo, int n, double* a, int lda, int* info) {
+  dpotrf_(&uplo, &n, a, &lda, info);
+}
 void geqrf(int m, int n, float* a, int lda, float* tau, float* work, int lwork, int* info) {
   sgeqrf_(&m, &n, a, &lda, tau, work, &lwork, info);
 }
@@ -95,25 +99,44 @@ void syevd(char jobz, char uplo, int n, double* a, int lda, double* w, double* w
   dsyevd_(&jobz, &uplo, &n, a, &lda, w, work, &lwork, iwork, &liwork, info);
 }
 
-/// Float32/float64 only, like PyTorch's CPU LAPACK paths.
-void check_lapack_dtype(const Tensor& t, const char* op) {
-  RT_CHECK(is_floating_type(t.dtype()), op, ": Expected a floating point or complex tensor as "
-           "input. Got ", t.dtype());
-  RT_CHECK(t.dtype() == kFloat || t.dtype() == kDouble, op, ": Low precision dtypes not "
-           "supported. Got ", t.dtype());
+/// Floating inputs only. Half/bfloat16 are computed in float by the callers (see
+/// Note [Low precision LAPACK]) unless reject_low is set (PyTorch refuses them for inv/slogdet).
+void check_lapack_dtype(const Tensor& t, const char* op, bool reject_low = false) {
+  RT_CHECK(is_floating_type(t.dtype()), op,
+           ": Expected a floating point or complex tensor as "
+           "input. Got ",
+           t.dtype());
+  RT_CHECK(!reject_low || t.dtype() == kFloat || t.dtype() == kDouble, op,
+           ": Low precision "
+           "dtypes not supported. Got ",
+           t.dtype());
+}
+
+// Note [Low precision LAPACK]: LAPACK has no half or bfloat16 routines. Where PyTorch merely
+// lacks the kernel ("not implemented for 'Half'"), retorch runs the float32 kernel on a float
+// copy and rounds the results once; where PyTorch refuses on purpose (inv, slogdet), so do we.
+bool low_precision(const Tensor& t) {
+  return t.dtype() == kHalf || t.dtype() == kBFloat16;
+}
+Tensor to_float(const Tensor& t) {
+  return t.to(kFloat);
 }
 
 /// Calls f(float{}) or f(double{}); check_lapack_dtype has ruled out the other dtypes.
 template <typename F>
 void dispatch_lapack(ScalarType dt, const F& f) {
-  if (dt == kFloat) f(float{});
-  else f(double{});
+  if (dt == kFloat)
+    f(float{});
+  else
+    f(double{});
 }
 
 void check_square(const Tensor& A, const char* op, const char* name = "A") {
   RT_CHECK(A.dim() >= 2, op, ": The input tensor ", name, " must have at least 2 dimensions.");
-  RT_CHECK(A.size(-1) == A.size(-2), op, ": ", name, " must be batches of square matrices, but "
-           "they are ", A.size(-2), " by ", A.size(-1), " matrices");
+  RT_CHECK(A.size(-1) == A.size(-2), op, ": ", name,
+           " must be batches of square matrices, but "
+           "they are ",
+           A.size(-2), " by ", A.size(-1), " matrices");
 }
 
 /// The batch dims of A (all but the last two) and the number of matrices.
@@ -177,12 +200,18 @@ Tensor linalg_solve_primitive(const Tensor& A, const Tensor& B) {
   // A: (*, n, n); B: (*, n, k); batch dims broadcast. See composite linalg_solve for vectors.
   check_square(A, "linalg.solve");
   check_lapack_dtype(A, "linalg.solve");
-  RT_CHECK(A.dtype() == B.dtype(), "linalg.solve: Expected A and B to have the same dtype, but "
-           "found A of type ", A.dtype(), " and B of type ", B.dtype(), " instead");
-  RT_CHECK(B.dim() >= 2 && B.size(-2) == A.size(-1), "linalg.solve: Incompatible shapes of A "
-           "and B for the equation AX = B (", A.sizes(), " and ", B.sizes(), ")");
-  auto batch = broadcast_shapes(IntArrayRef(batch_shape(A)), IntArrayRef(batch_shape(B)),
-                                "linalg.solve");
+  if (low_precision(A) && A.dtype() == B.dtype())
+    return cpu::linalg_solve_primitive(to_float(A), to_float(B)).to(A.dtype());
+  RT_CHECK(A.dtype() == B.dtype(),
+           "linalg.solve: Expected A and B to have the same dtype, but "
+           "found A of type ",
+           A.dtype(), " and B of type ", B.dtype(), " instead");
+  RT_CHECK(B.dim() >= 2 && B.size(-2) == A.size(-1),
+           "linalg.solve: Incompatible shapes of A "
+           "and B for the equation AX = B (",
+           A.sizes(), " and ", B.sizes(), ")");
+  auto batch =
+      broadcast_shapes(IntArrayRef(batch_shape(A)), IntArrayRef(batch_shape(B)), "linalg.solve");
   std::vector<int64_t> bs(batch.begin(), batch.end());
   int64_t n = A.size(-1), k = B.size(-1);
   Tensor A3 = as_batches(A.expand(with_tail(bs, {n, n})));
@@ -194,7 +223,8 @@ Tensor linalg_solve_primitive(const Tensor& A, const Tensor& B) {
       std::vector<scalar_t> rhs(size_t(n * k));
       for_each_lu<scalar_t>(A3, [&](int64_t b, auto& lu, auto& ipiv, int info) {
         RT_CHECK(info == 0, "torch.linalg.solve: ", batch_prefix(!bs.empty(), b),
-                 "The diagonal element ", info, " is zero, the solve could not be completed "
+                 "The diagonal element ", info,
+                 " is zero, the solve could not be completed "
                  "because the input matrix is singular.");
         if (n == 0 || k == 0) return;
         load_col_major(B3, b, rhs, n);
@@ -209,7 +239,7 @@ Tensor linalg_solve_primitive(const Tensor& A, const Tensor& B) {
 
 Tensor linalg_inv(const Tensor& A) {
   check_square(A, "linalg.inv");
-  check_lapack_dtype(A, "linalg.inv");
+  check_lapack_dtype(A, "linalg.inv", true);
   int64_t n = A.size(-1);
   Tensor A3 = as_batches(A);
   Tensor X3 = make_empty(A3.sizes(), A.dtype(), A.device());
@@ -218,7 +248,8 @@ Tensor linalg_inv(const Tensor& A) {
     {
       std::vector<scalar_t> eye(size_t(n * n));
       for_each_lu<scalar_t>(A3, [&](int64_t b, auto& lu, auto& ipiv, int info) {
-        RT_CHECK(info == 0, "linalg.inv: ", batch_prefix(A.dim() > 2, b), "The diagonal element ", info,
+        RT_CHECK(info == 0, "linalg.inv: ", batch_prefix(A.dim() > 2, b), "The diagonal element ",
+                 info,
                  " is zero, the inversion could not be completed because the input matrix is "
                  "singular.");
         if (n == 0) return;
@@ -270,17 +301,20 @@ std::tuple<Tensor, Tensor> lu_slogdet(const Tensor& A, const char* op) {
 }  // namespace
 
 Tensor linalg_det(const Tensor& A) {
+  if (low_precision(A)) return cpu::linalg_det(to_float(A)).to(A.dtype());
   auto [sign, logabs] = lu_slogdet(A, "linalg.det");
   return sign * logabs.exp();
 }
 
 std::tuple<Tensor, Tensor> linalg_slogdet(const Tensor& A) {
+  check_lapack_dtype(A, "linalg.slogdet", true);
   return lu_slogdet(A, "linalg.slogdet");
 }
 
 Tensor linalg_cholesky(const Tensor& self, bool upper) {
   check_square(self, "linalg.cholesky");
   check_lapack_dtype(self, "linalg.cholesky");
+  if (low_precision(self)) return cpu::linalg_cholesky(to_float(self), upper).to(self.dtype());
   int64_t n = self.size(-1);
   Tensor A3 = as_batches(self);
   Tensor L3 = make_empty(A3.sizes(), self.dtype(), self.device());
@@ -293,9 +327,11 @@ Tensor linalg_cholesky(const Tensor& self, bool upper) {
         int info = 0;
         // Only the lower triangle of A is read, like PyTorch.
         if (n > 0) potrf('L', int(n), a.data(), int(n), &info);
-        RT_CHECK(info == 0, "linalg.cholesky: ", batch_prefix(self.dim() > 2, b), "The factorization could "
+        RT_CHECK(info == 0, "linalg.cholesky: ", batch_prefix(self.dim() > 2, b),
+                 "The factorization could "
                  "not be completed because the input is not positive-definite (the leading "
-                 "minor of order ", info, " is not positive-definite).");
+                 "minor of order ",
+                 info, " is not positive-definite).");
         for (int64_t j = 0; j < n; ++j)
           for (int64_t i = 0; i < j; ++i) a[size_t(i + j * n)] = 0;
         store_col_major(a, n, L3, b);
@@ -307,10 +343,16 @@ Tensor linalg_cholesky(const Tensor& self, bool upper) {
 }
 
 std::tuple<Tensor, Tensor> linalg_qr(const Tensor& A, std::string_view mode) {
-  RT_CHECK(mode == "reduced" || mode == "complete" || mode == "r", "qr received unrecognized "
-           "mode '", mode, "' but expected one of 'reduced' (default), 'r', or 'complete'");
+  RT_CHECK(mode == "reduced" || mode == "complete" || mode == "r",
+           "qr received unrecognized "
+           "mode '",
+           mode, "' but expected one of 'reduced' (default), 'r', or 'complete'");
   RT_CHECK(A.dim() >= 2, "linalg.qr: The input tensor A must have at least 2 dimensions.");
   check_lapack_dtype(A, "linalg.qr");
+  if (low_precision(A)) {
+    auto [Q, R] = cpu::linalg_qr(to_float(A), mode);
+    return {Q.to(A.dtype()), R.to(A.dtype())};
+  }
   int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   bool complete = mode == "complete";
   int64_t qcols = complete ? m : k, rrows = complete ? m : k;
@@ -360,10 +402,15 @@ std::tuple<Tensor, Tensor> linalg_qr(const Tensor& A, std::string_view mode) {
 std::tuple<Tensor, Tensor, Tensor> linalg_svd_primitive(const Tensor& A, bool full_matrices,
                                                         bool compute_uv,
                                                         std::optional<std::string_view> driver) {
-  RT_CHECK(!driver, "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA "
+  RT_CHECK(!driver,
+           "torch.linalg.svd: keyword argument `driver=` is only supported on CUDA "
            "inputs with cuSOLVER backend.");
   RT_CHECK(A.dim() >= 2, "linalg.svd: The input tensor A must have at least 2 dimensions.");
   check_lapack_dtype(A, "linalg.svd");
+  if (low_precision(A)) {
+    auto [U, S, Vh] = cpu::linalg_svd_primitive(to_float(A), full_matrices, compute_uv, driver);
+    return {U.to(A.dtype()), S.to(A.dtype()), Vh.to(A.dtype())};
+  }
   int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   int64_t ucols = full_matrices ? m : k, vrows = full_matrices ? n : k;
   Tensor A3 = as_batches(A);
@@ -391,15 +438,16 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_primitive(const Tensor& A, bool fu
           load_col_major(A3, b, a, ld);
           int info = 0;
           scalar_t wq = 0;
-          gesdd(jobz, int(m), int(n), a.data(), int(ld), S2.data_ptr<scalar_t>() + b * k,
-                u.data(), ldu, vt.data(), ldvt, &wq, -1, iwork.data(), &info);
+          gesdd(jobz, int(m), int(n), a.data(), int(ld), S2.data_ptr<scalar_t>() + b * k, u.data(),
+                ldu, vt.data(), ldvt, &wq, -1, iwork.data(), &info);
           std::vector<scalar_t> work(size_t(std::max<int64_t>(int64_t(wq), 1)));
-          gesdd(jobz, int(m), int(n), a.data(), int(ld), S2.data_ptr<scalar_t>() + b * k,
-                u.data(), ldu, vt.data(), ldvt, work.data(), int(work.size()), iwork.data(),
-                &info);
-          RT_CHECK(info == 0, "linalg.svd: ", batch_prefix(A.dim() > 2, b), "The algorithm failed to "
+          gesdd(jobz, int(m), int(n), a.data(), int(ld), S2.data_ptr<scalar_t>() + b * k, u.data(),
+                ldu, vt.data(), ldvt, work.data(), int(work.size()), iwork.data(), &info);
+          RT_CHECK(info == 0, "linalg.svd: ", batch_prefix(A.dim() > 2, b),
+                   "The algorithm failed to "
                    "converge because the input matrix is ill-conditioned or has too many "
-                   "repeated singular values (error code: ", info, ").");
+                   "repeated singular values (error code: ",
+                   info, ").");
         }
         if (!compute_uv) continue;
         store_col_major(u, ld, U3, b);
@@ -416,10 +464,16 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_primitive(const Tensor& A, bool fu
 
 std::tuple<Tensor, Tensor> linalg_eigh_primitive(const Tensor& A, std::string_view UPLO,
                                                  bool compute_v) {
-  RT_CHECK(UPLO == "L" || UPLO == "U" || UPLO == "l" || UPLO == "u", "linalg.eigh: Expected "
-           "UPLO argument to be 'L' or 'U', but got ", UPLO);
+  RT_CHECK(UPLO == "L" || UPLO == "U" || UPLO == "l" || UPLO == "u",
+           "linalg.eigh: Expected "
+           "UPLO argument to be 'L' or 'U', but got ",
+           UPLO);
   check_square(A, "linalg.eigh");
   check_lapack_dtype(A, "linalg.eigh");
+  if (low_precision(A)) {
+    auto [W, V] = cpu::linalg_eigh_primitive(to_float(A), UPLO, compute_v);
+    return {W.to(A.dtype()), V.to(A.dtype())};
+  }
   int64_t n = A.size(-1);
   Tensor A3 = as_batches(A);
   int64_t B = A3.size(0);
@@ -435,15 +489,17 @@ std::tuple<Tensor, Tensor> linalg_eigh_primitive(const Tensor& A, std::string_vi
         load_col_major(A3, b, a, n);
         int info = 0, iq = 0;
         scalar_t wq = 0;
-        syevd(jobz, uplo, int(n), a.data(), int(n), W2.data_ptr<scalar_t>() + b * n, &wq, -1,
-              &iq, -1, &info);
+        syevd(jobz, uplo, int(n), a.data(), int(n), W2.data_ptr<scalar_t>() + b * n, &wq, -1, &iq,
+              -1, &info);
         std::vector<scalar_t> work(size_t(std::max<int64_t>(int64_t(wq), 1)));
         std::vector<int> iwork(size_t(std::max(iq, 1)));
         syevd(jobz, uplo, int(n), a.data(), int(n), W2.data_ptr<scalar_t>() + b * n, work.data(),
               int(work.size()), iwork.data(), int(iwork.size()), &info);
-        RT_CHECK(info == 0, "linalg.eigh: ", batch_prefix(A.dim() > 2, b), "The algorithm failed to "
+        RT_CHECK(info == 0, "linalg.eigh: ", batch_prefix(A.dim() > 2, b),
+                 "The algorithm failed to "
                  "converge because the input matrix is ill-conditioned or has too many repeated "
-                 "eigenvalues (error code: ", info, ").");
+                 "eigenvalues (error code: ",
+                 info, ").");
         if (compute_v) store_col_major(a, n, V3, b);
       }
     }
@@ -459,14 +515,18 @@ Tensor linalg_solve_triangular(const Tensor& self, const Tensor& B_in, bool uppe
   // B takes A's dtype (what PyTorch 1.13 returns for mixed inputs).
   ScalarType dt = self.dtype();
   check_square(self, "linalg.solve_triangular");
-  check_lapack_dtype(self.to(dt), "linalg.solve_triangular");
-  Tensor A = self.to(dt), B = B_in.to(dt);
-  RT_CHECK(B.dim() >= 2, "linalg.solve_triangular: The input tensor B must have at least 2 "
+  check_lapack_dtype(self, "linalg.solve_triangular");
+  if (low_precision(self))
+    return cpu::linalg_solve_triangular(to_float(self), B_in, upper, left, unitriangular).to(dt);
+  Tensor A = self, B = B_in.to(dt);
+  RT_CHECK(B.dim() >= 2,
+           "linalg.solve_triangular: The input tensor B must have at least 2 "
            "dimensions.");
   int64_t n = A.size(-1);
-  RT_CHECK(left ? B.size(-2) == n : B.size(-1) == n, "linalg.solve_triangular: Incompatible "
-           "shapes of A and B for the equation ", left ? "AX = B" : "XA = B", " (", A.sizes(),
-           " and ", B.sizes(), ")");
+  RT_CHECK(left ? B.size(-2) == n : B.size(-1) == n,
+           "linalg.solve_triangular: Incompatible "
+           "shapes of A and B for the equation ",
+           left ? "AX = B" : "XA = B", " (", A.sizes(), " and ", B.sizes(), ")");
   auto batch = broadcast_shapes(IntArrayRef(batch_shape(A)), IntArrayRef(batch_shape(B)),
                                 "linalg.solve_triangular");
   std::vector<int64_t> bs(batch.begin(), batch.end());

@@ -27,17 +27,25 @@ Tensor attention_dropout(const Tensor& w, double p) {
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const std::optional<Tensor>& attn_mask, double dropout_p,
                                     bool is_causal, std::optional<double> scale) {
-  RT_CHECK(query.dim() >= 2 && key.dim() >= 2 && value.dim() >= 2, "scaled_dot_product_attention:"
-           " expected query, key and value to be at least 2-D, got shapes ", query.sizes(), ", ",
+  RT_CHECK(query.dim() >= 2 && key.dim() >= 2 && value.dim() >= 2,
+           "scaled_dot_product_attention:"
+           " expected query, key and value to be at least 2-D, got shapes ",
+           query.sizes(), ", ", key.sizes(), " and ", value.sizes());
+  RT_CHECK(query.size(-1) == key.size(-1),
+           "scaled_dot_product_attention: query and key must "
+           "have the same embedding size, got ",
+           query.sizes(), " and ", key.sizes());
+  RT_CHECK(key.size(-2) == value.size(-2),
+           "scaled_dot_product_attention: key and value must "
+           "have the same sequence length, got ",
            key.sizes(), " and ", value.sizes());
-  RT_CHECK(query.size(-1) == key.size(-1), "scaled_dot_product_attention: query and key must "
-           "have the same embedding size, got ", query.sizes(), " and ", key.sizes());
-  RT_CHECK(key.size(-2) == value.size(-2), "scaled_dot_product_attention: key and value must "
-           "have the same sequence length, got ", key.sizes(), " and ", value.sizes());
-  RT_CHECK(!(is_causal && attn_mask), "scaled_dot_product_attention: explicit attn_mask should "
+  RT_CHECK(!(is_causal && attn_mask),
+           "scaled_dot_product_attention: explicit attn_mask should "
            "not be set when is_causal=True");
-  RT_CHECK(dropout_p >= 0 && dropout_p <= 1, "scaled_dot_product_attention: dropout probability "
-           "has to be between 0 and 1, but got ", dropout_p);
+  RT_CHECK(dropout_p >= 0 && dropout_p <= 1,
+           "scaled_dot_product_attention: dropout probability "
+           "has to be between 0 and 1, but got ",
+           dropout_p);
   double s = scale ? *scale : 1.0 / std::sqrt(double(query.size(-1)));
   Tensor attn = query.matmul(mT(key)) * Scalar(s);
   int64_t L = query.size(-2), S = key.size(-2);
@@ -46,9 +54,10 @@ Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, cons
                             Scalar(-INFINITY));
   if (attn_mask) {
     // Boolean masks say where to attend; float masks are added to the scores.
-    if (attn_mask->dtype() == kBool) attn = attn.masked_fill(attn_mask->logical_not(),
-                                                             Scalar(-INFINITY));
-    else attn = attn + *attn_mask;
+    if (attn_mask->dtype() == kBool)
+      attn = attn.masked_fill(attn_mask->logical_not(), Scalar(-INFINITY));
+    else
+      attn = attn + *attn_mask;
   }
   attn = attn.softmax(-1, std::nullopt);
   return attention_dropout(attn, dropout_p).matmul(value);
@@ -67,11 +76,15 @@ std::tuple<Tensor, Tensor> multi_head_attention_forward(
     const std::optional<Tensor>& static_v, bool average_attn_weights) {
   const char* op = "multi_head_attention_forward";
   bool batched = query.dim() == 3;
-  RT_CHECK(query.dim() == 3 || query.dim() == 2, op, ": query should be unbatched 2D or batched "
-           "3D tensor but received ", query.dim(), "-D query tensor");
+  RT_CHECK(query.dim() == 3 || query.dim() == 2, op,
+           ": query should be unbatched 2D or batched "
+           "3D tensor but received ",
+           query.dim(), "-D query tensor");
   RT_CHECK(key.dim() == query.dim() && value.dim() == query.dim(), op, ": For ",
-           batched ? "batched (3-D)" : "unbatched (2-D)", " `query`, expected `key` and `value` "
-           "to be ", query.dim(), "-D but found ", key.dim(), "-D and ", value.dim(),
+           batched ? "batched (3-D)" : "unbatched (2-D)",
+           " `query`, expected `key` and `value` "
+           "to be ",
+           query.dim(), "-D but found ", key.dim(), "-D and ", value.dim(),
            "-D tensors respectively");
   Tensor q_in = batched ? query : query.unsqueeze(1);
   Tensor k_in = batched ? key : key.unsqueeze(1);
@@ -97,13 +110,15 @@ std::tuple<Tensor, Tensor> multi_head_attention_forward(
   }
   Tensor q, k, v;
   if (use_separate_proj_weight) {
-    RT_CHECK(q_proj_weight && k_proj_weight && v_proj_weight, op, ": use_separate_proj_weight is "
+    RT_CHECK(q_proj_weight && k_proj_weight && v_proj_weight, op,
+             ": use_separate_proj_weight is "
              "True but q_proj_weight, k_proj_weight or v_proj_weight is None");
     q = retorch::linear(q_in, *q_proj_weight, bq);
     k = retorch::linear(k_in, *k_proj_weight, bk);
     v = retorch::linear(v_in, *v_proj_weight, bv);
   } else {
-    RT_CHECK(in_proj_weight, op, ": use_separate_proj_weight is False but in_proj_weight is "
+    RT_CHECK(in_proj_weight, op,
+             ": use_separate_proj_weight is False but in_proj_weight is "
              "None");
     auto w = in_proj_weight->chunk(3, 0);
     q = retorch::linear(q_in, w[0], bq);
@@ -115,16 +130,21 @@ std::tuple<Tensor, Tensor> multi_head_attention_forward(
   std::optional<Tensor> mask;
   if (attn_mask) {
     Tensor m = *attn_mask;
-    RT_CHECK(m.dtype() == kBool || is_floating_type(m.dtype()), op, ": Only float and bool types "
-             "are supported for attn_mask, not ", m.dtype());
+    RT_CHECK(m.dtype() == kBool || is_floating_type(m.dtype()), op,
+             ": Only float and bool types "
+             "are supported for attn_mask, not ",
+             m.dtype());
     if (m.dim() == 2) {
-      RT_CHECK(m.size(0) == tgt_len && m.size(1) == k_in.size(0), op, ": The shape of the 2D "
-               "attn_mask is ", m.sizes(), ", but should be (", tgt_len, ", ", k_in.size(0), ").");
+      RT_CHECK(m.size(0) == tgt_len && m.size(1) == k_in.size(0), op,
+               ": The shape of the 2D "
+               "attn_mask is ",
+               m.sizes(), ", but should be (", tgt_len, ", ", k_in.size(0), ").");
       m = m.unsqueeze(0);
     } else {
       RT_CHECK(m.dim() == 3 && m.size(0) == bsz * num_heads && m.size(1) == tgt_len &&
-               m.size(2) == k_in.size(0), op, ": The shape of the 3D attn_mask is ", m.sizes(),
-               ", but should be (", bsz * num_heads, ", ", tgt_len, ", ", k_in.size(0), ").");
+                   m.size(2) == k_in.size(0),
+               op, ": The shape of the 3D attn_mask is ", m.sizes(), ", but should be (",
+               bsz * num_heads, ", ", tgt_len, ", ", k_in.size(0), ").");
     }
     mask = m;
   }
@@ -158,14 +178,21 @@ std::tuple<Tensor, Tensor> multi_head_attention_forward(
   }
   int64_t src_len = k.size(1);
   if (kpm) {
-    RT_CHECK(kpm->size(0) == bsz && kpm->size(1) == src_len, op, ": expecting key_padding_mask "
-             "shape of (", bsz, ", ", src_len, "), but got ", kpm->sizes());
-    Tensor p = kpm->reshape({bsz, 1, 1, src_len}).expand({bsz, num_heads, 1, src_len})
+    RT_CHECK(kpm->size(0) == bsz && kpm->size(1) == src_len, op,
+             ": expecting key_padding_mask "
+             "shape of (",
+             bsz, ", ", src_len, "), but got ", kpm->sizes());
+    Tensor p = kpm->reshape({bsz, 1, 1, src_len})
+                   .expand({bsz, num_heads, 1, src_len})
                    .reshape({bsz * num_heads, 1, src_len});
-    if (!mask) mask = p;
-    else if (mask->dtype() == kBool && p.dtype() == kBool) mask = logical_or(*mask, p);
-    else if (p.dtype() == kBool) mask = mask->masked_fill(p, Scalar(-INFINITY));
-    else mask = mask->dtype() == kBool ? p.masked_fill(*mask, Scalar(-INFINITY)) : *mask + p;
+    if (!mask)
+      mask = p;
+    else if (mask->dtype() == kBool && p.dtype() == kBool)
+      mask = logical_or(*mask, p);
+    else if (p.dtype() == kBool)
+      mask = mask->masked_fill(p, Scalar(-INFINITY));
+    else
+      mask = mask->dtype() == kBool ? p.masked_fill(*mask, Scalar(-INFINITY)) : *mask + p;
   }
   // Here a True mask entry means "do not attend" (the opposite of scaled_dot_product_attention).
   if (mask && mask->dtype() == kBool)

@@ -28,14 +28,6 @@ std::vector<std::optional<Tensor>> along(int64_t d, const Tensor& index) {
   return idx;
 }
 
-// The index_* ops take a scalar or vector index; 0-dim self acts as a 1-element vector.
-void check_index_vector(const Tensor& self, int64_t d, const Tensor& index, const char* op) {
-  RT_CHECK_INDEX(index.dim() <= 1, op, "(): Index is supposed to be a vector (got shape ",
-                 index.sizes(), ")");
-  (void)self;
-  (void)d;
-}
-
 }  // namespace
 
 Tensor masked_select(const Tensor& self, const Tensor& mask) {
@@ -69,7 +61,8 @@ Tensor index_fill_tensor(const Tensor& self, int64_t dim, const Tensor& index,
   RT_CHECK(value.dim() == 0, "index_fill_ only supports a 0-dimensional value tensor, but got "
            "tensor with ", value.dim(), " dimension(s).");
   int64_t d = maybe_wrap_dim(dim, self.dim(), "index_fill");
-  check_index_vector(self, d, index, "index_fill_");
+  RT_CHECK_INDEX(index.dim() <= 1, "index_fill_(): Index is supposed to be a vector (got shape ",
+                 index.sizes(), ")");
   Tensor v = value.dtype() == self.dtype() ? value : value.to(self.dtype());
   // Repeated indices fill once, so value's gradient counts each position once (as in PyTorch).
   Tensor idx = std::get<0>(retorch::_unique2(index.reshape({-1}), true, false, false));
@@ -147,9 +140,9 @@ Tensor put(const Tensor& self, const Tensor& index, const Tensor& source, bool a
            index.dtype());
   RT_CHECK(self.dtype() == source.dtype(), "put_(): self and source expected to have the same "
            "dtype, but got self.dtype = ", self.dtype(), " and source.dtype = ", source.dtype());
-  RT_CHECK_INDEX(index.numel() == source.numel(), "put_(): Expected source and index to have the same "
-           "number of elements, but got source.numel() = ", source.numel(), ", index.numel() = ",
-           index.numel());
+  RT_CHECK_INDEX(index.numel() == source.numel(), "put_(): Expected source and index to have "
+                 "the same number of elements, but got source.numel() = ", source.numel(),
+                 ", index.numel() = ", index.numel());
   int64_t n = self.numel();
   if (index.numel()) {
     int64_t lo = index.min().item<int64_t>(), hi = index.max().item<int64_t>();
@@ -169,8 +162,11 @@ Tensor flip(const Tensor& self, IntArrayRef dims) {
              ", but unique flip dims are fewer (dims ", dims, ")");
     seen[size_t(d)] = true;
     int64_t n = self.dim() == 0 ? 1 : self.size(d);
-    if (n > 1)
-      t = t.index_select(d, retorch::arange(n - 1, -1, -1, TensorOptions().dtype(kLong)));
+    // index (not index_select): its backward, index_put, differentiates again.
+    if (n > 1) {
+      Tensor rev = retorch::arange(n - 1, -1, -1, TensorOptions().dtype(kLong).device(t.device()));
+      t = retorch::index(t, along(d, rev));
+    }
   }
   return t.is_same(self) ? self.clone() : t;
 }
@@ -191,7 +187,9 @@ Tensor roll(const Tensor& self, IntArrayRef shifts, IntArrayRef dims) {
     if (n == 0) continue;
     int64_t s = ((shifts[i] % n) + n) % n;
     if (s == 0) continue;
-    t = retorch::cat({t.narrow(d, n - s, s), t.narrow(d, 0, n - s)}, d);
+    // out[j] = in[(j - s) mod n], gathered with index so the backward differentiates again.
+    Tensor src = long_arange(n, t.device()).add(Scalar(n - s)).remainder(Scalar(n));
+    t = retorch::index(t, along(d, src));
   }
   return t.is_same(self) ? self.clone() : t;
 }

@@ -19,24 +19,32 @@ using linalg_detail::mT;
 namespace {
 
 /// Half and bfloat16 products are computed in float and rounded once, like PyTorch.
-bool is_half_like(ScalarType t) { return t == kHalf || t == kBFloat16; }
+bool is_half_like(ScalarType t) {
+  return t == kHalf || t == kBFloat16;
+}
 
-std::vector<int64_t> vec(IntArrayRef a) { return std::vector<int64_t>(a.begin(), a.end()); }
+std::vector<int64_t> vec(IntArrayRef a) {
+  return std::vector<int64_t>(a.begin(), a.end());
+}
 
 void check_batch_operands(const char* op, const Tensor& b1, const Tensor& b2) {
   RT_CHECK(b1.dim() == 3, op, ": batch1 must be a 3D tensor (got shape ", b1.sizes(), ")");
   RT_CHECK(b2.dim() == 3, op, ": batch2 must be a 3D tensor (got shape ", b2.sizes(), ")");
-  RT_CHECK(b1.size(0) == b2.size(0), op, ": batch1 and batch2 must have same number of batches, "
-           "got ", b1.size(0), " and ", b2.size(0));
-  RT_CHECK(b1.size(2) == b2.size(1), op, ": Incompatible matrix sizes for bmm (", b1.size(1),
-           "x", b1.size(2), " and ", b2.size(1), "x", b2.size(2), ")");
+  RT_CHECK(b1.size(0) == b2.size(0), op,
+           ": batch1 and batch2 must have same number of batches, "
+           "got ",
+           b1.size(0), " and ", b2.size(0));
+  RT_CHECK(b1.size(2) == b2.size(1), op, ": Incompatible matrix sizes for bmm (", b1.size(1), "x",
+           b1.size(2), " and ", b2.size(1), "x", b2.size(2), ")");
 }
 
 /// beta * self + alpha * prod, skipping self entirely when beta is 0 (so NaNs there vanish).
 Tensor add_scaled(const char* op, const Tensor& self, const Tensor& prod, const Scalar& beta,
                   const Scalar& alpha) {
-  RT_CHECK(self.dtype() == prod.dtype(), op, ": expected self and batch1 to have the same dtype,"
-           " but got ", self.dtype(), " != ", prod.dtype());
+  RT_CHECK(self.dtype() == prod.dtype(), op,
+           ": expected self and batch1 to have the same dtype,"
+           " but got ",
+           self.dtype(), " != ", prod.dtype());
   RT_CHECK(is_expandable_to(self.sizes(), prod.sizes()), op, ": self of shape ", self.sizes(),
            " cannot be broadcast to the product shape ", prod.sizes());
   Tensor p = alpha.to_double() == 1.0 ? prod : prod * alpha;
@@ -59,9 +67,10 @@ Tensor baddbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, c
 Tensor addbmm(const Tensor& self, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
               const Scalar& alpha) {
   // PyTorch reads batch1.size(2) before checking the rank, so a 2-D batch is an IndexError.
-  RT_CHECK_INDEX(batch1.dim() >= 3 && batch2.dim() >= 3, "addbmm: Dimension out of range (batch1 "
-                 "and batch2 must be 3-D, got shapes ", batch1.sizes(), " and ", batch2.sizes(),
-                 ")");
+  RT_CHECK_INDEX(batch1.dim() >= 3 && batch2.dim() >= 3,
+                 "addbmm: Dimension out of range (batch1 "
+                 "and batch2 must be 3-D, got shapes ",
+                 batch1.sizes(), " and ", batch2.sizes(), ")");
   check_batch_operands("addbmm", batch1, batch2);
   if (is_half_like(batch1.dtype()) && self.dtype() == batch1.dtype())
     return composite::addbmm(self.to(kFloat), batch1.to(kFloat), batch2.to(kFloat), beta, alpha)
@@ -87,8 +96,8 @@ struct Operand {
   std::vector<int> labels;
 };
 
-std::vector<int> parse_subscripts(const std::string& s, int64_t ndim, bool* has_ell,
-                                  size_t index, bool output) {
+std::vector<int> parse_subscripts(const std::string& s, int64_t ndim, bool* has_ell, size_t index,
+                                  bool output) {
   std::vector<int> letters;
   int64_t ell_pos = -1;
   for (size_t i = 0; i < s.size(); ++i) {
@@ -102,8 +111,10 @@ std::vector<int> parse_subscripts(const std::string& s, int64_t ndim, bool* has_
       i += 2;
       continue;
     }
-    RT_CHECK(std::isalpha(static_cast<unsigned char>(c)), "einsum(): invalid subscript given at "
-             "index ", i, " in the equation string, subscripts must be in [a-zA-Z]");
+    RT_CHECK(std::isalpha(static_cast<unsigned char>(c)),
+             "einsum(): invalid subscript given at "
+             "index ",
+             i, " in the equation string, subscripts must be in [a-zA-Z]");
     letters.push_back(int(c));
   }
   *has_ell = ell_pos >= 0;
@@ -144,8 +155,8 @@ void take_diagonals(Operand& op) {
         }
     if (d1 < 0) return;
     RT_CHECK(op.t.size(d1) == op.t.size(d2), "einsum(): subscript ", char(op.labels[size_t(d1)]),
-             " is repeated for operand but the sizes don't match, ", op.t.size(d1), " != ",
-             op.t.size(d2));
+             " is repeated for operand but the sizes don't match, ", op.t.size(d1),
+             " != ", op.t.size(d2));
     std::vector<int64_t> perm;
     std::vector<int> labels;
     for (int64_t i = 0; i < op.t.dim(); ++i)
@@ -170,9 +181,12 @@ Tensor sumproduct_pair(Tensor left, Tensor right, const std::vector<bool>& sum_d
   for (int64_t d = 0; d < nd; ++d) {
     bool sl = left.size(d) != 1, sr = right.size(d) != 1;
     if (sum_dims[size_t(d)]) {
-      if (sl && sr) sum.push_back(d);
-      else if (sl) left = left.sum(IntArrayRef{d}, true);
-      else if (sr) right = right.sum(IntArrayRef{d}, true);
+      if (sl && sr)
+        sum.push_back(d);
+      else if (sl)
+        left = left.sum(IntArrayRef{d}, true);
+      else if (sr)
+        right = right.sum(IntArrayRef{d}, true);
     } else if (sl && sr) {
       lro.push_back(d);
     } else if (sl) {
@@ -233,9 +247,11 @@ Tensor einsum(std::string_view equation, TensorList tensors, OptionalIntArrayRef
     start = comma + 1;
   }
   RT_CHECK(!tensors.empty(), "einsum(): must provide at least one operand");
-  RT_CHECK(subs.size() <= tensors.size(), "einsum(): fewer operands were provided than specified "
+  RT_CHECK(subs.size() <= tensors.size(),
+           "einsum(): fewer operands were provided than specified "
            "in the equation");
-  RT_CHECK(subs.size() >= tensors.size(), "einsum(): more operands were provided than specified "
+  RT_CHECK(subs.size() >= tensors.size(),
+           "einsum(): more operands were provided than specified "
            "in the equation");
   std::vector<Operand> ops;
   int64_t ell_dims = 0;
@@ -287,9 +303,10 @@ Tensor einsum(std::string_view equation, TensorList tensors, OptionalIntArrayRef
       perm.push_back(d);
       int64_t s = ops[i].t.size(d);
       shape.push_back(s);
-      RT_CHECK(s == 1 || sizes[size_t(g)] == 1 || sizes[size_t(g)] == s, "einsum(): operands do "
-               "not broadcast with remapped shapes: operand ", i, " has size ", s,
-               " for a subscript of size ", sizes[size_t(g)], " elsewhere");
+      RT_CHECK(s == 1 || sizes[size_t(g)] == 1 || sizes[size_t(g)] == s,
+               "einsum(): operands do "
+               "not broadcast with remapped shapes: operand ",
+               i, " has size ", s, " for a subscript of size ", sizes[size_t(g)], " elsewhere");
       if (s != 1) sizes[size_t(g)] = s;
     }
     aligned.push_back(ops[i].t.permute(perm).reshape(shape));
@@ -323,18 +340,22 @@ Tensor einsum(std::string_view equation, TensorList tensors, OptionalIntArrayRef
 
 Tensor tensordot(const Tensor& self, const Tensor& other, IntArrayRef dims_self,
                  IntArrayRef dims_other) {
-  RT_CHECK(dims_self.size() == dims_other.size(), "tensordot: both dimension lists should have "
-           "same length (got ", dims_self.size(), " and ", dims_other.size(), ")");
+  RT_CHECK(dims_self.size() == dims_other.size(),
+           "tensordot: both dimension lists should have "
+           "same length (got ",
+           dims_self.size(), " and ", dims_other.size(), ")");
   std::vector<bool> cs(size_t(self.dim()), false), co(size_t(other.dim()), false);
   std::vector<int64_t> ps, po, free_shape;
   int64_t K = 1;
   for (size_t i = 0; i < dims_self.size(); ++i) {
     int64_t a = maybe_wrap_dim(dims_self[i], self.dim(), "tensordot");
     int64_t b = maybe_wrap_dim(dims_other[i], other.dim(), "tensordot");
-    RT_CHECK(self.size(a) == other.size(b), "tensordot: contracted dimensions need to match, but "
-             "first has size ", self.size(a), " in dim ", a, " and second has size ",
-             other.size(b), " in dim ", b);
-    RT_CHECK(!cs[size_t(a)] && !co[size_t(b)], "tensordot: dim ", a, " appears multiple times in "
+    RT_CHECK(self.size(a) == other.size(b),
+             "tensordot: contracted dimensions need to match, but "
+             "first has size ",
+             self.size(a), " in dim ", a, " and second has size ", other.size(b), " in dim ", b);
+    RT_CHECK(!cs[size_t(a)] && !co[size_t(b)], "tensordot: dim ", a,
+             " appears multiple times in "
              "the list of dims");
     cs[size_t(a)] = co[size_t(b)] = true;
     K *= self.size(a);
@@ -378,8 +399,12 @@ Tensor kron(const Tensor& self, const Tensor& other) {
 }
 
 Tensor linalg_cross(const Tensor& self, const Tensor& other, int64_t dim) {
-  RT_CHECK(self.dim() == other.dim(), "linalg.cross: inputs must have the same number of "
-           "dimensions (got shapes ", self.sizes(), " and ", other.sizes(), ")");
+  RT_CHECK(self.dim() == other.dim(),
+           "linalg.cross: inputs must have the same number of "
+           "dimensions (got shapes ",
+           self.sizes(), " and ", other.sizes(), ")");
+  RT_CHECK(self.dtype() == other.dtype(), "linalg.cross: expected scalar type ", self.dtype(),
+           " but found ", other.dtype());
   auto shape = broadcast_shapes(self.sizes(), other.sizes(), "linalg.cross");
   int64_t d = maybe_wrap_dim(dim, int64_t(shape.size()), "linalg.cross");
   RT_CHECK(self.size(d) == 3 && other.size(d) == 3, "linalg.cross: inputs dimension ", dim,
@@ -387,7 +412,8 @@ Tensor linalg_cross(const Tensor& self, const Tensor& other, int64_t dim) {
   Tensor a = self.expand(IntArrayRef(shape)), b = other.expand(IntArrayRef(shape));
   auto c = [d](const Tensor& t, int64_t i) { return t.narrow(d, i, 1); };
   return cat({c(a, 1) * c(b, 2) - c(a, 2) * c(b, 1), c(a, 2) * c(b, 0) - c(a, 0) * c(b, 2),
-              c(a, 0) * c(b, 1) - c(a, 1) * c(b, 0)}, d);
+              c(a, 0) * c(b, 1) - c(a, 1) * c(b, 0)},
+             d);
 }
 
 Tensor cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim) {
@@ -412,13 +438,16 @@ Tensor trace(const Tensor& self) {
 Tensor cdist(const Tensor& x1, const Tensor& x2, double p, std::optional<int64_t> compute_mode) {
   RT_CHECK(x1.dim() >= 2, "cdist only supports at least 2D tensors, X1 got: ", x1.dim(), "D");
   RT_CHECK(x2.dim() >= 2, "cdist only supports at least 2D tensors, X2 got: ", x2.dim(), "D");
-  RT_CHECK(x1.size(-1) == x2.size(-1), "X1 and X2 must have the same number of columns. X1: ",
-           x1.size(-1), " X2: ", x2.size(-1));
-  RT_CHECK(is_floating_type(x1.dtype()), "cdist only supports floating-point dtypes, X1 got: ",
-           x1.dtype());
-  RT_CHECK(is_floating_type(x2.dtype()), "cdist only supports floating-point dtypes, X2 got: ",
-           x2.dtype());
+  RT_CHECK(x1.size(-1) == x2.size(-1),
+           "X1 and X2 must have the same number of columns. X1: ", x1.size(-1),
+           " X2: ", x2.size(-1));
+  RT_CHECK(is_floating_type(x1.dtype()),
+           "cdist only supports floating-point dtypes, X1 got: ", x1.dtype());
+  RT_CHECK(is_floating_type(x2.dtype()),
+           "cdist only supports floating-point dtypes, X2 got: ", x2.dtype());
   RT_CHECK(p >= 0, "cdist only supports non-negative p values");
+  RT_CHECK(x1.dtype() == x2.dtype(), "cdist: expected scalar type ", x1.dtype(), " but found ",
+           x2.dtype());
   int64_t mode = compute_mode.value_or(0);
   RT_CHECK(mode >= 0 && mode <= 2, "possible modes: None, 1, 2, but was: ", mode);
   int64_t r1 = x1.size(-2), r2 = x2.size(-2);
@@ -437,8 +466,10 @@ Tensor cdist(const Tensor& x1, const Tensor& x2, double p, std::optional<int64_t
 
 Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double eps) {
   ScalarType dt = promote_types(x1.dtype(), x2.dtype());
-  RT_CHECK(is_floating_type(dt), "cosine_similarity: expected common dtype to be floating point, "
-           "yet common dtype is ", dt);
+  RT_CHECK(is_floating_type(dt),
+           "cosine_similarity: expected common dtype to be floating point, "
+           "yet common dtype is ",
+           dt);
   auto shape = broadcast_shapes(x1.sizes(), x2.sizes(), "cosine_similarity");
   Tensor a = x1.to(dt).expand(IntArrayRef(shape)), b = x2.to(dt).expand(IntArrayRef(shape));
   // Each input is divided by its norm clamped to eps; like PyTorch, the clamp is invisible to
@@ -453,19 +484,24 @@ Tensor cosine_similarity(const Tensor& x1, const Tensor& x2, int64_t dim, double
 Tensor pairwise_distance(const Tensor& x1, const Tensor& x2, double p, double eps, bool keepdim) {
   int64_t out_dim = std::max(x1.dim(), x2.dim());
   int64_t inner = out_dim - 1;
-  if (out_dim == 0) return retorch::linalg_vector_norm(x1 - x2 + Scalar(eps), Scalar(p), std::nullopt,
-                                              keepdim, std::nullopt);
+  if (out_dim == 0)
+    return retorch::linalg_vector_norm(x1 - x2 + Scalar(eps), Scalar(p), std::nullopt, keepdim,
+                                       std::nullopt);
   return retorch::linalg_vector_norm(x1 - x2 + Scalar(eps), Scalar(p), IntArrayRef{inner}, keepdim,
-                            std::nullopt);
+                                     std::nullopt);
 }
 
 Tensor linalg_vector_norm(const Tensor& self, const Scalar& ord, OptionalIntArrayRef dim,
                           bool keepdim, std::optional<ScalarType> dtype) {
-  RT_CHECK(is_floating_type(self.dtype()), "linalg.vector_norm: Expected a floating point or "
-           "complex tensor as input. Got ", self.dtype());
+  RT_CHECK(is_floating_type(self.dtype()),
+           "linalg.vector_norm: Expected a floating point or "
+           "complex tensor as input. Got ",
+           self.dtype());
   if (dtype) {
-    RT_CHECK(is_floating_type(*dtype), "linalg.vector_norm: dtype should be floating point, "
-             "but got ", *dtype);
+    RT_CHECK(is_floating_type(*dtype),
+             "linalg.vector_norm: dtype should be floating point, "
+             "but got ",
+             *dtype);
   }
   Tensor x = dtype ? self.to(*dtype) : self;
   double p = ord.to_double();
@@ -475,7 +511,8 @@ Tensor linalg_vector_norm(const Tensor& self, const Scalar& ord, OptionalIntArra
       if (x.dim() > 0 && x.size(maybe_wrap_dim(d, x.dim(), "linalg.vector_norm")) == 0)
         empty_reduction = true;
   if (std::isinf(p) && empty_reduction) {
-    RT_CHECK(false, "linalg.vector_norm cannot compute the ", ord, " norm on an empty tensor "
+    RT_CHECK(false, "linalg.vector_norm cannot compute the ", ord,
+             " norm on an empty tensor "
              "because the operation does not have an identity");
   }
   return retorch::norm(x, ord, dim, keepdim);
@@ -485,7 +522,8 @@ namespace {
 
 /// dim (two distinct, wrapped) dims of a matrix norm; the input must be at least 2-D.
 std::pair<int64_t, int64_t> matrix_norm_dims(const Tensor& A, IntArrayRef dim) {
-  RT_CHECK(A.dim() >= 2, "linalg.matrix_norm: The input tensor A must have at least 2 "
+  RT_CHECK(A.dim() >= 2,
+           "linalg.matrix_norm: The input tensor A must have at least 2 "
            "dimensions.");
   RT_CHECK(dim.size() == 2, "linalg.matrix_norm: dim must be a 2-tuple. Got ", dim);
   int64_t d0 = maybe_wrap_dim(dim[0], A.dim(), "linalg.matrix_norm");
@@ -503,9 +541,9 @@ Tensor svd_norm(const Tensor& A, int64_t d0, int64_t d1, bool keepdim, int kind)
   perm.insert(perm.end(), {d0, d1});
   Tensor m = A.permute(perm);
   Tensor S = retorch::linalg_svdvals(m, std::nullopt);
-  Tensor r = kind == 0 ? S.sum(IntArrayRef{-1}, false, std::nullopt)
-                       : (kind > 0 ? S.amax(IntArrayRef{-1}, false) : S.amin(IntArrayRef{-1},
-                                                                                false));
+  Tensor r = kind == 0
+                 ? S.sum(IntArrayRef{-1}, false, std::nullopt)
+                 : (kind > 0 ? S.amax(IntArrayRef{-1}, false) : S.amin(IntArrayRef{-1}, false));
   if (keepdim) {
     r = r.unsqueeze(std::min(d0, d1));
     r = r.unsqueeze(std::max(d0, d1));
@@ -517,14 +555,21 @@ Tensor svd_norm(const Tensor& A, int64_t d0, int64_t d1, bool keepdim, int kind)
 
 Tensor linalg_matrix_norm(const Tensor& self, const Scalar& ord, IntArrayRef dim, bool keepdim,
                           std::optional<ScalarType> dtype) {
-  RT_CHECK(is_floating_type(self.dtype()), "linalg.matrix_norm: Expected a floating point or "
-           "complex tensor as input. Got ", self.dtype());
+  RT_CHECK(is_floating_type(self.dtype()),
+           "linalg.matrix_norm: Expected a floating point or "
+           "complex tensor as input. Got ",
+           self.dtype());
   auto [d0, d1] = matrix_norm_dims(self, dim);
   Tensor A = dtype ? self.to(*dtype) : self;
   double p = ord.to_double();
-  if (std::abs(p) == 2) return svd_norm(A, d0, d1, keepdim, p > 0 ? 1 : -1);
-  RT_CHECK(std::abs(p) == 1 || std::isinf(p), "linalg.matrix_norm: Order ", ord,
-           " not supported.");
+  if (std::abs(p) == 2) {
+    RT_CHECK(!is_half_like(A.dtype()),
+             "linalg.matrix_norm: Low precision dtypes not supported. "
+             "Got ",
+             A.dtype());
+    return svd_norm(A, d0, d1, keepdim, p > 0 ? 1 : -1);
+  }
+  RT_CHECK(std::abs(p) == 1 || std::isinf(p), "linalg.matrix_norm: Order ", ord, " not supported.");
   // ord 1: max column sum (sum over rows d0, extreme over d1); inf: the transpose.
   int64_t sum_dim = std::abs(p) == 1 ? d0 : d1, ext_dim = std::abs(p) == 1 ? d1 : d0;
   Tensor s = A.abs().sum(IntArrayRef{sum_dim}, true, std::nullopt);
@@ -536,11 +581,19 @@ Tensor linalg_matrix_norm(const Tensor& self, const Scalar& ord, IntArrayRef dim
 Tensor linalg_matrix_norm_str_ord(const Tensor& self, std::string_view ord, IntArrayRef dim,
                                   bool keepdim, std::optional<ScalarType> dtype) {
   RT_CHECK(ord == "fro" || ord == "nuc", "linalg.matrix_norm: Order ", ord, " not supported.");
-  RT_CHECK(is_floating_type(self.dtype()), "linalg.matrix_norm: Expected a floating point or "
-           "complex tensor as input. Got ", self.dtype());
+  RT_CHECK(is_floating_type(self.dtype()),
+           "linalg.matrix_norm: Expected a floating point or "
+           "complex tensor as input. Got ",
+           self.dtype());
   auto [d0, d1] = matrix_norm_dims(self, dim);
   Tensor A = dtype ? self.to(*dtype) : self;
-  if (ord == "nuc") return svd_norm(A, d0, d1, keepdim, 0);
+  if (ord == "nuc") {
+    RT_CHECK(!is_half_like(A.dtype()),
+             "linalg.matrix_norm: Low precision dtypes not supported. "
+             "Got ",
+             A.dtype());
+    return svd_norm(A, d0, d1, keepdim, 0);
+  }
   return retorch::linalg_vector_norm(A, Scalar(2), IntArrayRef{d0, d1}, keepdim, std::nullopt);
 }
 
@@ -548,10 +601,14 @@ Tensor linalg_matrix_norm_str_ord(const Tensor& self, std::string_view ord, IntA
 
 std::tuple<Tensor, Tensor> triangular_solve(const Tensor& self, const Tensor& A, bool upper,
                                             bool transpose, bool unitriangular) {
-  RT_CHECK(self.dim() >= 2, "torch.triangular_solve: Expected b to have at least 2 dimensions, "
-           "but it has ", self.dim(), " dimensions instead");
-  RT_CHECK(A.dim() >= 2, "torch.triangular_solve: Expected A to have at least 2 dimensions, but "
-           "it has ", A.dim(), " dimensions instead");
+  RT_CHECK(self.dim() >= 2,
+           "torch.triangular_solve: Expected b to have at least 2 dimensions, "
+           "but it has ",
+           self.dim(), " dimensions instead");
+  RT_CHECK(A.dim() >= 2,
+           "torch.triangular_solve: Expected A to have at least 2 dimensions, but "
+           "it has ",
+           A.dim(), " dimensions instead");
   Tensor M = transpose ? mT(A) : A;
   Tensor X = linalg_solve_triangular(M, self, upper != transpose, true, unitriangular);
   return {X, A.clone()};
@@ -560,20 +617,29 @@ std::tuple<Tensor, Tensor> triangular_solve(const Tensor& self, const Tensor& A,
 Tensor linalg_solve(const Tensor& A, const Tensor& B, bool left) {
   RT_CHECK(A.dim() >= 2, "linalg.solve: The input tensor A must have at least 2 dimensions.");
   // B is a (batch of) vector(s) when it is 1-D or has exactly A's batch shape plus one dim.
-  bool vector_case = B.dim() == 1 ||
-      (B.dim() == A.dim() - 1 && B.sizes() == A.sizes().slice(0, size_t(A.dim() - 1)));
+  bool vector_case = B.dim() == 1 || (B.dim() == A.dim() - 1 &&
+                                      B.sizes() == A.sizes().slice(0, size_t(A.dim() - 1)));
   Tensor b = vector_case ? B.unsqueeze(-1) : B;
-  RT_CHECK(left || (b.dim() >= 2 && b.size(-1) == A.size(-1)), "linalg.solve: Incompatible "
-           "shapes of A and B for the equation XA = B (", A.size(-2), "x", A.size(-1), " and ",
-           b.size(-2), "x", b.size(-1), ")");
+  RT_CHECK(left || (b.dim() >= 2 && b.size(-1) == A.size(-1)),
+           "linalg.solve: Incompatible "
+           "shapes of A and B for the equation XA = B (",
+           A.size(-2), "x", A.size(-1), " and ", b.size(-2), "x", b.size(-1), ")");
   Tensor X = left ? _linalg_solve(A, b) : mT(_linalg_solve(mT(A), mT(b)));
   return vector_case ? X.squeeze(-1) : X;
 }
 
-Tensor inverse(const Tensor& self) { return linalg_inv(self); }
-Tensor det(const Tensor& self) { return linalg_det(self); }
-std::tuple<Tensor, Tensor> slogdet(const Tensor& self) { return linalg_slogdet(self); }
-Tensor cholesky(const Tensor& self, bool upper) { return linalg_cholesky(self, upper); }
+Tensor inverse(const Tensor& self) {
+  return linalg_inv(self);
+}
+Tensor det(const Tensor& self) {
+  return linalg_det(self);
+}
+std::tuple<Tensor, Tensor> slogdet(const Tensor& self) {
+  return linalg_slogdet(self);
+}
+Tensor cholesky(const Tensor& self, bool upper) {
+  return linalg_cholesky(self, upper);
+}
 
 std::tuple<Tensor, Tensor, Tensor> linalg_svd(const Tensor& A, bool full_matrices,
                                               std::optional<std::string_view> driver) {

@@ -7,12 +7,16 @@
 namespace retorch::linalg_detail {
 
 /// The last two dims swapped (PyTorch's Tensor.mT).
-inline Tensor mT(const Tensor& t) { return t.transpose(-2, -1); }
+inline Tensor mT(const Tensor& t) {
+  return t.transpose(-2, -1);
+}
 
 /// Mask of the (rows, cols) positions with col - row <= k (lower) or >= k (upper).
 inline Tensor triangle_mask(int64_t rows, int64_t cols, int64_t k, bool lower, Device dev) {
-  Tensor r = arange(Scalar(0), Scalar(rows), Scalar(1), TensorOptions().dtype(kLong).device(dev)).unsqueeze(1);
-  Tensor c = arange(Scalar(0), Scalar(cols), Scalar(1), TensorOptions().dtype(kLong).device(dev)).unsqueeze(0);
+  Tensor r = arange(Scalar(0), Scalar(rows), Scalar(1), TensorOptions().dtype(kLong).device(dev))
+                 .unsqueeze(1);
+  Tensor c = arange(Scalar(0), Scalar(cols), Scalar(1), TensorOptions().dtype(kLong).device(dev))
+                 .unsqueeze(0);
   Tensor d = c - r;
   return lower ? d.le(Scalar(k)) : d.ge(Scalar(k));
 }
