@@ -38,7 +38,17 @@ Tensor permute_backwards(const Tensor& grad, IntArrayRef dims) {
   return grad.permute(inv);
 }
 
+// Note [Differentiable view backward]
+// The fast path writes grad into a view of fresh zeros. That write is not recorded by autograd
+// (the zeros are no view base that autograd tracks), so under create_graph the result would
+// silently carry no history and double backward would be wrong. When grad itself requires grad,
+// build the same tensor with index_add, whose gradient w.r.t. grad is the matching index_select.
 Tensor select_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, int64_t index) {
+  if (grad.requires_grad()) {
+    int64_t d = maybe_wrap_dim(dim, int64_t(sizes.size()), "select_backward");
+    Tensor idx = full({1}, Scalar(index < 0 ? index + sizes[d] : index), TensorOptions(kLong));
+    return zeros(sizes, grad.options()).index_add(d, idx, grad.unsqueeze(d));
+  }
   Tensor g = zeros(sizes, grad.options());
   g.select(dim, index).copy_(grad);
   return g;
@@ -46,6 +56,11 @@ Tensor select_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, int64
 
 Tensor slice_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim,
                       std::optional<int64_t> start, std::optional<int64_t> end, int64_t step) {
+  if (grad.requires_grad()) {  // See Note [Differentiable view backward]
+    int64_t d = maybe_wrap_dim(dim, int64_t(sizes.size()), "slice_backward");
+    Tensor idx = arange(sizes[d], TensorOptions(kLong)).slice(0, start, end, step);
+    return zeros(sizes, grad.options()).index_add(d, idx, grad);
+  }
   Tensor g = zeros(sizes, grad.options());
   g.slice(dim, start, end, step).copy_(grad);
   return g;

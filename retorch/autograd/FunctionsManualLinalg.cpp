@@ -7,8 +7,6 @@ namespace retorch::autograd::fm {
 
 using linalg_detail::diag_embed;
 using linalg_detail::mT;
-using linalg_detail::tril;
-using linalg_detail::triu;
 
 Tensor euclidean_dist_backward(const Tensor& grad, const Tensor& x1, const Tensor& x2,
                                const Tensor& result, bool for_x1) {

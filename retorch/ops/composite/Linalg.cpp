@@ -13,7 +13,7 @@
 
 namespace retorch::composite {
 
-using linalg_detail::diagonal;
+using linalg_detail::mat_diagonal;
 using linalg_detail::mT;
 
 namespace {
@@ -167,7 +167,7 @@ void take_diagonals(Operand& op) {
     int lab = op.labels[size_t(d1)];
     perm.push_back(d1);
     perm.push_back(d2);
-    op.t = diagonal(op.t.permute(perm));
+    op.t = mat_diagonal(op.t.permute(perm));
     labels.push_back(lab);
     op.labels = labels;
   }
@@ -430,7 +430,7 @@ Tensor cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim
 Tensor trace(const Tensor& self) {
   RT_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
   RT_CHECK(self.dtype() != kBool, "\"trace\" not implemented for 'Bool'");
-  return diagonal(self).sum(OptionalIntArrayRef(), false, std::nullopt);
+  return mat_diagonal(self).sum(OptionalIntArrayRef(), false, std::nullopt);
 }
 
 // ---------------------------------------------------------------- distances and norms

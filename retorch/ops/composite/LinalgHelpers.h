@@ -1,5 +1,5 @@
 // Matrix helpers shared by the linear-algebra composites and their backward formulas, written in
-// differentiable retorch ops (triangles by masking, diagonals by strided slicing).
+// differentiable retorch ops (diagonals by strided slicing).
 #pragma once
 #include "retorch/generated/Functions.h"
 #include "retorch/ops/TensorOperators.h"
@@ -20,17 +20,10 @@ inline Tensor triangle_mask(int64_t rows, int64_t cols, int64_t k, bool lower, D
   Tensor d = c - r;
   return lower ? d.le(Scalar(k)) : d.ge(Scalar(k));
 }
-/// Lower triangle (on and below diagonal k) of the last two dims, zeros elsewhere.
-inline Tensor tril(const Tensor& t, int64_t k = 0) {
-  return where(triangle_mask(t.size(-2), t.size(-1), k, true, t.device()), t, Scalar(0));
-}
-inline Tensor triu(const Tensor& t, int64_t k = 0) {
-  return where(triangle_mask(t.size(-2), t.size(-1), k, false, t.device()), t, Scalar(0));
-}
 
 /// Main diagonal of the last two dims, shape (..., min(r, c)): in a row-major (r, c) matrix
 /// the diagonal sits every c + 1 elements of the flattened matrix.
-inline Tensor diagonal(const Tensor& t) {
+inline Tensor mat_diagonal(const Tensor& t) {
   int64_t r = t.size(-2), c = t.size(-1), k = std::min(r, c);
   std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end() - 2);
   shape.push_back(r * c);
