@@ -87,6 +87,8 @@ Tensor upsample_nearest2d(const Tensor& self, IntArrayRef output_size,
                           std::optional<double> scales_h, std::optional<double> scales_w) {
   const char* op = "upsample_nearest2d";
   Resize r = check_input(self, output_size, op);
+  RT_CHECK(is_floating_type(self.dtype()) || self.dtype() == kByte, "\"", op,
+           "\" not implemented for '", dtype_name(self.dtype()), "'");
   Tensor x = self.contiguous();
   Tensor out = make_empty(r.out_shape, self.dtype(), self.device());
   auto th = nearest_table(r.ih, r.oh, scales_h), tw = nearest_table(r.iw, r.ow, scales_w);
