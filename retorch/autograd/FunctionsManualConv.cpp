@@ -55,13 +55,15 @@ Tensor convolution_backward_input(const Tensor& grad, IntArrayRef input_sizes,
 }
 
 Tensor convolution_backward_bias(const Tensor& grad) {
-  std::vector<int64_t> dims{0};
-  for (int64_t i = 2; i < grad.dim(); ++i) dims.push_back(i);
-  return grad.sum(IntArrayRef(dims));
+  // Two contiguous-row reductions are several times faster than one over dims (0, 2, 3).
+  int64_t spatial = 1;
+  for (int64_t i = 2; i < grad.dim(); ++i) spatial *= grad.size(i);
+  const std::vector<int64_t> last{2}, first{0};
+  return grad.reshape({grad.size(0), grad.size(1), spatial}).sum(last).sum(first);
 }
 
 // _convolution_backward_weight(go, x) is W(go, x) when not transposed and W(x, go) when
-// transposed, with W(g, x)[o, c, k] = sum g[n, o, p] * x[n, c, p * stride - padding + k * dilation].
+// transposed, with W(g, x)[o, c, k] = sum g[n, o, p] * x[n, c, p * s - padding + k * dilation].
 // Its adjoint in g is conv(x, ggw); in x it is conv_transpose(g, ggw).
 Tensor conv_weight_grad_grad_output(const Tensor& grad, const Tensor& input,
                                     IntArrayRef grad_output_sizes, IntArrayRef stride,

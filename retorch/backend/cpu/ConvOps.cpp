@@ -109,11 +109,6 @@ void im2col_image(const T* x, const Window& g, T* cols, Band band) {
                [&](int64_t b, int64_t e) { im2col_rows(x, g, cols, b, e, band); });
 }
 
-template <typename T>
-void col2im_image(const T* cols, const Window& g, T* x, Band band) {
-  parallel_for(0, g.C, channel_grain(g),
-               [&](int64_t b, int64_t e) { col2im_rows(cols, g, x, b, e, band); });
-}
 
 // Window rows per band: about 256 KB of columns, whole rows, at least one.
 int64_t band_rows(const Window& g, size_t elem_size) {
@@ -167,7 +162,9 @@ void init_output(T* y, int64_t O, int64_t L, const T* bias) {
 // Batched convolutions give each thread whole samples, with its own im2col buffer and a
 // single-threaded GEMM: per-sample GEMMs (64 x 784 x 288 for a 32->64 3x3 conv on 28x28) are too
 // small to split well across threads, and OpenBLAS's pthread pool must not be entered from
-// several threads at once. A single sample runs one GEMM at a time on all of OpenBLAS's threads.
+// several threads at once. A single sample runs one GEMM at a time on all of OpenBLAS's threads,
+// with im2col/col2im on the calling thread: waking OpenMP threads between GEMMs would leave them
+// spinning against OpenBLAS's threads (a 10x slowdown on two cores).
 class BlasSingleThreaded {
  public:
   explicit BlasSingleThreaded(bool on) : prev_(on ? openblas_get_num_threads() : 0) {
@@ -218,7 +215,7 @@ void conv_forward(const T* x, const T* w, const T* bias, T* y, int64_t N, int64_
       const T* cols = xn + y0 * g.ow;
       int64_t ldc = L;
       if (!direct) {
-        im2col_image(xn, g, bufs[size_t(worker)].data(), band);
+        im2col_rows(xn, g, bufs[size_t(worker)].data(), 0, g.C, band);
         cols = bufs[size_t(worker)].data();
         ldc = Lb;
       }
@@ -249,7 +246,7 @@ void conv_transpose_forward(const T* x, const T* w, const T* bias, T* y, int64_t
       for (int64_t gi = 0; gi < groups; ++gi)
         gemm(true, false, Kg, Lb, Cing, w + gi * Cing * Kg, Kg, xn + gi * Cing * L + y0 * g.ow, L,
              T(0), buf + gi * Kg * Lb, Lb);
-      col2im_image(buf, g, yn, band);
+      col2im_rows(buf, g, yn, 0, g.C, band);
     }
   });
 }
@@ -275,7 +272,7 @@ void conv_weight_grad(const T* go, const T* x, T* gw, int64_t N, int64_t O, cons
       const T* cols = xn + y0 * g.ow;
       int64_t ldc = L;
       if (!direct) {
-        im2col_image(xn, g, bufs[size_t(worker)].data(), band);
+        im2col_rows(xn, g, bufs[size_t(worker)].data(), 0, g.C, band);
         cols = bufs[size_t(worker)].data();
         ldc = Lb;
       }

@@ -256,10 +256,12 @@ Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
   Planes p = as_planes(self, op);
   AvgArgs a = check_avg(p, kernel_size, stride, padding, ceil_mode, count_include_pad,
                         divisor_override, op);
-  check_float(self, op);
+  // Like PyTorch, int64 inputs average with integer (truncating) division.
+  if (self.dtype() != kLong) check_float(self, op);
   Tensor out = make_empty(with_hw(p.lead, a.k.oh, a.k.ow), self.dtype(), self.device());
   const int64_t L = a.k.oh * a.k.ow, HW = p.H * p.W;
-  RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
+  auto body = [&](auto tag) {
+    using scalar_t = decltype(tag);
     using acc_t = opmath_t<scalar_t>;
     const scalar_t* x = p.x.data_ptr<scalar_t>();
     scalar_t* y = out.data_ptr<scalar_t>();
@@ -280,7 +282,12 @@ Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
         });
       }
     });
-  });
+  };
+  if (self.dtype() == kLong) {
+    body(int64_t{});
+  } else {
+    RT_DISPATCH_FLOATING(self.dtype(), op, [&] { body(scalar_t{}); });
+  }
   return out;
 }
 

@@ -79,7 +79,9 @@ Taps<T> linear_taps(int64_t in, int64_t out, bool align_corners, std::optional<d
   return t;
 }
 
-int64_t plane_grain(int64_t work) { return std::max<int64_t>(1, 16384 / std::max<int64_t>(work, 1)); }
+int64_t plane_grain(int64_t work) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(work, 1));
+}
 
 }  // namespace
 
@@ -87,6 +89,8 @@ Tensor upsample_nearest2d(const Tensor& self, IntArrayRef output_size,
                           std::optional<double> scales_h, std::optional<double> scales_w) {
   const char* op = "upsample_nearest2d";
   Resize r = check_input(self, output_size, op);
+  RT_CHECK(is_floating_type(self.dtype()) || self.dtype() == kByte, "\"", op,
+           "\" not implemented for '", dtype_name(self.dtype()), "'");
   Tensor x = self.contiguous();
   Tensor out = make_empty(r.out_shape, self.dtype(), self.device());
   auto th = nearest_table(r.ih, r.oh, scales_h), tw = nearest_table(r.iw, r.ow, scales_w);
@@ -129,7 +133,8 @@ Tensor upsample_nearest2d_backward(const Tensor& grad_output, IntArrayRef output
         for (int64_t oy = 0; oy < r.oh; ++oy)
           for (int64_t ox = 0; ox < r.ow; ++ox)
             acc[size_t(th[size_t(oy)] * r.iw + tw[size_t(ox)])] += acc_t(gp[oy * r.ow + ox]);
-        for (int64_t j = 0; j < r.ih * r.iw; ++j) out[pl * r.ih * r.iw + j] = scalar_t(acc[size_t(j)]);
+        for (int64_t j = 0; j < r.ih * r.iw; ++j)
+          out[pl * r.ih * r.iw + j] = scalar_t(acc[size_t(j)]);
       }
     });
   });
@@ -206,7 +211,8 @@ Tensor upsample_bilinear2d_backward(const Tensor& grad_output, IntArrayRef outpu
             acc[size_t(h1 + w1)] += th.l1[a] * tw.l1[c] * v;
           }
         }
-        for (int64_t j = 0; j < r.ih * r.iw; ++j) out[pl * r.ih * r.iw + j] = scalar_t(acc[size_t(j)]);
+        for (int64_t j = 0; j < r.ih * r.iw; ++j)
+          out[pl * r.ih * r.iw + j] = scalar_t(acc[size_t(j)]);
       }
     });
   });
