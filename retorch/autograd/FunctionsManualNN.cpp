@@ -225,6 +225,9 @@ Tensor cross_entropy_fused_backward(const Tensor& grad, const Tensor& input, con
                                     const std::optional<Tensor>& weight, int64_t ignore_index,
                                     int64_t reduction, double label_smoothing, const Tensor& lse) {
   if (!grad.defined()) return Tensor();
+  if (!GradMode::is_enabled())
+    return retorch::_cross_entropy_fused_backward(grad, input, target, weight, ignore_index,
+                                                  reduction, label_smoothing, lse);
   // d/dx of -(1-ls) w_t logp_t - (ls/C) sum_j w_j logp_j, per kept row, then the reduction.
   int64_t C = input.size(1);
   Tensor l = GradMode::is_enabled() ? input.logsumexp(IntArrayRef({1}), true) : lse.unsqueeze(1);

@@ -11,7 +11,8 @@ from custom_helpers import I, P, aten, both, gradcheck, grads, raises_like_torch
 CUSTOM = {
     "test_regression_losses": ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"],
     "test_nll_loss": ["nll_loss"],
-    "test_cross_entropy": ["cross_entropy", "_cross_entropy_fused"],
+    "test_cross_entropy": ["cross_entropy", "_cross_entropy_fused",
+                           "_cross_entropy_fused_backward"],
     "test_binary_cross_entropy": ["binary_cross_entropy", "binary_cross_entropy_with_logits"],
     "test_kl_div_poisson": ["kl_div", "poisson_nll_loss"],
     "test_margin_losses": ["soft_margin_loss", "multi_margin_loss", "margin_ranking_loss",
@@ -154,6 +155,23 @@ def test_cross_entropy(rng):
         fused = retorch._cross_entropy_fused(xs, ts, None, -100, r, 0.0)[0]
         comp = retorch.nll_loss(xs.log_softmax(1), ts, None, -100, red)
         np.testing.assert_allclose(fused.numpy(), comp.numpy(), rtol=1e-12, atol=1e-12)
+    # The fused backward kernel (used without create_graph) against torch's autograd.
+    for dt in ("float32", "float64"):
+        for (red, r), ls, ign in [(("none", 0), 0.0, -100), (("mean", 1), 0.2, 2),
+                                  (("sum", 2), 0.1, -100)]:
+            xp, w = P(rng, (6, 7), dt, "transposed"), P(rng, (7,), dt, domain="positive")
+            tp = _targets(rng, (6,), 7, ign)
+            g = P(rng, (6,) if r == 0 else (), dt)
+
+            def ce_back(L, x, g, w):
+                if T(L):
+                    x = x.detach().requires_grad_(True)
+                    loss = F.cross_entropy(x, tp.t, w, ignore_index=ign, reduction=red,
+                                           label_smoothing=ls)
+                    return torch.autograd.grad(loss, x, g)[0]
+                lse = retorch._cross_entropy_fused(x, tp.r, w, ign, r, ls)[1]
+                return retorch._cross_entropy_fused_backward(g, x, tp.r, w, ign, r, ls, lse)
+            both(ce_back, xp, g, w, rtol=1e-5, atol=1e-6)
     # Errors like torch.
     for tv in ([0, 5, 1], [0, -2, 1]):
         both(lambda L, x, t: fn(L, "cross_entropy")(x, t), P(rng, (3, 4)), I(tv))
