@@ -17,7 +17,7 @@ namespace {
 
 /// exp for float, written so that `omp simd` loops vectorize it: 2^n * p(r) with
 /// r = x - n ln2 in [-ln2/2, ln2/2] and Cephes' degree-6 polynomial (about 1 ulp).
-inline float exp_simd(float x) {
+__attribute__((always_inline)) inline float exp_simd(float x) {
   x = std::min(std::max(x, -87.33654f), 88.72283f);
   float n = std::floor(x * 1.44269504088896341f + 0.5f);
   float r = x - n * 0.693359375f + n * 2.12194440e-4f;
@@ -33,9 +33,51 @@ inline float exp_simd(float x) {
 }
 
 template <typename T>
-inline T exp_fast(T x) {
+__attribute__((always_inline)) inline T exp_fast(T x) {
   if constexpr (std::is_same_v<T, float>) return exp_simd(x);
   else return std::exp(x);
+}
+
+// Row helpers kept out of the dispatch lambdas so that the compiler vectorizes them.
+template <typename scalar_t, typename op_t>
+__attribute__((noinline)) op_t row_max(const scalar_t* x, int64_t n) {
+  op_t m = -std::numeric_limits<op_t>::infinity();
+  _Pragma("omp simd reduction(max : m)")
+  for (int64_t j = 0; j < n; ++j) m = std::max(m, op_t(x[j]));
+  return m;
+}
+
+template <typename scalar_t, typename op_t>
+__attribute__((noinline)) op_t row_sum_exp(const scalar_t* x, int64_t n, op_t shift) {
+  op_t s = 0;
+  _Pragma("omp simd reduction(+ : s)")
+  for (int64_t j = 0; j < n; ++j) s += exp_fast(op_t(x[j]) - shift);
+  return s;
+}
+
+/// g[j] = exp(x[j] - lse) * a - b * (w ? w[j] : 1). Returns sum(g): GCC only vectorizes this
+/// loop (the inlined exp) when it also carries a reduction, so it keeps one.
+template <typename scalar_t, typename op_t>
+__attribute__((noinline)) op_t row_softmax_grad(const scalar_t* __restrict x,
+                                                scalar_t* __restrict g, int64_t n, op_t lse,
+                                                op_t a, op_t b, const op_t* w) {
+  op_t s = 0;
+  if (w) {
+    _Pragma("omp simd reduction(+ : s)")
+    for (int64_t j = 0; j < n; ++j) {
+      op_t v = exp_fast(op_t(x[j]) - lse) * a - b * w[j];
+      g[j] = scalar_t(v);
+      s += v;
+    }
+  } else {
+    _Pragma("omp simd reduction(+ : s)")
+    for (int64_t j = 0; j < n; ++j) {
+      op_t v = exp_fast(op_t(x[j]) - lse) * a - b;
+      g[j] = scalar_t(v);
+      s += v;
+    }
+  }
+  return s;
 }
 
 inline double log_add(double a, double b) {
@@ -89,13 +131,9 @@ std::tuple<Tensor, Tensor> cross_entropy_fused(const Tensor& input, const Tensor
                  [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) {
         const scalar_t* xr = xp + i * C;
-        op_t m = -std::numeric_limits<op_t>::infinity();
-        _Pragma("omp simd reduction(max : m)")
-        for (int64_t j = 0; j < C; ++j) m = std::max(m, op_t(xr[j]));
+        op_t m = row_max<scalar_t, op_t>(xr, C);
         op_t shift = std::isinf(m) ? op_t(0) : m;
-        op_t s = 0;
-_Pragma("omp simd reduction(+ : s)")
-        for (int64_t j = 0; j < C; ++j) s += exp_fast(op_t(xr[j]) - shift);
+        op_t s = row_sum_exp<scalar_t, op_t>(xr, C, shift);
         op_t l = std::log(s) + shift;
         lp[i] = scalar_t(l);
         int64_t ti = tp[i];
@@ -190,16 +228,7 @@ Tensor cross_entropy_fused_backward(const Tensor& grad, const Tensor& input, con
         op_t qsum = op_t(((1 - ls) * wt + ls / double(C) * wsum_all) * scale);
         op_t lse_i = op_t(lp[i]);
         op_t sm = op_t(ls / double(C) * scale);
-        if (wp) {
-          const op_t* w = wv.data();
-          _Pragma("omp simd")
-          for (int64_t j = 0; j < C; ++j)
-            gr[j] = scalar_t(exp_fast(op_t(xr[j]) - lse_i) * qsum - sm * w[j]);
-        } else {
-          _Pragma("omp simd")
-          for (int64_t j = 0; j < C; ++j)
-            gr[j] = scalar_t(exp_fast(op_t(xr[j]) - lse_i) * qsum - sm);
-        }
+        row_softmax_grad<scalar_t, op_t>(xr, gr, C, lse_i, qsum, sm, wp ? wv.data() : nullptr);
         gr[ti] = scalar_t(op_t(gr[ti]) - op_t((1 - ls) * wt * scale));
       }
     });
