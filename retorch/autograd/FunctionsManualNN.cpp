@@ -173,7 +173,8 @@ Tensor embedding_dense_double_backward(const Tensor& grad, const Tensor& indices
 namespace {
 /// Rows of `indices` that count: all but padding_idx.
 Tensor bag_keep_mask(const Tensor& idx, int64_t padding_idx) {
-  return padding_idx >= 0 ? idx.ne(Scalar(padding_idx)) : ones_like(idx, TensorOptions().dtype(kBool));
+  return padding_idx >= 0 ? idx.ne(Scalar(padding_idx))
+                          : ones_like(idx, TensorOptions().dtype(kBool));
 }
 }  // namespace
 
@@ -239,7 +240,8 @@ Tensor cross_entropy_fused_backward(const Tensor& grad, const Tensor& input, con
   // q: the target distribution scaled by the class weights.
   Tensor onehot = zeros_like(input).scatter(1, t, Scalar(1.0 - label_smoothing));
   Tensor q = onehot * wt + w.unsqueeze(0) * (label_smoothing / double(C));
-  Tensor g = (p * q.sum(IntArrayRef({1}), true) - q).masked_fill(keep.logical_not().unsqueeze(1), 0);
+  Tensor g = (p * q.sum(IntArrayRef({1}), true) - q)
+                 .masked_fill(keep.logical_not().unsqueeze(1), 0);
   if (reduction == 0) return g * grad.unsqueeze(1);
   if (reduction == 1) {
     Tensor denom = (wt.squeeze(1) * keep.to(input.dtype())).sum();

@@ -157,7 +157,8 @@ def test_layer_norm(rng):
                 both(lambda L, x, g: bwd(L, x, g, 1), x, g, rtol=1e-4, atol=1e-5)
     # Fused forward against the composite definition.
     x = retorch.from_numpy(rng.standard_normal((4, 7)))
-    comp = (x - x.mean([1], keepdim=True)) / (x.var([1], unbiased=False, keepdim=True) + 1e-5).sqrt()
+    var = x.var([1], unbiased=False, keepdim=True)
+    comp = (x - x.mean([1], keepdim=True)) / (var + 1e-5).sqrt()
     np.testing.assert_allclose(retorch.layer_norm(x, [7]).numpy(), comp.numpy(), rtol=1e-10,
                                atol=1e-10)
 
@@ -241,7 +242,8 @@ def test_local_response_norm(rng):
                 # (torch's 5-D path views its input, so it gets a contiguous copy)
                 both(lambda L, x: F.local_response_norm(x.contiguous(), size) if T(L)
                      else retorch.local_response_norm(x, size), x, rtol=1e-5, atol=1e-6)
-                both(lambda L, x: F.local_response_norm(x.contiguous(), size, 1e-2, 0.5, 2.0) if T(L)
+                both(lambda L, x: F.local_response_norm(x.contiguous(), size, 1e-2, 0.5, 2.0)
+                     if T(L)
                      else retorch.local_response_norm(x, size, 1e-2, 0.5, 2.0), x, rtol=1e-5)
     both(lambda L, x: F.local_response_norm(x, 2) if T(L)
          else retorch.local_response_norm(x, 2), P(rng, (3, 4)), what="2-D input")

@@ -27,7 +27,8 @@ std::vector<int64_t> index_values(const Tensor& indices, const char* op, const c
 void check_range(const std::vector<int64_t>& idx, int64_t n, const char* op, bool index_error) {
   for (int64_t v : idx) {
     if (v >= 0 && v < n) continue;
-    if (index_error) RT_CHECK_INDEX(false, op, ": index ", v, " out of range in self (", n, " rows)");
+    if (index_error)
+      RT_CHECK_INDEX(false, op, ": index ", v, " out of range in self (", n, " rows)");
     RT_CHECK(false, op, ": Index ", v, " is out of bounds: range 0 to ", n);
   }
 }
@@ -101,7 +102,7 @@ Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices
         scalar_t s = scalar_t(scale[size_t(v)]);
         const scalar_t* gr = gp + i * D;
         scalar_t* orow = op + v * D;
-_Pragma("omp simd")
+        _Pragma("omp simd")
         for (int64_t c = c0; c < c1; ++c) orow[c] += gr[c] * s;
       }
     });

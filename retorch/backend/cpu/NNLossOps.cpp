@@ -6,6 +6,10 @@
 #include <limits>
 #include <vector>
 
+#if defined(__AVX2__) && defined(__FMA__)
+#include <immintrin.h>
+#endif
+
 #include "retorch/backend/cpu/Parallel.h"
 #include "retorch/core/Dtypes.h"
 #include "retorch/generated/Functions.h"
@@ -38,47 +42,96 @@ __attribute__((always_inline)) inline T exp_fast(T x) {
   else return std::exp(x);
 }
 
-// Row helpers kept out of the dispatch lambdas so that the compiler vectorizes them.
+// Row helpers of the cross_entropy kernels. GCC does not vectorize the polynomial exp on its own
+// (the clamps become branches), so float rows use AVX2 intrinsics where the build has them.
 template <typename scalar_t, typename op_t>
-__attribute__((noinline)) op_t row_max(const scalar_t* x, int64_t n) {
+op_t row_max(const scalar_t* x, int64_t n) {
   op_t m = -std::numeric_limits<op_t>::infinity();
-  _Pragma("omp simd reduction(max : m)")
   for (int64_t j = 0; j < n; ++j) m = std::max(m, op_t(x[j]));
   return m;
 }
 
 template <typename scalar_t, typename op_t>
-__attribute__((noinline)) op_t row_sum_exp(const scalar_t* x, int64_t n, op_t shift) {
+op_t row_sum_exp(const scalar_t* x, int64_t n, op_t shift) {
   op_t s = 0;
-  _Pragma("omp simd reduction(+ : s)")
   for (int64_t j = 0; j < n; ++j) s += exp_fast(op_t(x[j]) - shift);
   return s;
 }
 
-/// g[j] = exp(x[j] - lse) * a - b * (w ? w[j] : 1). Returns sum(g): GCC only vectorizes this
-/// loop (the inlined exp) when it also carries a reduction, so it keeps one.
+/// g[j] = exp(x[j] - lse) * a - b * (w ? w[j] : 1)
 template <typename scalar_t, typename op_t>
-__attribute__((noinline)) op_t row_softmax_grad(const scalar_t* __restrict x,
-                                                scalar_t* __restrict g, int64_t n, op_t lse,
-                                                op_t a, op_t b, const op_t* w) {
-  op_t s = 0;
-  if (w) {
-    _Pragma("omp simd reduction(+ : s)")
-    for (int64_t j = 0; j < n; ++j) {
-      op_t v = exp_fast(op_t(x[j]) - lse) * a - b * w[j];
-      g[j] = scalar_t(v);
-      s += v;
-    }
-  } else {
-    _Pragma("omp simd reduction(+ : s)")
-    for (int64_t j = 0; j < n; ++j) {
-      op_t v = exp_fast(op_t(x[j]) - lse) * a - b;
-      g[j] = scalar_t(v);
-      s += v;
-    }
-  }
-  return s;
+void row_softmax_grad(const scalar_t* x, scalar_t* g, int64_t n, op_t lse, op_t a, op_t b,
+                      const op_t* w) {
+  for (int64_t j = 0; j < n; ++j)
+    g[j] = scalar_t(exp_fast(op_t(x[j]) - lse) * a - b * (w ? w[j] : op_t(1)));
 }
+
+#if defined(__AVX2__) && defined(__FMA__)
+/// exp_simd on 8 floats.
+inline __m256 exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.33654f)), _mm256_set1_ps(88.72283f));
+  __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f),
+                                             _mm256_set1_ps(0.5f)));
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+  r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  __m256i e = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
+}
+
+inline float hsum8(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_hadd_ps(s, s);
+  return _mm_cvtss_f32(_mm_hadd_ps(s, s));
+}
+
+template <>
+float row_max<float, float>(const float* x, int64_t n) {
+  __m256 m = _mm256_set1_ps(-INFINITY);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + j));
+  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+  h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
+  float r = _mm_cvtss_f32(h);
+  for (; j < n; ++j) r = std::max(r, x[j]);
+  // NaN anywhere makes the row NaN, like the scalar max.
+  for (int64_t k = 0; k < n && !std::isnan(r); k += 8)
+    for (int64_t i = k; i < std::min(n, k + 8); ++i)
+      if (std::isnan(x[i])) r = x[i];
+  return r;
+}
+
+template <>
+float row_sum_exp<float, float>(const float* x, int64_t n, float shift) {
+  __m256 s = _mm256_setzero_ps(), sh = _mm256_set1_ps(shift);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) s = _mm256_add_ps(s, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), sh)));
+  float r = hsum8(s);
+  for (; j < n; ++j) r += exp_simd(x[j] - shift);
+  return r;
+}
+
+template <>
+void row_softmax_grad<float, float>(const float* x, float* g, int64_t n, float lse, float a,
+                                    float b, const float* w) {
+  __m256 l = _mm256_set1_ps(lse), va = _mm256_set1_ps(a), vb = _mm256_set1_ps(b);
+  int64_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    __m256 e = _mm256_mul_ps(exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), l)), va);
+    __m256 c = w ? _mm256_mul_ps(vb, _mm256_loadu_ps(w + j)) : vb;
+    _mm256_storeu_ps(g + j, _mm256_sub_ps(e, c));
+  }
+  for (; j < n; ++j) g[j] = exp_simd(x[j] - lse) * a - b * (w ? w[j] : 1.0f);
+}
+#endif
 
 inline double log_add(double a, double b) {
   if (a == -INFINITY) return b;
@@ -150,7 +203,7 @@ std::tuple<Tensor, Tensor> cross_entropy_fused(const Tensor& input, const Tensor
           if (wp) {
             for (int64_t j = 0; j < C; ++j) wx += op_t(wp[j]) * op_t(xr[j]);
           } else {
-_Pragma("omp simd reduction(+ : wx)")
+            _Pragma("omp simd reduction(+ : wx)")
             for (int64_t j = 0; j < C; ++j) wx += op_t(xr[j]);
           }
           loss += -(ls / op_t(C)) * (wx - l * wsum_all);

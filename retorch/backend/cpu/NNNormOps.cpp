@@ -70,7 +70,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(
           for (int64_t n = 0; n < N; ++n) {
             const scalar_t* row = xp + (n * C + c) * S;
             op_t acc = 0;
-_Pragma("omp simd reduction(+ : acc)")
+            _Pragma("omp simd reduction(+ : acc)")
             for (int64_t i = 0; i < S; ++i) acc += op_t(row[i]);
             s += double(acc);
           }
@@ -80,7 +80,7 @@ _Pragma("omp simd reduction(+ : acc)")
             const scalar_t* row = xp + (n * C + c) * S;
             op_t acc = 0;
             op_t mf = op_t(m);
-_Pragma("omp simd reduction(+ : acc)")
+            _Pragma("omp simd reduction(+ : acc)")
             for (int64_t i = 0; i < S; ++i) {
               op_t d = op_t(row[i]) - mf;
               acc += d * d;
@@ -111,7 +111,7 @@ _Pragma("omp simd reduction(+ : acc)")
         op_t shift = op_t(b[c] - mean[c] * invstd[c] * w[c]);
         const scalar_t* xr = xp + nc * S;
         scalar_t* yr = yp + nc * S;
-_Pragma("omp simd")
+        _Pragma("omp simd")
         for (int64_t i = 0; i < S; ++i) yr[i] = scalar_t(op_t(xr[i]) * scale + shift);
       }
     });
@@ -188,10 +188,9 @@ GradRows grad_rows(const Tensor& grad_out, const Tensor& input, int64_t N) {
 
 }  // namespace
 
-std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& input,
-                                                     IntArrayRef normalized_shape,
-                                                     const std::optional<Tensor>& weight,
-                                                     const std::optional<Tensor>& bias, double eps) {
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm(
+    const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
+    const std::optional<Tensor>& bias, double eps) {
   auto [M, N] = layer_norm_rows(input, normalized_shape);
   RT_CHECK(is_floating_type(input.dtype()), "\"LayerNormKernelImpl\" not implemented for '",
            dtype_name(input.dtype()), "'");
@@ -216,11 +215,11 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(const Tensor& input,
         const scalar_t* xr = xp + r * N;
         scalar_t* yr = yp + r * N;
         op_t s = 0;
-_Pragma("omp simd reduction(+ : s)")
+        _Pragma("omp simd reduction(+ : s)")
         for (int64_t i = 0; i < N; ++i) s += op_t(xr[i]);
         op_t m = N > 0 ? s / op_t(N) : op_t(NAN);
         op_t sq = 0;
-_Pragma("omp simd reduction(+ : sq)")
+        _Pragma("omp simd reduction(+ : sq)")
         for (int64_t i = 0; i < N; ++i) {
           op_t d = op_t(xr[i]) - m;
           sq += d * d;
@@ -230,17 +229,17 @@ _Pragma("omp simd reduction(+ : sq)")
         mp[r] = scalar_t(m);
         rp[r] = scalar_t(rs);
         if (wp && bp) {
-_Pragma("omp simd")
+          _Pragma("omp simd")
           for (int64_t i = 0; i < N; ++i)
             yr[i] = scalar_t((op_t(xr[i]) - m) * rs * op_t(wp[i]) + op_t(bp[i]));
         } else if (wp) {
-_Pragma("omp simd")
+          _Pragma("omp simd")
           for (int64_t i = 0; i < N; ++i) yr[i] = scalar_t((op_t(xr[i]) - m) * rs * op_t(wp[i]));
         } else if (bp) {
-_Pragma("omp simd")
+          _Pragma("omp simd")
           for (int64_t i = 0; i < N; ++i) yr[i] = scalar_t((op_t(xr[i]) - m) * rs + op_t(bp[i]));
         } else {
-_Pragma("omp simd")
+          _Pragma("omp simd")
           for (int64_t i = 0; i < N; ++i) yr[i] = scalar_t((op_t(xr[i]) - m) * rs);
         }
       }
@@ -311,7 +310,8 @@ Tensor layer_norm_backward_input(const Tensor& grad_out, const Tensor& input,
             dr[i] = scalar_t(rs * op_t(gr[i]) * op_t(wp[i]) - k0 - op_t(xr[i]) * k1);
         } else {
           _Pragma("omp simd")
-          for (int64_t i = 0; i < N; ++i) dr[i] = scalar_t(rs * op_t(gr[i]) - k0 - op_t(xr[i]) * k1);
+          for (int64_t i = 0; i < N; ++i)
+            dr[i] = scalar_t(rs * op_t(gr[i]) - k0 - op_t(xr[i]) * k1);
         }
       }
     });

@@ -68,8 +68,8 @@ void check_nll_shapes(const Tensor& input, const Tensor& target, const char* op)
              target.sizes());
     return;
   }
-  RT_CHECK_VALUE(target.dim() >= 1 && input.size(0) == target.size(0), "Expected input batch_size (",
-                 input.size(0), ") to match target batch_size (",
+  RT_CHECK_VALUE(target.dim() >= 1 && input.size(0) == target.size(0),
+                 "Expected input batch_size (", input.size(0), ") to match target batch_size (",
                  target.dim() >= 1 ? target.size(0) : 0, ").");
   std::vector<int64_t> want{input.size(0)};
   for (int64_t i = 2; i < input.dim(); ++i) want.push_back(input.size(i));
@@ -277,8 +277,8 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, d
            "but got: ", input.sizes());
   Tensor x = input.dim() <= 1 ? input.reshape({1, -1}) : input;
   int64_t N = x.size(0), C = x.size(1);
-  RT_CHECK(target.dim() <= 1 && target.numel() == N, "multi_margin_loss: inconsistent target size: ",
-           target.sizes(), " for input of size: ", input.sizes());
+  RT_CHECK(target.dim() <= 1 && target.numel() == N,
+           "multi_margin_loss: inconsistent target size: ", target.sizes(), " for input of size: ", input.sizes());
   RT_CHECK(target.dtype() == kLong, "multi_margin_loss: expected scalar type Long but found ",
            dtype_name(target.dtype()));
   Tensor t = target.reshape({N, 1});

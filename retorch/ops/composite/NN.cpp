@@ -39,8 +39,8 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const std::optional<T
   RT_CHECK(input.dim() >= 2, "group_norm: expected an input with at least 2 dimensions (N, C, ...),"
            " got shape ", input.sizes());
   int64_t N = input.size(0), C = input.size(1);
-  RT_CHECK(num_groups > 0 && C % num_groups == 0, "group_norm: Expected number of channels in input "
-           "to be divisible by num_groups, but got input of shape ", input.sizes(),
+  RT_CHECK(num_groups > 0 && C % num_groups == 0, "group_norm: Expected number of channels in "
+           "input to be divisible by num_groups, but got input of shape ", input.sizes(),
            " and num_groups=", num_groups);
   for (const auto* p : {&weight, &bias})
     RT_CHECK(!*p || !(*p)->defined() || ((*p)->dim() == 1 && (*p)->numel() == C),
@@ -192,20 +192,19 @@ Tensor dropout2d(const Tensor& input, double p, bool training, bool inplace) {
 
 // ---------------------------------------------------------------- embedding_bag
 
-std::tuple<Tensor, Tensor, Tensor, Tensor> embedding_bag(const Tensor& weight, const Tensor& indices, const Tensor& offsets,
-                            bool scale_grad_by_freq, int64_t mode, bool sparse,
-                            const std::optional<Tensor>& per_sample_weights,
-                            bool include_last_offset) {
+using Tensor4 = std::tuple<Tensor, Tensor, Tensor, Tensor>;
+
+Tensor4 embedding_bag(const Tensor& weight, const Tensor& indices, const Tensor& offsets,
+                      bool scale_grad_by_freq, int64_t mode, bool sparse,
+                      const std::optional<Tensor>& per_sample_weights, bool include_last_offset) {
   return retorch::_embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
                                  per_sample_weights, include_last_offset, -1);
 }
 
-std::tuple<Tensor, Tensor, Tensor, Tensor> embedding_bag_padding_idx(const Tensor& weight, const Tensor& indices,
-                                        const Tensor& offsets, bool scale_grad_by_freq,
-                                        int64_t mode, bool sparse,
-                                        const std::optional<Tensor>& per_sample_weights,
-                                        bool include_last_offset,
-                                        std::optional<int64_t> padding_idx) {
+Tensor4 embedding_bag_padding_idx(const Tensor& weight, const Tensor& indices,
+                                  const Tensor& offsets, bool scale_grad_by_freq, int64_t mode,
+                                  bool sparse, const std::optional<Tensor>& per_sample_weights,
+                                  bool include_last_offset, std::optional<int64_t> padding_idx) {
   int64_t pi = padding_idx.value_or(-1);
   if (padding_idx && pi < 0) pi += weight.size(0);
   return retorch::_embedding_bag(weight, indices, offsets, scale_grad_by_freq, mode, sparse,
