@@ -44,24 +44,10 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t /*padding_
   check_range(idx, V, "embedding", true);
   std::vector<int64_t> shape(indices.sizes().begin(), indices.sizes().end());
   shape.push_back(D);
-  Tensor out = make_empty(shape, weight.dtype(), weight.device());
-  Tensor w = weight.contiguous();
-  const char* src = static_cast<const char*>(w.data_ptr());
-  char* dst = static_cast<char*>(out.data_ptr());
-  size_t row = size_t(D) * size_t(w.element_size());
-  // Rows are copied whole; the work is memory bound, so split it coarsely.
-  parallel_for(0, int64_t(idx.size()), std::max<int64_t>(1, 65536 / std::max<int64_t>(D, 1)),
-               [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      // Rows are random reads from a large table: start fetching a later row's first lines
-      // so the hardware prefetcher is already streaming when its copy begins.
-      if (i + 4 < e) {
-        const char* ahead = src + size_t(idx[size_t(i + 4)]) * row;
-        for (size_t o = 0; o < std::min<size_t>(row, 256); o += 64) __builtin_prefetch(ahead + o);
-      }
-      std::memcpy(dst + size_t(i) * row, src + size_t(idx[size_t(i)]) * row, row);
-    }
-  });
+  // The rows are gathered by index_select's kernel (indices already validated above); it was
+  // measured faster than a memcpy per row here.
+  Tensor flat = indices.dim() == 1 ? indices : indices.reshape({-1});
+  Tensor out = weight.index_select(0, flat).view(shape);
   return out;
 }
 

@@ -278,7 +278,8 @@ Tensor multi_margin_loss(const Tensor& input, const Tensor& target, int64_t p, d
   Tensor x = input.dim() <= 1 ? input.reshape({1, -1}) : input;
   int64_t N = x.size(0), C = x.size(1);
   RT_CHECK(target.dim() <= 1 && target.numel() == N,
-           "multi_margin_loss: inconsistent target size: ", target.sizes(), " for input of size: ", input.sizes());
+           "multi_margin_loss: inconsistent target size: ", target.sizes(),
+           " for input of size: ", input.sizes());
   RT_CHECK(target.dtype() == kLong, "multi_margin_loss: expected scalar type Long but found ",
            dtype_name(target.dtype()));
   Tensor t = target.reshape({N, 1});
