@@ -153,4 +153,41 @@ Tensor linalg_qr_backward(const Tensor& gQ, const Tensor& gR, const Tensor& Q, c
 Tensor svd_backward(const Tensor& gU, const Tensor& gS, const Tensor& gVh, const Tensor& U,
                     const Tensor& S, const Tensor& Vh, bool full_matrices, bool compute_uv);
 Tensor eigh_backward(const Tensor& gL, const Tensor& gV, const Tensor& L, const Tensor& V);
+// ---- nn: normalization, embedding, losses (issue 3)
+namespace retorch::autograd::fm {
+Tensor batch_norm_backward_input(const Tensor& grad, const Tensor& input,
+                                 const std::optional<Tensor>& weight,
+                                 const std::optional<Tensor>& running_mean,
+                                 const std::optional<Tensor>& running_var, const Tensor& save_mean,
+                                 const Tensor& save_invstd, bool training, double eps);
+Tensor batch_norm_backward_weight(const Tensor& grad, const Tensor& input,
+                                  const std::optional<Tensor>& running_mean,
+                                  const std::optional<Tensor>& running_var,
+                                  const Tensor& save_mean, const Tensor& save_invstd,
+                                  bool training, double eps);
+Tensor batch_norm_backward_bias(const Tensor& grad, const Tensor& input);
+Tensor layer_norm_backward_input(const Tensor& grad, const Tensor& input,
+                                 IntArrayRef normalized_shape, const Tensor& mean,
+                                 const Tensor& rstd, const std::optional<Tensor>& weight,
+                                 double eps);
+Tensor layer_norm_backward_weight(const Tensor& grad, const Tensor& input,
+                                  IntArrayRef normalized_shape, const Tensor& mean,
+                                  const Tensor& rstd, double eps);
+Tensor layer_norm_backward_bias(const Tensor& grad, const Tensor& input,
+                                IntArrayRef normalized_shape);
+/// The transpose of embedding_dense_backward (linear in its grad_output).
+Tensor embedding_dense_double_backward(const Tensor& grad, const Tensor& indices,
+                                       int64_t padding_idx, bool scale_grad_by_freq);
+Tensor embedding_bag_backward_weight(const Tensor& grad, const Tensor& weight,
+                                     const Tensor& indices, const Tensor& offset2bag,
+                                     const Tensor& bag_size, const Tensor& max_indices,
+                                     bool scale_grad_by_freq, int64_t mode,
+                                     const std::optional<Tensor>& per_sample_weights,
+                                     int64_t padding_idx);
+Tensor embedding_bag_backward_per_sample_weights(const Tensor& grad, const Tensor& weight,
+                                                 const Tensor& indices, const Tensor& offset2bag,
+                                                 int64_t mode, int64_t padding_idx);
+Tensor cross_entropy_fused_backward(const Tensor& grad, const Tensor& input, const Tensor& target,
+                                    const std::optional<Tensor>& weight, int64_t ignore_index,
+                                    int64_t reduction, double label_smoothing, const Tensor& lse);
 }  // namespace retorch::autograd::fm

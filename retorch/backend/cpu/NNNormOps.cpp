@@ -1,0 +1,372 @@
+// Fused normalization kernels: native_batch_norm, native_layer_norm and layer_norm's backward.
+#include <cmath>
+#include <vector>
+
+#include "retorch/backend/cpu/Parallel.h"
+#include "retorch/core/Dtypes.h"
+#include "retorch/generated/Functions.h"
+#include "retorch/generated/Kernels.h"
+
+namespace retorch::cpu {
+
+namespace {
+
+/// t (or `fill` where t is undefined) as C doubles, checked to hold `n` elements.
+std::vector<double> as_doubles(const std::optional<Tensor>& t, int64_t n, double fill,
+                               const char* op, const char* what) {
+  std::vector<double> v(size_t(n), fill);
+  if (!t || !t->defined()) return v;
+  RT_CHECK(t->numel() == n, op, ": expected ", what, " to have ", n, " elements, but got a tensor "
+           "of shape ", t->sizes());
+  Tensor d = t->to(kDouble).contiguous();
+  const double* p = d.data_ptr<double>();
+  for (int64_t i = 0; i < n; ++i) v[size_t(i)] = p[i];
+  return v;
+}
+
+/// Writes the doubles v into t (any floating dtype, any strides).
+void write_doubles(const Tensor& t, const std::vector<double>& v) {
+  Tensor d = make_empty({int64_t(v.size())}, kDouble, t.device());
+  std::copy(v.begin(), v.end(), d.data_ptr<double>());
+  t.copy_(d.view(t.sizes()));
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- batch norm
+
+std::tuple<Tensor, Tensor, Tensor> native_batch_norm(
+    const Tensor& input, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+    const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+    bool training, double momentum, double eps) {
+  const char* op = "native_batch_norm";
+  RT_CHECK(input.dim() >= 2, op, ": expected an input with at least 2 dimensions (N, C, ...), "
+           "got shape ", input.sizes());
+  RT_CHECK(is_floating_type(input.dtype()), "\"batch_norm\" not implemented for '",
+           dtype_name(input.dtype()), "'");
+  bool have_rm = running_mean && running_mean->defined();
+  bool have_rv = running_var && running_var->defined();
+  RT_CHECK(training || (have_rm && have_rv), op, ": running_mean and running_var must be "
+           "defined in evaluation mode");
+  int64_t N = input.size(0), C = input.size(1);
+  int64_t S = C == 0 ? 0 : input.numel() / std::max<int64_t>(N * C, 1);
+  std::vector<double> w = as_doubles(weight, C, 1.0, op, "weight");
+  std::vector<double> b = as_doubles(bias, C, 0.0, op, "bias");
+  std::vector<double> rm = as_doubles(running_mean, C, 0.0, op, "running_mean");
+  std::vector<double> rv = as_doubles(running_var, C, 1.0, op, "running_var");
+  std::vector<double> mean(static_cast<size_t>(C)), invstd(static_cast<size_t>(C));
+  Tensor x = input.contiguous();
+  Tensor out = make_empty(input.sizes(), input.dtype(), input.device());
+  int64_t count = N * S;
+  RT_DISPATCH_FLOATING(input.dtype(), op, [&] {
+    using op_t = opmath_t<scalar_t>;
+    const scalar_t* xp = x.data_ptr<scalar_t>();
+    scalar_t* yp = out.data_ptr<scalar_t>();
+    if (training) {
+      // Two passes per channel (mean, then squared deviations) for accuracy.
+      parallel_for(0, C, 1, [&](int64_t cb, int64_t ce) {
+        for (int64_t c = cb; c < ce; ++c) {
+          double s = 0;
+          for (int64_t n = 0; n < N; ++n) {
+            const scalar_t* row = xp + (n * C + c) * S;
+            op_t acc = 0;
+            _Pragma("omp simd reduction(+ : acc)")
+            for (int64_t i = 0; i < S; ++i) acc += op_t(row[i]);
+            s += double(acc);
+          }
+          double m = count > 0 ? s / double(count) : std::nan("");
+          double ss = 0;
+          for (int64_t n = 0; n < N; ++n) {
+            const scalar_t* row = xp + (n * C + c) * S;
+            op_t acc = 0;
+            op_t mf = op_t(m);
+            _Pragma("omp simd reduction(+ : acc)")
+            for (int64_t i = 0; i < S; ++i) {
+              op_t d = op_t(row[i]) - mf;
+              acc += d * d;
+            }
+            ss += double(acc);
+          }
+          double var = count > 0 ? ss / double(count) : std::nan("");
+          mean[size_t(c)] = m;
+          invstd[size_t(c)] = 1.0 / std::sqrt(var + eps);
+          if (have_rm) rm[size_t(c)] = (1 - momentum) * rm[size_t(c)] + momentum * m;
+          if (have_rv) {
+            double unbiased = count > 1 ? ss / double(count - 1) : std::nan("");
+            rv[size_t(c)] = (1 - momentum) * rv[size_t(c)] + momentum * unbiased;
+          }
+        }
+      });
+    } else {
+      for (int64_t c = 0; c < C; ++c) {
+        mean[size_t(c)] = rm[size_t(c)];
+        invstd[size_t(c)] = 1.0 / std::sqrt(rv[size_t(c)] + eps);
+      }
+    }
+    parallel_for(0, N * C, std::max<int64_t>(1, 16384 / std::max<int64_t>(S, 1)),
+                 [&](int64_t b0, int64_t e0) {
+      for (int64_t nc = b0; nc < e0; ++nc) {
+        size_t c = size_t(nc % C);
+        op_t scale = op_t(invstd[c] * w[c]);
+        op_t shift = op_t(b[c] - mean[c] * invstd[c] * w[c]);
+        const scalar_t* xr = xp + nc * S;
+        scalar_t* yr = yp + nc * S;
+        _Pragma("omp simd")
+        for (int64_t i = 0; i < S; ++i) yr[i] = scalar_t(op_t(xr[i]) * scale + shift);
+      }
+    });
+  });
+  if (training) {
+    if (have_rm) write_doubles(*running_mean, rm);
+    if (have_rv) write_doubles(*running_var, rv);
+    Tensor sm = make_empty({C}, input.dtype(), input.device());
+    Tensor si = make_empty({C}, input.dtype(), input.device());
+    write_doubles(sm, mean);
+    write_doubles(si, invstd);
+    return {out, sm, si};
+  }
+  // Like PyTorch's CPU kernel, evaluation mode saves no statistics.
+  return {out, make_empty({0}, input.dtype(), input.device()),
+          make_empty({0}, input.dtype(), input.device())};
+}
+
+// ---------------------------------------------------------------- layer norm
+
+namespace {
+
+/// Rows M and row length N of a layer norm over the trailing `normalized_shape` dims of input.
+std::pair<int64_t, int64_t> layer_norm_rows(const Tensor& input, IntArrayRef normalized_shape) {
+  int64_t nd = int64_t(normalized_shape.size()), in_dim = input.dim();
+  RT_CHECK(nd >= 1, "layer_norm: Expected normalized_shape to be at least 1-dimensional, i.e., "
+           "containing at least one element, but got normalized_shape = ", normalized_shape);
+  bool ok = in_dim >= nd;
+  for (int64_t i = 0; ok && i < nd; ++i)
+    ok = input.size(in_dim - nd + i) == normalized_shape[size_t(i)];
+  RT_CHECK(ok, "layer_norm: Given normalized_shape=", normalized_shape,
+           ", expected input with shape [*", [&] {
+             std::string s;
+             for (int64_t v : normalized_shape) s += ", " + std::to_string(v);
+             return s;
+           }(), "], but got input of size", input.sizes());
+  int64_t N = 1;
+  for (int64_t v : normalized_shape) N *= v;
+  int64_t M = 1;
+  for (int64_t i = 0; i < in_dim - nd; ++i) M *= input.size(i);
+  return {M, N};
+}
+
+std::vector<int64_t> stat_shape(const Tensor& input, IntArrayRef normalized_shape) {
+  std::vector<int64_t> s(input.sizes().begin(), input.sizes().end());
+  for (size_t i = s.size() - normalized_shape.size(); i < s.size(); ++i) s[i] = 1;
+  return s;
+}
+
+/// weight/bias as contiguous tensors of input's dtype (or undefined), shape-checked.
+Tensor affine_param(const std::optional<Tensor>& t, IntArrayRef normalized_shape,
+                    const Tensor& input, const char* what) {
+  if (!t || !t->defined()) return Tensor();
+  RT_CHECK(t->sizes() == normalized_shape, "layer_norm: Expected ", what,
+           " to be of same shape as normalized_shape, but got ", what, " of shape ", t->sizes(),
+           " and normalized_shape = ", normalized_shape);
+  return t->to(input.dtype()).contiguous();
+}
+
+/// grad_out as [M, N] rows: contiguous, or a broadcast scalar (the grad of .sum()) read in place
+/// through a zero row step instead of being materialized.
+struct GradRows {
+  Tensor t;
+  int64_t row_step;  // elements between rows; 0 for a broadcast scalar
+  bool scalar;       // every element equals t's first
+};
+
+GradRows grad_rows(const Tensor& grad_out, const Tensor& input, int64_t N) {
+  bool all_zero = grad_out.numel() > 0;
+  for (int64_t i = 0; i < grad_out.dim(); ++i) all_zero = all_zero && grad_out.stride(i) == 0;
+  if (all_zero && grad_out.dtype() == input.dtype()) return {grad_out, 0, true};
+  return {grad_out.to(input.dtype()).contiguous(), N, false};
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> native_layer_norm(
+    const Tensor& input, IntArrayRef normalized_shape, const std::optional<Tensor>& weight,
+    const std::optional<Tensor>& bias, double eps) {
+  auto [M, N] = layer_norm_rows(input, normalized_shape);
+  RT_CHECK(is_floating_type(input.dtype()), "\"LayerNormKernelImpl\" not implemented for '",
+           dtype_name(input.dtype()), "'");
+  Tensor w = affine_param(weight, normalized_shape, input, "weight");
+  Tensor b = affine_param(bias, normalized_shape, input, "bias");
+  Tensor x = input.contiguous();
+  Tensor out = make_empty(input.sizes(), input.dtype(), input.device());
+  std::vector<int64_t> ss = stat_shape(input, normalized_shape);
+  Tensor mean = make_empty(ss, input.dtype(), input.device());
+  Tensor rstd = make_empty(ss, input.dtype(), input.device());
+  RT_DISPATCH_FLOATING(input.dtype(), "native_layer_norm", [&] {
+    using op_t = opmath_t<scalar_t>;
+    const scalar_t* xp = x.data_ptr<scalar_t>();
+    const scalar_t* wp = w.defined() ? w.data_ptr<scalar_t>() : nullptr;
+    const scalar_t* bp = b.defined() ? b.data_ptr<scalar_t>() : nullptr;
+    scalar_t* yp = out.data_ptr<scalar_t>();
+    scalar_t* mp = mean.data_ptr<scalar_t>();
+    scalar_t* rp = rstd.data_ptr<scalar_t>();
+    parallel_for(0, M, std::max<int64_t>(1, 16384 / std::max<int64_t>(N, 1)),
+                 [&](int64_t rb, int64_t re) {
+      for (int64_t r = rb; r < re; ++r) {
+        const scalar_t* xr = xp + r * N;
+        scalar_t* yr = yp + r * N;
+        op_t s = 0;
+        _Pragma("omp simd reduction(+ : s)")
+        for (int64_t i = 0; i < N; ++i) s += op_t(xr[i]);
+        op_t m = N > 0 ? s / op_t(N) : op_t(NAN);
+        op_t sq = 0;
+        _Pragma("omp simd reduction(+ : sq)")
+        for (int64_t i = 0; i < N; ++i) {
+          op_t d = op_t(xr[i]) - m;
+          sq += d * d;
+        }
+        op_t var = N > 0 ? sq / op_t(N) : op_t(NAN);
+        op_t rs = op_t(1) / std::sqrt(std::max(var, op_t(0)) + op_t(eps));
+        mp[r] = scalar_t(m);
+        rp[r] = scalar_t(rs);
+        if (wp && bp) {
+          _Pragma("omp simd")
+          for (int64_t i = 0; i < N; ++i)
+            yr[i] = scalar_t((op_t(xr[i]) - m) * rs * op_t(wp[i]) + op_t(bp[i]));
+        } else if (wp) {
+          _Pragma("omp simd")
+          for (int64_t i = 0; i < N; ++i) yr[i] = scalar_t((op_t(xr[i]) - m) * rs * op_t(wp[i]));
+        } else if (bp) {
+          _Pragma("omp simd")
+          for (int64_t i = 0; i < N; ++i) yr[i] = scalar_t((op_t(xr[i]) - m) * rs + op_t(bp[i]));
+        } else {
+          _Pragma("omp simd")
+          for (int64_t i = 0; i < N; ++i) yr[i] = scalar_t((op_t(xr[i]) - m) * rs);
+        }
+      }
+    });
+  });
+  return {out, mean, rstd};
+}
+
+Tensor layer_norm_backward_input(const Tensor& grad_out, const Tensor& input,
+                                 IntArrayRef normalized_shape, const Tensor& mean,
+                                 const Tensor& rstd, const std::optional<Tensor>& weight) {
+  auto [M, N] = layer_norm_rows(input, normalized_shape);
+  RT_CHECK(grad_out.sizes() == input.sizes(), "_layer_norm_backward_input: grad_out of shape ",
+           grad_out.sizes(), " does not match input of shape ", input.sizes());
+  RT_CHECK(mean.numel() == M && rstd.numel() == M, "_layer_norm_backward_input: expected mean and "
+           "rstd with ", M, " elements, got shapes ", mean.sizes(), " and ", rstd.sizes());
+  Tensor w = affine_param(weight, normalized_shape, input, "weight");
+  GradRows gv = grad_rows(grad_out, input, N);
+  Tensor x = input.contiguous(), g = gv.t;
+  Tensor mc = mean.to(input.dtype()).contiguous(), rc = rstd.to(input.dtype()).contiguous();
+  Tensor dx = make_empty(input.sizes(), input.dtype(), input.device());
+  RT_DISPATCH_FLOATING(input.dtype(), "_layer_norm_backward_input", [&] {
+    using op_t = opmath_t<scalar_t>;
+    const scalar_t* xp = x.data_ptr<scalar_t>();
+    const scalar_t* gp = static_cast<const scalar_t*>(g.data_ptr());
+    const scalar_t* wp = w.defined() ? w.data_ptr<scalar_t>() : nullptr;
+    const scalar_t* mp = mc.data_ptr<scalar_t>();
+    const scalar_t* rp = rc.data_ptr<scalar_t>();
+    scalar_t* dp = dx.data_ptr<scalar_t>();
+    // A broadcast scalar grad becomes one row of N equal values.
+    std::vector<scalar_t> grow;
+    if (gv.scalar) {
+      grow.assign(size_t(N), gp[0]);
+      gp = grow.data();
+    }
+    int64_t gstep = gv.row_step;
+    parallel_for(0, M, std::max<int64_t>(1, 16384 / std::max<int64_t>(N, 1)),
+                 [&](int64_t rb, int64_t re) {
+      for (int64_t r = rb; r < re; ++r) {
+        const scalar_t* xr = xp + r * N;
+        const scalar_t* gr = gp + r * gstep;
+        scalar_t* dr = dp + r * N;
+        op_t m = op_t(mp[r]), rs = op_t(rp[r]);
+        // dx = rstd * (g*w - mean(g*w) - xhat * mean(g*w * xhat)).
+        op_t a = 0, bsum = 0;
+        if (wp) {
+          _Pragma("omp simd reduction(+ : a, bsum)")
+          for (int64_t i = 0; i < N; ++i) {
+            op_t gw = op_t(gr[i]) * op_t(wp[i]);
+            a += gw;
+            bsum += gw * op_t(xr[i]);
+          }
+        } else {
+          _Pragma("omp simd reduction(+ : a, bsum)")
+          for (int64_t i = 0; i < N; ++i) {
+            op_t gw = op_t(gr[i]);
+            a += gw;
+            bsum += gw * op_t(xr[i]);
+          }
+        }
+        bsum -= a * m;  // sum(gw * (x - m))
+        op_t ca = a / op_t(N), cb = bsum * rs * rs / op_t(N);
+        // dx = rs * gw - (rs * ca - m * rs * cb) - x * (rs * cb)
+        op_t k0 = rs * ca - m * rs * cb, k1 = rs * cb;
+        if (wp) {
+          _Pragma("omp simd")
+          for (int64_t i = 0; i < N; ++i)
+            dr[i] = scalar_t(rs * op_t(gr[i]) * op_t(wp[i]) - k0 - op_t(xr[i]) * k1);
+        } else {
+          _Pragma("omp simd")
+          for (int64_t i = 0; i < N; ++i)
+            dr[i] = scalar_t(rs * op_t(gr[i]) - k0 - op_t(xr[i]) * k1);
+        }
+      }
+    });
+  });
+  return dx;
+}
+
+Tensor layer_norm_backward_weight(const Tensor& grad_out, const Tensor& input,
+                                  IntArrayRef normalized_shape, const Tensor& mean,
+                                  const Tensor& rstd) {
+  auto [M, N] = layer_norm_rows(input, normalized_shape);
+  RT_CHECK(grad_out.sizes() == input.sizes(), "_layer_norm_backward_weight: grad_out of shape ",
+           grad_out.sizes(), " does not match input of shape ", input.sizes());
+  RT_CHECK(mean.numel() == M && rstd.numel() == M, "_layer_norm_backward_weight: expected mean "
+           "and rstd with ", M, " elements, got shapes ", mean.sizes(), " and ", rstd.sizes());
+  GradRows gv = grad_rows(grad_out, input, N);
+  Tensor x = input.contiguous(), g = gv.t;
+  Tensor mc = mean.to(input.dtype()).contiguous(), rc = rstd.to(input.dtype()).contiguous();
+  Tensor dw = make_empty(normalized_shape, input.dtype(), input.device());
+  RT_DISPATCH_FLOATING(input.dtype(), "_layer_norm_backward_weight", [&] {
+    using op_t = opmath_t<scalar_t>;
+    const scalar_t* xp = x.data_ptr<scalar_t>();
+    const scalar_t* gp = static_cast<const scalar_t*>(g.data_ptr());
+    const scalar_t* mp = mc.data_ptr<scalar_t>();
+    const scalar_t* rp = rc.data_ptr<scalar_t>();
+    scalar_t* wp = dw.data_ptr<scalar_t>();
+    std::vector<scalar_t> grow;
+    if (gv.scalar) {
+      grow.assign(size_t(N), gp[0]);
+      gp = grow.data();
+    }
+    int64_t gstep = gv.row_step;
+    // Each chunk of rows sums into its own row of partials (streaming, vectorized), then the
+    // partials are added: no races and no strided column walks.
+    int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(get_num_threads() * 2, M));
+    std::vector<op_t> part(size_t(chunks * N), op_t(0));
+    parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
+      for (int64_t ch = cb; ch < ce; ++ch) {
+        op_t* acc = part.data() + ch * N;
+        for (int64_t r = ch * M / chunks; r < (ch + 1) * M / chunks; ++r) {
+          const scalar_t* xr = xp + r * N;
+          const scalar_t* gr = gp + r * gstep;
+          op_t m = op_t(mp[r]), rs = op_t(rp[r]);
+          _Pragma("omp simd")
+          for (int64_t i = 0; i < N; ++i) acc[i] += op_t(gr[i]) * (op_t(xr[i]) - m) * rs;
+        }
+      }
+    });
+    for (int64_t i = 0; i < N; ++i) {
+      op_t s = 0;
+      for (int64_t ch = 0; ch < chunks; ++ch) s += part[size_t(ch * N + i)];
+      wp[i] = scalar_t(s);
+    }
+  });
+  return dw;
+}
+
+}  // namespace retorch::cpu
