@@ -153,6 +153,8 @@ Tensor linalg_qr_backward(const Tensor& gQ, const Tensor& gR, const Tensor& Q, c
 Tensor svd_backward(const Tensor& gU, const Tensor& gS, const Tensor& gVh, const Tensor& U,
                     const Tensor& S, const Tensor& Vh, bool full_matrices, bool compute_uv);
 Tensor eigh_backward(const Tensor& gL, const Tensor& gV, const Tensor& L, const Tensor& V);
+}  // namespace retorch::autograd::fm
+
 // ---- nn: normalization, embedding, losses (issue 3)
 namespace retorch::autograd::fm {
 Tensor batch_norm_backward_input(const Tensor& grad, const Tensor& input,
