@@ -43,6 +43,7 @@ bench: build
 	cmake --build $(BUILD) -j $(JOBS) --target bench_ops
 	./$(BUILD)/bench/bench_ops
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_python.py
+	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_nn.py
 
 # docs/ops.md, the operator coverage table (tests fail when it is stale).
 docs:

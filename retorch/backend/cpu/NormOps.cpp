@@ -109,10 +109,22 @@ Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<ScalarType> d
         for (int64_t i = 0; i < L; ++i) m = std::max(m, op_t(xr[i]));
         if (std::isinf(m) && m < 0) m = 0;
         op_t s = 0;
-        for (int64_t i = 0; i < L; ++i) s += std::exp(op_t(xr[i]) - m);
+        if constexpr (!kLog && std::is_same_v<scalar_t, op_t>) {
+          for (int64_t i = 0; i < L; ++i) {
+            op_t ex = std::exp(op_t(xr[i]) - m);
+            yr[i] = scalar_t(ex);
+            s += ex;
+          }
+        } else {
+          for (int64_t i = 0; i < L; ++i) s += std::exp(op_t(xr[i]) - m);
+        }
         if constexpr (kLog) {
           op_t ls = std::log(s) + m;
           for (int64_t i = 0; i < L; ++i) yr[i] = scalar_t(op_t(xr[i]) - ls);
+        } else if constexpr (std::is_same_v<scalar_t, op_t>) {
+          // Full-precision types keep the first pass's exponentials in y: one exp per element.
+          op_t inv = op_t(1) / s;
+          for (int64_t i = 0; i < L; ++i) yr[i] = scalar_t(op_t(yr[i]) * inv);
         } else {
           op_t inv = op_t(1) / s;
           for (int64_t i = 0; i < L; ++i) yr[i] = scalar_t(std::exp(op_t(xr[i]) - m) * inv);
