@@ -41,12 +41,15 @@ def api_params(op, with_defaults=True, method=False, scalar_arg=None):
     params = []
     saw_options = False
     # Defaults only on a trailing run of defaulted args (a C++ rule).
+    # cpp_no_default_args (as in PyTorch's native_functions.yaml) drops C++ defaults that would
+    # make an overload ambiguous, e.g. conv2d(x, w) between the int and the str padding forms.
+    no_default = set(op.entry.raw.get('cpp_no_default_args', []))
     trailing_ok = [False] * len(args)
     ok = True
     for i in range(len(args) - 1, -1, -1):
         a = args[i]
         is_opt = op.has_options and a.name in ('dtype', 'device')
-        if not (a.default is not None or is_opt):
+        if not (a.default is not None or is_opt) or a.name in no_default:
             ok = False
         trailing_ok[i] = ok
     for i, a in enumerate(args):
