@@ -21,7 +21,33 @@ struct Node;
 }
 class Tensor;
 using TensorList = ArrayRef<Tensor>;
-using OptionalIntArrayRef = std::optional<IntArrayRef>;
+
+// Note [OptionalIntArrayRef]
+// std::optional<IntArrayRef> builds its ArrayRef inside optional's converting constructor, so a
+// call like x.sum({1}) or sum(x, 1) (an int, not an int64_t) made an int64_t temporary that died
+// when that constructor returned, leaving the ArrayRef dangling. These constructors receive the
+// value at the call site, where a temporary lives to the end of the full-expression (like
+// c10::OptionalArrayRef); the rest is optional's interface.
+class OptionalIntArrayRef {
+ public:
+  constexpr OptionalIntArrayRef() = default;
+  constexpr OptionalIntArrayRef(std::nullopt_t) {}
+  constexpr OptionalIntArrayRef(IntArrayRef a) : value_(a) {}
+  constexpr OptionalIntArrayRef(const int64_t& one) : value_(IntArrayRef(one)) {}
+  OptionalIntArrayRef(const std::vector<int64_t>& v) : value_(IntArrayRef(v)) {}
+  constexpr OptionalIntArrayRef(const std::initializer_list<int64_t>& l) : value_(IntArrayRef(l)) {}
+  constexpr OptionalIntArrayRef(const std::optional<IntArrayRef>& o) : value_(o) {}
+
+  constexpr bool has_value() const { return value_.has_value(); }
+  constexpr explicit operator bool() const { return value_.has_value(); }
+  constexpr const IntArrayRef& operator*() const { return *value_; }
+  constexpr const IntArrayRef* operator->() const { return &*value_; }
+  const IntArrayRef& value() const { return value_.value(); }
+  IntArrayRef value_or(IntArrayRef fallback) const { return value_ ? *value_ : fallback; }
+
+ private:
+  std::optional<IntArrayRef> value_;
+};
 
 class Tensor {
  public:

@@ -31,6 +31,9 @@ class IValue {
   IValue(std::string_view s) : v_(std::string(s)) {}
   IValue(const char* s) : v_(std::string(s)) {}
   IValue(IntArrayRef l) : v_(l.vec()) {}
+  IValue(OptionalIntArrayRef l) {
+    if (l) v_ = l->vec();
+  }
   IValue(std::vector<int64_t> l) : v_(std::move(l)) {}
   IValue(std::vector<double> l) : v_(std::move(l)) {}
   IValue(TensorList l) : v_(l.vec()) {}

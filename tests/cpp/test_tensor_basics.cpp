@@ -213,3 +213,13 @@ TEST(ErrorTest, ExcludedBackendGivesNoKernelError) {
   EXPECT_EQ(e.kind(), ErrorKind::kNotImplemented);
   EXPECT_TRUE(contains(e.message(), {"Could not run 'aten::add.Tensor'"}));
 }
+
+// See Note [OptionalIntArrayRef]: int literals and braced lists for optional dims stay valid
+// for the whole call (under ASan a dangling ArrayRef here is a stack-use-after-scope).
+TEST(TensorBasics, OptionalDimsFromIntLiterals) {
+  Tensor x = arange(Scalar(6), TensorOptions(kFloat)).reshape({2, 3});
+  EXPECT_EQ(values(x.sum({1})), (std::vector<double>{3, 12}));
+  EXPECT_EQ(values(x.sum({0, 1})), (std::vector<double>{15}));
+  EXPECT_EQ(values(x.mean(1, true)), (std::vector<double>{1, 4}));
+  EXPECT_EQ(values(sum(x, 0)), (std::vector<double>{3, 5, 7}));
+}
