@@ -172,6 +172,20 @@ def gradcheck(f, *args):
     assert retorch.autograd.gradcheck(fn, rin)
 
 
+def gradgradcheck(f, *args):
+    """retorch.autograd.gradgradcheck of f(retorch, *args) w.r.t. its float64 tensor arguments."""
+    rargs = [a.r.detach().requires_grad_(a.r.dtype == retorch.float64) if isinstance(a, Pair)
+             else a for a in args]
+    slots = [i for i, a in enumerate(rargs) if isinstance(a, retorch.Tensor) and a.requires_grad]
+
+    def fn(*xs):
+        full = list(rargs)
+        for i, x in zip(slots, xs):
+            full[i] = x
+        return f(retorch, *full)
+    assert retorch.autograd.gradgradcheck(fn, [rargs[i] for i in slots])
+
+
 def seeded(fn, seed):
     """fn() after retorch.manual_seed(seed)."""
     retorch.manual_seed(seed)

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import retorch
-from custom_helpers import P, aten, both, gradcheck, grads
+from custom_helpers import P, aten, both, gradcheck, gradgradcheck, grads
 from oracle import FLOATS, make_pair
 
 # test name -> the ops.yaml entries it covers (checked by test_op_coverage.py).
@@ -61,28 +61,6 @@ def low_tol(dt):
     """Conv tolerances: torch's bfloat16 CPU conv rounds partial sums to bfloat16, so results
     that cancel to small values differ from a float32 computation by several bfloat16 ulps."""
     return {"rtol": 2e-2, "atol": 3e-2} if dt in ("bfloat16", "float16") else CONV_TOL
-
-
-def gradgradcheck(f, *args, seed=0):
-    """torch.autograd.gradgradcheck's check for retorch: gradcheck of the first-order gradients
-    (computed with create_graph=True) w.r.t. the float64 inputs and a random grad_output."""
-    rargs = [a.r if hasattr(a, "r") else a for a in args]
-    slots = [i for i, a in enumerate(rargs)
-             if isinstance(a, retorch.Tensor) and str(a.dtype).endswith("float64")]
-    out = f(retorch, *rargs)
-    rng = np.random.default_rng(seed)
-    go = retorch.from_numpy(rng.uniform(-1, 1, tuple(out.shape)))
-
-    def fn(*xs):
-        full = list(rargs)
-        for i, x in zip(slots, xs):
-            full[i] = x
-        with retorch.autograd.enable_grad():  # gradcheck's numerical pass runs under no_grad
-            y = f(retorch, *full)
-            gs = retorch.autograd.grad([y], list(xs[:-1]), [xs[-1]], create_graph=True)
-        return tuple(gs)
-    inputs = [rargs[i].detach().requires_grad_(True) for i in slots]
-    assert retorch.autograd.gradcheck(fn, inputs + [go.requires_grad_(True)])
 
 
 # ---------------------------------------------------------------- convolution

@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import retorch
-from custom_helpers import I, P, both, gradcheck, grads, raises_like_torch
+from custom_helpers import I, P, both, gradcheck, gradgradcheck, grads, raises_like_torch
 from oracle import DTYPES, FLOATS, Pair, load_ops, pair_from_values
 
 # test name -> the ops.yaml entries it covers (checked by test_op_coverage.py).
@@ -47,20 +47,6 @@ LAYOUTS = ("contig", "transposed", "sliced")
 def is_torch(L):
     """True for torch (and for custom_helpers' float32 stand-in for torch)."""
     return getattr(L, "__name__", "") == "torch"
-
-
-def gradgradcheck(f, *args):
-    """retorch.autograd.gradgradcheck of f(retorch, *args) w.r.t. its float64 tensor arguments."""
-    rargs = [a.r.detach().requires_grad_(a.r.dtype == retorch.float64) if isinstance(a, Pair)
-             else a for a in args]
-    slots = [i for i, a in enumerate(rargs) if isinstance(a, retorch.Tensor) and a.requires_grad]
-
-    def fn(*xs):
-        full = list(rargs)
-        for i, x in zip(slots, xs):
-            full[i] = x
-        return f(retorch, *full)
-    assert retorch.autograd.gradgradcheck(fn, [rargs[i] for i in slots])
 
 
 # ---------------------------------------------------------------- special functions
