@@ -196,6 +196,24 @@ void for_each_sample(int64_t N, const F& f) {
   });
 }
 
+// Calls f(y0, Lb, cols, ldc) for each band of window rows of image xn: cols is the band's
+// [C*kh*kw, Lb] column matrix (row stride ldc), built in buf by im2col unless the conv is
+// pointwise (then it is the image itself).
+template <typename T, typename F>
+void for_each_band(const T* xn, const Window& g, int64_t rows_per_band, bool direct, T* buf,
+                   const F& f) {
+  for (int64_t y0 = 0; y0 < g.oh; y0 += rows_per_band) {
+    Band band{y0, std::min(g.oh, y0 + rows_per_band)};
+    const int64_t Lb = band.cols(g);
+    if (direct) {
+      f(y0, Lb, xn + y0 * g.ow, g.cols());
+    } else {
+      im2col_rows(xn, g, buf, 0, g.C, band);
+      f(y0, Lb, static_cast<const T*>(buf), Lb);
+    }
+  }
+}
+
 // y[n] = bias + W * im2col(x[n]) per group and band. x: [N, C, H, W], w: [O, C/groups, kh, kw].
 template <typename T>
 void conv_forward(const T* x, const T* w, const T* bias, T* y, int64_t N, int64_t O,
@@ -209,20 +227,12 @@ void conv_forward(const T* x, const T* w, const T* bias, T* y, int64_t N, int64_
     const T* xn = x + n * g.C * g.H * g.W;
     T* yn = y + n * O * L;
     if (bias) init_output(yn, O, L, bias);
-    for (int64_t y0 = 0; y0 < g.oh; y0 += rows_per_band) {
-      Band band{y0, std::min(g.oh, y0 + rows_per_band)};
-      const int64_t Lb = band.cols(g);
-      const T* cols = xn + y0 * g.ow;
-      int64_t ldc = L;
-      if (!direct) {
-        im2col_rows(xn, g, bufs[size_t(worker)].data(), 0, g.C, band);
-        cols = bufs[size_t(worker)].data();
-        ldc = Lb;
-      }
+    for_each_band(xn, g, rows_per_band, direct, bufs[size_t(worker)].data(),
+                  [&](int64_t y0, int64_t Lb, const T* cols, int64_t ldc) {
       for (int64_t gi = 0; gi < groups; ++gi)
         gemm(false, false, Og, Lb, Kg, w + gi * Og * Kg, Kg, cols + gi * Kg * ldc, ldc,
              bias ? T(1) : T(0), yn + gi * Og * L + y0 * g.ow, L);
-    }
+    });
   });
 }
 
@@ -266,20 +276,12 @@ void conv_weight_grad(const T* go, const T* x, T* gw, int64_t N, int64_t O, cons
   for_each_sample(N, [&](int64_t worker, int64_t n) {
     const T* xn = x + n * g.C * g.H * g.W;
     T* acc = partial[size_t(worker)].data();
-    for (int64_t y0 = 0; y0 < g.oh; y0 += rows_per_band) {
-      Band band{y0, std::min(g.oh, y0 + rows_per_band)};
-      const int64_t Lb = band.cols(g);
-      const T* cols = xn + y0 * g.ow;
-      int64_t ldc = L;
-      if (!direct) {
-        im2col_rows(xn, g, bufs[size_t(worker)].data(), 0, g.C, band);
-        cols = bufs[size_t(worker)].data();
-        ldc = Lb;
-      }
+    for_each_band(xn, g, rows_per_band, direct, bufs[size_t(worker)].data(),
+                  [&](int64_t y0, int64_t Lb, const T* cols, int64_t ldc) {
       for (int64_t gi = 0; gi < groups; ++gi)
         gemm(false, true, Og, Kg, Lb, go + (n * O + gi * Og) * L + y0 * g.ow, L,
              cols + gi * Kg * ldc, ldc, T(1), acc + gi * Og * Kg, Kg);
-    }
+    });
   });
   std::copy(partial[0].begin(), partial[0].end(), gw);
   for (size_t wk = 1; wk < workers; ++wk)
