@@ -13,7 +13,6 @@
 
 namespace retorch::composite {
 
-using linalg_detail::mat_diagonal;
 using linalg_detail::mT;
 
 namespace {
@@ -167,7 +166,7 @@ void take_diagonals(Operand& op) {
     int lab = op.labels[size_t(d1)];
     perm.push_back(d1);
     perm.push_back(d2);
-    op.t = mat_diagonal(op.t.permute(perm));
+    op.t = op.t.permute(perm).diagonal(0, -2, -1);
     labels.push_back(lab);
     op.labels = labels;
   }
@@ -430,7 +429,7 @@ Tensor cross(const Tensor& self, const Tensor& other, std::optional<int64_t> dim
 Tensor trace(const Tensor& self) {
   RT_CHECK(self.dim() == 2, "trace: expected a matrix, but got tensor with dim ", self.dim());
   RT_CHECK(self.dtype() != kBool, "\"trace\" not implemented for 'Bool'");
-  return mat_diagonal(self).sum(OptionalIntArrayRef(), false, std::nullopt);
+  return self.diagonal(0, -2, -1).sum(OptionalIntArrayRef(), false, std::nullopt);
 }
 
 // ---------------------------------------------------------------- distances and norms

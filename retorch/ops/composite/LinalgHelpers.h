@@ -1,5 +1,5 @@
 // Matrix helpers shared by the linear-algebra composites and their backward formulas, written in
-// differentiable retorch ops (diagonals by strided slicing).
+// differentiable retorch ops.
 #pragma once
 #include "retorch/generated/Functions.h"
 #include "retorch/ops/TensorOperators.h"
@@ -21,16 +21,6 @@ inline Tensor triangle_mask(int64_t rows, int64_t cols, int64_t k, bool lower, D
   return lower ? d.le(Scalar(k)) : d.ge(Scalar(k));
 }
 
-/// Main diagonal of the last two dims, shape (..., min(r, c)): in a row-major (r, c) matrix
-/// the diagonal sits every c + 1 elements of the flattened matrix.
-inline Tensor mat_diagonal(const Tensor& t) {
-  int64_t r = t.size(-2), c = t.size(-1), k = std::min(r, c);
-  std::vector<int64_t> shape(t.sizes().begin(), t.sizes().end() - 2);
-  shape.push_back(r * c);
-  Tensor flat = t.reshape(shape);
-  if (k == 0) return flat.narrow(-1, 0, 0);
-  return flat.slice(-1, 0, (k - 1) * (c + 1) + 1, c + 1);
-}
 /// Square matrices with v (..., n) on the diagonal.
 inline Tensor diag_embed(const Tensor& v) {
   int64_t n = v.size(-1);
