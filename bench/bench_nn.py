@@ -10,20 +10,37 @@ import torch.nn.functional as F
 import retorch
 
 
-def per_call(fn, min_time=0.25, reps=5):
-    """Median seconds per call over `reps` batches, each at least min_time/reps long."""
+def _iters(fn, batch_time):
+    """Calls of fn that take about batch_time seconds (after two warm-up calls)."""
     fn()
     t0 = time.perf_counter()
     fn()
-    once = max(time.perf_counter() - t0, 1e-7)
-    iters = max(1, int(min_time / reps / once))
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(iters):
-            fn()
-        times.append((time.perf_counter() - t0) / iters)
-    return statistics.median(times)
+    return max(1, int(batch_time / max(time.perf_counter() - t0, 1e-7)))
+
+
+def _batch(fn, iters):
+    t0 = time.perf_counter()
+    for _ in range(iters):
+        fn()
+    return (time.perf_counter() - t0) / iters
+
+
+def per_call(fn, min_time=0.25, reps=5):
+    """Median seconds per call over `reps` batches, each at least min_time/reps long."""
+    iters = _iters(fn, min_time / reps)
+    return statistics.median(_batch(fn, iters) for _ in range(reps))
+
+
+def per_call_pair(ours, theirs, min_time=0.5, reps=7):
+    """Median seconds per call of two functions measured in alternating batches, so that both
+    see the same machine (a shared VM's speed drifts by tens of percent within seconds)."""
+    iters = (_iters(ours, min_time / reps), _iters(theirs, min_time / reps))
+    times = ([], [])
+    for rep in range(reps):
+        order = (0, 1) if rep % 2 == 0 else (1, 0)
+        for i in order:
+            times[i].append(_batch((ours, theirs)[i], iters[i]))
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def both(arr, requires_grad=False):
@@ -136,7 +153,7 @@ def main():
           f"copy {lim['bw'][0]:.1f} GB/s")
     print(f"{'case':<36} {'retorch':>10} {'PyTorch':>10} {'ratio':>6}   {'retorch rate':>18}  limit")
     for name, work, kind, ours, theirs in cases(rng):
-        r, t = per_call(ours), per_call(theirs)
+        r, t = per_call_pair(ours, theirs)
         rate = ""
         if work:
             unit = lim[kind][1]

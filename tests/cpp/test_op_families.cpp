@@ -42,6 +42,37 @@ TEST(OpFamilies, Conv2dEqualsIm2colTimesWeight) {
       {x.requires_grad_(), w.requires_grad_(), b.requires_grad_()}));
 }
 
+// Float32 stride-1 convolutions with >= 16 output channels take the direct kernel (Note [Direct
+// convolution]); float64 takes im2col + GEMM, so each checks the other. The shapes cover one
+// and several images, groups, dilation, several position chunks, a partial channel tile and the
+// transposed convolution run as a direct one.
+TEST(OpFamilies, DirectConvMatchesGemmPath) {
+  manual_seed(7);
+  struct Case {
+    std::vector<int64_t> x, w;
+    std::vector<int64_t> pad, dil;
+    int64_t groups;
+  };
+  for (const Case& c : std::vector<Case>{{{3, 8, 12, 11}, {16, 8, 3, 3}, {1, 1}, {1, 1}, 1},
+                                         {{1, 3, 40, 37}, {32, 3, 5, 5}, {2, 3}, {2, 1}, 1},
+                                         {{2, 8, 9, 10}, {32, 4, 3, 3}, {0, 1}, {1, 1}, 2},
+                                         {{1, 5, 7, 30}, {12, 5, 2, 3}, {3, 0}, {1, 2}, 1}}) {
+    Tensor x = rnd(c.x), w = rnd(c.w), b = rnd({c.w[0]});
+    Tensor ref = conv2d(x, w, b, 1, c.pad, c.dil, c.groups);
+    Tensor y = conv2d(x.to(kFloat), w.to(kFloat), b.to(kFloat), 1, c.pad, c.dil, c.groups);
+    EXPECT_TRUE(all_close(y.to(kDouble), ref, 1e-4, 1e-4)) << "x " << IntArrayRef(c.x);
+    // The transposed convolution with the same weight, as the input gradient uses it.
+    if (c.groups == 1) {
+      Tensor xt = rnd({c.x[0], c.x[1], 6, 7}), wt = w.transpose(0, 1).contiguous();
+      std::vector<int64_t> out_pad{c.dil[0] - 1, c.dil[1] - 1};
+      Tensor tref = conv_transpose2d(xt, wt, b, 1, 1, out_pad, 1, c.dil);
+      Tensor ty = conv_transpose2d(xt.to(kFloat), wt.to(kFloat), b.to(kFloat), 1, 1, out_pad, 1,
+                                   c.dil);
+      EXPECT_TRUE(all_close(ty.to(kDouble), tref, 1e-4, 1e-4)) << "transposed " << wt.sizes();
+    }
+  }
+}
+
 TEST(OpFamilies, ConvErrorsNameShapes) {
   Error e = catch_error([] { conv2d(ones({1, 3, 5, 5}), ones({2, 4, 3, 3})); });
   EXPECT_TRUE(contains(e.what(), {"[1, 3, 5, 5]"}));

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "retorch/backend/cpu/ConvDirect.h"
 #include "retorch/backend/cpu/Parallel.h"
 #include "retorch/core/Dtypes.h"
 #include "retorch/generated/Functions.h"
@@ -387,6 +388,30 @@ template <typename T>
 constexpr bool kConvType = std::is_same_v<T, float> || std::is_same_v<T, double> ||
                            std::is_same_v<T, int64_t>;
 
+// Runs float32 stride-1 convolutions (and stride-1 transposed ones, as convolutions with the
+// flipped weight) through the direct kernel when it applies; see Note [Direct convolution].
+template <typename T>
+bool try_direct(const Tensor& x, const Tensor& w, const T* bias, Tensor& y, int64_t groups,
+                const Window& g, bool transposed) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    if (g.sh != 1 || g.sw != 1) return false;
+    const int64_t N = x.size(0), Cg = x.size(1) / groups;
+    DirectConvShape d{};
+    if (!transposed) {
+      d = {Cg, g.H, g.W, w.size(0) / groups, g.kh, g.kw, g.dh, g.dw, g.ph, g.pw, g.oh, g.ow};
+    } else {  // the input is the window grid (oh x ow), the output the image (H x W)
+      d = {Cg, g.oh, g.ow, w.size(1), g.kh, g.kw, g.dh, g.dw, g.dh * (g.kh - 1) - g.ph,
+           g.dw * (g.kw - 1) - g.pw, g.H, g.W};
+    }
+    if (!direct_conv_applies(d)) return false;
+    direct_conv2d(x.data_ptr<float>(), w.data_ptr<float>(), bias, y.data_ptr<float>(), N, groups,
+                  d, transposed ? DirectWeight::kTransposedFlipped : DirectWeight::kConv);
+    return true;
+  }
+}
+
 }  // namespace
 
 Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
@@ -430,6 +455,8 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
           for (int64_t n = 0; n < N; ++n)
             init_output(yp + n * out_ch * (y.numel() / N / out_ch), out_ch,
                         y.numel() / N / out_ch, bp);
+        } else if (try_direct(x, w, bp, y, groups, g, transposed)) {
+          // done by the direct kernel
         } else if (!transposed) {
           conv_forward(x.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(), bp,
                        y.data_ptr<scalar_t>(), N, out_ch, g, groups);

@@ -1,0 +1,60 @@
+"""The direct float32 convolution kernel (stride 1, >= 12 output channels per group) against
+PyTorch: forward over shapes that exercise its tiles, chunks, groups, dilation and padding, the
+transposed convolution it also runs, and the gradients that go through it."""
+import pytest
+
+import retorch
+import torch.nn.functional as F
+from custom_helpers import P, both, grads
+
+TOL = {"rtol": 1e-4, "atol": 1e-4}
+
+# (N, C, H, W), (O, C/groups, kh, kw), padding, dilation, groups
+SHAPES = [
+    ((3, 8, 12, 11), (16, 8, 3, 3), 1, 1, 1),
+    ((1, 3, 40, 37), (32, 3, 5, 5), (2, 3), (2, 1), 1),       # one image, several chunks
+    ((2, 8, 9, 10), (32, 4, 3, 3), (0, 1), 1, 2),             # groups
+    ((1, 5, 7, 30), (12, 5, 2, 3), (3, 0), (1, 2), 1),        # partial tile, padding > kernel
+    ((4, 1, 28, 28), (16, 1, 5, 5), 2, 1, 1),                 # one input channel (LeNet-like)
+    ((2, 16, 14, 14), (64, 16, 3, 3), 1, 1, 1),
+    ((2, 3, 6, 6), (28, 3, 6, 6), 0, 1, 1),                   # one output position per image
+]
+
+
+def conv(L, x, w, b, p, d, g):
+    f = F.conv2d if L.__name__ == "torch" else retorch.conv2d
+    return f(x, w, b, 1, p, d, g)
+
+
+@pytest.mark.parametrize("xs,ws,p,d,g", SHAPES)
+def test_direct_conv2d_forward(rng, xs, ws, p, d, g):
+    for lay in ("contig", "transposed"):
+        x, w, b = P(rng, xs, "float32", lay), P(rng, ws, "float32", lay), P(rng, (ws[0],))
+        both(conv, x, w, b, p, d, g, **TOL)
+        both(conv, x, w, None, p, d, g, **TOL)
+
+
+def test_direct_conv1d(rng):
+    x, w, b = P(rng, (2, 16, 50)), P(rng, (24, 16, 3)), P(rng, (24,))
+    fn = lambda L, x, w, b: (F.conv1d if L.__name__ == "torch" else retorch.conv1d)(  # noqa: E731
+        x, w, b, 1, 2, 2)
+    both(fn, x, w, b, **TOL)
+    grads(fn, x, w, b)
+
+
+def test_direct_conv_transpose2d(rng):
+    # conv_transpose2d with stride 1 runs as a convolution with the flipped weight.
+    for xs, ws, p, op, d in [((2, 8, 6, 7), (8, 16, 3, 3), 1, 0, 1),
+                             ((1, 4, 9, 5), (4, 32, 3, 2), (2, 1), (1, 0), (2, 1)),
+                             ((3, 6, 5, 5), (6, 16, 5, 5), 0, 0, 1)]:
+        x, w, b = P(rng, xs), P(rng, ws), P(rng, (ws[1],))
+        fn = lambda L, x, w, b: (F.conv_transpose2d if L.__name__ == "torch"  # noqa: E731
+                                 else retorch.conv_transpose2d)(x, w, b, 1, p, op, 1, d)
+        both(fn, x, w, b, **TOL)
+
+
+def test_direct_conv_gradients(rng):
+    # The input gradient of a 16 -> 32 conv is a 32 -> 16 transposed conv: both direct.
+    x, w, b = P(rng, (2, 16, 10, 9)), P(rng, (32, 16, 3, 3)), P(rng, (32,))
+    grads(lambda L, x, w, b: conv(L, x, w, b, 1, 1, 1), x, w, b)
+    grads(lambda L, x, w, b: conv(L, x, w, b, (2, 0), (1, 2), 2), x, P(rng, (32, 8, 3, 2)), b)
