@@ -6,6 +6,7 @@
 #include "retorch/core/Tensor.h"
 #include "retorch/core/TensorFactory.h"
 #include "retorch/generated/Functions.h"
+#include "retorch/nn/nn.h"
 #include "retorch/ops/TensorOperators.h"
 
 namespace retorch::cuda {

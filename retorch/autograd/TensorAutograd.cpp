@@ -103,4 +103,9 @@ bool Tensor::retains_grad() const {
   return m && m->grad_fn_ && m->retains_grad_;
 }
 
+void Tensor::set_data(const Tensor& new_data) const {
+  RT_CHECK(defined() && new_data.defined(), "set_data: both tensors must be defined");
+  impl_->set_data_from(*new_data.impl());
+}
+
 }  // namespace retorch

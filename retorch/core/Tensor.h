@@ -97,6 +97,9 @@ class Tensor {
   const Tensor& grad() const;
   Tensor& mutable_grad();
   void set_grad(const Tensor& g);
+  /// Makes this tensor use new_data's storage, geometry and dtype while keeping its identity
+  /// and autograd state (torch's `param.data = new_data`).
+  void set_data(const Tensor& new_data) const;
   const std::shared_ptr<autograd::Node>& grad_fn() const;
   bool is_leaf() const;
   uint32_t output_nr() const;

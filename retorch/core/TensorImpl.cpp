@@ -18,6 +18,18 @@ TensorImpl::TensorImpl(Storage storage, ScalarType dtype) : storage_(std::move(s
 
 TensorImpl::~TensorImpl() = default;
 
+void TensorImpl::set_data_from(const TensorImpl& other) {
+  const bool autograd = key_set_.has(DispatchKey::Autograd);
+  storage_ = other.storage_;
+  sizes_ = other.sizes_;
+  strides_ = other.strides_;
+  storage_offset_ = other.storage_offset_;
+  dtype_ = other.dtype_;
+  key_set_ = DispatchKeySet(storage_->device().is_cuda() ? DispatchKey::CUDA : DispatchKey::CPU);
+  if (autograd) key_set_ = key_set_.add(DispatchKey::Autograd);
+  refresh();
+}
+
 DimVector contiguous_strides(IntArrayRef sizes) {
   DimVector st(sizes.size());
   int64_t s = 1;

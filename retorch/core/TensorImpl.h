@@ -48,6 +48,10 @@ class TensorImpl : public intrusive_target {
     return static_cast<char*>(storage_->data()) + storage_offset_ * int64_t(itemsize());
   }
 
+  /// Takes other's storage, geometry, dtype and device, keeping this tensor's identity and
+  /// autograd slot (Tensor::set_data, used by Module::to).
+  void set_data_from(const TensorImpl& other);
+
   uint32_t version() const { return storage_->version(); }
   void bump_version() { storage_->bump_version(); }
 

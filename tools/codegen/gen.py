@@ -253,8 +253,13 @@ def backend_adapter(op, key, fn):
         mutable = [a.name for a in e.args if a.mutable]
         if mutable:
             lines.append(f'  auto r = {ns}::{fn}({", ".join(base_args)});')
-            for m in mutable:
-                lines.append(f'  {m}.impl()->bump_version();')
+            for a in e.args:
+                if not a.mutable:
+                    continue
+                if a.type == 'Tensor?':
+                    lines.append(f'  if ({a.name}) {a.name}->impl()->bump_version();')
+                else:
+                    lines.append(f'  {a.name}.impl()->bump_version();')
             lines.append('  return r;')
         else:
             lines.append(f'  return {ns}::{fn}({", ".join(base_args)});')

@@ -218,7 +218,13 @@ def gen_kernel(info, op):
     for a in e.args:
         if a.type == 'Tensor[]':
             lines.append(f'    node->{a.name}_size_ = {a.name}.size();')
+    # Note [Saving mutated arguments]: a Tensor? argument the kernel writes (batch norm's
+    # running statistics) is saved after the kernel ran, as PyTorch saves every input, so the
+    # saved version is the written one and backward does not report a stale input.
+    saved_after = [a for a in info.saved_args if a.mutable and a is not e.args[0]]
     for a in info.saved_args:
+        if a in saved_after:
+            continue
         if a.type == 'Tensor':
             lines.append(f'    node->{a.name}_ = SavedVariable({a.name}, false);')
         elif a.type == 'Tensor?':
@@ -266,6 +272,11 @@ def gen_kernel(info, op):
             outs[n] = f'std::get<{i}>(result)'
     for i, n in info.saved_rets:
         lines.append(f'    node->{n}_ = SavedVariable({outs[n]}, true);')
+    for a in saved_after:
+        assert a.type in ('Tensor', 'Tensor?'), f'{op.name}: mutable {a.type} argument'
+        deref = f'*{a.name}' if a.type == 'Tensor?' else a.name
+        cond = f'if ({a.name}) ' if a.type == 'Tensor?' else ''
+        lines.append(f'    {cond}node->{a.name}_ = SavedVariable({deref}, false);')
     for var, attr in info.attrs:
         if var in rnames:
             lines.append(f'    node->{var}_{attr}_ = {outs[var]}{ATTRS[attr][2]};')

@@ -1,0 +1,79 @@
+// nn::functional: the functional forms (F::relu, F::conv2d, F::cross_entropy, ...), which are
+// the generated ops themselves, gathered under torch::nn::functional's name.
+#pragma once
+#include "retorch/generated/Functions.h"
+
+namespace retorch::nn::functional {
+
+using retorch::adaptive_avg_pool2d;
+using retorch::adaptive_max_pool2d;
+using retorch::alpha_dropout;
+using retorch::avg_pool2d;
+using retorch::batch_norm;
+using retorch::binary_cross_entropy;
+using retorch::binary_cross_entropy_with_logits;
+using retorch::celu;
+using retorch::conv1d;
+using retorch::conv2d;
+using retorch::conv_transpose1d;
+using retorch::conv_transpose2d;
+using retorch::cosine_embedding_loss;
+using retorch::cosine_similarity;
+using retorch::cross_entropy;
+using retorch::ctc_loss;
+using retorch::dropout;
+using retorch::dropout2d;
+using retorch::elu;
+using retorch::embedding;
+using retorch::embedding_bag;
+using retorch::feature_alpha_dropout;
+using retorch::gelu;
+using retorch::glu;
+using retorch::group_norm;
+using retorch::hardshrink;
+using retorch::hardsigmoid;
+using retorch::hardswish;
+using retorch::hardtanh;
+using retorch::hinge_embedding_loss;
+using retorch::huber_loss;
+using retorch::kl_div;
+using retorch::l1_loss;
+using retorch::layer_norm;
+using retorch::leaky_relu;
+using retorch::linear;
+using retorch::local_response_norm;
+using retorch::log_softmax;
+using retorch::logsigmoid;
+using retorch::margin_ranking_loss;
+using retorch::max_pool1d;
+using retorch::max_pool2d;
+using retorch::max_pool2d_with_indices;
+using retorch::mish;
+using retorch::mse_loss;
+using retorch::multi_margin_loss;
+using retorch::nll_loss;
+using retorch::pad;
+using retorch::pairwise_distance;
+using retorch::pixel_shuffle;
+using retorch::pixel_unshuffle;
+using retorch::poisson_nll_loss;
+using retorch::prelu;
+using retorch::relu;
+using retorch::relu6;
+using retorch::rms_norm;
+using retorch::rrelu;
+using retorch::scaled_dot_product_attention;
+using retorch::selu;
+using retorch::silu;
+using retorch::smooth_l1_loss;
+using retorch::soft_margin_loss;
+using retorch::softmax;
+using retorch::softmin;
+using retorch::softplus;
+using retorch::softshrink;
+using retorch::softsign;
+using retorch::tanhshrink;
+using retorch::threshold;
+using retorch::triplet_margin_loss;
+
+}  // namespace retorch::nn::functional

@@ -1,0 +1,16 @@
+// The nn umbrella header: modules, containers, init, functional, utils and summary.
+#pragma once
+#include "retorch/nn/Activation.h"
+#include "retorch/nn/Container.h"
+#include "retorch/nn/Conv.h"
+#include "retorch/nn/Dropout.h"
+#include "retorch/nn/Embedding.h"
+#include "retorch/nn/Functional.h"
+#include "retorch/nn/Init.h"
+#include "retorch/nn/Linear.h"
+#include "retorch/nn/Loss.h"
+#include "retorch/nn/Module.h"
+#include "retorch/nn/Normalization.h"
+#include "retorch/nn/Pooling.h"
+#include "retorch/nn/Summary.h"
+#include "retorch/nn/Utils.h"
