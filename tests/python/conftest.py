@@ -1,4 +1,4 @@
-"""pytest setup for the PyTorch oracle suite: import paths and a per-test seeded numpy generator."""
+"""pytest setup for the PyTorch oracle suite: import paths (incl. .deps/python) and a seeded rng."""
 import os
 import sys
 import zlib
@@ -7,8 +7,11 @@ import numpy as np
 import pytest
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_PY = os.path.join(os.path.dirname(os.path.dirname(_HERE)), "python")
-for p in (_HERE, _PY):
+_ROOT = os.path.dirname(os.path.dirname(_HERE))
+_PY = os.path.join(_ROOT, "python")
+# Test-only packages scripts/setup.sh installs into the project (tensorboard's event reader).
+_DEPS = os.path.join(_ROOT, ".deps", "python")
+for p in (_HERE, _PY) + ((_DEPS,) if os.path.isdir(_DEPS) else ()):
     if p not in sys.path:
         sys.path.insert(0, p)
 

@@ -1,0 +1,1 @@
+"""retorch.utils: helpers shaped like torch.utils (tensorboard, ...)."""
