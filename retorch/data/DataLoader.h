@@ -43,8 +43,11 @@ class DataLoader {
   int64_t size() const;
   /// The epoch the next pass uses; each begin() then advances it by one.
   void set_epoch(int64_t epoch) { epoch_ = epoch; }
+  /// The epoch the next pass will use.
   int64_t epoch() const { return epoch_; }
+  /// The options given at construction.
   const DataLoaderOptions& options() const { return options_; }
+  /// The dataset batches are drawn from.
   const std::shared_ptr<Dataset>& dataset() const { return dataset_; }
 
   /// The sample indices of each batch of `epoch`.
@@ -59,9 +62,12 @@ class DataLoader {
     using difference_type = std::ptrdiff_t;
     Iterator() = default;
     explicit Iterator(std::shared_ptr<EpochRun> run) : run_(std::move(run)) {}
+    /// The current batch (waits for its worker; rethrows the worker's error).
     Example& operator*() const;
     Example* operator->() const { return &**this; }
+    /// Moves to the next batch, releasing the current one.
     Iterator& operator++();
+    /// Equal when both are at the end, or are the same pass.
     bool operator==(const Iterator& o) const;
     bool operator!=(const Iterator& o) const { return !(*this == o); }
 
@@ -72,6 +78,7 @@ class DataLoader {
 
   /// Starts a pass over epoch() (starting its workers) and advances epoch() for the next pass.
   Iterator begin();
+  /// The end of any pass.
   Iterator end() { return Iterator(); }
 
  private:

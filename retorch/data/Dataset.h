@@ -48,7 +48,9 @@ class TensorDataset : public Dataset {
   int64_t size() const override { return data_.size(0); }
   Example get(int64_t index) const override;
   Example get_batch(const std::vector<int64_t>& indices, const SampleContext& ctx) const override;
+  /// All samples' data, [N, ...].
   const Tensor& data() const { return data_; }
+  /// All samples' targets, [N, ...].
   const Tensor& targets() const { return targets_; }
 
  private:
@@ -64,6 +66,7 @@ class TransformDataset : public Dataset {
   /// Sample `index` transformed under SampleContext{} (seed 0, epoch 0).
   Example get(int64_t index) const override;
   Example get_batch(const std::vector<int64_t>& indices, const SampleContext& ctx) const override;
+  /// The wrapped dataset.
   const std::shared_ptr<Dataset>& inner() const { return inner_; }
 
  private:

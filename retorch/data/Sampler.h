@@ -32,6 +32,7 @@ class RandomSampler : public Sampler {
   explicit RandomSampler(int64_t n, uint64_t seed = 0);
   int64_t size() const override { return n_; }
   std::vector<int64_t> indices(int64_t epoch) const override;
+  /// The seed mixed with the epoch.
   uint64_t seed() const { return seed_; }
 
  private:

@@ -20,8 +20,11 @@ class MappedFile {
   MappedFile(const MappedFile&) = delete;
   MappedFile& operator=(const MappedFile&) = delete;
 
+  /// First byte of the mapping (null for an empty file).
   uint8_t* data() const { return data_; }
+  /// File size in bytes.
   size_t size() const { return size_; }
+  /// The path the file was opened with.
   const std::string& path() const { return path_; }
 
  private:
