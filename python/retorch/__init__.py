@@ -6,6 +6,8 @@ from ._C import *  # noqa: F401,F403  (every op, dtypes, Tensor, device, Generat
 from ._C import Tensor, dtype, device, Generator  # noqa: F401
 from . import autograd  # noqa: F401
 from . import special  # noqa: F401  (torch.special names)
+from . import io  # noqa: F401  (safetensors files, like safetensors.torch)
+from . import data  # noqa: F401  (datasets, transforms, DataLoader)
 from .autograd import no_grad, enable_grad, set_grad_enabled, inference_mode  # noqa: F401
 
 # `import *` skips underscore names; generated ops like _to_copy are public API like torch's.

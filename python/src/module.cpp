@@ -9,6 +9,8 @@ namespace retorch::python {
 
 void bind_tensor(py::module_& m, py::class_<Tensor>& cls);
 void bind_tensorboard(py::module_& m);
+void bind_io(py::module_& m);
+void bind_data(py::module_& m);
 
 namespace {
 
@@ -114,6 +116,8 @@ PYBIND11_MODULE(_C, m) {
   bind_tensor(m, cls);
   bind_generated(m, cls);
   bind_tensorboard(m);
+  bind_io(m);
+  bind_data(m);
 
   // Grad modes.
   m.def("is_grad_enabled", &GradMode::is_enabled);
