@@ -8,6 +8,7 @@
 namespace retorch::python {
 
 void bind_tensor(py::module_& m, py::class_<Tensor>& cls);
+void bind_optim(py::module_& m);
 
 namespace {
 
@@ -112,6 +113,7 @@ PYBIND11_MODULE(_C, m) {
   py::class_<Tensor> cls(m, "Tensor");
   bind_tensor(m, cls);
   bind_generated(m, cls);
+  bind_optim(m);
 
   // Grad modes.
   m.def("is_grad_enabled", &GradMode::is_enabled);
