@@ -49,7 +49,11 @@ const OptimizerOptions& OptimizerParamGroup::options() const {
 
 void Optimizer::init(std::vector<OptimizerParamGroup> param_groups) {
   validate(*defaults_);
-  RT_CHECK_VALUE(!param_groups.empty(), "optimizer got an empty parameter list");
+  // A plain parameter list arrives as one group without options; empty, it is an error.
+  bool empty_list = param_groups.empty() ||
+                    (param_groups.size() == 1 && param_groups[0].params().empty() &&
+                     !param_groups[0].has_options());
+  RT_CHECK_VALUE(!empty_list, "optimizer got an empty parameter list");
   for (const auto& g : param_groups) add_param_group(g);
 }
 
