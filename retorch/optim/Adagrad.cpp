@@ -20,13 +20,12 @@ Adagrad::Adagrad(std::vector<OptimizerParamGroup> param_groups, AdagradOptions d
 void Adagrad::validate(const OptimizerOptions& o) const {
   using detail::py_float;
   RT_CHECK_VALUE(0.0 <= o.get("lr"), "Invalid learning rate: ", py_float(o.get("lr")));
-  RT_CHECK_VALUE(0.0 <= o.get("lr_decay"),
-                 "Invalid lr_decay value: ", py_float(o.get("lr_decay")));
+  RT_CHECK_VALUE(0.0 <= o.get("lr_decay"), "Invalid lr_decay value: ", py_float(o.get("lr_decay")));
   RT_CHECK_VALUE(0.0 <= o.get("weight_decay"),
                  "Invalid weight_decay value: ", py_float(o.get("weight_decay")));
-  RT_CHECK_VALUE(0.0 <= o.get("initial_accumulator_value"),
-                 "Invalid initial_accumulator_value value: ",
-                 py_float(o.get("initial_accumulator_value")));
+  RT_CHECK_VALUE(
+      0.0 <= o.get("initial_accumulator_value"),
+      "Invalid initial_accumulator_value value: ", py_float(o.get("initial_accumulator_value")));
   RT_CHECK_VALUE(0.0 <= o.get("eps"), "Invalid epsilon value: ", py_float(o.get("eps")));
 }
 
@@ -70,8 +69,8 @@ void Adagrad::update(Tensor& param, const Tensor& grad_in, OptimizerOptions& opt
       adagrad_kernel<float>(p.data_ptr<float>(), grad.data_ptr<float>(), sum.data_ptr<float>(),
                             p.numel(), o, clr);
     } else {
-      adagrad_kernel<double>(p.data_ptr<double>(), grad.data_ptr<double>(),
-                             sum.data_ptr<double>(), p.numel(), o, clr);
+      adagrad_kernel<double>(p.data_ptr<double>(), grad.data_ptr<double>(), sum.data_ptr<double>(),
+                             p.numel(), o, clr);
     }
   });
 }

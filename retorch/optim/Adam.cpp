@@ -23,7 +23,9 @@ void Adam::update(Tensor& param, const Tensor& grad, OptimizerOptions& options,
   detail::adam_update(param, grad, options, state, /*decoupled=*/false, "Adam");
 }
 
-void Adam::validate(const OptimizerOptions& options) const { detail::adam_validate(options); }
+void Adam::validate(const OptimizerOptions& options) const {
+  detail::adam_validate(options);
+}
 
 AdamW::AdamW(std::vector<Tensor> params, AdamWOptions defaults)
     : AdamW(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))},
@@ -98,8 +100,8 @@ void adam_update(Tensor& param, const Tensor& grad_in, const OptimizerOptions& o
   Tensor step = state["step"];
   Tensor m = buffer(state, "exp_avg", param);
   Tensor v = buffer(state, "exp_avg_sq", param);
-  AdamScalars s{o.get("lr"),           o.get("beta1"),       o.get("beta2"),
-                o.get("eps"),          o.get("weight_decay"), 0.0,
+  AdamScalars s{o.get("lr"),           o.get("beta1"),         o.get("beta2"),
+                o.get("eps"),          o.get("weight_decay"),  0.0,
                 o.get("amsgrad") != 0, o.get("maximize") != 0, decoupled};
   Tensor vmax = s.amsgrad ? buffer(state, "max_exp_avg_sq", param) : Tensor();
   // The step counter is a float32 tensor, as in PyTorch, so beta ** step sees the same value.
@@ -113,8 +115,8 @@ void adam_update(Tensor& param, const Tensor& grad_in, const OptimizerOptions& o
                          p.numel(), s);
     } else {
       adam_kernel<double>(p.data_ptr<double>(), grad.data_ptr<double>(), m.data_ptr<double>(),
-                          v.data_ptr<double>(),
-                          vmax.defined() ? vmax.data_ptr<double>() : nullptr, p.numel(), s);
+                          v.data_ptr<double>(), vmax.defined() ? vmax.data_ptr<double>() : nullptr,
+                          p.numel(), s);
     }
   });
 }

@@ -40,9 +40,7 @@ class AdamW : public Optimizer {
               OptimizerParamState& state) override {
     detail::adam_update(param, grad, options, state, /*decoupled=*/true, "AdamW");
   }
-  void validate(const OptimizerOptions& options) const override {
-    detail::adam_validate(options);
-  }
+  void validate(const OptimizerOptions& options) const override { detail::adam_validate(options); }
   std::vector<std::string> state_names() const override {
     return {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
   }

@@ -13,7 +13,9 @@ namespace {
 
 constexpr double kPi = 3.141592653589793;
 
-Tensor int_scalar(int64_t v) { return full(std::vector<int64_t>{}, v, TensorOptions(kLong)); }
+Tensor int_scalar(int64_t v) {
+  return full(std::vector<int64_t>{}, v, TensorOptions(kLong));
+}
 
 int64_t py_mod(int64_t a, int64_t b) {
   int64_t r = a % b;
@@ -41,8 +43,7 @@ std::vector<double> tensor_doubles(const Tensor& t) {
   return std::vector<double>(p, p + c.numel());
 }
 
-const Tensor& require_key(const OrderedDict<Tensor>& sd, const std::string& key,
-                          const char* what) {
+const Tensor& require_key(const OrderedDict<Tensor>& sd, const std::string& key, const char* what) {
   const Tensor* t = sd.find(key);
   RT_CHECK_VALUE(t != nullptr, "Error in loading state_dict for ", what, ": missing key '", key,
                  "'");
@@ -61,8 +62,10 @@ LRScheduler::LRScheduler(Optimizer& optimizer, int64_t last_epoch)
     if (last_epoch == -1) {
       if (!o.initial_lr) o.initial_lr = o.get_lr();
     } else {
-      RT_CHECK_INDEX(o.initial_lr.has_value(), "param 'initial_lr' is not specified in "
-                     "param_groups[", i, "] when resuming an optimizer");
+      RT_CHECK_INDEX(o.initial_lr.has_value(),
+                     "param 'initial_lr' is not specified in "
+                     "param_groups[",
+                     i, "] when resuming an optimizer");
     }
     base_lrs_.push_back(*o.initial_lr);
   }
@@ -132,7 +135,8 @@ std::vector<double> StepLR::get_lr() {
 
 std::optional<std::vector<double>> StepLR::closed_form_lr() const {
   std::vector<double> out;
-  const int64_t k = last_epoch_ >= 0 ? last_epoch_ / step_size_ : -((-last_epoch_ + step_size_ - 1) / step_size_);
+  const int64_t k =
+      last_epoch_ >= 0 ? last_epoch_ / step_size_ : -((-last_epoch_ + step_size_ - 1) / step_size_);
   for (double base : base_lrs_) out.push_back(base * std::pow(gamma_, double(k)));
   return out;
 }
@@ -155,8 +159,8 @@ std::vector<double> MultiStepLR::get_lr() {
 }
 
 std::optional<std::vector<double>> MultiStepLR::closed_form_lr() const {
-  auto k = std::upper_bound(milestones_.begin(), milestones_.end(), last_epoch_) -
-           milestones_.begin();
+  auto k =
+      std::upper_bound(milestones_.begin(), milestones_.end(), last_epoch_) - milestones_.begin();
   std::vector<double> out;
   for (double base : base_lrs_) out.push_back(base * std::pow(gamma_, double(k)));
   return out;
@@ -241,8 +245,7 @@ std::vector<double> LinearLR::get_lr() {
   if (last_epoch_ > total_iters_) return lrs;
   const double diff = end_factor_ - start_factor_;
   for (auto& lr : lrs)
-    lr = lr * (1. + diff / (double(total_iters_) * start_factor_ +
-                            double(last_epoch_ - 1) * diff));
+    lr = lr * (1. + diff / (double(total_iters_) * start_factor_ + double(last_epoch_ - 1) * diff));
   return lrs;
 }
 
@@ -250,8 +253,8 @@ std::optional<std::vector<double>> LinearLR::closed_form_lr() const {
   std::vector<double> out;
   const double e = double(std::min(total_iters_, last_epoch_));
   for (double base : base_lrs_)
-    out.push_back(base * (start_factor_ + (end_factor_ - start_factor_) * e /
-                                              double(total_iters_)));
+    out.push_back(base *
+                  (start_factor_ + (end_factor_ - start_factor_) * e / double(total_iters_)));
   return out;
 }
 
@@ -267,7 +270,8 @@ SequentialLR::SequentialLR(Optimizer& optimizer,
   for (size_t i = 0; i < schedulers_.size(); ++i)
     RT_CHECK_VALUE(&schedulers_[i]->optimizer() == &optimizer,
                    "Sequential Schedulers expects all schedulers to belong to the same optimizer, "
-                   "but got schedulers at index ", i, " to be different than the optimizer passed in.");
+                   "but got schedulers at index ",
+                   i, " to be different than the optimizer passed in.");
   RT_CHECK_VALUE(milestones_.size() == schedulers_.size() - 1,
                  "Sequential Schedulers expects number of schedulers provided to be one more "
                  "than the number of milestone points, but got number of schedulers ",
@@ -283,11 +287,13 @@ SequentialLR::SequentialLR(Optimizer& optimizer,
 
 void SequentialLR::step() {
   ++last_epoch_;
-  size_t idx = std::upper_bound(milestones_.begin(), milestones_.end(), last_epoch_) -
-               milestones_.begin();
+  size_t idx =
+      std::upper_bound(milestones_.begin(), milestones_.end(), last_epoch_) - milestones_.begin();
   auto& s = schedulers_[idx];
-  if (idx > 0 && milestones_[idx - 1] == last_epoch_) s->step_epoch(0);
-  else s->step();
+  if (idx > 0 && milestones_[idx - 1] == last_epoch_)
+    s->step_epoch(0);
+  else
+    s->step();
   last_lr_ = s->get_last_lr();
 }
 

@@ -159,8 +159,7 @@ Tensor doubles_tensor(const std::vector<double>& v);
 /// The values of a tensor as doubles.
 std::vector<double> tensor_doubles(const Tensor& t);
 /// sd[key], or an error naming the key and the scheduler.
-const Tensor& require_key(const OrderedDict<Tensor>& sd, const std::string& key,
-                          const char* what);
+const Tensor& require_key(const OrderedDict<Tensor>& sd, const std::string& key, const char* what);
 }  // namespace detail
 
 }  // namespace retorch::optim

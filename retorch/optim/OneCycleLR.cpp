@@ -20,11 +20,11 @@ Optimizer& prepare(Optimizer& optimizer, const OneCycleLROptions& o, int64_t las
                  "You must define either total_steps OR (epochs AND steps_per_epoch)");
   if (o.total_steps() == 0) {
     RT_CHECK_VALUE(o.epochs() > 0, "Expected positive integer epochs, but got ", o.epochs());
-    RT_CHECK_VALUE(o.steps_per_epoch() > 0,
-                   "Expected positive integer steps_per_epoch, but got ", o.steps_per_epoch());
+    RT_CHECK_VALUE(o.steps_per_epoch() > 0, "Expected positive integer steps_per_epoch, but got ",
+                   o.steps_per_epoch());
   } else {
-    RT_CHECK_VALUE(o.total_steps() > 0,
-                   "Expected positive integer total_steps, but got ", o.total_steps());
+    RT_CHECK_VALUE(o.total_steps() > 0, "Expected positive integer total_steps, but got ",
+                   o.total_steps());
   }
   RT_CHECK_VALUE(o.pct_start() >= 0 && o.pct_start() <= 1,
                  "Expected float between 0 and 1 pct_start, but got ",
@@ -42,8 +42,8 @@ Optimizer& prepare(Optimizer& optimizer, const OneCycleLROptions& o, int64_t las
     RT_CHECK_VALUE(d.has("momentum") || d.has("beta1"),
                    "optimizer must support momentum with `cycle_momentum` option enabled");
     if (last_epoch == -1)
-      for (auto& g : groups) g.options().set(d.has("beta1") ? "beta1" : "momentum",
-                                             o.max_momentum());
+      for (auto& g : groups)
+        g.options().set(d.has("beta1") ? "beta1" : "momentum", o.max_momentum());
   }
   return optimizer;
 }
@@ -57,17 +57,17 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, const OneCycleLROptions& o, int64_t
       cycle_momentum_(o.cycle_momentum()) {
   const double total = double(total_steps_), pct = o.pct_start();
   if (o.three_phase()) {
-    phases_ = {{pct * total - 1, Anchor::kInitial, Anchor::kMax, Anchor::kMaxMomentum,
-                Anchor::kBaseMomentum},
-               {2 * pct * total - 2, Anchor::kMax, Anchor::kInitial, Anchor::kBaseMomentum,
-                Anchor::kMaxMomentum},
-               {total - 1, Anchor::kInitial, Anchor::kMin, Anchor::kMaxMomentum,
-                Anchor::kMaxMomentum}};
+    phases_ = {
+        {pct * total - 1, Anchor::kInitial, Anchor::kMax, Anchor::kMaxMomentum,
+         Anchor::kBaseMomentum},
+        {2 * pct * total - 2, Anchor::kMax, Anchor::kInitial, Anchor::kBaseMomentum,
+         Anchor::kMaxMomentum},
+        {total - 1, Anchor::kInitial, Anchor::kMin, Anchor::kMaxMomentum, Anchor::kMaxMomentum}};
   } else {
-    phases_ = {{pct * total - 1, Anchor::kInitial, Anchor::kMax, Anchor::kMaxMomentum,
-                Anchor::kBaseMomentum},
-               {total - 1, Anchor::kMax, Anchor::kMin, Anchor::kBaseMomentum,
-                Anchor::kMaxMomentum}};
+    phases_ = {
+        {pct * total - 1, Anchor::kInitial, Anchor::kMax, Anchor::kMaxMomentum,
+         Anchor::kBaseMomentum},
+        {total - 1, Anchor::kMax, Anchor::kMin, Anchor::kBaseMomentum, Anchor::kMaxMomentum}};
   }
   const size_t n = optimizer_.param_groups().size();
   max_lrs_ = per_group(o.max_lr(), n, "max_lr");
@@ -83,11 +83,16 @@ OneCycleLR::OneCycleLR(Optimizer& optimizer, const OneCycleLROptions& o, int64_t
 
 double OneCycleLR::value(Anchor a, size_t g) const {
   switch (a) {
-    case Anchor::kInitial: return initial_lrs_[g];
-    case Anchor::kMax: return max_lrs_[g];
-    case Anchor::kMin: return min_lrs_[g];
-    case Anchor::kMaxMomentum: return max_momentums_[g];
-    case Anchor::kBaseMomentum: return base_momentums_[g];
+    case Anchor::kInitial:
+      return initial_lrs_[g];
+    case Anchor::kMax:
+      return max_lrs_[g];
+    case Anchor::kMin:
+      return min_lrs_[g];
+    case Anchor::kMaxMomentum:
+      return max_momentums_[g];
+    case Anchor::kBaseMomentum:
+      return base_momentums_[g];
   }
   return 0;
 }

@@ -50,9 +50,9 @@ const OptimizerOptions& OptimizerParamGroup::options() const {
 void Optimizer::init(std::vector<OptimizerParamGroup> param_groups) {
   validate(*defaults_);
   // A plain parameter list arrives as one group without options; empty, it is an error.
-  bool empty_list = param_groups.empty() ||
-                    (param_groups.size() == 1 && param_groups[0].params().empty() &&
-                     !param_groups[0].has_options());
+  bool empty_list =
+      param_groups.empty() || (param_groups.size() == 1 && param_groups[0].params().empty() &&
+                               !param_groups[0].has_options());
   RT_CHECK_VALUE(!empty_list, "optimizer got an empty parameter list");
   for (const auto& g : param_groups) add_param_group(g);
 }
@@ -62,8 +62,9 @@ void Optimizer::add_param_group(const OptimizerParamGroup& param_group) {
   for (const auto& g : param_groups_)
     for (const auto& p : g.params()) seen.insert(p.impl());
   for (const auto& p : param_group.params()) {
-    RT_CHECK_TYPE(p.defined(), "optimizer can only optimize Tensors, but one of the params is "
-                               "undefined");
+    RT_CHECK_TYPE(p.defined(),
+                  "optimizer can only optimize Tensors, but one of the params is "
+                  "undefined");
     RT_CHECK_VALUE(p.is_leaf() || p.retains_grad(), "can't optimize a non-leaf Tensor");
     RT_CHECK_VALUE(seen.count(p.impl()) == 0,
                    "some parameters appear in more than one parameter group");
@@ -115,7 +116,9 @@ std::vector<Tensor> Optimizer::parameters() const {
   return out;
 }
 
-OptimizerParamState& Optimizer::state(const Tensor& param) { return state_[param.impl()]; }
+OptimizerParamState& Optimizer::state(const Tensor& param) {
+  return state_[param.impl()];
+}
 
 namespace {
 
@@ -182,8 +185,10 @@ void Optimizer::load_state_dict(const OrderedDict<Tensor>& sd) {
   std::vector<std::string> missing, unexpected, mismatched;
   auto take = [&](const std::string& key) -> const Tensor* {
     const Tensor* t = sd.find(key);
-    if (t) used.insert(key);
-    else missing.push_back(key);
+    if (t)
+      used.insert(key);
+    else
+      missing.push_back(key);
     return t;
   };
   std::vector<std::unique_ptr<OptimizerOptions>> new_options;
@@ -199,10 +204,9 @@ void Optimizer::load_state_dict(const OrderedDict<Tensor>& sd) {
     if (const Tensor* t = take(group_key(g, "num_params"))) {
       int64_t n = t->item<int64_t>();
       if (n != int64_t(param_groups_[g].params().size()))
-        mismatched.push_back(group_key(g, "num_params") + " (" + std::to_string(n) +
-                             " params in the state dict, " +
-                             std::to_string(param_groups_[g].params().size()) +
-                             " in the optimizer's group)");
+        mismatched.push_back(
+            group_key(g, "num_params") + " (" + std::to_string(n) + " params in the state dict, " +
+            std::to_string(param_groups_[g].params().size()) + " in the optimizer's group)");
     }
     new_options.push_back(std::move(opts));
   }
@@ -229,7 +233,8 @@ void Optimizer::load_state_dict(const OrderedDict<Tensor>& sd) {
       if (item.value.numel() != 1)
         mismatched.push_back(item.key + " (expected one element, got shape " +
                              shape_str(item.value.sizes()) + ")");
-      else entries.push_back({g, i, name, scalar(item.value.item<double>(), kFloat)});
+      else
+        entries.push_back({g, i, name, scalar(item.value.item<double>(), kFloat)});
     } else if (item.value.sizes().vec() != p.sizes().vec()) {
       mismatched.push_back(item.key + " (shape " + shape_str(item.value.sizes()) +
                            " in the state dict, parameter shape " + shape_str(p.sizes()) + ")");
@@ -308,7 +313,9 @@ void check_fusable(const Tensor& param, const Tensor& grad, const char* optimize
   RT_CHECK(param.is_cpu(), optimizer, ": only CPU parameters are supported for now");
 }
 
-Tensor step_tensor(double v) { return scalar(v, kFloat); }
+Tensor step_tensor(double v) {
+  return scalar(v, kFloat);
+}
 
 void with_contiguous(Tensor& param, const std::function<void(Tensor&)>& f) {
   if (param.is_contiguous()) {

@@ -49,8 +49,9 @@ class OptimizerCloneableOptions : public OptimizerOptions {
   }
   std::vector<std::string> keys() const override {
     std::vector<std::string> out;
-    const_cast<Derived&>(static_cast<const Derived&>(*this))
-        .visit([&](const char* name, auto&) { out.emplace_back(name); });
+    const_cast<Derived&>(static_cast<const Derived&>(*this)).visit([&](const char* name, auto&) {
+      out.emplace_back(name);
+    });
     return out;
   }
   double get(const std::string& key) const override {

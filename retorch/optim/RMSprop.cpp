@@ -21,8 +21,7 @@ void RMSprop::validate(const OptimizerOptions& o) const {
   using detail::py_float;
   RT_CHECK_VALUE(0.0 <= o.get("lr"), "Invalid learning rate: ", py_float(o.get("lr")));
   RT_CHECK_VALUE(0.0 <= o.get("eps"), "Invalid epsilon value: ", py_float(o.get("eps")));
-  RT_CHECK_VALUE(0.0 <= o.get("momentum"),
-                 "Invalid momentum value: ", py_float(o.get("momentum")));
+  RT_CHECK_VALUE(0.0 <= o.get("momentum"), "Invalid momentum value: ", py_float(o.get("momentum")));
   RT_CHECK_VALUE(0.0 <= o.get("weight_decay"),
                  "Invalid weight_decay value: ", py_float(o.get("weight_decay")));
   RT_CHECK_VALUE(0.0 <= o.get("alpha"), "Invalid alpha value: ", py_float(o.get("alpha")));
@@ -91,8 +90,8 @@ void RMSprop::update(Tensor& param, const Tensor& grad_in, OptimizerOptions& opt
       rmsprop_kernel<float>(ptr<float>(p), ptr<float>(grad), ptr<float>(sq), ptr<float>(gavg),
                             ptr<float>(buf), p.numel(), o);
     } else {
-      rmsprop_kernel<double>(ptr<double>(p), ptr<double>(grad), ptr<double>(sq),
-                             ptr<double>(gavg), ptr<double>(buf), p.numel(), o);
+      rmsprop_kernel<double>(ptr<double>(p), ptr<double>(grad), ptr<double>(sq), ptr<double>(gavg),
+                             ptr<double>(buf), p.numel(), o);
     }
   });
 }

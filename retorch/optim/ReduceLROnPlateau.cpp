@@ -20,8 +20,8 @@ ReduceLROnPlateau::ReduceLROnPlateau(Optimizer& optimizer, ReduceLROnPlateauOpti
     RT_CHECK_VALUE(m.size() == n, "expected ", n, " min_lrs, got ", m.size());
     min_lrs_ = m;
   }
-  RT_CHECK_VALUE(options_.mode() == "min" || options_.mode() == "max",
-                 "mode ", options_.mode(), " is unknown!");
+  RT_CHECK_VALUE(options_.mode() == "min" || options_.mode() == "max", "mode ", options_.mode(),
+                 " is unknown!");
   RT_CHECK_VALUE(options_.threshold_mode() == "rel" || options_.threshold_mode() == "abs",
                  "threshold mode ", options_.threshold_mode(), " is unknown!");
   mode_min_ = options_.mode() == "min";

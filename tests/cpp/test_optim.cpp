@@ -13,7 +13,9 @@ using retorch::testing::values;
 namespace {
 
 // loss = sum((x - target)^2), minimized at x == target.
-Tensor quadratic_loss(const Tensor& x, const Tensor& target) { return ((x - target) * (x - target)).sum(); }
+Tensor quadratic_loss(const Tensor& x, const Tensor& target) {
+  return ((x - target) * (x - target)).sum();
+}
 
 }  // namespace
 
