@@ -83,3 +83,4 @@ Size = tuple
 from . import linalg  # noqa: E402,F401
 from .linalg import _einsum as einsum, _tensordot as tensordot, _cdist as cdist  # noqa: E402,F401,E501
 from .linalg import _multi_head_attention_forward as multi_head_attention_forward  # noqa: E402,F401,E501
+from . import optim  # noqa: E402,F401  (torch.optim)

@@ -11,6 +11,7 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls);
 void bind_tensorboard(py::module_& m);
 void bind_io(py::module_& m);
 void bind_data(py::module_& m);
+void bind_optim(py::module_& m);
 
 namespace {
 
@@ -118,6 +119,7 @@ PYBIND11_MODULE(_C, m) {
   bind_tensorboard(m);
   bind_io(m);
   bind_data(m);
+  bind_optim(m);
 
   // Grad modes.
   m.def("is_grad_enabled", &GradMode::is_enabled);
