@@ -18,8 +18,9 @@ $(BUILD)/Makefile: | setup
 build: setup $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The main job: train the default ConvNet on Fashion-MNIST (5 epochs) and write its reports.
 demo: build
-	./$(BUILD)/autograd_demo
+	./$(BUILD)/tools/retorch train --out-dir runs/demo
 
 test-cpp: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)

@@ -1,6 +1,8 @@
 // The CLI's models, written with the nn modules the way a libtorch user would write them.
 #include "tools/cli/Models.h"
 
+#include "retorch/ops/TensorOperators.h"
+
 namespace retorch::cli {
 
 MLPImpl::MLPImpl() : nn::Module("MLP") {

@@ -1,0 +1,65 @@
+// The `retorch` command: `retorch train ...` (the training job) and `retorch summary --model M`.
+#include <CLI/CLI.hpp>
+#include <iostream>
+
+#include "retorch/core/Error.h"
+#include "retorch/nn/Summary.h"
+#include "tools/cli/Models.h"
+#include "tools/cli/Train.h"
+
+int main(int argc, char** argv) {
+  using retorch::cli::TrainConfig;
+  CLI::App app{"retorch: PyTorch's architecture in modern C++"};
+  app.require_subcommand(1);
+
+  TrainConfig c;
+  CLI::App* train = app.add_subcommand("train", "train a model on Fashion-MNIST (or MNIST)");
+  const std::vector<std::string> models = retorch::cli::model_names();
+  train->add_option("--model", c.model, "model to train")->check(CLI::IsMember(models))->capture_default_str();
+  train->add_option("--dataset", c.dataset, "dataset")
+      ->check(CLI::IsMember({"fashion-mnist", "mnist"}))->capture_default_str();
+  train->add_option("--data-dir", c.data_dir, "directory with the IDX files (.gz or plain)")->capture_default_str();
+  train->add_option("--epochs", c.epochs, "epochs")->check(CLI::PositiveNumber)->capture_default_str();
+  train->add_option("--batch-size", c.batch_size, "batch size")->check(CLI::PositiveNumber)->capture_default_str();
+  train->add_option("--lr", c.lr, "learning rate (the peak for --schedule onecycle)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  train->add_option("--optimizer", c.optimizer, "optimizer")->check(CLI::IsMember({"sgd", "adam"}))->capture_default_str();
+  train->add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str();
+  train->add_option("--weight-decay", c.weight_decay, "weight decay")->capture_default_str();
+  train->add_option("--schedule", c.schedule, "learning-rate schedule (stepped per batch)")
+      ->check(CLI::IsMember({"none", "onecycle", "cosine"}))->capture_default_str();
+  train->add_flag("--augment", c.augment, "random crop (padding 2) and horizontal flip");
+  train->add_option("--seed", c.seed, "seed of initialization, shuffling and augmentation")->capture_default_str();
+  train->add_option("--out-dir", c.out_dir, "where metrics, plots, TensorBoard files and the model go")->capture_default_str();
+  train->add_option("--checkpoint-dir", c.checkpoint_dir, "checkpoint directory (default OUT_DIR/checkpoints)");
+  train->add_flag("--resume", c.resume, "continue from the checkpoint of the last finished epoch");
+  train->add_option("--init-weights", c.init_weights, "safetensors state dict to start from");
+  train->add_option("--max-steps", c.max_steps, "stop after this many optimizer steps");
+  train->add_option("--train-limit", c.train_limit, "use only the first N training images");
+  train->add_option("--test-limit", c.test_limit, "use only the first N test images");
+  bool no_shuffle = false, no_plot = false, no_tb = false;
+  train->add_flag("--no-shuffle", no_shuffle, "visit training images in file order");
+  train->add_option("--workers", c.workers, "data-loading threads")->capture_default_str();
+  train->add_option("--log-interval", c.log_interval, "steps between step records in metrics.jsonl")
+      ->capture_default_str();
+  train->add_flag("--no-plot", no_plot, "do not draw the learning-curve PNG");
+  train->add_flag("--no-tensorboard", no_tb, "do not write TensorBoard event files");
+
+  std::string summary_model = "convnet";
+  CLI::App* summary = app.add_subcommand("summary", "print a model's layers and parameter counts");
+  summary->add_option("--model", summary_model, "model")->check(CLI::IsMember(models))->capture_default_str();
+
+  CLI11_PARSE(app, argc, argv);
+  c.shuffle = !no_shuffle;
+  c.plot = !no_plot;
+  c.tensorboard = !no_tb;
+  try {
+    if (*train) return retorch::cli::run_training(c);
+    auto model = retorch::cli::make_model(summary_model);
+    std::cout << *model << "\n" << retorch::nn::summary(*model, {1, 1, 28, 28}).to_string();
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "retorch: error: " << e.what() << "\n";
+    return 1;
+  }
+}
