@@ -196,7 +196,8 @@ int run_training(const TrainConfig& c) {
       const double l = loss.item<double>();
       if (!std::isfinite(l)) {
         bar.close();
-        std::cerr << "retorch train: the loss became " << l << " at epoch " << epoch << ", step "
+        std::cerr << "retorch train: the loss became "
+                  << (std::isnan(l) ? "NaN" : l > 0 ? "+inf" : "-inf") << " at epoch " << epoch << ", step "
                   << global_step + 1 << "; stopping. "
                   << (fs::exists(ckpt) ? "The last good checkpoint is " + ckpt
                                        : std::string("No checkpoint was written yet."))
