@@ -74,6 +74,11 @@ Tensor batch_norm_backward_input(const Tensor& grad, const Tensor& input,
                                  const std::optional<Tensor>& running_var, const Tensor& save_mean,
                                  const Tensor& save_invstd, bool training, double eps) {
   if (!grad.defined()) return Tensor();
+  if (training && !GradMode::is_enabled()) {  // two fused passes; no graph to record
+    auto [sum_dy, sum_dy_xmu] = _batch_norm_backward_reduce(grad, input, save_mean, save_invstd);
+    return _batch_norm_backward_elemt(grad, input, save_mean, save_invstd, weight, sum_dy,
+                                      sum_dy_xmu);
+  }
   auto [mean, invstd] = bn_stats(input, running_mean, running_var, save_mean, save_invstd,
                                  training, eps);
   Tensor gw = weight && weight->defined() ? grad * weight->view(bn_channel_shape(input)) : grad;
@@ -90,6 +95,9 @@ Tensor batch_norm_backward_weight(const Tensor& grad, const Tensor& input,
                                   const Tensor& save_mean, const Tensor& save_invstd,
                                   bool training, double eps) {
   if (!grad.defined()) return Tensor();
+  if (training && !GradMode::is_enabled())
+    return std::get<1>(_batch_norm_backward_reduce(grad, input, save_mean, save_invstd)) *
+           save_invstd;
   auto [mean, invstd] = bn_stats(input, running_mean, running_var, save_mean, save_invstd,
                                  training, eps);
   return (grad * ((input - mean) * invstd)).sum(IntArrayRef(bn_reduce_dims(input)));

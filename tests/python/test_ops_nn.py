@@ -10,6 +10,8 @@ from custom_helpers import I, P, aten, both, gradcheck, grads, raises_like_torch
 # test name -> the ops.yaml entries it covers (checked by test_op_coverage.py).
 CUSTOM = {
     "test_batch_norm": ["batch_norm", "native_batch_norm"],
+    "test_batch_norm_backward_fused": ["_batch_norm_backward_reduce",
+                                       "_batch_norm_backward_elemt"],
     "test_layer_norm": ["layer_norm", "native_layer_norm", "_layer_norm_backward_input",
                         "_layer_norm_backward_weight"],
     "test_group_norm": ["group_norm"],
@@ -65,6 +67,34 @@ def _bn(L, x, w, b, rm, rv, training, momentum=0.1, eps=1e-5):
     if T(L):
         return F.batch_norm(x, rm, rv, w, b, training, momentum, eps)
     return retorch.batch_norm(x, w, b, rm, rv, training, momentum, eps, False)
+
+
+def test_batch_norm_backward_fused(rng):
+    """The two fused backward passes against torch's native_batch_norm_backward."""
+    for dt, tl in (("float32", {"rtol": 1e-4, "atol": 1e-5}), ("float64", {"rtol": 1e-10, "atol": 1e-12})):
+        for shape in [(6, 4), (4, 3, 5, 5), (2, 5, 7)]:
+            c = shape[1]
+            x, g = rng.standard_normal(shape).astype(dt), rng.standard_normal(shape).astype(dt)
+            w = rng.standard_normal(c).astype(dt)
+            dims = tuple(i for i in range(len(shape)) if i != 1)
+            mean = x.mean(axis=dims).astype(dt)
+            invstd = (1 / np.sqrt(x.var(axis=dims) + 1e-5)).astype(dt)
+            T = [torch.from_numpy(a) for a in (g, x, w, mean, invstd)]
+            gi, gw, gb = torch.ops.aten.native_batch_norm_backward(
+                T[0], T[1], T[2], None, None, T[3], T[4], True, 1e-5, [True, True, True])
+            R = [retorch.from_numpy(a) for a in (g, x, w, mean, invstd)]
+            sum_dy, sum_dy_xmu = retorch._batch_norm_backward_reduce(R[0], R[1], R[3], R[4])
+            np.testing.assert_allclose(sum_dy.numpy(), gb.numpy(), **tl)
+            np.testing.assert_allclose((sum_dy_xmu * R[4]).numpy(), gw.numpy(), **tl)
+            out = retorch._batch_norm_backward_elemt(R[0], R[1], R[3], R[4], R[2], sum_dy,
+                                                     sum_dy_xmu)
+            np.testing.assert_allclose(out.numpy(), gi.numpy(), **tl)
+            out = retorch._batch_norm_backward_elemt(R[0], R[1], R[3], R[4], None, sum_dy,
+                                                     sum_dy_xmu)
+            np.testing.assert_allclose(out.numpy(), (gi / T[2].view([1, c] + [1] * (len(shape) - 2))).numpy(), **tl)
+    with pytest.raises(RuntimeError, match="_batch_norm_backward_reduce"):
+        retorch._batch_norm_backward_reduce(retorch.zeros(2, 3), retorch.zeros(2, 4),
+                                            retorch.zeros(3), retorch.ones(3))
 
 
 def test_batch_norm(rng):

@@ -1,4 +1,5 @@
-// Fused normalization kernels: native_batch_norm, native_layer_norm and layer_norm's backward.
+// Fused normalization kernels: native_batch_norm and its backward passes, native_layer_norm and
+// layer_norm's backward.
 #include <cmath>
 #include <vector>
 
@@ -128,6 +129,106 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(
   // Like PyTorch's CPU kernel, evaluation mode saves no statistics.
   return {out, make_empty({0}, input.dtype(), input.device()),
           make_empty({0}, input.dtype(), input.device())};
+}
+
+namespace {
+
+// grad_out and input as contiguous [N, C, S] with per-channel mean/invstd as doubles.
+struct BnBackwardArgs {
+  Tensor dy, x;
+  int64_t N, C, S;
+  std::vector<double> mean, invstd;
+};
+
+BnBackwardArgs bn_backward_args(const char* op, const Tensor& grad_out, const Tensor& input,
+                                const Tensor& mean, const Tensor& invstd) {
+  RT_CHECK(input.dim() >= 2 && grad_out.sizes() == input.sizes() &&
+           grad_out.dtype() == input.dtype() && is_floating_type(input.dtype()), op,
+           ": expected grad_out and input of the same floating dtype and shape (N, C, ...), got ",
+           grad_out.sizes(), " ", grad_out.dtype(), " and ", input.sizes(), " ", input.dtype());
+  BnBackwardArgs a;
+  a.N = input.size(0);
+  a.C = input.size(1);
+  a.S = a.C == 0 ? 0 : input.numel() / std::max<int64_t>(a.N * a.C, 1);
+  a.dy = grad_out.contiguous();
+  a.x = input.contiguous();
+  a.mean = as_doubles(mean, a.C, 0.0, op, "mean");
+  a.invstd = as_doubles(invstd, a.C, 1.0, op, "invstd");
+  return a;
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input,
+                                                      const Tensor& mean, const Tensor& invstd) {
+  const char* op = "_batch_norm_backward_reduce";
+  BnBackwardArgs a = bn_backward_args(op, grad_out, input, mean, invstd);
+  std::vector<double> sum_dy(size_t(a.C)), sum_dy_xmu(size_t(a.C));
+  RT_DISPATCH_FLOATING(input.dtype(), op, [&] {
+    using op_t = opmath_t<scalar_t>;
+    const scalar_t* dy = a.dy.data_ptr<scalar_t>();
+    const scalar_t* x = a.x.data_ptr<scalar_t>();
+    parallel_for(0, a.C, 1, [&](int64_t cb, int64_t ce) {
+      for (int64_t c = cb; c < ce; ++c) {
+        double s1 = 0, s2 = 0;
+        const op_t m = op_t(a.mean[size_t(c)]);
+        for (int64_t n = 0; n < a.N; ++n) {
+          const scalar_t* g = dy + (n * a.C + c) * a.S;
+          const scalar_t* xr = x + (n * a.C + c) * a.S;
+          op_t acc1 = 0, acc2 = 0;
+          _Pragma("omp simd reduction(+ : acc1, acc2)")
+          for (int64_t i = 0; i < a.S; ++i) {
+            acc1 += op_t(g[i]);
+            acc2 += op_t(g[i]) * (op_t(xr[i]) - m);
+          }
+          s1 += double(acc1);
+          s2 += double(acc2);
+        }
+        sum_dy[size_t(c)] = s1;
+        sum_dy_xmu[size_t(c)] = s2;
+      }
+    });
+  });
+  Tensor t1 = make_empty({a.C}, input.dtype(), input.device());
+  Tensor t2 = make_empty({a.C}, input.dtype(), input.device());
+  write_doubles(t1, sum_dy);
+  write_doubles(t2, sum_dy_xmu);
+  return {t1, t2};
+}
+
+Tensor batch_norm_backward_elemt(const Tensor& grad_out, const Tensor& input, const Tensor& mean,
+                                 const Tensor& invstd, const std::optional<Tensor>& weight,
+                                 const Tensor& sum_dy, const Tensor& sum_dy_xmu) {
+  const char* op = "_batch_norm_backward_elemt";
+  BnBackwardArgs a = bn_backward_args(op, grad_out, input, mean, invstd);
+  std::vector<double> w = as_doubles(weight, a.C, 1.0, op, "weight");
+  std::vector<double> s1 = as_doubles(sum_dy, a.C, 0.0, op, "sum_dy");
+  std::vector<double> s2 = as_doubles(sum_dy_xmu, a.C, 0.0, op, "sum_dy_xmu");
+  Tensor out = make_empty(input.sizes(), input.dtype(), input.device());
+  const double M = double(std::max<int64_t>(a.N * a.S, 1));
+  RT_DISPATCH_FLOATING(input.dtype(), op, [&] {
+    using op_t = opmath_t<scalar_t>;
+    const scalar_t* dy = a.dy.data_ptr<scalar_t>();
+    const scalar_t* x = a.x.data_ptr<scalar_t>();
+    scalar_t* gi = out.data_ptr<scalar_t>();
+    parallel_for(0, a.N * a.C, std::max<int64_t>(1, 16384 / std::max<int64_t>(a.S, 1)),
+                 [&](int64_t b0, int64_t e0) {
+      for (int64_t nc = b0; nc < e0; ++nc) {
+        const size_t c = size_t(nc % a.C);
+        // gi = (dy - mean(dy) - (x - mean) * invstd^2 * mean(dy * (x - mean))) * invstd * w
+        const op_t m = op_t(a.mean[c]), grad_mean = op_t(s1[c] / M);
+        const op_t proj = op_t(s2[c] / M * a.invstd[c] * a.invstd[c]);
+        const op_t scale = op_t(a.invstd[c] * w[c]);
+        const scalar_t* g = dy + nc * a.S;
+        const scalar_t* xr = x + nc * a.S;
+        scalar_t* o = gi + nc * a.S;
+        _Pragma("omp simd")
+        for (int64_t i = 0; i < a.S; ++i)
+          o[i] = scalar_t((op_t(g[i]) - grad_mean - (op_t(xr[i]) - m) * proj) * scale);
+      }
+    });
+  });
+  return out;
 }
 
 // ---------------------------------------------------------------- layer norm

@@ -156,6 +156,34 @@ inline void window_max(const scalar_t* x, int64_t W, int64_t h0, int64_t h1, int
   }
 }
 
+// The 2x2, stride-2 pool of most CNNs: the four taps unrolled, with window_max's rule (the
+// first maximum in scan order wins; a NaN wins over any number).
+template <typename scalar_t>
+void max_pool_2x2(const scalar_t* x, int64_t W, int64_t oh, int64_t ow, scalar_t* y,
+                  int64_t* ind) {
+  using acc_t = opmath_t<scalar_t>;
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    const int64_t top = 2 * oy * W, bottom = top + W;
+    for (int64_t ox = 0; ox < ow; ++ox) {
+      const int64_t c = 2 * ox;
+      acc_t best = acc_t(x[top + c]);
+      int64_t arg = top + c;
+      auto take = [&](int64_t at) {
+        const acc_t v = acc_t(x[at]);
+        if (v > best || std::isnan(v)) {
+          best = v;
+          arg = at;
+        }
+      };
+      take(top + c + 1);
+      take(bottom + c);
+      take(bottom + c + 1);
+      y[oy * ow + ox] = scalar_t(best);
+      ind[oy * ow + ox] = arg;
+    }
+  }
+}
+
 int64_t adaptive_start(int64_t a, int64_t out, int64_t in) { return (a * in) / out; }
 int64_t adaptive_end(int64_t a, int64_t out, int64_t in) {
   return ((a + 1) * in + out - 1) / out;
@@ -179,8 +207,15 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& self, IntArrayR
     const scalar_t* x = p.x.data_ptr<scalar_t>();
     scalar_t* y = out.data_ptr<scalar_t>();
     int64_t* ip = ind.data_ptr<int64_t>();
+    const bool two_by_two = k.kh == 2 && k.kw == 2 && k.sh == 2 && k.sw == 2 && k.ph == 0 &&
+                            k.pw == 0 && k.dh == 1 && k.dw == 1;
     parallel_for(0, p.n, std::max<int64_t>(1, 8192 / std::max<int64_t>(L * k.kh * k.kw, 1)),
                  [&](int64_t b, int64_t e) {
+      if (two_by_two) {
+        for (int64_t pl = b; pl < e; ++pl)
+          max_pool_2x2(x + pl * HW, p.W, k.oh, k.ow, y + pl * L, ip + pl * L);
+        return;
+      }
       for (int64_t pl = b; pl < e; ++pl) {
         const scalar_t* xp = x + pl * HW;
         for (int64_t oy = 0; oy < k.oh; ++oy) {
