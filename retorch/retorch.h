@@ -6,7 +6,11 @@
 #include "retorch/core/Tensor.h"
 #include "retorch/core/TensorFactory.h"
 #include "retorch/generated/Functions.h"
+#include "retorch/data/DataLoader.h"
+#include "retorch/data/Mnist.h"
+#include "retorch/io/Checkpoint.h"
 #include "retorch/nn/nn.h"
+#include "retorch/optim/optim.h"
 #include "retorch/ops/TensorOperators.h"
 
 namespace retorch::cuda {

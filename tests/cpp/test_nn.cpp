@@ -263,3 +263,36 @@ TEST(NN, ModulesMatchFunctionalForms) {
   nn::Unflatten unf(nn::UnflattenOptions(1, {3, 1}));
   EXPECT_EQ(unf(x).sizes().vec(), (std::vector<int64_t>{2, 3, 1, 6, 6}));
 }
+
+// The README's training loop, on a small learnable problem: the loss must fall.
+TEST(NN, ReadmeTrainingLoopLearns) {
+  manual_seed(11);
+  Tensor x = randn({400, 1, 8, 8});
+  Tensor y = (x.mean(std::vector<int64_t>{1, 2, 3}) > 0).to(kLong);  // learnable labels
+  Net net;
+  optim::Adam opt(net->parameters(), optim::AdamOptions(1e-2));
+  data::DataLoader loader(std::make_shared<data::TensorDataset>(x, y),
+                          data::DataLoaderOptions(50).shuffle(true).num_workers(1));
+  double first = 0, last = 0;
+  for (int epoch = 0; epoch < 4; ++epoch) {
+    double total = 0;
+    for (data::Example& batch : loader) {
+      Tensor loss = cross_entropy(net(batch.data), batch.target);
+      opt.zero_grad();
+      loss.backward();
+      opt.step();
+      total += loss.item<double>();
+    }
+    (epoch == 0 ? first : last) = total;
+  }
+  EXPECT_LT(last, 0.5 * first);
+  std::string path = ::testing::TempDir() + "/readme_net.safetensors";
+  save(*net, path);
+  Net other;
+  load(*other, path);
+  EXPECT_TRUE(all_close(other->fc->weight, net->fc->weight, 0, 0));
+  nn::Linear wrong(3, 3);
+  Error e = catch_error([&] { load(*wrong, path); });
+  EXPECT_TRUE(contains(e.what(), {"readme_net.safetensors", "Missing key(s)", "conv1.weight"}))
+      << e.what();
+}
