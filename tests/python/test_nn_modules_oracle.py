@@ -258,3 +258,73 @@ def test_transformer(extra):
                           src_key_padding_mask=x["src_key_padding_mask"],
                           memory_key_padding_mask=x["memory_key_padding_mask"])]
     compare(m, "Transformer", opts, x, fwd, grad_inputs=["src", "tgt"])
+
+
+# ---------------------------------------------------------------- initialization and printing
+
+INIT_CASES = [
+    ("Linear", dict(in_features=200, out_features=100)),
+    ("Conv2d", dict(in_channels=16, out_channels=32, kernel_size=3)),
+    ("Bilinear", dict(in1_features=20, in2_features=30, out_features=40)),
+    ("Embedding", dict(num_embeddings=100, embedding_dim=16)),
+    ("RNN", dict(input_size=32, hidden_size=64)),
+    ("LSTM", dict(input_size=32, hidden_size=64, num_layers=2, bidirectional=True, proj_size=16)),
+    ("GRU", dict(input_size=48, hidden_size=40)),
+    ("MultiheadAttention", dict(embed_dim=64, num_heads=4)),
+    ("MultiheadAttention", dict(embed_dim=64, num_heads=4, kdim=32, vdim=48, add_bias_kv=True)),
+    ("TransformerEncoderLayer", dict(d_model=32, nhead=4, dim_feedforward=64)),
+    ("Transformer", dict(d_model=32, nhead=4, num_encoder_layers=1, num_decoder_layers=1,
+                         dim_feedforward=64)),
+]
+
+
+@pytest.mark.parametrize("case", range(len(INIT_CASES)))
+def test_default_init_statistics(case):
+    """A fresh C++ module has torch's parameter names and shapes, and each parameter's
+    distribution (mean, std, range) matches a fresh torch module's within sampling error."""
+    name, opts = INIT_CASES[case]
+    ref = build(name, opts).state_dict()
+    got = run_cpp({"module": name, "options": opts, "load_state": False, "forward": False,
+                   "seed": 0}, {})
+    got = {k[len("state_after."):]: v for k, v in got.items()}
+    assert list(got) == list(ref), f"names differ:\n{list(got)}\n{list(ref)}"
+    for k, t in ref.items():
+        c = got[k].double()
+        t = t.double()
+        assert c.shape == t.shape, k
+        n = t.numel()
+        ts, cs = t.std().item() if n > 1 else 0.0, c.std().item() if n > 1 else 0.0
+        if ts == 0:
+            assert torch.equal(c, t), f"{k}: constant init differs"
+            continue
+        assert abs(c.mean() - t.mean()) <= 5 * ts / math.sqrt(n) + 1e-12, f"{k}: mean"
+        assert abs(cs - ts) <= (0.1 if n >= 500 else 0.25) * ts, f"{k}: std {cs} vs {ts}"
+        if n >= 1000:
+            ca, ta = c.abs().max().item(), t.abs().max().item()
+            assert abs(ca - ta) <= 0.2 * ta, f"{k}: range {ca} vs {ta}"
+
+
+def tree(text, prefix=""):
+    """The "(name): Type" lines of a module print, with the namespace removed."""
+    out = []
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("(") and "): " in s:
+            child, rest = s.split("): ", 1)
+            kind = rest.split("(")[0].replace(prefix, "")
+            # torch's out_proj is a Linear subclass that only marks it for quantization.
+            out.append(child + "): " + kind.replace("NonDynamicallyQuantizableLinear", "Linear"))
+    return out
+
+
+@pytest.mark.parametrize("case", [5, 7, 10])
+def test_print_tree_matches_torch(case):
+    name, opts = INIT_CASES[case]
+    _, text = run_cpp({"module": name, "options": opts, "load_state": False, "forward": False,
+                       "print": True}, {}, capture=True)
+    assert text.startswith(f"retorch::nn::{name}("), text
+    assert tree(text, "retorch::nn::") == tree(repr(build(name, opts))), text
+    if name == "LSTM":
+        assert text.strip() == (
+            "retorch::nn::LSTM(input_size=32, hidden_size=64, num_layers=2, bias=true, "
+            "batch_first=false, dropout=0, bidirectional=true, proj_size=16)")
