@@ -19,10 +19,12 @@ std::optional<Tensor> opt(const Tensor& t) {
 MultiheadAttentionImpl::MultiheadAttentionImpl(const MultiheadAttentionOptions& options_)
     : Module("retorch::nn::MultiheadAttention"), options(options_) {
   const int64_t E = options.embed_dim(), H = options.num_heads();
-  RT_CHECK(E > 0 && H > 0, "MultiheadAttention: embed_dim and num_heads must be positive, got ",
-           E, " and ", H);
-  RT_CHECK(E % H == 0, "MultiheadAttention: embed_dim must be divisible by num_heads, got "
-           "embed_dim=", E, " and num_heads=", H);
+  RT_CHECK(E > 0 && H > 0, "MultiheadAttention: embed_dim and num_heads must be positive, got ", E,
+           " and ", H);
+  RT_CHECK(E % H == 0,
+           "MultiheadAttention: embed_dim must be divisible by num_heads, got "
+           "embed_dim=",
+           E, " and num_heads=", H);
   RT_CHECK(options.kdim() > 0 && options.vdim() > 0,
            "MultiheadAttention: kdim and vdim must be positive, got ", options.kdim(), " and ",
            options.vdim());

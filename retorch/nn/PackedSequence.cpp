@@ -35,7 +35,9 @@ PackedSequence::PackedSequence(Tensor data, Tensor batch_sizes, Tensor sorted_in
     unsorted_indices_ = invert_permutation(sorted_indices_);
 }
 
-std::vector<int64_t> PackedSequence::batch_sizes_vec() const { return to_vec(batch_sizes_); }
+std::vector<int64_t> PackedSequence::batch_sizes_vec() const {
+  return to_vec(batch_sizes_);
+}
 
 Tensor invert_permutation(const Tensor& permutation) {
   if (!permutation.defined()) return {};
@@ -50,8 +52,10 @@ Tensor invert_permutation(const Tensor& permutation) {
 
 PackedSequence pack_padded_sequence(const Tensor& input, const Tensor& lengths, bool batch_first,
                                     bool enforce_sorted) {
-  RT_CHECK(input.dim() >= 2, "pack_padded_sequence: expected a padded input of at least 2 dims,"
-           " got size ", input.sizes());
+  RT_CHECK(input.dim() >= 2,
+           "pack_padded_sequence: expected a padded input of at least 2 dims,"
+           " got size ",
+           input.sizes());
   std::vector<int64_t> len = to_vec(lengths);
   const int64_t B = input.size(batch_first ? 0 : 1), T = input.size(batch_first ? 1 : 0);
   RT_CHECK(int64_t(len.size()) == B, "pack_padded_sequence: expected ", B,
@@ -60,7 +64,8 @@ PackedSequence pack_padded_sequence(const Tensor& input, const Tensor& lengths, 
   Tensor sorted_indices;
   if (enforce_sorted) {
     for (size_t i = 1; i < len.size(); ++i)
-      RT_CHECK(len[i - 1] >= len[i], "pack_padded_sequence: `lengths` array must be sorted in "
+      RT_CHECK(len[i - 1] >= len[i],
+               "pack_padded_sequence: `lengths` array must be sorted in "
                "decreasing order when `enforce_sorted` is True. You can pass "
                "`enforce_sorted=False` to pack_padded_sequence and/or pack_sequence to sidestep "
                "this requirement if you do not need ONNX exportability.");
@@ -101,8 +106,10 @@ std::tuple<Tensor, Tensor> pad_packed_sequence(const PackedSequence& sequence, b
   const int64_t T = int64_t(bs.size()), B = bs.front();
   int64_t out_len = T;
   if (total_length) {
-    RT_CHECK(*total_length >= T, "pad_packed_sequence: Expected total_length to be at least the "
-             "length of the longest sequence (", T, "), but got total_length=", *total_length);
+    RT_CHECK(*total_length >= T,
+             "pad_packed_sequence: Expected total_length to be at least the "
+             "length of the longest sequence (",
+             T, "), but got total_length=", *total_length);
     out_len = *total_length;
   }
   std::vector<int64_t> row_shape(data.sizes().begin(), data.sizes().end());
@@ -114,7 +121,8 @@ std::tuple<Tensor, Tensor> pad_packed_sequence(const PackedSequence& sequence, b
     offset += n;
     if (n < B) {
       row_shape[0] = B - n;
-      Tensor pad = full(row_shape, padding_value, TensorOptions(data.dtype()).device(data.device()));
+      Tensor pad =
+          full(row_shape, padding_value, TensorOptions(data.dtype()).device(data.device()));
       step = n > 0 ? retorch::cat({step, pad}, 0) : pad;
     }
     steps.push_back(step);
@@ -147,7 +155,8 @@ Tensor pad_sequence(const std::vector<Tensor>& sequences, bool batch_first, doub
     if (s.size(0) < max_len) {
       std::vector<int64_t> shape = s.sizes().vec();
       shape[0] = max_len - s.size(0);
-      col = retorch::cat({s, full(shape, padding_value, TensorOptions(s.dtype()).device(s.device()))}, 0);
+      col = retorch::cat(
+          {s, full(shape, padding_value, TensorOptions(s.dtype()).device(s.device()))}, 0);
     }
     cols.push_back(col);
   }
@@ -157,8 +166,7 @@ Tensor pad_sequence(const std::vector<Tensor>& sequences, bool batch_first, doub
 PackedSequence pack_sequence(const std::vector<Tensor>& sequences, bool enforce_sorted) {
   std::vector<int64_t> lengths;
   for (const Tensor& s : sequences) lengths.push_back(s.dim() > 0 ? s.size(0) : 0);
-  return pack_padded_sequence(pad_sequence(sequences), long_tensor(lengths), false,
-                              enforce_sorted);
+  return pack_padded_sequence(pad_sequence(sequences), long_tensor(lengths), false, enforce_sorted);
 }
 
 }  // namespace retorch::nn::utils::rnn

@@ -19,7 +19,7 @@ class PackedSequence {
  public:
   PackedSequence() = default;
   explicit PackedSequence(Tensor data, Tensor batch_sizes, Tensor sorted_indices = {},
-                 Tensor unsorted_indices = {});
+                          Tensor unsorted_indices = {});
   const Tensor& data() const { return data_; }
   const Tensor& batch_sizes() const { return batch_sizes_; }
   const Tensor& sorted_indices() const { return sorted_indices_; }
@@ -40,8 +40,7 @@ PackedSequence pack_padded_sequence(const Tensor& input, const Tensor& lengths,
                                     bool batch_first = false, bool enforce_sorted = true);
 /// Unpacks to (padded, lengths) in the original batch order; total_length pads further.
 std::tuple<Tensor, Tensor> pad_packed_sequence(const PackedSequence& sequence,
-                                               bool batch_first = false,
-                                               double padding_value = 0.0,
+                                               bool batch_first = false, double padding_value = 0.0,
                                                std::optional<int64_t> total_length = std::nullopt);
 /// Stacks sequences of shape (L_i, *) into (max L, B, *) (or (B, max L, *)), padded.
 Tensor pad_sequence(const std::vector<Tensor>& sequences, bool batch_first = false,

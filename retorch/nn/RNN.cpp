@@ -16,9 +16,12 @@ namespace {
 
 int64_t gate_count(RNNMode mode) {
   switch (mode) {
-    case RNNMode::kLSTM: return 4;
-    case RNNMode::kGRU: return 3;
-    default: return 1;
+    case RNNMode::kLSTM:
+      return 4;
+    case RNNMode::kGRU:
+      return 3;
+    default:
+      return 1;
   }
 }
 
@@ -41,7 +44,8 @@ void RNNImplBase::reset() {
   RT_CHECK(o.num_layers() > 0, name(), ": num_layers must be positive, got ", o.num_layers());
   RT_CHECK(o.dropout() >= 0 && o.dropout() <= 1, name(),
            ": dropout should be a number in range [0, 1] representing the probability of an "
-           "element being zeroed, got ", o.dropout());
+           "element being zeroed, got ",
+           o.dropout());
   RT_CHECK(o.proj_size() >= 0, name(), ": proj_size should be a non-negative integer, got ",
            o.proj_size());
   RT_CHECK(o.proj_size() < o.hidden_size(), name(), ": proj_size (", o.proj_size(),
@@ -62,7 +66,8 @@ void RNNImplBase::reset() {
         w[2] = register_parameter("bias_ih" + sfx, retorch::empty({G}));
         w[3] = register_parameter("bias_hh" + sfx, retorch::empty({G}));
       }
-      if (o.proj_size() > 0) w[4] = register_parameter("weight_hr" + sfx, retorch::empty({H_out, H}));
+      if (o.proj_size() > 0)
+        w[4] = register_parameter("weight_hr" + sfx, retorch::empty({H_out, H}));
       flat_weights_.push_back(std::move(w));
     }
   }
@@ -86,8 +91,8 @@ void RNNImplBase::pretty_print(std::ostream& os) const {
   const auto& o = options_base;
   os << std::boolalpha << name() << "(input_size=" << o.input_size()
      << ", hidden_size=" << o.hidden_size() << ", num_layers=" << o.num_layers()
-     << ", bias=" << o.bias() << ", batch_first=" << o.batch_first()
-     << ", dropout=" << o.dropout() << ", bidirectional=" << o.bidirectional();
+     << ", bias=" << o.bias() << ", batch_first=" << o.batch_first() << ", dropout=" << o.dropout()
+     << ", bidirectional=" << o.bidirectional();
   if (o.proj_size() > 0) os << ", proj_size=" << o.proj_size();
   os << ")";
 }
@@ -95,8 +100,8 @@ void RNNImplBase::pretty_print(std::ostream& os) const {
 void RNNImplBase::check_hidden(const Tensor& hx, int64_t batch, int64_t size,
                                const char* what) const {
   std::vector<int64_t> expected{options_base.num_layers() * num_directions(), batch, size};
-  RT_CHECK(hx.sizes() == IntArrayRef(expected), name(), ": Expected ", what, " size (",
-           expected[0], ", ", expected[1], ", ", expected[2], "), got ", hx.sizes());
+  RT_CHECK(hx.sizes() == IntArrayRef(expected), name(), ": Expected ", what, " size (", expected[0],
+           ", ", expected[1], ", ", expected[2], "), got ", hx.sizes());
 }
 
 // Note [RNN time loop]
@@ -121,7 +126,8 @@ std::tuple<Tensor, Tensor, Tensor> RNNImplBase::run(const Tensor& data,
       const std::vector<Tensor>& w = flat_weights_[size_t(layer * D + dir)];
       Tensor h = h0.select(0, layer * D + dir), c;
       if (mode == RNNMode::kLSTM) c = c0.select(0, layer * D + dir);
-      Tensor proj = linear(layer_input, w[0], w[2].defined() ? std::optional<Tensor>(w[2]) : std::nullopt);
+      Tensor proj =
+          linear(layer_input, w[0], w[2].defined() ? std::optional<Tensor>(w[2]) : std::nullopt);
       std::vector<Tensor> steps = retorch::split_with_sizes(proj, batch_sizes, 0);
       std::vector<Tensor> outs(static_cast<size_t>(T));
       const Tensor w_hh_t = w[1].t();
@@ -166,8 +172,8 @@ std::tuple<Tensor, Tensor, Tensor> RNNImplBase::forward_padded(const Tensor& inp
                                                                Tensor c0) {
   const auto& o = options_base;
   RT_CHECK(input.dim() == 2 || input.dim() == 3, name(),
-           ": Expected input to be 2-D or 3-D but received ", input.dim(),
-           "-D tensor of size ", input.sizes());
+           ": Expected input to be 2-D or 3-D but received ", input.dim(), "-D tensor of size ",
+           input.sizes());
   RT_CHECK(input.size(-1) == o.input_size(), name(),
            ": input.size(-1) must be equal to input_size. Expected ", o.input_size(), ", got ",
            input.size(-1));
@@ -176,12 +182,13 @@ std::tuple<Tensor, Tensor, Tensor> RNNImplBase::forward_padded(const Tensor& inp
   const bool batched = input.dim() == 3;
   for (const Tensor* hx : {&h0, &c0}) {
     if (!hx->defined()) continue;
-    RT_CHECK(hx->dim() == (batched ? 3 : 2), name(), ": For ", batched ? "batched 3-D" : "unbatched 2-D",
-             " input, hx should also be ", batched ? 3 : 2, "-D but got ", hx->dim(),
-             "-D tensor");
-    RT_CHECK(hx->dtype() == input.dtype(), name(), ": input and hidden tensors are not the same "
-             "dtype, found input tensor with ", input.dtype(), " and hidden tensor with ",
-             hx->dtype());
+    RT_CHECK(hx->dim() == (batched ? 3 : 2), name(), ": For ",
+             batched ? "batched 3-D" : "unbatched 2-D", " input, hx should also be ",
+             batched ? 3 : 2, "-D but got ", hx->dim(), "-D tensor");
+    RT_CHECK(hx->dtype() == input.dtype(), name(),
+             ": input and hidden tensors are not the same "
+             "dtype, found input tensor with ",
+             input.dtype(), " and hidden tensor with ", hx->dtype());
   }
   Tensor x = batched ? input : input.unsqueeze(1);
   if (batched && o.batch_first()) x = x.transpose(0, 1);
@@ -197,8 +204,8 @@ std::tuple<Tensor, Tensor, Tensor> RNNImplBase::forward_padded(const Tensor& inp
     if (!c0.defined()) c0 = zeros({L, B, o.hidden_size()}, opts);
     check_hidden(c0, B, o.hidden_size(), "hidden[1]");
   }
-  auto [out, h_n, c_n] = run(x.reshape({T * B, o.input_size()}),
-                             std::vector<int64_t>(size_t(T), B), h0, c0);
+  auto [out, h_n, c_n] =
+      run(x.reshape({T * B, o.input_size()}), std::vector<int64_t>(size_t(T), B), h0, c0);
   out = out.view({T, B, -1});
   if (batched && o.batch_first()) out = out.transpose(0, 1);
   if (!batched) {
@@ -243,25 +250,35 @@ std::tuple<PackedSequence, Tensor, Tensor> RNNImplBase::forward_packed(const Pac
 namespace {
 
 detail::RNNOptionsBase base_options(const RNNOptions& o) {
-  RT_CHECK(o.nonlinearity() == "tanh" || o.nonlinearity() == "relu",
-           "RNN: Unknown nonlinearity '", o.nonlinearity(), "'. Select from 'tanh' or 'relu'.");
-  return detail::RNNOptionsBase(o.nonlinearity() == "tanh" ? detail::RNNMode::kRNNTanh
-                                                           : detail::RNNMode::kRNNReLU,
-                                o.input_size(), o.hidden_size())
-      .num_layers(o.num_layers()).bias(o.bias()).batch_first(o.batch_first())
-      .dropout(o.dropout()).bidirectional(o.bidirectional());
+  RT_CHECK(o.nonlinearity() == "tanh" || o.nonlinearity() == "relu", "RNN: Unknown nonlinearity '",
+           o.nonlinearity(), "'. Select from 'tanh' or 'relu'.");
+  return detail::RNNOptionsBase(
+             o.nonlinearity() == "tanh" ? detail::RNNMode::kRNNTanh : detail::RNNMode::kRNNReLU,
+             o.input_size(), o.hidden_size())
+      .num_layers(o.num_layers())
+      .bias(o.bias())
+      .batch_first(o.batch_first())
+      .dropout(o.dropout())
+      .bidirectional(o.bidirectional());
 }
 
 detail::RNNOptionsBase base_options(const LSTMOptions& o) {
   return detail::RNNOptionsBase(detail::RNNMode::kLSTM, o.input_size(), o.hidden_size())
-      .num_layers(o.num_layers()).bias(o.bias()).batch_first(o.batch_first())
-      .dropout(o.dropout()).bidirectional(o.bidirectional()).proj_size(o.proj_size());
+      .num_layers(o.num_layers())
+      .bias(o.bias())
+      .batch_first(o.batch_first())
+      .dropout(o.dropout())
+      .bidirectional(o.bidirectional())
+      .proj_size(o.proj_size());
 }
 
 detail::RNNOptionsBase base_options(const GRUOptions& o) {
   return detail::RNNOptionsBase(detail::RNNMode::kGRU, o.input_size(), o.hidden_size())
-      .num_layers(o.num_layers()).bias(o.bias()).batch_first(o.batch_first())
-      .dropout(o.dropout()).bidirectional(o.bidirectional());
+      .num_layers(o.num_layers())
+      .bias(o.bias())
+      .batch_first(o.batch_first())
+      .dropout(o.dropout())
+      .bidirectional(o.bidirectional());
 }
 
 }  // namespace
@@ -289,15 +306,15 @@ LSTMImpl::LSTMImpl(const LSTMOptions& options_)
 
 std::tuple<Tensor, LSTMImpl::State> LSTMImpl::forward(const Tensor& input,
                                                       const std::optional<State>& hx) {
-  auto [out, h, c] = forward_padded(input, hx ? std::get<0>(*hx) : Tensor(),
-                                    hx ? std::get<1>(*hx) : Tensor());
+  auto [out, h, c] =
+      forward_padded(input, hx ? std::get<0>(*hx) : Tensor(), hx ? std::get<1>(*hx) : Tensor());
   return {out, {h, c}};
 }
 
 std::tuple<PackedSequence, LSTMImpl::State> LSTMImpl::forward(const PackedSequence& input,
                                                               const std::optional<State>& hx) {
-  auto [out, h, c] = forward_packed(input, hx ? std::get<0>(*hx) : Tensor(),
-                                    hx ? std::get<1>(*hx) : Tensor());
+  auto [out, h, c] =
+      forward_packed(input, hx ? std::get<0>(*hx) : Tensor(), hx ? std::get<1>(*hx) : Tensor());
   return {out, {h, c}};
 }
 

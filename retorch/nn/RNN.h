@@ -111,8 +111,7 @@ class RNNImplBase : public Module {
 /// Elman RNN: h' = act(x W_ih^T + b_ih + h W_hh^T + b_hh).
 class RNNImpl : public detail::RNNImplBase {
  public:
-  RNNImpl(int64_t input_size, int64_t hidden_size)
-      : RNNImpl(RNNOptions(input_size, hidden_size)) {}
+  RNNImpl(int64_t input_size, int64_t hidden_size) : RNNImpl(RNNOptions(input_size, hidden_size)) {}
   explicit RNNImpl(const RNNOptions& options);
   /// (output, h_n); hx is (num_layers * directions, batch, hidden) or undefined for zeros.
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& hx = {});
@@ -145,8 +144,7 @@ RETORCH_MODULE(LSTM);
 /// GRU with gates (r, z, n); n = tanh(W_in x + b_in + r * (W_hn h + b_hn)).
 class GRUImpl : public detail::RNNImplBase {
  public:
-  GRUImpl(int64_t input_size, int64_t hidden_size)
-      : GRUImpl(GRUOptions(input_size, hidden_size)) {}
+  GRUImpl(int64_t input_size, int64_t hidden_size) : GRUImpl(GRUOptions(input_size, hidden_size)) {}
   explicit GRUImpl(const GRUOptions& options);
   /// (output, h_n).
   std::tuple<Tensor, Tensor> forward(const Tensor& input, const Tensor& hx = {});

@@ -209,8 +209,7 @@ Tensor TransformerImpl::forward(const Tensor& src, const Tensor& tgt, const Tens
            "Transformer: the feature number of src and tgt must be equal to d_model (",
            options.d_model(), "), got sizes ", src.sizes(), " and ", tgt.sizes());
   Tensor memory = encoder(src, src_mask, src_key_padding_mask);
-  return decoder(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
-                 memory_key_padding_mask);
+  return decoder(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask);
 }
 
 Tensor TransformerImpl::generate_square_subsequent_mask(int64_t sz) {

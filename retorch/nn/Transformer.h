@@ -14,7 +14,8 @@
 namespace retorch::nn {
 
 struct TransformerEncoderLayerOptions {
-  TransformerEncoderLayerOptions(int64_t d_model, int64_t nhead) : d_model_(d_model), nhead_(nhead) {}
+  TransformerEncoderLayerOptions(int64_t d_model, int64_t nhead)
+      : d_model_(d_model), nhead_(nhead) {}
   RETORCH_ARG(int64_t, d_model);
   RETORCH_ARG(int64_t, nhead);
   RETORCH_ARG(int64_t, dim_feedforward) = 2048;
@@ -90,8 +91,7 @@ class TransformerEncoderImpl : public Module {
   TransformerEncoderImpl(TransformerEncoderLayer layer, int64_t num_layers)
       : TransformerEncoderImpl(TransformerEncoderOptions(std::move(layer), num_layers)) {}
   explicit TransformerEncoderImpl(const TransformerEncoderOptions& options);
-  Tensor forward(const Tensor& src, const Tensor& mask,
-                 const Tensor& src_key_padding_mask = {});
+  Tensor forward(const Tensor& src, const Tensor& mask, const Tensor& src_key_padding_mask = {});
   Tensor forward(const Tensor& src) override { return forward(src, Tensor(), Tensor()); }
 
   TransformerEncoderOptions options;
@@ -129,7 +129,9 @@ RETORCH_MODULE(TransformerDecoder);
 struct TransformerOptions {
   TransformerOptions(int64_t d_model = 512, int64_t nhead = 8, int64_t num_encoder_layers = 6,
                      int64_t num_decoder_layers = 6)
-      : d_model_(d_model), nhead_(nhead), num_encoder_layers_(num_encoder_layers),
+      : d_model_(d_model),
+        nhead_(nhead),
+        num_encoder_layers_(num_encoder_layers),
         num_decoder_layers_(num_decoder_layers) {}
   RETORCH_ARG(int64_t, d_model);
   RETORCH_ARG(int64_t, nhead);

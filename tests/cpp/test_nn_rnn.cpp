@@ -73,7 +73,9 @@ TEST(NNRNN, PackedMatchesPerSequenceRuns) {
     auto [yb, sb] = lstm(x.select(1, b).narrow(0, 0, n));
     EXPECT_TRUE(all_close(padded.select(1, b).narrow(0, 0, n), yb, 1e-5, 1e-6));
     EXPECT_TRUE(all_close(std::get<0>(state).select(1, b), std::get<0>(sb), 1e-5, 1e-6));
-    if (n < 5) EXPECT_EQ(values(padded.select(1, b).narrow(0, n, 5 - n).abs().sum())[0], 0.0);
+    if (n < 5) {
+      EXPECT_EQ(values(padded.select(1, b).narrow(0, n, 5 - n).abs().sum())[0], 0.0);
+    }
   }
   // pack_sequence and pad_sequence agree with pack_padded_sequence.
   std::vector<Tensor> seqs{rnd({4, 2}), rnd({2, 2}), rnd({1, 2})};
@@ -89,9 +91,7 @@ TEST(NNRNN, BadInput) {
   EXPECT_TRUE(contains(e.what(), {"LSTM", "2-D or 3-D", "4-D"}));
   e = catch_error([&] { lstm(rnd({5, 3, 7})); });
   EXPECT_TRUE(contains(e.what(), {"input_size", "Expected 4, got 7"}));
-  e = catch_error([&] {
-    lstm(rnd({5, 3, 4}), std::make_tuple(rnd({1, 3, 6}), rnd({2, 3, 6})));
-  });
+  e = catch_error([&] { lstm(rnd({5, 3, 4}), std::make_tuple(rnd({1, 3, 6}), rnd({2, 3, 6}))); });
   EXPECT_TRUE(contains(e.what(), {"LSTM", "hidden[0]", "(2, 3, 6)", "[1, 3, 6]"}));
   nn::GRU gru(nn::GRUOptions(4, 6));
   e = catch_error([&] { gru(rnd({5, 3, 4}), rnd({1, 6})); });
@@ -149,8 +149,8 @@ TEST(NNAttention, ShapesAndErrors) {
 TEST(NNTransformer, ShapesMaskAndClonedLayers) {
   Tensor mask = nn::TransformerImpl::generate_square_subsequent_mask(3);
   EXPECT_EQ(values(mask.isinf()), (std::vector<double>{0, 1, 1, 0, 0, 1, 0, 0, 0}));
-  nn::TransformerEncoder enc(
-      nn::TransformerEncoderOptions(nn::TransformerEncoderLayerOptions(8, 2).dim_feedforward(16), 2));
+  nn::TransformerEncoder enc(nn::TransformerEncoderOptions(
+      nn::TransformerEncoderLayerOptions(8, 2).dim_feedforward(16), 2));
   auto sd = enc->state_dict();
   EXPECT_TRUE(sd.contains("layers.1.self_attn.in_proj_weight"));
   // See Note [Cloned layers]: the copies start equal.
@@ -160,10 +160,30 @@ TEST(NNTransformer, ShapesMaskAndClonedLayers) {
   EXPECT_TRUE(contains(e.what(), {"attn_mask", "[3, 3]", "(4, 4)"}));
   e = catch_error([&] { t(rnd({5, 2, 8}), rnd({4, 3, 8})); });
   EXPECT_TRUE(contains(e.what(), {"batch number"}));
-  e = catch_error([] { nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(8, 2).activation("tanh")); });
+  e = catch_error([] {
+    nn::TransformerEncoderLayer(nn::TransformerEncoderLayerOptions(8, 2).activation("tanh"));
+  });
   EXPECT_TRUE(contains(e.what(), {"relu/gelu", "tanh"}));
-  Tensor y = t(rnd({5, 2, 8}), rnd({4, 2, 8}), Tensor(), nn::TransformerImpl::generate_square_subsequent_mask(4));
+  Tensor y = t(rnd({5, 2, 8}), rnd({4, 2, 8}), Tensor(),
+               nn::TransformerImpl::generate_square_subsequent_mask(4));
   EXPECT_EQ(shape(y), (std::vector<int64_t>{4, 2, 8}));
+}
+
+TEST(NNRNN, DropoutBetweenLayersOnlyInTraining) {
+  manual_seed(5);
+  nn::GRU gru(nn::GRUOptions(3, 8).num_layers(2).dropout(0.5));
+  Tensor x = rnd({4, 2, 3});
+  gru->eval();
+  Tensor a = std::get<0>(gru(x)), b = std::get<0>(gru(x));
+  EXPECT_TRUE(all_close(a, b, 0, 0));
+  gru->train();
+  Tensor c = std::get<0>(gru(x));
+  EXPECT_FALSE(all_close(a, c, 1e-6, 1e-6));
+  // A single layer has no "between layers": training changes nothing.
+  nn::GRU one(nn::GRUOptions(3, 8).dropout(0.5));
+  Tensor d = std::get<0>(one(x));
+  one->eval();
+  EXPECT_TRUE(all_close(d, std::get<0>(one(x)), 0, 0));
 }
 
 // The module's parameters are gradcheck inputs too: gradcheck perturbs them in place.
@@ -171,23 +191,28 @@ TEST(NNRNN, GradcheckLSTMAndGRU) {
   manual_seed(3);
   nn::LSTM lstm(nn::LSTMOptions(2, 3).bidirectional(true).proj_size(2));
   lstm->to(kDouble);
-  variable_list in{rnd({3, 2, 2}, kDouble).requires_grad_(), rnd({2, 2, 2}, kDouble).requires_grad_(),
+  variable_list in{rnd({3, 2, 2}, kDouble).requires_grad_(),
+                   rnd({2, 2, 2}, kDouble).requires_grad_(),
                    rnd({2, 2, 3}, kDouble).requires_grad_()};
   for (const Tensor& p : lstm->parameters()) in.push_back(p);
-  EXPECT_TRUE(gradcheck([&](const variable_list& v) {
-    auto [y, s] = lstm(v[0], std::make_tuple(v[1], v[2]));
-    return variable_list{y, std::get<0>(s), std::get<1>(s)};
-  }, in));
+  EXPECT_TRUE(gradcheck(
+      [&](const variable_list& v) {
+        auto [y, s] = lstm(v[0], std::make_tuple(v[1], v[2]));
+        return variable_list{y, std::get<0>(s), std::get<1>(s)};
+      },
+      in));
 
   nn::GRU gru(nn::GRUOptions(2, 3).num_layers(2));
   gru->to(kDouble);
   variable_list gin{rnd({4, 2, 2}, kDouble).requires_grad_()};
   for (const Tensor& p : gru->parameters()) gin.push_back(p);
   Tensor lengths = tensor({4, 2});
-  EXPECT_TRUE(gradcheck([&](const variable_list& v) {
-    auto [y, h] = gru(rnn::pack_padded_sequence(v[0], lengths));
-    return variable_list{y.data(), h};
-  }, gin));
+  EXPECT_TRUE(gradcheck(
+      [&](const variable_list& v) {
+        auto [y, h] = gru(rnn::pack_padded_sequence(v[0], lengths));
+        return variable_list{y.data(), h};
+      },
+      gin));
 }
 
 TEST(NNAttention, GradcheckMultiheadAttention) {
@@ -195,11 +220,14 @@ TEST(NNAttention, GradcheckMultiheadAttention) {
   nn::MultiheadAttention mha(nn::MultiheadAttentionOptions(4, 2).kdim(3).vdim(2));
   mha->to(kDouble);
   Tensor kpm = tensor({false, false, true, false, false, false}).view({2, 3});
-  variable_list in{rnd({2, 2, 4}, kDouble).requires_grad_(), rnd({3, 2, 3}, kDouble).requires_grad_(),
+  variable_list in{rnd({2, 2, 4}, kDouble).requires_grad_(),
+                   rnd({3, 2, 3}, kDouble).requires_grad_(),
                    rnd({3, 2, 2}, kDouble).requires_grad_()};
   for (const Tensor& p : mha->parameters()) in.push_back(p);
-  EXPECT_TRUE(gradcheck([&](const variable_list& v) {
-    auto [y, w] = mha(v[0], v[1], v[2], kpm);
-    return variable_list{y, w};
-  }, in));
+  EXPECT_TRUE(gradcheck(
+      [&](const variable_list& v) {
+        auto [y, w] = mha(v[0], v[1], v[2], kpm);
+        return variable_list{y, w};
+      },
+      in));
 }

@@ -6,10 +6,11 @@
 //          "grad_inputs": ["input", "h0"], "seed": 0, "load_state": true, "print": false}
 //   in:   state.<name> (the state_dict), input.<name>, grad_output.<i>, option.<name>
 //   out:  output.<i>, grad.input.<name>, grad.param.<name>, state_after.<name>
+#include "nn_oracle.h"
+
 #include <fstream>
 #include <iostream>
 
-#include "nn_oracle.h"
 #include "retorch/io/Safetensors.h"
 
 namespace retorch::oracle {
@@ -27,7 +28,9 @@ Tensor Inputs::get(const std::string& name) const {
 
 namespace {
 
-bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+bool starts_with(const std::string& s, const std::string& p) {
+  return s.rfind(p, 0) == 0;
+}
 
 ScalarType dtype_of(const std::string& name) {
   if (name == "float64") return kDouble;
@@ -47,10 +50,14 @@ int run(const std::string& spec_path, const std::string& in_path, const std::str
   std::map<int, Tensor> grad_outputs;
   for (const auto& [key, value] : file) {
     Tensor t = value.clone();  // own the memory, not the file's map
-    if (starts_with(key, "state.")) state.insert(key.substr(6), t);
-    else if (starts_with(key, "input.")) inputs.tensors[key.substr(6)] = t;
-    else if (starts_with(key, "option.")) options.tensors[key.substr(7)] = t;
-    else if (starts_with(key, "grad_output.")) grad_outputs[std::stoi(key.substr(12))] = t;
+    if (starts_with(key, "state."))
+      state.insert(key.substr(6), t);
+    else if (starts_with(key, "input."))
+      inputs.tensors[key.substr(6)] = t;
+    else if (starts_with(key, "option."))
+      options.tensors[key.substr(7)] = t;
+    else if (starts_with(key, "grad_output."))
+      grad_outputs[std::stoi(key.substr(12))] = t;
   }
   for (const std::string& name : spec.value("grad_inputs", std::vector<std::string>{}))
     inputs.tensors[name] = inputs.at(name).detach().requires_grad_();
@@ -71,8 +78,8 @@ int run(const std::string& spec_path, const std::string& in_path, const std::str
 
   autograd::variable_list roots, grads;
   for (const auto& [i, g] : grad_outputs) {
-    RT_CHECK(i < int(outputs.size()) && outputs[size_t(i)].defined(),
-             "nn_oracle: grad_output.", i, " has no output");
+    RT_CHECK(i < int(outputs.size()) && outputs[size_t(i)].defined(), "nn_oracle: grad_output.", i,
+             " has no output");
     roots.push_back(outputs[size_t(i)]);
     grads.push_back(g);
   }
@@ -83,8 +90,7 @@ int run(const std::string& spec_path, const std::string& in_path, const std::str
     for (const auto& [name, p] : runner.module->named_parameters())
       if (p.grad().defined()) result.insert("grad.param." + name, p.grad());
   }
-  for (const auto& [name, t] : runner.module->state_dict())
-    result.insert("state_after." + name, t);
+  for (const auto& [name, t] : runner.module->state_dict()) result.insert("state_after." + name, t);
   io::save_safetensors(out_path, result);
   return 0;
 }

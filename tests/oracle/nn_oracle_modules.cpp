@@ -19,7 +19,9 @@ nn::ExpandingArray<D> arr(const Json& j) {
   return nn::ExpandingArray<D>(j.get<int64_t>());
 }
 
-std::string reduction(const Json& o) { return get<std::string>(o, "reduction", "mean"); }
+std::string reduction(const Json& o) {
+  return get<std::string>(o, "reduction", "mean");
+}
 
 /// A module whose forward is the virtual single-tensor one.
 template <typename H>
@@ -45,8 +47,10 @@ nn::ConvOptions<D> conv_options(const Json& o) {
   if (o.contains("dilation")) c.dilation(arr<D>(o["dilation"]));
   if (o.contains("output_padding")) c.output_padding(arr<D>(o["output_padding"]));
   if (o.contains("padding")) {
-    if (o["padding"].is_string()) c.padding(o["padding"].get<std::string>());
-    else c.padding(arr<D>(o["padding"]));
+    if (o["padding"].is_string())
+      c.padding(o["padding"].get<std::string>());
+    else
+      c.padding(arr<D>(o["padding"]));
   }
   c.groups(get<int64_t>(o, "groups", 1)).bias(get<bool>(o, "bias", true));
   c.padding_mode(get<std::string>(o, "padding_mode", "zeros"));
@@ -104,17 +108,20 @@ nn::TransformerEncoderLayerOptions layer_options(const Json& o) {
 }
 
 Runner activation(const std::string& name, const Json& o) {
-#define SIMPLE(N) if (name == #N) return single(nn::N());
-  SIMPLE(ReLU) SIMPLE(ReLU6) SIMPLE(SELU) SIMPLE(SiLU) SIMPLE(Mish) SIMPLE(Sigmoid) SIMPLE(Tanh)
-  SIMPLE(Softsign) SIMPLE(Hardswish) SIMPLE(Hardsigmoid) SIMPLE(LogSigmoid) SIMPLE(Tanhshrink)
-  SIMPLE(Softmax2d) SIMPLE(Identity)
+#define SIMPLE(N) \
+  if (name == #N) return single(nn::N());
+  SIMPLE(ReLU)
+  SIMPLE(ReLU6) SIMPLE(SELU) SIMPLE(SiLU) SIMPLE(Mish) SIMPLE(Sigmoid) SIMPLE(Tanh) SIMPLE(Softsign)
+      SIMPLE(Hardswish) SIMPLE(Hardsigmoid) SIMPLE(LogSigmoid) SIMPLE(Tanhshrink) SIMPLE(Softmax2d)
+          SIMPLE(Identity)
 #undef SIMPLE
-  if (name == "LeakyReLU")
-    return single(nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(get(o, "negative_slope", 0.01))));
+              if (name == "LeakyReLU") return single(nn::LeakyReLU(
+                  nn::LeakyReLUOptions().negative_slope(get(o, "negative_slope", 0.01))));
   if (name == "ELU") return single(nn::ELU(nn::ELUOptions().alpha(get(o, "alpha", 1.0))));
   if (name == "CELU") return single(nn::CELU(nn::CELUOptions().alpha(get(o, "alpha", 1.0))));
   if (name == "GELU")
-    return single(nn::GELU(nn::GELUOptions().approximate(get<std::string>(o, "approximate", "none"))));
+    return single(
+        nn::GELU(nn::GELUOptions().approximate(get<std::string>(o, "approximate", "none"))));
   if (name == "Softplus")
     return single(nn::Softplus(
         nn::SoftplusOptions().beta(get(o, "beta", 1.0)).threshold(get(o, "threshold", 20.0))));
@@ -143,8 +150,10 @@ Runner activation(const std::string& name, const Json& o) {
 
 Runner loss(const std::string& name, const Json& o, const Inputs& t) {
   const std::string r = reduction(o);
-  if (name == "L1Loss") return call(nn::L1Loss(nn::L1LossOptions().reduction(r)), "input", "target");
-  if (name == "MSELoss") return call(nn::MSELoss(nn::MSELossOptions().reduction(r)), "input", "target");
+  if (name == "L1Loss")
+    return call(nn::L1Loss(nn::L1LossOptions().reduction(r)), "input", "target");
+  if (name == "MSELoss")
+    return call(nn::MSELoss(nn::MSELossOptions().reduction(r)), "input", "target");
   if (name == "SmoothL1Loss")
     return call(nn::SmoothL1Loss(nn::SmoothL1LossOptions().reduction(r).beta(get(o, "beta", 1.0))),
                 "input", "target");
@@ -152,7 +161,9 @@ Runner loss(const std::string& name, const Json& o, const Inputs& t) {
     return call(nn::HuberLoss(nn::HuberLossOptions().reduction(r).delta(get(o, "delta", 1.0))),
                 "input", "target");
   if (name == "NLLLoss")
-    return call(nn::NLLLoss(nn::NLLLossOptions().reduction(r).weight(t.get("weight"))
+    return call(nn::NLLLoss(nn::NLLLossOptions()
+                                .reduction(r)
+                                .weight(t.get("weight"))
                                 .ignore_index(get<int64_t>(o, "ignore_index", -100))),
                 "input", "target");
   if (name == "CrossEntropyLoss")
@@ -166,13 +177,15 @@ Runner loss(const std::string& name, const Json& o, const Inputs& t) {
     return call(nn::BCELoss(nn::BCELossOptions().reduction(r).weight(t.get("weight"))), "input",
                 "target");
   if (name == "BCEWithLogitsLoss")
-    return call(nn::BCEWithLogitsLoss(nn::BCEWithLogitsLossOptions().reduction(r).weight(
-                    t.get("weight")).pos_weight(t.get("pos_weight"))),
+    return call(nn::BCEWithLogitsLoss(nn::BCEWithLogitsLossOptions()
+                                          .reduction(r)
+                                          .weight(t.get("weight"))
+                                          .pos_weight(t.get("pos_weight"))),
                 "input", "target");
   if (name == "KLDivLoss")
-    return call(nn::KLDivLoss(nn::KLDivLossOptions().reduction(r).log_target(
-                    get(o, "log_target", false))),
-                "input", "target");
+    return call(
+        nn::KLDivLoss(nn::KLDivLossOptions().reduction(r).log_target(get(o, "log_target", false))),
+        "input", "target");
   if (name == "PoissonNLLLoss")
     return call(nn::PoissonNLLLoss(nn::PoissonNLLLossOptions()
                                        .reduction(r)
@@ -220,8 +233,8 @@ Runner loss(const std::string& name, const Json& o, const Inputs& t) {
 
 Runner layer(const std::string& name, const Json& o) {
   if (name == "Linear")
-    return single(nn::Linear(nn::LinearOptions(o.at("in_features"), o.at("out_features"))
-                                 .bias(get(o, "bias", true))));
+    return single(nn::Linear(
+        nn::LinearOptions(o.at("in_features"), o.at("out_features")).bias(get(o, "bias", true))));
   if (name == "Bilinear")
     return call(nn::Bilinear(nn::BilinearOptions(o.at("in1_features"), o.at("in2_features"),
                                                  o.at("out_features"))
@@ -246,8 +259,10 @@ Runner layer(const std::string& name, const Json& o) {
       p.divisor_override(o["divisor_override"].get<int64_t>());
     return single(nn::AvgPool2d(p));
   }
-  if (name == "AdaptiveAvgPool2d") return single(nn::AdaptiveAvgPool2d(arr<2>(o.at("output_size"))));
-  if (name == "AdaptiveMaxPool2d") return single(nn::AdaptiveMaxPool2d(arr<2>(o.at("output_size"))));
+  if (name == "AdaptiveAvgPool2d")
+    return single(nn::AdaptiveAvgPool2d(arr<2>(o.at("output_size"))));
+  if (name == "AdaptiveMaxPool2d")
+    return single(nn::AdaptiveMaxPool2d(arr<2>(o.at("output_size"))));
   if (name == "BatchNorm1d" || name == "BatchNorm2d") {
     nn::BatchNormOptions b(o.at("num_features").get<int64_t>());
     b.eps(get(o, "eps", 1e-5)).affine(get(o, "affine", true));
@@ -260,14 +275,16 @@ Runner layer(const std::string& name, const Json& o) {
   }
   if (name == "LayerNorm") {
     const Json& s = o.at("normalized_shape");
-    std::vector<int64_t> shape = s.is_array() ? s.get<std::vector<int64_t>>()
-                                              : std::vector<int64_t>{s.get<int64_t>()};
-    return single(nn::LayerNorm(nn::LayerNormOptions(shape).eps(get(o, "eps", 1e-5))
+    std::vector<int64_t> shape =
+        s.is_array() ? s.get<std::vector<int64_t>>() : std::vector<int64_t>{s.get<int64_t>()};
+    return single(nn::LayerNorm(nn::LayerNormOptions(shape)
+                                    .eps(get(o, "eps", 1e-5))
                                     .elementwise_affine(get(o, "elementwise_affine", true))));
   }
   if (name == "GroupNorm")
     return single(nn::GroupNorm(nn::GroupNormOptions(o.at("num_groups"), o.at("num_channels"))
-                                    .eps(get(o, "eps", 1e-5)).affine(get(o, "affine", true))));
+                                    .eps(get(o, "eps", 1e-5))
+                                    .affine(get(o, "affine", true))));
   if (name == "Embedding") {
     nn::EmbeddingOptions e(o.at("num_embeddings"), o.at("embedding_dim"));
     if (o.contains("padding_idx") && !o["padding_idx"].is_null())
@@ -311,7 +328,8 @@ Runner sequence_model(const std::string& name, const Json& o) {
     opts.proj_size(get<int64_t>(o, "proj_size", 0));
     return recurrent(nn::LSTM(opts), true, batch_first, sorted);
   }
-  if (name == "GRU") return recurrent(nn::GRU(common(nn::GRUOptions(in, hidden))), false, batch_first, sorted);
+  if (name == "GRU")
+    return recurrent(nn::GRU(common(nn::GRUOptions(in, hidden))), false, batch_first, sorted);
   if (name == "MultiheadAttention") {
     nn::MultiheadAttentionOptions m(o.at("embed_dim"), o.at("num_heads"));
     m.dropout(get(o, "dropout", 0.0)).bias(get(o, "bias", true)).batch_first(batch_first);
@@ -324,10 +342,9 @@ Runner sequence_model(const std::string& name, const Json& o) {
     return {impl, [=](const Inputs& x) {
               // Self-attention passes only "query", so one tensor collects all three grads.
               const Tensor& q = x.at("query");
-              auto [y, w] = impl->forward(q, x.has("key") ? x.at("key") : q,
-                                          x.has("value") ? x.at("value") : q,
-                                          x.get("key_padding_mask"), need_weights,
-                                          x.get("attn_mask"), average);
+              auto [y, w] = impl->forward(
+                  q, x.has("key") ? x.at("key") : q, x.has("value") ? x.at("value") : q,
+                  x.get("key_padding_mask"), need_weights, x.get("attn_mask"), average);
               return std::vector<Tensor>{y, w};
             }};
   }
@@ -364,10 +381,10 @@ Runner sequence_model(const std::string& name, const Json& o) {
     t.layer_norm_eps(get(o, "layer_norm_eps", 1e-5)).norm_first(get(o, "norm_first", false));
     auto impl = nn::Transformer(t).ptr();
     return {impl, [impl](const Inputs& x) {
-              return std::vector<Tensor>{impl->forward(
-                  x.at("src"), x.at("tgt"), x.get("src_mask"), x.get("tgt_mask"),
-                  x.get("memory_mask"), x.get("src_key_padding_mask"),
-                  x.get("tgt_key_padding_mask"), x.get("memory_key_padding_mask"))};
+              return std::vector<Tensor>{
+                  impl->forward(x.at("src"), x.at("tgt"), x.get("src_mask"), x.get("tgt_mask"),
+                                x.get("memory_mask"), x.get("src_key_padding_mask"),
+                                x.get("tgt_key_padding_mask"), x.get("memory_key_padding_mask"))};
             }};
   }
   return {};
@@ -378,8 +395,8 @@ Runner sequence_model(const std::string& name, const Json& o) {
 Runner make_runner(const Json& spec, const Inputs& options) {
   const std::string name = spec.at("module");
   const Json o = spec.value("options", Json::object());
-  for (Runner r : {activation(name, o), loss(name, o, options), layer(name, o),
-                   sequence_model(name, o)})
+  for (Runner r :
+       {activation(name, o), loss(name, o, options), layer(name, o), sequence_model(name, o)})
     if (r.module) return r;
   RT_CHECK(false, "nn_oracle: unknown module '", name, "'");
 }

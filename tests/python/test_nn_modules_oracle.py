@@ -115,6 +115,13 @@ def test_recurrent_dropout_is_off_in_eval():
     compare(m, "GRU", opts, rnn_inputs("GRU", opts, 4, 2, False), rnn_forward("GRU"))
 
 
+@pytest.mark.parametrize("name", ["RNN", "LSTM", "GRU"])
+def test_recurrent_train_mode_without_dropout(name):
+    opts = dict(input_size=4, hidden_size=5, num_layers=2, dropout=0.0, bidirectional=True)
+    m = build(name, opts)
+    compare(m, name, opts, rnn_inputs(name, opts, 4, 2, True), rnn_forward(name), train=True)
+
+
 # ---------------------------------------------------------------- attention and transformers
 
 def mha_forward(need_weights=True, average=True):
@@ -211,6 +218,18 @@ def test_transformer_encoder_layer(case, dtype):
     fwd = lambda m, x: [m(x["src"], src_mask=x["src_mask"],  # noqa: E731
                           src_key_padding_mask=x["src_key_padding_mask"])]
     compare(m, "TransformerEncoderLayer", opts, x, fwd, dtype=dtype, grad_inputs=["src"])
+
+
+def test_transformer_layers_train_mode_without_dropout():
+    opts = dict(d_model=8, nhead=2, dim_feedforward=16, dropout=0.0)
+    x = {"src": randn(5, 3, 8), "src_mask": causal(5)}
+    fwd = lambda m, x: [m(x["src"], src_mask=x["src_mask"])]  # noqa: E731
+    compare(build("TransformerEncoderLayer", opts), "TransformerEncoderLayer", opts, x, fwd,
+            train=True, grad_inputs=["src"])
+    x = {"tgt": randn(4, 2, 8), "memory": randn(6, 2, 8)}
+    fwd = lambda m, x: [m(x["tgt"], x["memory"])]  # noqa: E731
+    compare(build("TransformerDecoderLayer", opts), "TransformerDecoderLayer", opts, x, fwd,
+            train=True)
 
 
 @pytest.mark.parametrize("case", range(len(LAYER_CASES)))
