@@ -38,8 +38,6 @@ RETORCH_LOSS_CTOR(HuberLoss)
 RETORCH_WEIGHTED_LOSS_CTOR(NLLLoss)
 RETORCH_WEIGHTED_LOSS_CTOR(CrossEntropyLoss)
 RETORCH_WEIGHTED_LOSS_CTOR(BCELoss)
-RETORCH_WEIGHTED_LOSS_CTOR(BCEWithLogitsLoss)
-RETORCH_LOSS_CTOR(KLDivLoss)
 RETORCH_LOSS_CTOR(PoissonNLLLoss)
 RETORCH_LOSS_CTOR(SoftMarginLoss)
 RETORCH_WEIGHTED_LOSS_CTOR(MultiMarginLoss)
@@ -48,6 +46,21 @@ RETORCH_LOSS_CTOR(MarginRankingLoss)
 RETORCH_LOSS_CTOR(CosineEmbeddingLoss)
 RETORCH_LOSS_CTOR(TripletMarginLoss)
 RETORCH_LOSS_CTOR(CTCLoss)
+
+// torch keeps pos_weight as a buffer next to weight, so both appear in the state_dict.
+BCEWithLogitsLossImpl::BCEWithLogitsLossImpl(const BCEWithLogitsLossOptions& options_)
+    : Module("retorch::nn::BCEWithLogitsLoss"), options(options_) {
+  check_reduction(*this, options.reduction());
+  if (options.weight().defined()) options.weight() = register_buffer("weight", options.weight());
+  if (options.pos_weight().defined())
+    options.pos_weight() = register_buffer("pos_weight", options.pos_weight());
+}
+
+// KLDivLoss also takes "batchmean" (the sum divided by the batch size), like torch.
+KLDivLossImpl::KLDivLossImpl(const KLDivLossOptions& options_)
+    : Module("retorch::nn::KLDivLoss"), options(options_) {
+  if (options.reduction() != "batchmean") check_reduction(*this, options.reduction());
+}
 #undef RETORCH_LOSS_CTOR
 #undef RETORCH_WEIGHTED_LOSS_CTOR
 

@@ -1,6 +1,7 @@
 // The nn umbrella header: modules, containers, init, functional, utils and summary.
 #pragma once
 #include "retorch/nn/Activation.h"
+#include "retorch/nn/Attention.h"
 #include "retorch/nn/Container.h"
 #include "retorch/nn/Conv.h"
 #include "retorch/nn/Dropout.h"
@@ -11,6 +12,9 @@
 #include "retorch/nn/Loss.h"
 #include "retorch/nn/Module.h"
 #include "retorch/nn/Normalization.h"
+#include "retorch/nn/PackedSequence.h"
 #include "retorch/nn/Pooling.h"
+#include "retorch/nn/RNN.h"
 #include "retorch/nn/Summary.h"
+#include "retorch/nn/Transformer.h"
 #include "retorch/nn/Utils.h"
