@@ -59,7 +59,8 @@ def torch_epochs(name, epochs, x, y, xt, yt):
 def retorch_epochs(name, epochs):
     with tempfile.TemporaryDirectory() as d:
         subprocess.run([CLI, "train", "--model", name, "--epochs", str(epochs), "--out-dir", d,
-                        "--no-plot", "--no-tensorboard"], check=True, capture_output=True)
+                        "--schedule", "none", "--no-plot", "--no-tensorboard"], check=True,
+                       capture_output=True)
         with open(os.path.join(d, "metrics.jsonl")) as f:
             rows = [json.loads(l) for l in f]
     return [(r["epoch_time_s"], r["test_acc"]) for r in rows if r["type"] == "epoch"]

@@ -187,7 +187,7 @@ int run_training(const TrainConfig& c) {
                                                         std::to_string(c.epochs), po);
     auto t0 = std::chrono::steady_clock::now();
     double loss_sum = 0;
-    int64_t correct = 0, seen = 0;
+    int64_t correct = 0, seen = 0, steps = 0;
     for (data::Example& batch : train_loader) {
       Tensor out = model->forward(batch.data);
       Tensor loss = cross_entropy(out, batch.target);
@@ -209,6 +209,7 @@ int run_training(const TrainConfig& c) {
       opt->step();
       if (schedule) schedule->step();
       ++global_step;
+      ++steps;
       const int64_t n = batch.target.size(0);
       loss_sum += l * double(n);
       correct += out.argmax(1).eq(batch.target).sum().item<int64_t>();
@@ -266,6 +267,8 @@ int run_training(const TrainConfig& c) {
     if (c.plot)
       plot_learning_curves(c.out_dir + "/learning_curves.png",
                            c.model + " on " + c.dataset, curves);
+    // Only whole epochs are checkpointed: --resume starts at the next epoch's first batch.
+    if (steps < steps_per_epoch) continue;
     auto rng = default_generator().get_state();
     io::save_checkpoint(ckpt, state,
                         {{"epoch", std::to_string(epoch)},

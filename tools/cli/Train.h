@@ -16,7 +16,8 @@ struct TrainConfig {
   std::string optimizer = "adam";  // sgd | adam
   double momentum = 0.9;           // sgd only
   double weight_decay = 0.0;
-  std::string schedule = "none";   // none | onecycle | cosine
+  // cosine: lr decays from --lr to 0 over the run, per batch (the default; see Train.cpp)
+  std::string schedule = "cosine";  // none | onecycle | cosine
   bool augment = false;            // random crop (padding 2) + horizontal flip
   uint64_t seed = 0;
   std::string out_dir = "runs/train";

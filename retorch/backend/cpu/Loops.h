@@ -57,6 +57,26 @@ void binary_loop(TensorIterator& iter, const F& f) {
 template <typename out_t, typename a_t, typename b_t, typename c_t, typename F>
 void ternary_loop(TensorIterator& iter, const F& f) {
   iter.for_each([&](char** data, const int64_t* st, int64_t n) {
+    constexpr int64_t so = sizeof(out_t), sa = sizeof(a_t), sb = sizeof(b_t), sc = sizeof(c_t);
+    auto* out = reinterpret_cast<out_t*>(data[0]);
+    const auto* a = reinterpret_cast<const a_t*>(data[1]);
+    const auto* b = reinterpret_cast<const b_t*>(data[2]);
+    const auto* c = reinterpret_cast<const c_t*>(data[3]);
+    // Contiguous, and contiguous with a broadcast scalar last input (where(mask, x, 0)).
+    if (st[0] == so && st[1] == sa && st[2] == sb && (st[3] == sc || st[3] == 0)) {
+      if (st[3] == 0) {
+        const auto z = static_cast<opmath_t<c_t>>(c[0]);
+        for (int64_t i = 0; i < n; ++i)
+          out[i] = static_cast<out_t>(f(static_cast<opmath_t<a_t>>(a[i]),
+                                        static_cast<opmath_t<b_t>>(b[i]), z));
+      } else {
+        for (int64_t i = 0; i < n; ++i)
+          out[i] = static_cast<out_t>(f(static_cast<opmath_t<a_t>>(a[i]),
+                                        static_cast<opmath_t<b_t>>(b[i]),
+                                        static_cast<opmath_t<c_t>>(c[i])));
+      }
+      return;
+    }
     for (int64_t i = 0; i < n; ++i) {
       auto x = static_cast<opmath_t<a_t>>(*reinterpret_cast<const a_t*>(data[1] + i * st[1]));
       auto y = static_cast<opmath_t<b_t>>(*reinterpret_cast<const b_t*>(data[2] + i * st[2]));

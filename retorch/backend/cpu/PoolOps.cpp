@@ -208,7 +208,8 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& self, IntArrayR
     scalar_t* y = out.data_ptr<scalar_t>();
     int64_t* ip = ind.data_ptr<int64_t>();
     const bool two_by_two = k.kh == 2 && k.kw == 2 && k.sh == 2 && k.sw == 2 && k.ph == 0 &&
-                            k.pw == 0 && k.dh == 1 && k.dw == 1;
+                            k.pw == 0 && k.dh == 1 && k.dw == 1 && 2 * k.oh <= p.H &&
+                            2 * k.ow <= p.W;  // ceil_mode's partial windows take the general path
     parallel_for(0, p.n, std::max<int64_t>(1, 8192 / std::max<int64_t>(L * k.kh * k.kw, 1)),
                  [&](int64_t b, int64_t e) {
       if (two_by_two) {
