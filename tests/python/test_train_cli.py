@@ -193,11 +193,16 @@ def test_ctrl_c_leaves_a_resumable_checkpoint(tmp_path):
     assert "resumed from" in p.stdout
 
 
-@pytest.mark.parametrize("model,epochs,floor", [("convnet", 2, 0.82), ("mlp", 3, 0.77)])
-def test_short_runs_learn(tmp_path, model, epochs, floor):
+RESNET_RECIPE = ["--augment", "--schedule", "onecycle", "--optimizer", "sgd", "--lr", "0.1",
+                 "--weight-decay", "5e-4", "--batch-size", "128"]
+
+
+@pytest.mark.parametrize("model,epochs,floor,extra", [("convnet", 2, 0.82, []), ("mlp", 3, 0.77, []),
+                                                      ("resnet", 2, 0.68, RESNET_RECIPE)])
+def test_short_runs_learn(tmp_path, model, epochs, floor, extra):
     """Shortened versions of the README's accuracy runs (6000 training images): the models
     must learn well past chance; the full-length figures are in the README."""
     run("--out-dir", str(tmp_path), "--model", model, "--epochs", str(epochs), "--train-limit",
-        "6000", "--test-limit", "2000", "--no-plot", "--no-tensorboard")
+        "6000", "--test-limit", "2000", "--no-plot", "--no-tensorboard", *extra)
     acc = [r["test_acc"] for r in read_metrics(tmp_path) if r["type"] == "epoch"]
     assert len(acc) == epochs and acc[-1] >= floor, acc
