@@ -19,6 +19,32 @@ void load(nn::Module& module, const std::string& path) {
   }
 }
 
+void save(const Tensor& tensor, const std::string& path) { save(std::vector<Tensor>{tensor}, path); }
+
+void save(const std::vector<Tensor>& tensors, const std::string& path) {
+  OrderedDict<Tensor> named("tensor");
+  for (size_t i = 0; i < tensors.size(); ++i) named.insert(std::to_string(i), tensors[i].detach());
+  io::save_safetensors(path, named);
+}
+
+void load(Tensor& tensor, const std::string& path) {
+  std::vector<Tensor> all;
+  load(all, path);
+  RT_CHECK(all.size() == 1, "load: ", path, " holds ", all.size(), " tensors, expected one");
+  tensor = all[0];
+}
+
+void load(std::vector<Tensor>& tensors, const std::string& path) {
+  OrderedDict<Tensor> named = io::load_safetensors(path);
+  tensors.clear();
+  for (size_t i = 0; i < named.size(); ++i) {
+    const Tensor* t = named.find(std::to_string(i));
+    RT_CHECK(t != nullptr, "load: ", path, " is not a tensor list saved by save(): no tensor '", i,
+             "'");
+    tensors.push_back(*t);
+  }
+}
+
 void save(const optim::Optimizer& optimizer, const std::string& path) {
   io::save_safetensors(path, optimizer.state_dict());
 }

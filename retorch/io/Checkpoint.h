@@ -17,6 +17,12 @@ void save(const nn::Module& module, const std::string& path);
 /// Loads a file saved by save() into module; the error lists missing, unexpected and
 /// mis-shaped entries (a checkpoint of another architecture).
 void load(nn::Module& module, const std::string& path);
+/// Saves a tensor (or a list of tensors, named "0", "1", ...) as a safetensors file.
+void save(const Tensor& tensor, const std::string& path);
+void save(const std::vector<Tensor>& tensors, const std::string& path);
+/// Loads a file written by save(tensor) into `tensor` (like torch::load(tensor, path)).
+void load(Tensor& tensor, const std::string& path);
+void load(std::vector<Tensor>& tensors, const std::string& path);
 /// Saves and loads an optimizer's state (flat state dict).
 void save(const optim::Optimizer& optimizer, const std::string& path);
 void load(optim::Optimizer& optimizer, const std::string& path);

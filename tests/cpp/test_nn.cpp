@@ -296,3 +296,27 @@ TEST(NN, ReadmeTrainingLoopLearns) {
   EXPECT_TRUE(contains(e.what(), {"readme_net.safetensors", "Missing key(s)", "conv1.weight"}))
       << e.what();
 }
+
+TEST(NN, SaveLoadTensorsAndOptimizers) {
+  const std::string dir = ::testing::TempDir();
+  Tensor t = randn({3, 4}).t();  // non-contiguous: written contiguous, read back equal
+  save(t, dir + "/t.safetensors");
+  Tensor back;
+  load(back, dir + "/t.safetensors");
+  EXPECT_TRUE(all_close(back, t, 0, 0));
+  save(std::vector<Tensor>{t, arange(5)}, dir + "/list.safetensors");
+  std::vector<Tensor> list;
+  load(list, dir + "/list.safetensors");
+  ASSERT_EQ(list.size(), 2u);
+  EXPECT_EQ(list[1].dtype(), kLong);
+  catch_error([&] { load(back, dir + "/list.safetensors"); });
+  Net net;
+  optim::Adam opt(net->parameters(), optim::AdamOptions(1e-3));
+  net(randn({2, 1, 8, 8})).sum().backward();
+  opt.step();
+  save(opt, dir + "/opt.safetensors");
+  optim::Adam other(net->parameters(), optim::AdamOptions(1e-3));
+  load(other, dir + "/opt.safetensors");
+  EXPECT_TRUE(all_close(other.state_dict()["state.0.0.exp_avg"],
+                        opt.state_dict()["state.0.0.exp_avg"], 0, 0));
+}
