@@ -21,18 +21,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("retorch_data_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
 /// IDX bytes: magic with type code, big-endian dims, then the given payload.
 std::string idx_bytes(uint8_t code, const std::vector<uint32_t>& dims, const std::string& payload) {
   std::string out = {0, 0, char(code), char(dims.size())};

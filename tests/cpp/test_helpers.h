@@ -2,7 +2,10 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -10,6 +13,22 @@
 #include "retorch/retorch.h"
 
 namespace retorch::testing {
+
+/// A fresh directory (under the system temp dir, named prefix_pid_n) removed with its contents
+/// at the end of the test.
+struct TempDir {
+  std::filesystem::path path;
+  explicit TempDir(const std::string& prefix = "retorch") {
+    static int counter = 0;
+    path = std::filesystem::temp_directory_path() /
+           (prefix + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    std::filesystem::create_directories(path);
+  }
+  ~TempDir() { std::filesystem::remove_all(path); }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  std::string file(const std::string& name) const { return (path / name).string(); }
+};
 
 /// The elements of t in row-major order, as doubles.
 inline std::vector<double> values(const Tensor& t) {

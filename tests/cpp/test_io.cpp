@@ -16,19 +16,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// A fresh directory removed (with its contents) at the end of the test.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() /
-           ("retorch_io_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string file(const std::string& name) const { return (path / name).string(); }
-};
-
 std::string read_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::stringstream ss;
