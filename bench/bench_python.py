@@ -1,4 +1,5 @@
-"""Python-side benchmark: retorch vs PyTorch per-op overhead and a small forward+backward."""
+"""Python-side benchmark: retorch vs PyTorch per-op overhead, a small forward+backward, and
+training steps of Python nn.Module models (an MLP and the tutorial ConvNet at batch 100)."""
 import statistics
 import sys
 import time
@@ -31,7 +32,49 @@ def cases(lib):
         (x @ w).relu().sum().backward()
         w.grad = None
     fb = per_call(step, 2000)
-    return add, fb
+    return add, fb, train_step(lib, mlp(lib), (32, 64), 2000), \
+        train_step(lib, convnet(lib), (100, 1, 28, 28), 20)
+
+
+def mlp(lib):
+    nn = lib.nn
+    return nn.Sequential(nn.Linear(64, 128), nn.ReLU(), nn.Linear(128, 10))
+
+
+def convnet(lib):
+    """The tutorial ConvNet (tests/python/examples/convnet.py)."""
+    nn = lib.nn
+
+    class ConvNet(nn.Module):
+        def __init__(self, num_classes=10):
+            super().__init__()
+            self.layer1 = nn.Sequential(nn.Conv2d(1, 16, kernel_size=5, stride=1, padding=2),
+                                        nn.BatchNorm2d(16), nn.ReLU(),
+                                        nn.MaxPool2d(kernel_size=2, stride=2))
+            self.layer2 = nn.Sequential(nn.Conv2d(16, 32, kernel_size=5, stride=1, padding=2),
+                                        nn.BatchNorm2d(32), nn.ReLU(),
+                                        nn.MaxPool2d(kernel_size=2, stride=2))
+            self.fc = nn.Linear(7 * 7 * 32, num_classes)
+
+        def forward(self, x):
+            out = self.layer2(self.layer1(x))
+            return self.fc(out.reshape(out.size(0), -1))
+    return ConvNet()
+
+
+def train_step(lib, model, shape, iters):
+    """One optimizer step (Adam) of model on a fixed random batch: zero_grad, forward,
+    cross-entropy, backward, step."""
+    x = lib.randn(*shape)
+    y = lib.randint(0, 10, (shape[0],))
+    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+    loss_fn = lib.nn.CrossEntropyLoss()
+
+    def step():
+        opt.zero_grad()
+        loss_fn(model(x), y).backward()
+        opt.step()
+    return per_call(step, iters, reps=5)
 
 
 def main():
@@ -39,7 +82,8 @@ def main():
     r = cases(retorch)
     t = cases(torch)
     print(f"{'case':<40} {'retorch':>12} {'PyTorch':>12} {'time ratio':>10}")
-    names = ["add, 1 element (Python per-op)", "(x@w).relu().sum().backward() 64x128"]
+    names = ["add, 1 element (Python per-op)", "(x@w).relu().sum().backward() 64x128",
+             "MLP 64-128-10 train step, batch 32", "tutorial ConvNet train step, batch 100"]
     for name, ours, theirs in zip(names, r, t):
         print(f"{name:<40} {ours * 1e6:9.2f} us {theirs * 1e6:9.2f} us {ours / theirs:10.2f}")
     print("time ratio = retorch time / PyTorch time (below 1 means retorch is faster)")

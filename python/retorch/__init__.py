@@ -18,6 +18,8 @@ del _name
 
 from ._indexing import unique, nonzero, install as _install_indexing  # noqa: E402
 _install_indexing(Tensor)
+from . import _tensor  # noqa: E402
+_tensor.install(Tensor)
 
 _NP_DEFAULT_INT = {"i", "u"}
 
@@ -84,3 +86,21 @@ from . import linalg  # noqa: E402,F401
 from .linalg import _einsum as einsum, _tensordot as tensordot, _cdist as cdist  # noqa: E402,F401,E501
 from .linalg import _multi_head_attention_forward as multi_head_attention_forward  # noqa: E402,F401,E501
 from . import optim  # noqa: E402,F401  (torch.optim)
+from . import nn  # noqa: E402,F401  (torch.nn)
+
+
+def _tensor_deepcopy(self, memo):
+    """copy.deepcopy of a tensor: a new leaf with the same values, requires_grad and grad."""
+    if id(self) in memo:
+        return memo[id(self)]
+    with no_grad():
+        new = self.clone()
+    if self.is_leaf and self.requires_grad:
+        new.requires_grad_(True)
+    if self.grad is not None:
+        new.grad = _tensor_deepcopy(self.grad, memo)
+    memo[id(self)] = new
+    return new
+
+
+Tensor.__deepcopy__ = _tensor_deepcopy

@@ -211,7 +211,10 @@ void set_item(const Tensor& self, py::handle index, py::handle value) {
 }  // namespace
 
 void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
-  cls.def(py::init([](bool v) { return scalar_to_tensor(Scalar(v)); }))
+  // Tensor(t) is another handle on t's TensorImpl: nn.Parameter (a Python subclass) and the
+  // modules wrapping C++ tensors rely on sharing the impl, grad and version counter included.
+  cls.def(py::init([](const Tensor& t) { return t; }))
+      .def(py::init([](bool v) { return scalar_to_tensor(Scalar(v)); }))
       .def(py::init([](int64_t v) { return scalar_to_tensor(Scalar(v)); }))
       .def(py::init([](double v) { return scalar_to_tensor(Scalar(v)); }));
   py::implicitly_convertible<py::bool_, Tensor>();
@@ -234,10 +237,7 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
           },
           [](Tensor& t, py::object g) { t.set_grad(g.is_none() ? Tensor() : g.cast<Tensor>()); })
       .def_property("data", [](const Tensor& t) { return t.detach(); },
-                    [](Tensor& t, const Tensor& v) {
-                      NoGradGuard g;
-                      t.copy_(v);
-                    })
+                    [](Tensor& t, const Tensor& v) { t.set_data(v); })
       .def("size", [](const Tensor& t, std::optional<int64_t> d) -> py::object {
             if (d) return py::cast(t.size(*d));
             return py::cast(t.sizes());

@@ -25,6 +25,21 @@ int64_t gate_count(RNNMode mode) {
   }
 }
 
+int64_t directions(const RNNOptionsBase& o) {
+  return o.bidirectional() ? 2 : 1;
+}
+
+int64_t out_hidden_size(const RNNOptionsBase& o) {
+  return o.proj_size() > 0 ? o.proj_size() : o.hidden_size();
+}
+
+void check_hidden(const RNNOptionsBase& o, const std::string& name, const Tensor& hx, int64_t batch,
+                  int64_t size, const char* what) {
+  std::vector<int64_t> expected{o.num_layers() * directions(o), batch, size};
+  RT_CHECK(hx.sizes() == IntArrayRef(expected), name, ": Expected ", what, " size (", expected[0],
+           ", ", expected[1], ", ", expected[2], "), got ", hx.sizes());
+}
+
 }  // namespace
 
 RNNImplBase::RNNImplBase(const RNNOptionsBase& options, std::string name)
@@ -33,7 +48,7 @@ RNNImplBase::RNNImplBase(const RNNOptionsBase& options, std::string name)
 }
 
 int64_t RNNImplBase::real_hidden_size() const {
-  return options_base.proj_size() > 0 ? options_base.proj_size() : options_base.hidden_size();
+  return out_hidden_size(options_base);
 }
 
 void RNNImplBase::reset() {
@@ -97,13 +112,6 @@ void RNNImplBase::pretty_print(std::ostream& os) const {
   os << ")";
 }
 
-void RNNImplBase::check_hidden(const Tensor& hx, int64_t batch, int64_t size,
-                               const char* what) const {
-  std::vector<int64_t> expected{options_base.num_layers() * num_directions(), batch, size};
-  RT_CHECK(hx.sizes() == IntArrayRef(expected), name(), ": Expected ", what, " size (", expected[0],
-           ", ", expected[1], ", ", expected[2], "), got ", hx.sizes());
-}
-
 // Note [RNN time loop]
 // Every layer and direction runs over "flat" data: the rows of all time steps stacked, step t
 // holding batch_sizes[t] rows (a padded batch has batch_sizes = [B] * T; a packed one shrinks,
@@ -112,18 +120,20 @@ void RNNImplBase::check_hidden(const Tensor& hx, int64_t batch, int64_t size,
 // past batch_sizes[t] keep their state, which makes each sequence's final state its state at
 // its own last step, and in the reverse direction makes a sequence start from h0 at its last
 // step. Both directions therefore run the same loop, only the order of t differs.
-std::tuple<Tensor, Tensor, Tensor> RNNImplBase::run(const Tensor& data,
-                                                    const std::vector<int64_t>& batch_sizes,
-                                                    const Tensor& h0, const Tensor& c0) {
-  const auto& o = options_base;
+namespace {
+
+std::tuple<Tensor, Tensor, Tensor> run(const RNNOptionsBase& o, const RNNWeights& weights,
+                                       bool training, const Tensor& data,
+                                       const std::vector<int64_t>& batch_sizes, const Tensor& h0,
+                                       const Tensor& c0) {
   const RNNMode mode = o.mode();
-  const int64_t D = num_directions(), T = int64_t(batch_sizes.size());
+  const int64_t D = directions(o), T = int64_t(batch_sizes.size());
   std::vector<Tensor> h_n, c_n;
   Tensor layer_input = data;
   for (int64_t layer = 0; layer < o.num_layers(); ++layer) {
     std::vector<Tensor> dir_out;
     for (int64_t dir = 0; dir < D; ++dir) {
-      const std::vector<Tensor>& w = flat_weights_[size_t(layer * D + dir)];
+      const std::vector<Tensor>& w = weights[size_t(layer * D + dir)];
       Tensor h = h0.select(0, layer * D + dir), c;
       if (mode == RNNMode::kLSTM) c = c0.select(0, layer * D + dir);
       Tensor proj =
@@ -161,31 +171,36 @@ std::tuple<Tensor, Tensor, Tensor> RNNImplBase::run(const Tensor& data,
       dir_out.push_back(retorch::cat(outs, 0));
     }
     layer_input = D == 2 ? retorch::cat(dir_out, 1) : dir_out[0];
-    if (o.dropout() > 0 && is_training() && layer + 1 < o.num_layers())
+    if (o.dropout() > 0 && training && layer + 1 < o.num_layers())
       layer_input = retorch::dropout(layer_input, o.dropout(), true);
   }
   return {layer_input, retorch::stack(h_n, 0),
           mode == RNNMode::kLSTM ? retorch::stack(c_n, 0) : Tensor()};
 }
 
-std::tuple<Tensor, Tensor, Tensor> RNNImplBase::forward_padded(const Tensor& input, Tensor h0,
-                                                               Tensor c0) {
-  const auto& o = options_base;
-  RT_CHECK(input.dim() == 2 || input.dim() == 3, name(),
+}  // namespace
+
+std::tuple<Tensor, Tensor, Tensor> rnn_forward_padded(const RNNOptionsBase& o,
+                                                      const RNNWeights& weights, bool training,
+                                                      const std::string& name, const Tensor& input,
+                                                      Tensor h0, Tensor c0) {
+  RT_CHECK(int64_t(weights.size()) == o.num_layers() * directions(o), name, ": expected ",
+           o.num_layers() * directions(o), " (layer, direction) weight sets, got ", weights.size());
+  RT_CHECK(input.dim() == 2 || input.dim() == 3, name,
            ": Expected input to be 2-D or 3-D but received ", input.dim(), "-D tensor of size ",
            input.sizes());
-  RT_CHECK(input.size(-1) == o.input_size(), name(),
+  RT_CHECK(input.size(-1) == o.input_size(), name,
            ": input.size(-1) must be equal to input_size. Expected ", o.input_size(), ", got ",
            input.size(-1));
-  RT_CHECK(is_floating_type(input.dtype()), name(), ": expected a floating input, got ",
+  RT_CHECK(is_floating_type(input.dtype()), name, ": expected a floating input, got ",
            input.dtype());
   const bool batched = input.dim() == 3;
   for (const Tensor* hx : {&h0, &c0}) {
     if (!hx->defined()) continue;
-    RT_CHECK(hx->dim() == (batched ? 3 : 2), name(), ": For ",
+    RT_CHECK(hx->dim() == (batched ? 3 : 2), name, ": For ",
              batched ? "batched 3-D" : "unbatched 2-D", " input, hx should also be ",
              batched ? 3 : 2, "-D but got ", hx->dim(), "-D tensor");
-    RT_CHECK(hx->dtype() == input.dtype(), name(),
+    RT_CHECK(hx->dtype() == input.dtype(), name,
              ": input and hidden tensors are not the same "
              "dtype, found input tensor with ",
              input.dtype(), " and hidden tensor with ", hx->dtype());
@@ -196,16 +211,17 @@ std::tuple<Tensor, Tensor, Tensor> RNNImplBase::forward_padded(const Tensor& inp
     if (h0.defined()) h0 = h0.unsqueeze(1);
     if (c0.defined()) c0 = c0.unsqueeze(1);
   }
-  const int64_t T = x.size(0), B = x.size(1), L = o.num_layers() * num_directions();
+  const int64_t T = x.size(0), B = x.size(1), L = o.num_layers() * directions(o);
   const TensorOptions opts = TensorOptions(input.dtype()).device(input.device());
-  if (!h0.defined()) h0 = zeros({L, B, real_hidden_size()}, opts);
-  check_hidden(h0, B, real_hidden_size(), o.mode() == RNNMode::kLSTM ? "hidden[0]" : "hidden");
+  if (!h0.defined()) h0 = zeros({L, B, out_hidden_size(o)}, opts);
+  check_hidden(o, name, h0, B, out_hidden_size(o),
+               o.mode() == RNNMode::kLSTM ? "hidden[0]" : "hidden");
   if (o.mode() == RNNMode::kLSTM) {
     if (!c0.defined()) c0 = zeros({L, B, o.hidden_size()}, opts);
-    check_hidden(c0, B, o.hidden_size(), "hidden[1]");
+    check_hidden(o, name, c0, B, o.hidden_size(), "hidden[1]");
   }
-  auto [out, h_n, c_n] =
-      run(x.reshape({T * B, o.input_size()}), std::vector<int64_t>(size_t(T), B), h0, c0);
+  auto [out, h_n, c_n] = run(o, weights, training, x.reshape({T * B, o.input_size()}),
+                             std::vector<int64_t>(size_t(T), B), h0, c0);
   out = out.view({T, B, -1});
   if (batched && o.batch_first()) out = out.transpose(0, 1);
   if (!batched) {
@@ -216,33 +232,46 @@ std::tuple<Tensor, Tensor, Tensor> RNNImplBase::forward_padded(const Tensor& inp
   return {out, h_n, c_n};
 }
 
-std::tuple<PackedSequence, Tensor, Tensor> RNNImplBase::forward_packed(const PackedSequence& input,
-                                                                       Tensor h0, Tensor c0) {
-  const auto& o = options_base;
+std::tuple<PackedSequence, Tensor, Tensor> rnn_forward_packed(
+    const RNNOptionsBase& o, const RNNWeights& weights, bool training, const std::string& name,
+    const PackedSequence& input, Tensor h0, Tensor c0) {
+  RT_CHECK(int64_t(weights.size()) == o.num_layers() * directions(o), name, ": expected ",
+           o.num_layers() * directions(o), " (layer, direction) weight sets, got ", weights.size());
   const Tensor& data = input.data();
-  RT_CHECK(data.dim() == 2 && data.size(1) == o.input_size(), name(),
+  RT_CHECK(data.dim() == 2 && data.size(1) == o.input_size(), name,
            ": expected packed data of size (N, ", o.input_size(), "), got ", data.sizes());
   std::vector<int64_t> bs = input.batch_sizes_vec();
-  RT_CHECK(!bs.empty(), name(), ": empty PackedSequence");
-  const int64_t B = bs[0], L = o.num_layers() * num_directions();
+  RT_CHECK(!bs.empty(), name, ": empty PackedSequence");
+  const int64_t B = bs[0], L = o.num_layers() * directions(o);
   const TensorOptions opts = TensorOptions(data.dtype()).device(data.device());
   const Tensor& sorted = input.sorted_indices();
   // hx is given in the original batch order; the loop works in sorted order.
   if (h0.defined() && sorted.defined()) h0 = h0.index_select(1, sorted);
   if (c0.defined() && sorted.defined()) c0 = c0.index_select(1, sorted);
-  if (!h0.defined()) h0 = zeros({L, B, real_hidden_size()}, opts);
-  check_hidden(h0, B, real_hidden_size(), o.mode() == RNNMode::kLSTM ? "hidden[0]" : "hidden");
+  if (!h0.defined()) h0 = zeros({L, B, out_hidden_size(o)}, opts);
+  check_hidden(o, name, h0, B, out_hidden_size(o),
+               o.mode() == RNNMode::kLSTM ? "hidden[0]" : "hidden");
   if (o.mode() == RNNMode::kLSTM) {
     if (!c0.defined()) c0 = zeros({L, B, o.hidden_size()}, opts);
-    check_hidden(c0, B, o.hidden_size(), "hidden[1]");
+    check_hidden(o, name, c0, B, o.hidden_size(), "hidden[1]");
   }
-  auto [out, h_n, c_n] = run(data, bs, h0, c0);
+  auto [out, h_n, c_n] = run(o, weights, training, data, bs, h0, c0);
   const Tensor& unsorted = input.unsorted_indices();
   if (unsorted.defined()) {
     h_n = h_n.index_select(1, unsorted);
     if (c_n.defined()) c_n = c_n.index_select(1, unsorted);
   }
   return {PackedSequence(out, input.batch_sizes(), sorted, unsorted), h_n, c_n};
+}
+
+std::tuple<Tensor, Tensor, Tensor> RNNImplBase::forward_padded(const Tensor& input, Tensor h0,
+                                                               Tensor c0) {
+  return rnn_forward_padded(options_base, flat_weights_, is_training(), name(), input, h0, c0);
+}
+
+std::tuple<PackedSequence, Tensor, Tensor> RNNImplBase::forward_packed(const PackedSequence& input,
+                                                                       Tensor h0, Tensor c0) {
+  return rnn_forward_packed(options_base, flat_weights_, is_training(), name(), input, h0, c0);
 }
 
 }  // namespace detail

@@ -73,7 +73,22 @@ struct RNNOptionsBase {
   RETORCH_ARG(int64_t, proj_size) = 0;
 };
 
-/// The shared machinery: parameters per layer and direction, the time loop, hx checks.
+/// Per (layer, direction): w_ih, w_hh, b_ih, b_hh, w_hr (undefined when absent).
+using RNNWeights = std::vector<std::vector<Tensor>>;
+
+/// Runs a padded input (unbatched, seq- or batch-first) through the recurrent layers with the
+/// given weights; h0/c0 may be undefined (zeros). Returns (output, h_n, c_n (LSTM only)).
+/// `name` prefixes error messages. Python's nn.RNN/LSTM/GRU call this directly.
+std::tuple<Tensor, Tensor, Tensor> rnn_forward_padded(const RNNOptionsBase& options,
+                                                      const RNNWeights& weights, bool training,
+                                                      const std::string& name, const Tensor& input,
+                                                      Tensor h0, Tensor c0);
+/// As above for a packed input; hx and h_n follow the original batch order.
+std::tuple<PackedSequence, Tensor, Tensor> rnn_forward_packed(
+    const RNNOptionsBase& options, const RNNWeights& weights, bool training,
+    const std::string& name, const PackedSequence& input, Tensor h0, Tensor c0);
+
+/// The shared machinery: parameters per layer and direction, hx defaults, printing.
 class RNNImplBase : public Module {
  public:
   RNNImplBase(const RNNOptionsBase& options, std::string name);
@@ -95,15 +110,10 @@ class RNNImplBase : public Module {
                                                             Tensor c0);
 
  private:
-  std::tuple<Tensor, Tensor, Tensor> run(const Tensor& data,
-                                         const std::vector<int64_t>& batch_sizes, const Tensor& h0,
-                                         const Tensor& c0);
-  void check_hidden(const Tensor& hx, int64_t batch, int64_t size, const char* what) const;
   int64_t num_directions() const { return options_base.bidirectional() ? 2 : 1; }
   int64_t real_hidden_size() const;
 
-  // Per (layer, direction): w_ih, w_hh, b_ih, b_hh, w_hr (undefined when absent).
-  std::vector<std::vector<Tensor>> flat_weights_;
+  RNNWeights flat_weights_;
 };
 
 }  // namespace detail

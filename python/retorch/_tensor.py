@@ -1,0 +1,174 @@
+"""Tensor conveniences torch defines in Python: dtype shorthands, new_* factories, aliases, T/mT,
+and the operators pybind11 does not derive (unary +, reflected @, in-place **, %, //)."""
+from . import _C
+
+_TYPE_NAMES = {
+    _C.float32: "FloatTensor", _C.float64: "DoubleTensor", _C.float16: "HalfTensor",
+    _C.bfloat16: "BFloat16Tensor", _C.int64: "LongTensor", _C.int32: "IntTensor",
+    _C.int16: "ShortTensor", _C.int8: "CharTensor", _C.uint8: "ByteTensor",
+    _C.bool: "BoolTensor",
+}
+_BY_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
+
+# Aliases torch.Tensor has for methods retorch already generates.
+_ALIASES = {
+    "absolute": "abs", "absolute_": "abs_", "arccos": "acos", "arccos_": "acos_",
+    "arcsin": "asin", "arcsin_": "asin_", "arctan": "atan", "arctan_": "atan_",
+    "arctan2": "atan2", "arctan2_": "atan2_", "clip": "clamp", "clip_": "clamp_",
+    "multiply": "mul", "multiply_": "mul_", "subtract": "sub", "subtract_": "sub_",
+    "divide": "div", "divide_": "div_", "true_divide": "div", "true_divide_": "div_",
+    "greater": "gt", "greater_": "gt_", "greater_equal": "ge", "greater_equal_": "ge_",
+    "less": "lt", "less_": "lt_", "less_equal": "le", "less_equal_": "le_",
+    "not_equal": "ne", "not_equal_": "ne_", "negative": "neg", "negative_": "neg_",
+    "swapaxes": "transpose", "swapdims": "transpose", "fix": "trunc", "fix_": "trunc_",
+    "sgn": "sign", "sgn_": "sign_", "ger": "outer",
+}
+
+
+def _dtype_of(name):
+    return {"double": _C.float64, "float": _C.float32, "half": _C.float16,
+            "bfloat16": _C.bfloat16, "int": _C.int32, "long": _C.int64, "short": _C.int16,
+            "char": _C.int8, "byte": _C.uint8, "bool": _C.bool}[name]
+
+
+def _conversion(name):
+    dt = _dtype_of(name)
+
+    def convert(self, memory_format=None):
+        return self if self.dtype == dt else self.to(dt)
+    convert.__name__ = name
+    convert.__doc__ = f"self.to({dt})"
+    return convert
+
+
+def _size_args(size):
+    return tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
+
+
+def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+    return _C.zeros(_size_args(size), dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad)
+
+
+def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+    return _C.ones(_size_args(size), dtype=dtype or self.dtype, device=device or self.device,
+                   requires_grad=requires_grad)
+
+
+def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+    return _C.empty(_size_args(size), dtype=dtype or self.dtype, device=device or self.device,
+                    requires_grad=requires_grad)
+
+
+def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+    return _C.full(tuple(size), fill_value, dtype=dtype or self.dtype,
+                   device=device or self.device, requires_grad=requires_grad)
+
+
+def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+    from . import tensor
+    return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
+                  requires_grad=requires_grad)
+
+
+def type_(self, dtype=None, non_blocking=False):
+    """No argument: the legacy type name ('torch.FloatTensor'); else a conversion."""
+    if dtype is None:
+        return "torch." + _TYPE_NAMES[self.dtype]
+    if isinstance(dtype, str):
+        key = dtype.rsplit(".", 1)[-1]
+        if key not in _BY_TYPE_NAME:
+            raise ValueError(f"invalid type: '{dtype}'")
+        dtype = _BY_TYPE_NAME[key]
+    return self.to(dtype)
+
+
+def movedim(self, source, destination):
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    n = self.dim()
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) "
+                           f"should contain the same number of dims as destination ({dst} dims)")
+    src = [d % n for d in src]
+    dst = [d % n for d in dst]
+    order = [None] * n
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(n) if d not in src)
+    return self.permute([o if o is not None else next(rest) for o in order])
+
+
+def unflatten(self, dim, sizes):
+    d = dim % self.dim()
+    shape = list(self.shape)
+    return self.reshape(shape[:d] + list(sizes) + shape[d + 1:])
+
+
+def _inplace_view(view):
+    """t_(), transpose_(), squeeze_(), unsqueeze_(): swap in the view's geometry in place."""
+    def fn(self, *args):
+        prev = _C.is_grad_enabled()
+        _C._set_grad_enabled(False)
+        try:
+            self.data = getattr(self, view)(*args)
+        finally:
+            _C._set_grad_enabled(prev)
+        return self
+    fn.__name__ = view + "_"
+    return fn
+
+
+def _contains(self, element):
+    if isinstance(element, (_C.Tensor, int, float, bool)):
+        return bool((self == element).any())
+    raise RuntimeError("Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+                       f"{type(element)}.")
+
+
+def install(Tensor):
+    for name in ("double", "float", "half", "bfloat16", "int", "long", "short", "char", "byte",
+                 "bool"):
+        setattr(Tensor, name, _conversion(name))
+    for alias, target in _ALIASES.items():
+        if hasattr(Tensor, target) and not hasattr(Tensor, alias):
+            setattr(Tensor, alias, getattr(Tensor, target))
+    for fn in (new_zeros, new_ones, new_empty, new_full, new_tensor, movedim, unflatten):
+        setattr(Tensor, fn.__name__, fn)
+    Tensor.moveaxis = movedim
+    Tensor.type = type_
+    Tensor.ravel = lambda self: self.reshape(-1)
+    Tensor.fliplr = lambda self: self.flip([1])
+    Tensor.flipud = lambda self: self.flip([0])
+    Tensor.square = lambda self: self.pow(2)
+    Tensor.T = property(lambda self: self.permute(list(range(self.dim() - 1, -1, -1))))
+    Tensor.mT = property(lambda self: self.transpose(-2, -1))
+    Tensor.H = Tensor.T
+    Tensor.mH = Tensor.mT
+    Tensor.is_cpu = property(lambda self: self.device.type == "cpu")
+    Tensor.is_complex = lambda self: False
+    Tensor.is_signed = lambda self: self.dtype not in (_C.uint8, _C.bool)
+    Tensor.get_device = lambda self: -1 if self.device.type == "cpu" else self.device.index
+    Tensor.is_nonzero = lambda self: bool(self.item())
+    Tensor.equal = lambda self, other: tuple(self.shape) == tuple(other.shape) and \
+        bool((self == other).all())
+    Tensor.is_same_size = lambda self, other: tuple(self.shape) == tuple(other.shape)
+    Tensor.cuda = lambda self, device=None, non_blocking=False: self.to(
+        "cuda" if device is None else device)
+    Tensor.pin_memory = lambda self: self
+    Tensor.share_memory_ = lambda self: self
+    Tensor.is_shared = lambda self: False
+    Tensor.is_pinned = lambda self: False
+    for view in ("t", "transpose", "squeeze", "unsqueeze"):
+        setattr(Tensor, view + "_", _inplace_view(view))
+    Tensor.__contains__ = _contains
+    Tensor.__pos__ = lambda self: self
+    Tensor.__rmatmul__ = lambda self, other: _C.matmul(other, self)
+    Tensor.__ipow__ = lambda self, other: self.pow_(other)
+    Tensor.__imod__ = lambda self, other: self.remainder_(other)
+    Tensor.__ifloordiv__ = lambda self, other: self.copy_(self // other)
+    Tensor.__array_priority__ = 1000  # numpy defers `ndarray op tensor` to the tensor
+
+    names = {getattr(_C, n): n for n in ("bool", "uint8", "int8", "int16", "int32", "int64",
+                                         "float16", "bfloat16", "float32", "float64")}
+    _C.dtype.__repr__ = _C.dtype.__str__ = lambda self: "torch." + names[self]

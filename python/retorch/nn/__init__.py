@@ -1,0 +1,7 @@
+"""retorch.nn: torch.nn's modules, parameters, functional forms, init and utils."""
+from .parameter import Parameter  # noqa: F401
+from .modules import *  # noqa: F401,F403
+from .modules import Module  # noqa: F401
+from . import functional  # noqa: F401
+from . import init  # noqa: F401
+from . import utils  # noqa: F401

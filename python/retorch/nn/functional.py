@@ -1,0 +1,454 @@
+"""retorch.nn.functional: torch.nn.functional's signatures over retorch's C++ operators."""
+import math
+
+from .. import _C
+from .._C import Tensor
+from ..linalg import _multi_head_attention_forward as multi_head_attention_forward  # noqa: F401
+
+# Operators whose C++ schema already is torch.nn.functional's.
+conv1d = _C.conv1d
+conv2d = _C.conv2d
+conv_transpose1d = _C.conv_transpose1d
+conv_transpose2d = _C.conv_transpose2d
+linear = _C.linear
+gelu = _C.gelu
+logsigmoid = _C.logsigmoid
+softsign = _C.softsign
+tanhshrink = _C.tanhshrink
+hardshrink = _C.hardshrink
+softshrink = _C.softshrink
+softplus = _C.softplus
+glu = _C.glu
+prelu = _C.prelu
+pixel_shuffle = _C.pixel_shuffle
+pixel_unshuffle = _C.pixel_unshuffle
+cosine_similarity = _C.cosine_similarity
+pairwise_distance = _C.pairwise_distance
+scaled_dot_product_attention = _C.scaled_dot_product_attention
+local_response_norm = _C.local_response_norm
+tanh = _C.tanh
+sigmoid = _C.sigmoid
+
+
+def _reduction(size_average, reduce, reduction):
+    """torch's legacy size_average/reduce flags folded into reduction."""
+    if size_average is None and reduce is None:
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def _check_p(p):
+    if p < 0.0 or p > 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+# Activations ----------------------------------------------------------------------------------
+def _inplace(fn, fn_):
+    def act(input, inplace=False):
+        return fn_(input) if inplace else fn(input)
+    act.__name__ = fn.__name__
+    return act
+
+
+relu = _inplace(_C.relu, _C.relu_)
+relu6 = _inplace(_C.relu6, _C.relu6_)
+selu = _inplace(_C.selu, _C.selu_)
+silu = _inplace(_C.silu, _C.silu_)
+mish = _inplace(_C.mish, _C.mish_)
+hardswish = _inplace(_C.hardswish, _C.hardswish_)
+hardsigmoid = _inplace(_C.hardsigmoid, _C.hardsigmoid_)
+
+
+def relu_(input):
+    return _C.relu_(input)
+
+
+def elu(input, alpha=1.0, inplace=False):
+    return _C.elu_(input, alpha) if inplace else _C.elu(input, alpha)
+
+
+def celu(input, alpha=1.0, inplace=False):
+    return _C.celu_(input, alpha) if inplace else _C.celu(input, alpha)
+
+
+def leaky_relu(input, negative_slope=0.01, inplace=False):
+    return _C.leaky_relu_(input, negative_slope) if inplace else \
+        _C.leaky_relu(input, negative_slope)
+
+
+def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
+    return _C.hardtanh_(input, min_val, max_val) if inplace else \
+        _C.hardtanh(input, min_val, max_val)
+
+
+def threshold(input, threshold, value, inplace=False):
+    return _C.threshold_(input, threshold, value) if inplace else \
+        _C.threshold(input, threshold, value)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    return _C.rrelu_(input, lower, upper, training) if inplace else \
+        _C.rrelu(input, lower, upper, training)
+
+
+def _softmax_dim(ndim):
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    return _C.softmax(input, _softmax_dim(input.dim()) if dim is None else dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    return _C.log_softmax(input, _softmax_dim(input.dim()) if dim is None else dim, dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    return _C.softmin(input, _softmax_dim(input.dim()) if dim is None else dim, dtype)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    denom = _C.linalg_vector_norm(input, p, [dim], True).clamp_min(eps).expand_as(input)
+    return input / denom
+
+
+def one_hot(tensor, num_classes=-1):
+    if tensor.dtype != _C.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor.")
+    if num_classes < 0:
+        num_classes = int(tensor.max().item()) + 1 if tensor.numel() else 0
+    out = _C.zeros(list(tensor.shape) + [num_classes], dtype=_C.int64)
+    return out.scatter_(-1, tensor.unsqueeze(-1), 1)
+
+
+# Dropout --------------------------------------------------------------------------------------
+def dropout(input, p=0.5, training=True, inplace=False):
+    _check_p(p)
+    out = _C.dropout(input, p, training)
+    return input.copy_(out) if inplace else out
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    _check_p(p)
+    out = _C.alpha_dropout(input, p, training)
+    return input.copy_(out) if inplace else out
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    _check_p(p)
+    out = _C.feature_alpha_dropout(input, p, training)
+    return input.copy_(out) if inplace else out
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    _check_p(p)
+    batched = input.dim() == 3
+    x = input if batched else input.unsqueeze(0)
+    out = _C.feature_dropout(x, p, training)
+    out = out if batched else out.squeeze(0)
+    return input.copy_(out) if inplace else out
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    _check_p(p)
+    out = _C.feature_dropout(input, p, training)
+    return input.copy_(out) if inplace else out
+
+
+# Normalization --------------------------------------------------------------------------------
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-5):
+    if training:
+        size = input.numel() // input.shape[1] if input.dim() > 1 else 0
+        if size == 1:
+            raise ValueError("Expected more than 1 value per channel when training, got input "
+                             f"size {list(input.shape)}")
+    return _C.batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
+                         eps, False)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-5):
+    return _C.instance_norm(input, weight, bias, running_mean, running_var, use_input_stats,
+                            momentum, eps, False)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    return _C.layer_norm(input, list(normalized_shape), weight, bias, eps)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    return _C.rms_norm(input, list(normalized_shape), weight, eps)
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    return _C.group_norm(input, num_groups, weight, bias, eps)
+
+
+# Pooling --------------------------------------------------------------------------------------
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    if return_indices:
+        out, idx = max_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)),
+                              (1, _one(stride if stride else kernel_size)), (0, _one(padding)),
+                              (1, _one(dilation)), ceil_mode, True)
+        return out.squeeze(-2), idx.squeeze(-2)
+    return _C.max_pool1d(input, kernel_size, [] if stride is None else stride, padding,
+                         dilation, ceil_mode)
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    stride = [] if stride is None else stride
+    if return_indices:
+        return _C.max_pool2d_with_indices(input, kernel_size, stride, padding, dilation,
+                                          ceil_mode)
+    return _C.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    out = _C.avg_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)),
+                        (1, _one(stride if stride else kernel_size)), (0, _one(padding)),
+                        ceil_mode, count_include_pad)
+    return out.squeeze(-2)
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    return _C.avg_pool2d(input, kernel_size, [] if stride is None else stride, padding,
+                         ceil_mode, count_include_pad, divisor_override)
+
+
+def adaptive_avg_pool1d(input, output_size):
+    return _C.adaptive_avg_pool2d(input.unsqueeze(-2), (1, _one(output_size))).squeeze(-2)
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    out, idx = _C.adaptive_max_pool2d(input.unsqueeze(-2), (1, _one(output_size)))
+    out, idx = out.squeeze(-2), idx.squeeze(-2)
+    return (out, idx) if return_indices else out
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    out, idx = _C.adaptive_max_pool2d(input, _adaptive_size(input, output_size))
+    return (out, idx) if return_indices else out
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return _C.adaptive_avg_pool2d(input, _adaptive_size(input, output_size))
+
+
+def _adaptive_size(input, output_size):
+    if isinstance(output_size, int):
+        return (output_size, output_size)
+    return tuple(input.shape[-2 + i] if s is None else s for i, s in enumerate(output_size))
+
+
+def _one(v):
+    return v[0] if isinstance(v, (tuple, list)) else v
+
+
+# Embeddings -----------------------------------------------------------------------------------
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < weight.shape[0], "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -weight.shape[0], "Padding_idx must be within num_embeddings"
+            padding_idx = weight.shape[0] + padding_idx
+    else:
+        padding_idx = -1
+    if max_norm is not None:
+        with _NoGrad():
+            _C.embedding_renorm_(weight, input.contiguous(), max_norm, norm_type)
+    return _C.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
+
+
+_BAG_MODES = {"sum": 0, "mean": 1, "max": 2}
+
+
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
+                  mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
+                  padding_idx=None):
+    if input.dim() == 2:
+        offsets = _C.arange(0, input.numel(), input.shape[1], dtype=input.dtype)
+        input = input.reshape(-1)
+    elif offsets is None:
+        raise ValueError("offsets has to be a 1D Tensor but got None")
+    if mode not in _BAG_MODES:
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
+    if max_norm is not None:
+        with _NoGrad():
+            _C.embedding_renorm_(weight, input, max_norm, norm_type)
+    out = _C.embedding_bag(weight, input, offsets, scale_grad_by_freq, _BAG_MODES[mode], sparse,
+                           per_sample_weights, include_last_offset, padding_idx)
+    return out[0]
+
+
+# Losses ---------------------------------------------------------------------------------------
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    return _C.mse_loss(input, target, _reduction(size_average, reduce, reduction))
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    return _C.l1_loss(input, target, _reduction(size_average, reduce, reduction))
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    return _C.smooth_l1_loss(input, target, _reduction(size_average, reduce, reduction), beta)
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0):
+    return _C.huber_loss(input, target, reduction, delta)
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    return _C.nll_loss(input, target, weight, ignore_index,
+                       _reduction(size_average, reduce, reduction))
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+                  reduction="mean", label_smoothing=0.0):
+    return _C.cross_entropy(input, target, weight, ignore_index,
+                            _reduction(size_average, reduce, reduction), label_smoothing)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Using a target size ({_size(target)}) that is different to the input "
+                         f"size ({_size(input)}) is deprecated. Please ensure they have the same "
+                         "size.")
+    return _C.binary_cross_entropy(input, target, weight,
+                                   _reduction(size_average, reduce, reduction))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None, reduce=None,
+                                     reduction="mean", pos_weight=None):
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"Target size ({_size(target)}) must be the same as input size "
+                         f"({_size(input)})")
+    return _C.binary_cross_entropy_with_logits(input, target, weight,
+                                               _reduction(size_average, reduce, reduction),
+                                               pos_weight)
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    return _C.kl_div(input, target, _reduction(size_average, reduce, reduction), log_target)
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    return _C.poisson_nll_loss(input, target, log_input, full, eps,
+                               _reduction(size_average, reduce, reduction))
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    return _C.soft_margin_loss(input, target, _reduction(size_average, reduce, reduction))
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None, reduce=None,
+                      reduction="mean"):
+    return _C.multi_margin_loss(input, target, p, margin, weight,
+                                _reduction(size_average, reduce, reduction))
+
+
+def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                        reduction="mean"):
+    return _C.margin_ranking_loss(input1, input2, target, margin,
+                                  _reduction(size_average, reduce, reduction))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    return _C.hinge_embedding_loss(input, target, margin,
+                                   _reduction(size_average, reduce, reduction))
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
+                          reduction="mean"):
+    return _C.cosine_embedding_loss(input1, input2, target, margin,
+                                    _reduction(size_average, reduce, reduction))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    return _C.triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
+                                  _reduction(size_average, reduce, reduction))
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    from .. import tensor
+
+    def as_t(v):
+        return v if isinstance(v, Tensor) else tensor(list(v), dtype=_C.int64)
+    return _C.ctc_loss(log_probs, targets, as_t(input_lengths), as_t(target_lengths), blank,
+                       reduction, zero_infinity)
+
+
+# Shape ----------------------------------------------------------------------------------------
+def pad(input, pad, mode="constant", value=None):
+    return _C.pad(input, list(pad), mode, value)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    if input.dim() != 4:
+        raise NotImplementedError(f"interpolate: only 4-D inputs are supported, got "
+                                  f"{input.dim()}-D ({mode})")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("either size or scale_factor should be defined")
+    scales = None
+    if size is None:
+        sf = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * 2
+        size = [int(math.floor(input.shape[2 + i] * sf[i])) for i in range(2)]
+        scales = None if recompute_scale_factor else sf
+    size = [size, size] if isinstance(size, int) else list(size)
+    sh, sw = (scales if scales else (None, None))
+    if mode == "nearest":
+        if align_corners is not None:
+            raise ValueError("align_corners option can only be set with the interpolating modes:"
+                             " linear | bilinear | bicubic | trilinear")
+        return _C.upsample_nearest2d(input, size, sh, sw)
+    if mode == "bilinear":
+        return _C.upsample_bilinear2d(input, size, bool(align_corners), sh, sw)
+    raise NotImplementedError(f"interpolate: mode '{mode}' is not supported")
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    return _C.im2col(input, kernel_size, dilation, padding, stride)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    return _C.col2im(input, output_size, kernel_size, dilation, padding, stride)
+
+
+def _size(t):
+    return "retorch.Size([" + ", ".join(str(s) for s in t.shape) + "])"
+
+
+class _NoGrad:
+    def __enter__(self):
+        self.prev = _C.is_grad_enabled()
+        _C._set_grad_enabled(False)
+
+    def __exit__(self, *exc):
+        _C._set_grad_enabled(self.prev)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    from ..linalg import _einsum
+    out = _einsum("...i,oij,...j->...o", input1, weight, input2)
+    return out + bias if bias is not None else out
