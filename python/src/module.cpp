@@ -12,6 +12,7 @@ void bind_tensorboard(py::module_& m);
 void bind_io(py::module_& m);
 void bind_data(py::module_& m);
 void bind_optim(py::module_& m);
+void bind_dlpack(py::module_& m, py::class_<Tensor>& cls);
 
 namespace {
 
@@ -120,6 +121,7 @@ PYBIND11_MODULE(_C, m) {
   bind_io(m);
   bind_data(m);
   bind_optim(m);
+  bind_dlpack(m, cls);
 
   // Grad modes.
   m.def("is_grad_enabled", &GradMode::is_enabled);
