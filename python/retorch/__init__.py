@@ -1,4 +1,6 @@
 """retorch: PyTorch's architecture rebuilt in modern C++, with a torch-shaped Python module."""
+import builtins as _builtins
+
 import numpy as _np
 
 from . import _C
@@ -65,6 +67,23 @@ def from_numpy(arr):
     return _C.from_numpy(arr)
 
 
+def as_tensor(data, dtype=None, device=None):
+    """data as a tensor, sharing memory when it already is one (or a numpy array) of the
+    requested dtype and device; otherwise a copy."""
+    if isinstance(data, Tensor):
+        t = data
+    elif isinstance(data, _np.ndarray) and data.dtype.kind in "biuf" and \
+            _builtins.all(s >= 0 for s in data.strides):
+        t = from_numpy(data)
+    else:
+        return tensor(data, dtype=dtype, device=device)
+    if dtype is not None and t.dtype != dtype:
+        t = t.to(dtype)
+    if device is not None and t.device != device:
+        t = t.to(device)
+    return t
+
+
 def is_tensor(obj):
     return isinstance(obj, Tensor)
 
@@ -104,3 +123,6 @@ def _tensor_deepcopy(self, memo):
 
 
 Tensor.__deepcopy__ = _tensor_deepcopy
+from .serialization import save, load  # noqa: E402,F401  (safetensors-based checkpoints)
+from . import utils  # noqa: E402,F401  (torch.utils.data, torch.utils.dlpack)
+from .utils.dlpack import from_dlpack  # noqa: E402,F401

@@ -13,6 +13,7 @@ void bind_io(py::module_& m);
 void bind_data(py::module_& m);
 void bind_optim(py::module_& m);
 void bind_nn(py::module_& m);
+void bind_dlpack(py::module_& m, py::class_<Tensor>& cls);
 
 namespace {
 
@@ -122,6 +123,7 @@ PYBIND11_MODULE(_C, m) {
   bind_data(m);
   bind_optim(m);
   bind_nn(m);
+  bind_dlpack(m, cls);
 
   // Grad modes.
   m.def("is_grad_enabled", &GradMode::is_enabled);

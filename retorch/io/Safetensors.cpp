@@ -190,8 +190,16 @@ std::string safetensors_dtype_name(ScalarType t) {
   RT_ERROR("safetensors: no dtype name for ", t);
 }
 
-void save_safetensors(const std::string& path, const OrderedDict<Tensor>& tensors,
-                      const Metadata& metadata) {
+namespace {
+
+// A file ready to write: the padded header JSON, then the tensors' bytes in buffer order.
+struct Layout {
+  std::string header;
+  std::vector<Tensor> data;  // contiguous CPU tensors, in the order their bytes are written
+};
+
+Layout plan_file(const std::string& path, const OrderedDict<Tensor>& tensors,
+                 const Metadata& metadata) {
   // Write big elements first so every tensor starts aligned to its element size (the buffer
   // starts at a multiple of 8); the header keeps the caller's order.
   std::vector<Tensor> data;
@@ -230,15 +238,52 @@ void save_safetensors(const std::string& path, const OrderedDict<Tensor>& tensor
                             {"data_offsets", {offsets[i].first, offsets[i].second}}};
     ++i;
   }
-  std::string text = header.dump();
-  text.append((8 - (8 + text.size()) % 8) % 8, ' ');
-  uint64_t n = text.size();
+  Layout out;
+  out.header = header.dump();
+  out.header.append((8 - (8 + out.header.size()) % 8) % 8, ' ');
+  for (size_t k : order) out.data.push_back(data[k]);
+  return out;
+}
+
+size_t nbytes(const Tensor& t) { return size_t(t.numel()) * t.element_size(); }
+
+}  // namespace
+
+void save_safetensors(const std::string& path, const OrderedDict<Tensor>& tensors,
+                      const Metadata& metadata) {
+  Layout layout = plan_file(path, tensors, metadata);
+  uint64_t n = layout.header.size();
   atomic_write(path, [&](std::FILE* f) {
     write_all(f, &n, 8, path);
-    write_all(f, text.data(), text.size(), path);
-    for (size_t k : order)
-      write_all(f, data[k].data_ptr(), offsets[k].second - offsets[k].first, path);
+    write_all(f, layout.header.data(), layout.header.size(), path);
+    for (const Tensor& t : layout.data) write_all(f, t.data_ptr(), nbytes(t), path);
   });
+}
+
+std::string save_safetensors_bytes(const OrderedDict<Tensor>& tensors, const Metadata& metadata) {
+  Layout layout = plan_file("<bytes>", tensors, metadata);
+  uint64_t n = layout.header.size();
+  size_t total = 8 + layout.header.size();
+  for (const Tensor& t : layout.data) total += nbytes(t);
+  std::string out;
+  out.reserve(total);
+  out.append(reinterpret_cast<const char*>(&n), 8);
+  out += layout.header;
+  for (const Tensor& t : layout.data)
+    out.append(static_cast<const char*>(t.data_ptr()), nbytes(t));
+  return out;
+}
+
+SafetensorsFile load_safetensors_bytes(const uint8_t* data, size_t size, const std::string& name) {
+  Header h = parse_header(name, data, size);
+  SafetensorsFile out;
+  out.metadata = std::move(h.metadata);
+  for (const Entry& e : h.entries) {
+    Tensor t = make_empty(e.shape, e.dtype);
+    if (e.end > e.begin) std::memcpy(t.data_ptr(), data + h.data_start + e.begin, e.end - e.begin);
+    out.tensors.insert(e.name, std::move(t));
+  }
+  return out;
 }
 
 SafetensorsFile load_safetensors_file(const std::string& path) { return load_impl(path, true); }

@@ -24,6 +24,11 @@ void save_safetensors(const std::string& path, const OrderedDict<Tensor>& tensor
 OrderedDict<Tensor> load_safetensors(const std::string& path);
 /// Reads tensors and the "__metadata__" map.
 SafetensorsFile load_safetensors_file(const std::string& path);
+/// The bytes of the safetensors file that save_safetensors would write.
+std::string save_safetensors_bytes(const OrderedDict<Tensor>& tensors,
+                                   const Metadata& metadata = {});
+/// Parses a whole safetensors file held in memory (tensors are copied out); `name` labels errors.
+SafetensorsFile load_safetensors_bytes(const uint8_t* data, size_t size, const std::string& name);
 /// Reads only the "__metadata__" map (the header is still fully validated).
 Metadata load_safetensors_metadata(const std::string& path);
 

@@ -1,1 +1,2 @@
-"""retorch.utils: helpers shaped like torch.utils (tensorboard, ...)."""
+"""retorch.utils: helpers shaped like torch.utils (data, dlpack, tensorboard, ...)."""
+from . import data, dlpack  # noqa: F401
