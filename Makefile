@@ -5,7 +5,7 @@ BUILD ?= build
 ASAN_BUILD ?= build-asan
 CMAKE_FLAGS ?=
 
-.PHONY: all setup build demo test test-cpp test-python test-asan bench docs clean
+.PHONY: all setup build demo test test-cpp test-python test-asan test-install bench docs clean
 
 all: build
 
@@ -38,7 +38,12 @@ test-asan: setup $(ASAN_BUILD)/Makefile
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	  ctest --output-on-failure -j $(JOBS)
 
-test: test-cpp test-python test-asan
+# `pip install .` from a clean copy of the source: builds the wheel (pyproject.toml), installs it
+# into a temp dir and imports retorch from there alone.
+test-install: setup
+	PY=$(PY) JOBS=$(JOBS) bash tests/install_pip/run.sh
+
+test: test-cpp test-python test-asan test-install
 
 bench: build
 	cmake --build $(BUILD) -j $(JOBS) --target bench_ops
@@ -51,4 +56,4 @@ docs:
 	$(PY) tools/codegen/gen_docs.py
 
 clean:
-	rm -rf $(BUILD) $(ASAN_BUILD)
+	rm -rf $(BUILD) $(ASAN_BUILD) build-wheel build-pip-test

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages retorch needs (as root, when missing), then the test-only Python
-# packages Debian lacks into the project's .deps/python (never system-wide).
+# Installs the Debian packages retorch needs (as root, when missing), then the Python packages
+# Debian lacks (test-only ones, the wheel build backend) into the project's .deps (never
+# system-wide).
 set -euo pipefail
 PKGS=(build-essential cmake ccache libopenblas-dev liblapack-dev libgtest-dev googletest
       libbenchmark-dev pybind11-dev python3-dev python3-pybind11 python3-numpy python3-torch
@@ -22,19 +23,31 @@ if [ ${#missing[@]} -ne 0 ]; then
   apt-get install -y -q --no-install-recommends "${missing[@]}"
 fi
 
-# tensorboard's event-file reader checks the SummaryWriter tests; it needs only protobuf and absl
-# besides numpy, so the server's dependencies (grpcio, werkzeug, ...) are skipped with --no-deps.
-# tests/python/conftest.py puts .deps/python on sys.path. A stamp of the pins makes reruns free.
 PY=${PY:-/usr/bin/python3}
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-DEPS="$ROOT/.deps/python"
-PIP_PKGS=(tensorboard==2.20.0 protobuf==6.33.5 absl-py==2.3.1)
-if [ "$(cat "$DEPS/.installed" 2>/dev/null)" != "${PIP_PKGS[*]}" ]; then
-  echo "retorch: installing ${PIP_PKGS[*]} into .deps/python"
-  rm -rf "$DEPS.tmp"
-  PIP_ROOT_USER_ACTION=ignore "$PY" -m pip install --quiet --disable-pip-version-check --no-deps \
-    --target "$DEPS.tmp" "${PIP_PKGS[@]}"
-  echo "${PIP_PKGS[*]}" > "$DEPS.tmp/.installed"
-  rm -rf "$DEPS"
-  mv "$DEPS.tmp" "$DEPS"
-fi
+
+# pip_target DIR PKG==VER...: installs the pinned packages, without their dependencies, into
+# .deps/DIR. A stamp of the pins makes reruns free; nothing is fetched at test time.
+pip_target() {
+  local deps="$ROOT/.deps/$1"
+  shift
+  if [ "$(cat "$deps/.installed" 2>/dev/null)" != "$*" ]; then
+    echo "retorch: installing $* into .deps/${deps##*/}"
+    rm -rf "$deps.tmp"
+    PIP_ROOT_USER_ACTION=ignore "$PY" -m pip install --quiet --disable-pip-version-check \
+      --no-deps --target "$deps.tmp" "$@"
+    echo "$*" > "$deps.tmp/.installed"
+    rm -rf "$deps"
+    mv "$deps.tmp" "$deps"
+  fi
+}
+
+# tensorboard's event-file reader checks the SummaryWriter tests; it needs only protobuf and absl
+# besides numpy, so the server's dependencies (grpcio, werkzeug, ...) are skipped.
+# tests/python/conftest.py puts .deps/python on sys.path.
+pip_target python tensorboard==2.20.0 protobuf==6.33.5 absl-py==2.3.1
+
+# The PEP 517 backend of pyproject.toml with its dependencies (Debian's python3-packaging is too
+# old for it), for `make test-install`: pip builds the wheel with --no-build-isolation and
+# PYTHONPATH=.deps/build-backend, so the build itself downloads nothing.
+pip_target build-backend scikit-build-core==1.1.2 packaging==26.3 pathspec==1.1.1
