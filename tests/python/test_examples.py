@@ -82,5 +82,5 @@ def test_example_matches_torch(name, monkeypatch, tmp_path, capsys):
 
 
 def test_examples_exist():
-    assert {"basics_autograd", "linear_regression", "convnet", "rnn_lstm",
+    assert {"basics_autograd", "linear_regression", "feedforward", "convnet", "rnn_lstm",
             "bidirectional_lstm", "resnet", "lenet"} <= set(EXAMPLES)
