@@ -12,6 +12,7 @@ void bind_tensorboard(py::module_& m);
 void bind_io(py::module_& m);
 void bind_data(py::module_& m);
 void bind_optim(py::module_& m);
+void bind_autograd_function(py::module_& m);
 
 namespace {
 
@@ -112,6 +113,7 @@ PYBIND11_MODULE(_C, m) {
         return py::tuple(l);
       })
       .def("__repr__", [](const autograd::Node& n) { return "<" + n.name() + " object>"; });
+  bind_autograd_function(m);
 
   py::class_<Tensor> cls(m, "Tensor");
   bind_tensor(m, cls);
