@@ -14,6 +14,7 @@ void bind_data(py::module_& m);
 void bind_optim(py::module_& m);
 void bind_nn(py::module_& m);
 void bind_dlpack(py::module_& m, py::class_<Tensor>& cls);
+void bind_autograd_function(py::module_& m);
 
 namespace {
 
@@ -114,6 +115,7 @@ PYBIND11_MODULE(_C, m) {
         return py::tuple(l);
       })
       .def("__repr__", [](const autograd::Node& n) { return "<" + n.name() + " object>"; });
+  bind_autograd_function(m);
 
   py::class_<Tensor> cls(m, "Tensor");
   bind_tensor(m, cls);

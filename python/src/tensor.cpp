@@ -268,6 +268,17 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
       .def("cpu", [](const Tensor& t) { return t.to(Device(kCPU)); })
       .def("requires_grad_", [](Tensor& t, bool r) { return t.set_requires_grad(r); },
            py::arg("requires_grad") = true)
+      .def("detach_", [](Tensor& t) -> Tensor& {
+            // torch's detach_: t becomes a leaf that does not require grad, in place.
+            AutogradMeta* m = t.impl()->autograd_meta();
+            if (!m) return t;
+            RT_CHECK(!m->is_view_, "Can't detach views in-place. Use detach() instead.");
+            m->grad_fn_.reset();
+            m->output_nr_ = 0;
+            m->requires_grad_ = false;
+            m->retains_grad_ = false;
+            return t;
+          })
       .def("retain_grad", &Tensor::retain_grad)
       .def_property_readonly("retains_grad", &Tensor::retains_grad)
       .def("backward", [](const Tensor& t, std::optional<Tensor> gradient,

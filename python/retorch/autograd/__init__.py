@@ -1,5 +1,10 @@
-"""retorch.autograd: backward, grad, gradcheck, grad modes and anomaly detection."""
-from . import _C
+"""retorch.autograd: backward, grad, gradcheck, grad modes, anomaly detection, Function."""
+from .. import _C
+from .grad_mode import (no_grad, enable_grad, set_grad_enabled, inference_mode,  # noqa: F401
+                        _GradModeContext)
+from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: F401
+from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
+from . import function  # noqa: F401
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
@@ -48,76 +53,3 @@ def gradgradcheck(func, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-
                       allow_unused=True)
         return tuple(g for g in gs if g is not None)
     return gradcheck(first_order, inputs + grad_outputs, eps, atol, rtol, raise_exception)
-
-
-class _GradModeContext:
-    def __init__(self, mode):
-        self.mode = mode
-
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(self.mode)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self.prev)
-
-    def __call__(self, fn):
-        import functools
-
-        @functools.wraps(fn)
-        def wrapper(*args, **kwargs):
-            with self.__class__(*self._args()):
-                return fn(*args, **kwargs)
-        return wrapper
-
-    def _args(self):
-        return ()
-
-
-class no_grad(_GradModeContext):  # noqa: N801
-    def __init__(self):
-        super().__init__(False)
-
-
-class enable_grad(_GradModeContext):  # noqa: N801
-    def __init__(self):
-        super().__init__(True)
-
-
-class set_grad_enabled(_GradModeContext):  # noqa: N801
-    def __init__(self, mode):
-        super().__init__(mode)
-        self.prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(mode)
-
-    def __enter__(self):
-        pass
-
-    def _args(self):
-        return (self.mode,)
-
-
-class inference_mode:  # noqa: N801
-    def __init__(self, mode=True):
-        self._ctx = _C._InferenceMode(mode)
-
-    def __enter__(self):
-        self._ctx.__enter__()
-
-    def __exit__(self, *exc):
-        self._ctx.__exit__()
-
-
-class detect_anomaly:  # noqa: N801
-    def __init__(self, check_nan=True):
-        self.prev = _C.is_anomaly_enabled()
-
-    def __enter__(self):
-        _C._set_anomaly_enabled(True)
-
-    def __exit__(self, *exc):
-        _C._set_anomaly_enabled(self.prev)
-
-
-def set_detect_anomaly(mode):
-    _C._set_anomaly_enabled(mode)
