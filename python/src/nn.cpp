@@ -1,5 +1,7 @@
 // retorch._C._nn: the C++ nn pieces python/retorch/nn builds on (init, clipping, packed
-// sequences, the recurrent time loop).
+// sequences, the recurrent time loop) and C++ modules handed to Python (nn.CppModule).
+#include <sstream>
+
 #include "python/src/bindings.h"
 
 namespace retorch::python {
@@ -9,9 +11,13 @@ namespace {
 using nn::detail::RNNMode;
 using nn::utils::rnn::PackedSequence;
 
-Tensor or_undefined(const py::handle& h) { return h.is_none() ? Tensor() : h.cast<Tensor>(); }
+Tensor or_undefined(const py::handle& h) {
+  return h.is_none() ? Tensor() : h.cast<Tensor>();
+}
 
-py::object or_none(const Tensor& t) { return t.defined() ? py::cast(t) : py::none(); }
+py::object or_none(const Tensor& t) {
+  return t.defined() ? py::cast(t) : py::none();
+}
 
 // A PackedSequence travels as the tuple (data, batch_sizes, sorted_indices, unsorted_indices)
 // that Python's PackedSequence namedtuple is.
@@ -79,6 +85,35 @@ py::tuple rnn_forward(const std::string& name, const std::string& mode, py::hand
   return py::make_tuple(out, h, or_none(c));
 }
 
+py::list items(const OrderedDict<Tensor>& d) {
+  py::list out;
+  for (const auto& item : d) out.append(py::make_tuple(item.key, item.value));
+  return out;
+}
+
+// A few C++ layers built from Python, so C++ models can be assembled without a C++ compiler and
+// tests can mix them with Python modules. Arguments are torch's positional ones.
+std::shared_ptr<nn::Module> cpp_layer(const std::string& kind, const py::args& a) {
+  auto i = [&](size_t k) { return a[k].cast<int64_t>(); };
+  if (kind == "Linear")
+    return nn::Linear(nn::LinearOptions(i(0), i(1)).bias(a.size() < 3 || a[2].cast<bool>())).ptr();
+  if (kind == "Conv2d")
+    return nn::Conv2d(nn::Conv2dOptions(i(0), i(1), i(2))
+                          .stride(a.size() > 3 ? i(3) : 1)
+                          .padding(a.size() > 4 ? i(4) : 0))
+        .ptr();
+  if (kind == "BatchNorm2d") return nn::BatchNorm2d(i(0)).ptr();
+  if (kind == "MaxPool2d") return nn::MaxPool2d(i(0)).ptr();
+  if (kind == "ReLU") return nn::ReLU().ptr();
+  if (kind == "Flatten") return nn::Flatten().ptr();
+  if (kind == "Sequential") {
+    nn::Sequential seq;
+    for (py::handle h : a) seq->push_back(h.cast<std::shared_ptr<nn::Module>>());
+    return seq.ptr();
+  }
+  RT_ERROR_KIND(::retorch::ErrorKind::kValue, "cpp_layer: unknown layer kind '", kind, "'");
+}
+
 }  // namespace
 
 void bind_nn(py::module_& parent) {
@@ -108,10 +143,10 @@ void bind_nn(py::module_& parent) {
   m.def("vector_to_parameters", &nn::utils::vector_to_parameters);
 
   namespace rnn = nn::utils::rnn;
-  m.def("pack_padded_sequence", [](const Tensor& input, const Tensor& lengths, bool batch_first,
-                                   bool enforce_sorted) {
-    return packed_to(rnn::pack_padded_sequence(input, lengths, batch_first, enforce_sorted));
-  });
+  m.def("pack_padded_sequence",
+        [](const Tensor& input, const Tensor& lengths, bool batch_first, bool enforce_sorted) {
+          return packed_to(rnn::pack_padded_sequence(input, lengths, batch_first, enforce_sorted));
+        });
   m.def("pad_packed_sequence", [](py::handle seq, bool batch_first, double padding_value,
                                   std::optional<int64_t> total_length) {
     return rnn::pad_packed_sequence(packed_from(seq), batch_first, padding_value, total_length);
@@ -122,6 +157,29 @@ void bind_nn(py::module_& parent) {
   });
   m.def("invert_permutation", &rnn::invert_permutation);
   m.def("rnn_forward", &rnn_forward);
+
+  // Any C++ nn::Module (its single-tensor forward, direct parameters/buffers/children, mode).
+  py::class_<nn::Module, std::shared_ptr<nn::Module>>(m, "Module")
+      .def_property_readonly("name", &nn::Module::name)
+      .def("forward", &nn::Module::forward, py::call_guard<py::gil_scoped_release>())
+      .def("named_parameters",
+           [](const nn::Module& mod) { return items(mod.named_parameters(false)); })
+      .def("named_buffers", [](const nn::Module& mod) { return items(mod.named_buffers(false)); })
+      .def("named_children",
+           [](const nn::Module& mod) {
+             py::list out;
+             for (const auto& item : mod.named_children())
+               out.append(py::make_tuple(item.key, item.value));
+             return out;
+           })
+      .def("train", &nn::Module::train)
+      .def_property_readonly("training", &nn::Module::is_training)
+      .def("__repr__", [](const nn::Module& mod) {
+        std::ostringstream os;
+        os << mod;
+        return os.str();
+      });
+  m.def("cpp_layer", &cpp_layer);
 }
 
 }  // namespace retorch::python

@@ -16,6 +16,14 @@ class Parameter(Tensor):
         if requires_grad:
             self.requires_grad_(True)
 
+    @classmethod
+    def _alias(cls, tensor):
+        """A Parameter that is `tensor` itself (same TensorImpl, grad and version), not a
+        detached copy: how C++ modules' parameters appear in Python (nn.CppModule)."""
+        p = cls.__new__(cls)
+        Tensor.__init__(p, tensor)
+        return p
+
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 

@@ -12,3 +12,4 @@ from .loss import *  # noqa: F401,F403
 from .rnn import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
+from .cpp import *  # noqa: F401,F403
