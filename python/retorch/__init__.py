@@ -34,7 +34,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         from_numpy_array = isinstance(data, _np.ndarray)
         arr = _np.array(data)
         if arr.dtype == object:
-            raise TypeError("tensor(): could not infer dtype of " + type(data).__name__)
+            raise RuntimeError("Could not infer dtype of " + type(data).__name__)
         if not from_numpy_array and not isinstance(data, _np.generic):
             if arr.dtype.kind == "f":
                 arr = arr.astype(_np.float64)

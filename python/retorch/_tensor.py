@@ -126,6 +126,12 @@ def _contains(self, element):
                        f"{type(element)}.")
 
 
+def _iter(self):
+    if self.dim() == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(self.unbind(0))
+
+
 def install(Tensor):
     for name in ("double", "float", "half", "bfloat16", "int", "long", "short", "char", "byte",
                  "bool"):
@@ -162,6 +168,7 @@ def install(Tensor):
     for view in ("t", "transpose", "squeeze", "unsqueeze"):
         setattr(Tensor, view + "_", _inplace_view(view))
     Tensor.__contains__ = _contains
+    Tensor.__iter__ = _iter
     Tensor.__pos__ = lambda self: self
     Tensor.__rmatmul__ = lambda self, other: _C.matmul(other, self)
     Tensor.__ipow__ = lambda self, other: self.pow_(other)

@@ -255,7 +255,11 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
       .def("is_contiguous", &Tensor::is_contiguous)
       .def("is_floating_point", &Tensor::is_floating_point)
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
-      .def("item", [](const Tensor& t) { return t.item(); })
+      .def("item", [](const Tensor& t) {
+        RT_CHECK_VALUE(t.numel() == 1,
+                       "only one element tensors can be converted to Python scalars");
+        return t.item();
+      })
       .def("tolist", [](const Tensor& t) {
             return to_numpy(t.detach().is_contiguous() ? t.detach() : t.detach().contiguous())
                 .attr("tolist")();
@@ -306,8 +310,16 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
             RT_CHECK(t.numel() == 1, "Boolean value of Tensor with more than one value is ambiguous");
             return t.item<bool>();
           })
-      .def("__float__", [](const Tensor& t) { return t.item<double>(); })
-      .def("__int__", [](const Tensor& t) { return t.item<int64_t>(); })
+      .def("__float__", [](const Tensor& t) {
+        RT_CHECK_VALUE(t.numel() == 1,
+                       "only one element tensors can be converted to Python scalars");
+        return t.item<double>();
+      })
+      .def("__int__", [](const Tensor& t) {
+        RT_CHECK_VALUE(t.numel() == 1,
+                       "only one element tensors can be converted to Python scalars");
+        return t.item<int64_t>();
+      })
       .def("__index__", [](const Tensor& t) {
             RT_CHECK_TYPE(is_integral_type(t.dtype(), false) && t.numel() == 1,
                           "only integer tensors of a single element can be converted to an index");

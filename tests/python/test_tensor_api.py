@@ -1,0 +1,152 @@
+"""The Tensor API a torch program touches (attributes, conversions, factories, printing,
+iteration, numpy interop, errors), each case run on torch and retorch and compared."""
+import numpy as np
+import pytest
+import torch
+
+import retorch
+
+LIBS = [torch, retorch]
+
+
+def norm(v):
+    """A comparable, library-neutral form of a result."""
+    if isinstance(v, (torch.Tensor, retorch.Tensor)):
+        return ("T", str(v.dtype).replace("retorch.", "torch."), tuple(v.shape),
+                v.detach().numpy().tolist())
+    if isinstance(v, (torch.dtype, retorch.dtype)):
+        return str(v).replace("retorch.", "torch.")
+    if isinstance(v, (torch.device, retorch.device)):
+        return str(v)
+    if isinstance(v, (list, tuple)):
+        return type(v).__name__ if isinstance(v, torch.Size) else [norm(x) for x in v]
+    return v
+
+
+CASES = {
+    "shape": lambda L: tuple(L.ones(2, 3).shape),
+    "size": lambda L: (tuple(L.ones(2, 3).size()), L.ones(2, 3).size(1), L.ones(2, 3).size(-1)),
+    "dim_numel": lambda L: (L.ones(2, 3).dim(), L.ones(2, 3).numel(), L.ones(2, 3).ndim),
+    "dtype_default": lambda L: L.ones(2).dtype,
+    "dtype_kw": lambda L: L.zeros(2, dtype=L.float64).dtype,
+    "int_tensor": lambda L: L.tensor([1, 2]).dtype,
+    "bool_tensor": lambda L: L.tensor([True]).dtype,
+    "float_list": lambda L: L.tensor([[1.5, 2], [3, 4]]),
+    "device": lambda L: L.ones(1).device,
+    "device_obj": lambda L: (str(L.device("cpu")), L.device("cpu") == L.device("cpu")),
+    "requires_grad_kw": lambda L: L.ones(2, requires_grad=True).requires_grad,
+    "is_leaf": lambda L: (L.ones(2, requires_grad=True) * 2).is_leaf,
+    "grad_fn_name": lambda L: type((L.ones(2, requires_grad=True) * 2).grad_fn).__name__
+    if L is torch else (L.ones(2, requires_grad=True) * 2).grad_fn.name(),
+    "item": lambda L: L.tensor([2.5]).item(),
+    "tolist": lambda L: L.arange(6).reshape(2, 3).tolist(),
+    "numpy": lambda L: L.arange(4).numpy().tolist(),
+    "array": lambda L: np.asarray(L.ones(2, 2)).tolist(),
+    "iter": lambda L: [t.tolist() for t in L.arange(6).reshape(3, 2)],
+    "len": lambda L: len(L.ones(4, 2)),
+    "conversions": lambda L: [getattr(L.ones(1), m)().dtype for m in
+                              ("double", "float", "half", "int", "long", "bool", "byte")],
+    "to_dtype": lambda L: L.ones(2).to(L.int32),
+    "type_name": lambda L: (L.ones(1).type(), L.ones(1, dtype=L.int64).type()),
+    "type_convert": lambda L: L.ones(1).type(L.float64).dtype,
+    "new_factories": lambda L: [L.ones(2, dtype=L.float64).new_zeros(3),
+                                L.ones(2).new_ones((2, 2)), L.ones(1).new_full((2,), 7.0),
+                                L.ones(1, dtype=L.int64).new_tensor([1, 2])],
+    "T": lambda L: L.arange(6).reshape(2, 3).T,
+    "mT": lambda L: L.arange(12).reshape(2, 2, 3).mT,
+    "contains": lambda L: (2 in L.arange(4), 7 in L.arange(4)),
+    "bool_scalar": lambda L: bool(L.tensor([3])),
+    "int_float": lambda L: (int(L.tensor(3.7)), float(L.tensor(2))),
+    "repr": lambda L: repr(L.tensor([[1.0, 2.5], [3.0, 4.0]])),
+    "repr_int": lambda L: repr(L.tensor([1, 2, 3])),
+    "repr_grad": lambda L: repr(L.tensor([1.0], requires_grad=True)),
+    "repr_dtype": lambda L: repr(L.tensor([1.0], dtype=L.float64)),
+    "ops_operators": lambda L: [(L.tensor([1.0, 2]) + 1), (2 * L.tensor([1.0, 2])),
+                                (L.tensor([4.0]) / 2), (L.tensor([5]) // 2),
+                                (L.tensor([5]) % 3), (-L.tensor([1.0])),
+                                (L.tensor([2.0]) ** 2), (2 ** L.tensor([3.0])),
+                                (L.ones(2, 2) @ L.ones(2)), (+L.tensor([1.0]))],
+    "inplace_ops": lambda L: [L.ones(2).add_(1), L.ones(2).mul_(3), L.zeros(2).fill_(4)],
+    "comparisons": lambda L: [(L.arange(3) > 1), (L.arange(3) == 1), (L.arange(3) <= 1)],
+    "aliases": lambda L: [L.tensor([-1.0]).absolute(), L.tensor([3.0]).clip(0, 1),
+                          L.arange(6).reshape(2, 3).swapaxes(0, 1),
+                          L.arange(6).reshape(1, 2, 3).movedim(0, 2)],
+    "version": lambda L: (lambda t, v: (t.add_(1)._version - v, t[0]._version - v))(
+        *(lambda t: (t, t._version))(L.ones(2))),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_tensor_api_matches_torch(name):
+    ref = norm(CASES[name](torch))
+    got = norm(CASES[name](retorch))
+    assert got == ref
+
+
+ERRORS = {
+    "index_out_of_range": lambda L: L.ones(3)[5],
+    "too_many_indices": lambda L: L.ones(3)[0, 0],
+    "bad_index_type": lambda L: L.ones(3)["a"],
+    "shape_mismatch": lambda L: L.ones(2, 3) + L.ones(4),
+    "matmul_mismatch": lambda L: L.ones(2, 3) @ L.ones(2, 3),
+    "view_bad": lambda L: L.ones(6).view(4, 2),
+    "item_many": lambda L: L.ones(2).item(),
+    "bool_many": lambda L: bool(L.ones(2)),
+    "leaf_inplace": lambda L: L.ones(2, requires_grad=True).add_(1),
+    "backward_nonscalar": lambda L: (L.ones(2, requires_grad=True) * 2).backward(),
+    "backward_no_grad": lambda L: L.ones(2).sum().backward(),
+    "numpy_requires_grad": lambda L: L.ones(2, requires_grad=True).numpy(),
+    "cat_dims": lambda L: L.cat([L.ones(2, 2), L.ones(2, 3)], 0),
+    "bad_dim": lambda L: L.ones(2).sum(3),
+    "tensor_from_object": lambda L: L.tensor([object()]),
+    "len_scalar": lambda L: len(L.tensor(1.0)),
+    "iter_scalar": lambda L: iter(L.tensor(1.0)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_errors_raise_like_torch(name):
+    kinds = []
+    for lib in LIBS:
+        with pytest.raises(Exception) as info:
+            ERRORS[name](lib)
+        kinds.append(info.type)
+    assert kinds[1] is kinds[0] or issubclass(kinds[1], kinds[0]), kinds
+
+
+def test_from_numpy_shares_memory_and_as_array():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = retorch.from_numpy(a)
+    t[0, 0] = 42
+    assert a[0, 0] == 42
+    a[1, 2] = -1
+    assert t[1, 2].item() == -1
+    assert np.asarray(t).base is not None or np.shares_memory(np.asarray(t), a)
+
+
+def test_grad_modes_like_torch():
+    out = []
+    for lib in LIBS:
+        x = lib.ones(2, requires_grad=True)
+        with lib.no_grad():
+            a = (x * 2).requires_grad
+            with lib.enable_grad():
+                b = (x * 2).requires_grad
+        with lib.inference_mode():
+            c = (x * 2).requires_grad
+        with lib.set_grad_enabled(False):
+            d = (x * 2).requires_grad
+
+        @lib.no_grad()
+        def f(v):
+            return (v * 2).requires_grad
+        out.append((a, b, c, d, f(x), lib.is_grad_enabled()))
+    assert out[0] == out[1]
+
+
+def test_manual_seed_reproducible():
+    retorch.manual_seed(3)
+    a = retorch.randn(5)
+    retorch.manual_seed(3)
+    b = retorch.randn(5)
+    assert a.tolist() == b.tolist()
