@@ -126,22 +126,22 @@ def one_hot(tensor, num_classes=-1):
 
 
 # Dropout --------------------------------------------------------------------------------------
-def dropout(input, p=0.5, training=True, inplace=False):
+def _dropout(op, input, p, training, inplace):
     _check_p(p)
-    out = _C.dropout(input, p, training)
+    out = op(input, p, training)
     return input.copy_(out) if inplace else out
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    return _dropout(_C.dropout, input, p, training, inplace)
 
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
-    _check_p(p)
-    out = _C.alpha_dropout(input, p, training)
-    return input.copy_(out) if inplace else out
+    return _dropout(_C.alpha_dropout, input, p, training, inplace)
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
-    _check_p(p)
-    out = _C.feature_alpha_dropout(input, p, training)
-    return input.copy_(out) if inplace else out
+    return _dropout(_C.feature_alpha_dropout, input, p, training, inplace)
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
@@ -154,9 +154,7 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    _check_p(p)
-    out = _C.feature_dropout(input, p, training)
-    return input.copy_(out) if inplace else out
+    return _dropout(_C.feature_dropout, input, p, training, inplace)
 
 
 # Normalization --------------------------------------------------------------------------------

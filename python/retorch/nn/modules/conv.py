@@ -1,11 +1,7 @@
 """Convolutions: Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d with torch's padding modes."""
-import math
-
 from ... import _C
 from .. import functional as F
-from .. import init
-from ..parameter import Parameter
-from .linear import _factory
+from .linear import _factory, _reset_weight_and_bias, _weight_and_bias
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
@@ -53,23 +49,13 @@ class _ConvNd(Module):
         else:
             pads = [(p, p) for p in self.padding]
         self._reversed_padding_repeated_twice = [x for pr in reversed(pads) for x in pr]
-        kw = _factory(device, dtype)
         shape = (in_channels, out_channels // groups) if transposed else \
             (out_channels, in_channels // groups)
-        self.weight = Parameter(_C.empty(shape + self.kernel_size, **kw))
-        if bias:
-            self.bias = Parameter(_C.empty(out_channels, **kw))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _weight_and_bias(self, shape + self.kernel_size, out_channels, bias,
+                         _factory(device, dtype))
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            if fan_in != 0:
-                bound = 1 / math.sqrt(fan_in)
-                init.uniform_(self.bias, -bound, bound)
+        _reset_weight_and_bias(self)
 
     def extra_repr(self):
         s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"

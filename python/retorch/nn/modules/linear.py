@@ -14,6 +14,25 @@ def _factory(device, dtype):
     return {"device": device, "dtype": dtype if dtype is not None else _C.get_default_dtype()}
 
 
+def _weight_and_bias(module, weight_shape, bias_size, bias, kw):
+    """Registers weight (and bias, or a None bias) and gives them torch's default init:
+    kaiming_uniform_(a=sqrt(5)) and U(-1/sqrt(fan_in), 1/sqrt(fan_in))."""
+    module.weight = Parameter(_C.empty(weight_shape, **kw))
+    if bias:
+        module.bias = Parameter(_C.empty(bias_size, **kw))
+    else:
+        module.register_parameter("bias", None)
+    _reset_weight_and_bias(module)
+
+
+def _reset_weight_and_bias(module):
+    init.kaiming_uniform_(module.weight, a=math.sqrt(5))
+    if module.bias is not None:
+        fan_in, _ = init._calculate_fan_in_and_fan_out(module.weight)
+        bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+        init.uniform_(module.bias, -bound, bound)
+
+
 class Identity(Module):
     def __init__(self, *args, **kwargs):
         super().__init__()
@@ -30,19 +49,10 @@ class Linear(Module):
         kw = _factory(device, dtype)
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(_C.empty((out_features, in_features), **kw))
-        if bias:
-            self.bias = Parameter(_C.empty(out_features, **kw))
-        else:
-            self.register_parameter("bias", None)
-        self.reset_parameters()
+        _weight_and_bias(self, (out_features, in_features), out_features, bias, kw)
 
     def reset_parameters(self):
-        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-        if self.bias is not None:
-            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
-            bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-            init.uniform_(self.bias, -bound, bound)
+        _reset_weight_and_bias(self)
 
     def forward(self, input):
         return _C.linear(input, self.weight, self.bias)
