@@ -6,11 +6,9 @@
 #include <limits>
 #include <vector>
 
-#if defined(__AVX2__) && defined(__FMA__)
-#include <immintrin.h>
-#endif
-
 #include "retorch/backend/cpu/Parallel.h"
+#include "retorch/backend/cpu/VecMath.h"
+#include "retorch/backend/cpu/VecMathAvx2.h"
 #include "retorch/core/Dtypes.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/generated/Kernels.h"
@@ -19,27 +17,12 @@ namespace retorch::cpu {
 
 namespace {
 
-/// exp for float, written so that `omp simd` loops vectorize it: 2^n * p(r) with
-/// r = x - n ln2 in [-ln2/2, ln2/2] and Cephes' degree-6 polynomial (about 1 ulp).
-__attribute__((always_inline)) inline float exp_simd(float x) {
-  x = std::min(std::max(x, -87.33654f), 88.72283f);
-  float n = std::floor(x * 1.44269504088896341f + 0.5f);
-  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  // (std::bit_cast, unlike memcpy, keeps the loop vectorizable)
-  return p * std::bit_cast<float>((int32_t(n) + 127) << 23);
-}
-
 template <typename T>
 __attribute__((always_inline)) inline T exp_fast(T x) {
-  if constexpr (std::is_same_v<T, float>) return exp_simd(x);
-  else return std::exp(x);
+#if defined(__AVX2__) && defined(__FMA__)
+  if constexpr (std::is_same_v<T, float>) return avx2::exp_scalar(x);
+#endif
+  return std::exp(x);
 }
 
 // Row helpers of the cross_entropy kernels. GCC does not vectorize the polynomial exp on its own
@@ -67,46 +50,13 @@ void row_softmax_grad(const scalar_t* x, scalar_t* g, int64_t n, op_t lse, op_t 
 }
 
 #if defined(__AVX2__) && defined(__FMA__)
-/// exp_simd on 8 floats.
-inline __m256 exp8(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.33654f)), _mm256_set1_ps(88.72283f));
-  __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f),
-                                             _mm256_set1_ps(0.5f)));
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
-  r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
-  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
-  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
-  p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-  __m256i e = _mm256_slli_epi32(
-      _mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
-  return _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-}
-
-inline float hsum8(__m256 v) {
-  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-  s = _mm_hadd_ps(s, s);
-  return _mm_cvtss_f32(_mm_hadd_ps(s, s));
-}
+using avx2::exp8;
+using avx2::exp_scalar;
+using avx2::hsum8;
 
 template <>
 float row_max<float, float>(const float* x, int64_t n) {
-  __m256 m = _mm256_set1_ps(-INFINITY);
-  int64_t j = 0;
-  for (; j + 8 <= n; j += 8) m = _mm256_max_ps(m, _mm256_loadu_ps(x + j));
-  __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-  h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-  h = _mm_max_ss(h, _mm_shuffle_ps(h, h, 1));
-  float r = _mm_cvtss_f32(h);
-  for (; j < n; ++j) r = std::max(r, x[j]);
-  // NaN anywhere makes the row NaN, like the scalar max.
-  for (int64_t k = 0; k < n && !std::isnan(r); k += 8)
-    for (int64_t i = k; i < std::min(n, k + 8); ++i)
-      if (std::isnan(x[i])) r = x[i];
-  return r;
+  return vec_max(x, n);
 }
 
 template <>
@@ -115,7 +65,7 @@ float row_sum_exp<float, float>(const float* x, int64_t n, float shift) {
   int64_t j = 0;
   for (; j + 8 <= n; j += 8) s = _mm256_add_ps(s, exp8(_mm256_sub_ps(_mm256_loadu_ps(x + j), sh)));
   float r = hsum8(s);
-  for (; j < n; ++j) r += exp_simd(x[j] - shift);
+  for (; j < n; ++j) r += exp_scalar(x[j] - shift);
   return r;
 }
 
@@ -129,7 +79,7 @@ void row_softmax_grad<float, float>(const float* x, float* g, int64_t n, float l
     __m256 c = w ? _mm256_mul_ps(vb, _mm256_loadu_ps(w + j)) : vb;
     _mm256_storeu_ps(g + j, _mm256_sub_ps(e, c));
   }
-  for (; j < n; ++j) g[j] = exp_simd(x[j] - lse) * a - b * (w ? w[j] : 1.0f);
+  for (; j < n; ++j) g[j] = exp_scalar(x[j] - lse) * a - b * (w ? w[j] : 1.0f);
 }
 #endif
 

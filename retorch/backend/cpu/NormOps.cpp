@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "retorch/backend/cpu/ReduceUtils.h"
+#include "retorch/backend/cpu/VecMath.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/generated/Kernels.h"
 
@@ -85,6 +86,29 @@ Tensor norm(const Tensor& self, const std::optional<Scalar>& p_opt, OptionalIntA
 }
 
 namespace {
+template <typename scalar_t, typename op_t>
+op_t row_max(const scalar_t* x, int64_t n) {
+  if constexpr (std::is_same_v<scalar_t, float>) {
+    return vec_max(x, n);
+  } else {
+    op_t m = -std::numeric_limits<op_t>::infinity();
+    for (int64_t i = 0; i < n; ++i) m = std::max(m, op_t(x[i]));
+    return m;
+  }
+}
+
+// y = exp(x - m), s = sum(y) with the vector exp for float32 (Note [Vectorized math]); false
+// for the other dtypes, which keep their scalar loops.
+template <typename scalar_t, typename op_t>
+bool row_exp_sum(const scalar_t* x, op_t m, scalar_t* y, int64_t n, op_t& s) {
+  if constexpr (std::is_same_v<scalar_t, float>) {
+    s = vec_exp_shift_sum(x, m, y, n);
+    return true;
+  } else {
+    return false;
+  }
+}
+
 template <bool kLog>
 Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, const char* op) {
   Tensor in = dtype ? self.to(*dtype) : self;
@@ -105,11 +129,12 @@ Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<ScalarType> d
       for (int64_t r = b; r < e; ++r) {
         const scalar_t* xr = x + r * L;
         scalar_t* yr = y + r * L;
-        op_t m = -std::numeric_limits<op_t>::infinity();
-        for (int64_t i = 0; i < L; ++i) m = std::max(m, op_t(xr[i]));
+        op_t m = row_max<scalar_t, op_t>(xr, L);
         if (std::isinf(m) && m < 0) m = 0;
         op_t s = 0;
-        if constexpr (!kLog && std::is_same_v<scalar_t, op_t>) {
+        if (row_exp_sum(xr, m, yr, L, s)) {
+          // float32: vector exponentials, already in y (log_softmax overwrites them below).
+        } else if constexpr (!kLog && std::is_same_v<scalar_t, op_t>) {
           for (int64_t i = 0; i < L; ++i) {
             op_t ex = std::exp(op_t(xr[i]) - m);
             yr[i] = scalar_t(ex);

@@ -2,49 +2,75 @@
 #include <cmath>
 
 #include "retorch/backend/cpu/Loops.h"
+#include "retorch/backend/cpu/VecMath.h"
 #include "retorch/generated/Kernels.h"
 
 namespace retorch::cpu {
 
 namespace {
+// Contiguous float32/float64 spans go through the vector form of the function when there is one
+// (Note [Vectorized math]); other dtypes, strided spans and CPUs without AVX2 use f.
+template <typename T>
+bool vec_span(VecFn vf, const T* in, T* out, int64_t n) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
+    return vf != VecFn::kNone && vec_unary(vf, in, out, n);
+  else
+    return false;
+}
+
 template <typename F>
-void float_unary(const char* name, const Tensor& self, Tensor& out, const F& f) {
+void float_unary(const char* name, const Tensor& self, Tensor& out, const F& f,
+                 VecFn vf = VecFn::kNone) {
   TensorIterator iter(out, {self}, {.name = name, .int_to_float = true});
   RT_DISPATCH_FLOATING(iter.common_dtype(), name, [&] {
     using op_t = opmath_t<scalar_t>;
-    unary_loop<scalar_t, scalar_t>(iter, [&](op_t x) -> op_t { return f(x); });
+    if (vf == VecFn::kNone) {
+      unary_loop<scalar_t, scalar_t>(iter, [&](op_t x) -> op_t { return f(x); });
+      return;
+    }
+    iter.for_each([&](char** data, const int64_t* st, int64_t n) {
+      constexpr int64_t sz = sizeof(scalar_t);
+      if (st[0] == sz && st[1] == sz &&
+          vec_span(vf, reinterpret_cast<const scalar_t*>(data[1]),
+                   reinterpret_cast<scalar_t*>(data[0]), n))
+        return;
+      for (int64_t i = 0; i < n; ++i) {
+        op_t x = static_cast<op_t>(*reinterpret_cast<const scalar_t*>(data[1] + i * st[1]));
+        *reinterpret_cast<scalar_t*>(data[0] + i * st[0]) = static_cast<scalar_t>(f(x));
+      }
+    });
   });
   iter.finish();
 }
 }  // namespace
 
-#define RT_FLOAT_UNARY(NAME, EXPR)                                  \
-  void NAME##_out(const Tensor& self, Tensor& out) {                \
-    float_unary(#NAME, self, out, [](auto x) -> decltype(x) { return EXPR; }); \
+#define RT_FLOAT_UNARY(NAME, EXPR, VEC)                                                  \
+  void NAME##_out(const Tensor& self, Tensor& out) {                                     \
+    float_unary(#NAME, self, out, [](auto x) -> decltype(x) { return EXPR; }, VecFn::VEC); \
   }
 
-RT_FLOAT_UNARY(exp, std::exp(x))
-RT_FLOAT_UNARY(exp2, std::exp2(x))
-RT_FLOAT_UNARY(log, std::log(x))
-RT_FLOAT_UNARY(log2, std::log2(x))
-RT_FLOAT_UNARY(log10, std::log10(x))
-RT_FLOAT_UNARY(log1p, std::log1p(x))
-RT_FLOAT_UNARY(expm1, std::expm1(x))
-RT_FLOAT_UNARY(sqrt, std::sqrt(x))
-RT_FLOAT_UNARY(rsqrt, decltype(x)(1) / std::sqrt(x))
-RT_FLOAT_UNARY(sin, std::sin(x))
-RT_FLOAT_UNARY(cos, std::cos(x))
-RT_FLOAT_UNARY(tan, std::tan(x))
-RT_FLOAT_UNARY(asin, std::asin(x))
-RT_FLOAT_UNARY(acos, std::acos(x))
-RT_FLOAT_UNARY(atan, std::atan(x))
-RT_FLOAT_UNARY(sinh, std::sinh(x))
-RT_FLOAT_UNARY(cosh, std::cosh(x))
-RT_FLOAT_UNARY(tanh, std::tanh(x))
-RT_FLOAT_UNARY(sigmoid, decltype(x)(1) / (decltype(x)(1) + std::exp(-x)))
-RT_FLOAT_UNARY(erf, std::erf(x))
-RT_FLOAT_UNARY(reciprocal, decltype(x)(1) / x)
-RT_FLOAT_UNARY(silu, x / (decltype(x)(1) + std::exp(-x)))
+RT_FLOAT_UNARY(exp, std::exp(x), kExp)
+RT_FLOAT_UNARY(exp2, std::exp2(x), kExp2)
+RT_FLOAT_UNARY(log, std::log(x), kLog)
+RT_FLOAT_UNARY(log2, std::log2(x), kLog2)
+RT_FLOAT_UNARY(log10, std::log10(x), kLog10)
+RT_FLOAT_UNARY(log1p, std::log1p(x), kLog1p)
+RT_FLOAT_UNARY(expm1, std::expm1(x), kExpm1)
+RT_FLOAT_UNARY(sqrt, std::sqrt(x), kNone)
+RT_FLOAT_UNARY(rsqrt, decltype(x)(1) / std::sqrt(x), kNone)
+RT_FLOAT_UNARY(sin, std::sin(x), kSin)
+RT_FLOAT_UNARY(cos, std::cos(x), kCos)
+RT_FLOAT_UNARY(tan, std::tan(x), kTan)
+RT_FLOAT_UNARY(asin, std::asin(x), kAsin)
+RT_FLOAT_UNARY(acos, std::acos(x), kAcos)
+RT_FLOAT_UNARY(atan, std::atan(x), kAtan)
+RT_FLOAT_UNARY(sinh, std::sinh(x), kSinh)
+RT_FLOAT_UNARY(cosh, std::cosh(x), kCosh)
+RT_FLOAT_UNARY(tanh, std::tanh(x), kTanh)
+RT_FLOAT_UNARY(sigmoid, decltype(x)(1) / (decltype(x)(1) + std::exp(-x)), kSigmoid)
+RT_FLOAT_UNARY(erf, std::erf(x), kErf)
+RT_FLOAT_UNARY(reciprocal, decltype(x)(1) / x, kNone)
+RT_FLOAT_UNARY(silu, x / (decltype(x)(1) + std::exp(-x)), kSilu)
 #undef RT_FLOAT_UNARY
 
 void gelu_out(const Tensor& self, std::string_view approximate, Tensor& out) {
