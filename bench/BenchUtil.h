@@ -26,7 +26,13 @@ struct Side {
   double add_1elem;
   double add_16m_fresh;
   double mm_1024;
+  double mm_2048;
   double fwd_bwd_small;
+  double tanh_chain_1m;  // (a * 2 + 1).tanh(), 1M floats
+  double sum_16m;
+  double softmax_256x1000;
+  double conv_fwd;       // 32x32x28x28 -> 64 channels, 3x3, padding 1
+  double conv_fwd_bwd;   // the same, forward + input and weight gradients
 };
 
 }  // namespace bench

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "BenchUtil.h"
@@ -39,6 +40,32 @@ static bench::Side run_retorch() {
       l.backward();
       w.mutable_grad() = rt::Tensor();
     }, 2000);
+  }
+  {
+    rt::Tensor a = rt::rand({2048, 2048}), b = rt::rand({2048, 2048});
+    s.mm_2048 = bench::time_per_call([&] { rt::Tensor c = rt::mm(a, b); }, 3);
+  }
+  {
+    rt::Tensor a = rt::randn({1 << 20});
+    s.tanh_chain_1m = bench::time_per_call([&] { rt::Tensor c = (a * 2 + 1).tanh(); }, 200);
+  }
+  {
+    rt::Tensor a = rt::rand({16 << 20});
+    s.sum_16m = bench::time_per_call([&] { rt::Tensor c = a.sum(); }, 20);
+  }
+  {
+    rt::Tensor a = rt::randn({256, 1000});
+    s.softmax_256x1000 = bench::time_per_call([&] { rt::Tensor c = a.softmax(1); }, 200);
+  }
+  {
+    rt::Tensor x = rt::randn({32, 32, 28, 28}), w = rt::randn({64, 32, 3, 3});
+    s.conv_fwd = bench::time_per_call([&] { rt::Tensor c = rt::conv2d(x, w, {}, 1, 1); }, 10);
+    rt::Tensor xg = x.clone().requires_grad_(true), wg = w.clone().requires_grad_(true);
+    s.conv_fwd_bwd = bench::time_per_call([&] {
+      rt::conv2d(xg, wg, {}, 1, 1).sum().backward();
+      xg.mutable_grad() = rt::Tensor();
+      wg.mutable_grad() = rt::Tensor();
+    }, 5);
   }
   return s;
 }
@@ -77,19 +104,49 @@ int main() {
   double bw = stream_add_gbps();
   double peak = sgemm_peak_gflops();
   const double bytes16m = 3.0 * (16 << 20) * 4, flops = 2.0 * 1024 * 1024 * 1024;
-  auto ratio = [](double ours, double theirs) { return theirs > 0 ? ours / theirs : 0.0; };
-  std::printf("\n%-36s %14s %14s %10s  %s\n", "case", "retorch", "libtorch", "time ratio", "limit");
-  std::printf("%-36s %11.3f us %11.3f us %10.2f\n", "add, 1 element (C++ per-op)", r.add_1elem * 1e6,
-              p.add_1elem * 1e6, ratio(r.add_1elem, p.add_1elem));
-  std::printf("%-36s %9.2f GB/s %9.2f GB/s %10.2f  %.1f GB/s (pre-faulted add loop)\n",
-              "add, 16M floats, fresh output", bytes16m / r.add_16m_fresh / 1e9,
-              p.add_16m_fresh > 0 ? bytes16m / p.add_16m_fresh / 1e9 : 0.0,
-              ratio(r.add_16m_fresh, p.add_16m_fresh), bw);
-  std::printf("%-36s %6.1f GFLOP/s %6.1f GFLOP/s %10.2f  %.1f GFLOP/s (OpenBLAS SGEMM 2048^2)\n",
-              "mm 1024x1024 fp32", flops / r.mm_1024 / 1e9,
-              p.mm_1024 > 0 ? flops / p.mm_1024 / 1e9 : 0.0, ratio(r.mm_1024, p.mm_1024), peak);
-  std::printf("%-36s %11.1f us %11.1f us %10.2f\n", "(x@w).relu().sum().backward() 64x128",
-              r.fwd_bwd_small * 1e6, p.fwd_bwd_small * 1e6, ratio(r.fwd_bwd_small, p.fwd_bwd_small));
+  const double conv_flops = 2.0 * 32 * 64 * 28 * 28 * 32 * 9;
+  // One row per case: rates (GB/s, GFLOP/s) where the work is known, else time per call.
+  struct Row {
+    const char* name;
+    double ours, theirs;
+    double work;       // bytes or flops per call; 0: print times
+    const char* unit;  // "GB/s", "GFLOP/s" or "us"/"ms"
+    std::string limit;
+  };
+  char bw_s[64], peak_s[64];
+  std::snprintf(bw_s, sizeof bw_s, "%.1f GB/s (pre-faulted add loop)", bw);
+  std::snprintf(peak_s, sizeof peak_s, "%.1f GFLOP/s (OpenBLAS SGEMM 2048^2)", peak);
+  const double sum_bytes = double(16 << 20) * 4;
+  std::vector<Row> rows = {
+      {"add, 1 element (C++ per-op)", r.add_1elem, p.add_1elem, 0, "us", ""},
+      {"add, 16M floats, fresh output", r.add_16m_fresh, p.add_16m_fresh, bytes16m, "GB/s", bw_s},
+      {"sum of 16M floats", r.sum_16m, p.sum_16m, sum_bytes, "GB/s", bw_s},
+      {"(a*2+1).tanh(), 1M floats", r.tanh_chain_1m, p.tanh_chain_1m, 0, "ms", ""},
+      {"softmax(dim=1), 256x1000", r.softmax_256x1000, p.softmax_256x1000, 0, "ms", ""},
+      {"mm 1024x1024 fp32", r.mm_1024, p.mm_1024, flops, "GFLOP/s", peak_s},
+      {"mm 2048x2048 fp32", r.mm_2048, p.mm_2048, flops * 8, "GFLOP/s", peak_s},
+      {"conv2d 32x32x28x28->64 3x3, fwd", r.conv_fwd, p.conv_fwd, conv_flops, "GFLOP/s", peak_s},
+      {"conv2d same, fwd + both grads", r.conv_fwd_bwd, p.conv_fwd_bwd, 3 * conv_flops, "GFLOP/s",
+       peak_s},
+      {"(x@w).relu().sum().backward() 64x128", r.fwd_bwd_small, p.fwd_bwd_small, 0, "us", ""},
+  };
+  std::printf("\n%-38s %16s %16s %10s  %s\n", "case", "retorch", "libtorch", "time ratio",
+              "hardware limit");
+  for (const Row& row : rows) {
+    auto show = [&](double t) {
+      char buf[32];
+      if (t <= 0) return std::string("-");
+      if (row.work > 0)
+        std::snprintf(buf, sizeof buf, "%.1f %s", row.work / t / 1e9, row.unit);
+      else
+        std::snprintf(buf, sizeof buf, "%.3f %s", t * (row.unit[0] == 'u' ? 1e6 : 1e3),
+                      row.unit);
+      return std::string(buf);
+    };
+    std::printf("%-38s %16s %16s %10.2f  %s\n", row.name, show(row.ours).c_str(),
+                show(row.theirs).c_str(), row.theirs > 0 ? row.ours / row.theirs : 0.0,
+                row.limit.c_str());
+  }
   std::printf("\ntime ratio = retorch time / libtorch time (below 1 means retorch is faster)\n");
   return 0;
 }

@@ -27,5 +27,31 @@ bench::Side run_libtorch() {
       w.mutable_grad().reset();
     }, 2000);
   }
+  {
+    auto a = torch::rand({2048, 2048}), b = torch::rand({2048, 2048});
+    s.mm_2048 = bench::time_per_call([&] { auto c = torch::mm(a, b); }, 3);
+  }
+  {
+    auto a = torch::randn({1 << 20});
+    s.tanh_chain_1m = bench::time_per_call([&] { auto c = (a * 2 + 1).tanh(); }, 200);
+  }
+  {
+    auto a = torch::rand({16 << 20});
+    s.sum_16m = bench::time_per_call([&] { auto c = a.sum(); }, 20);
+  }
+  {
+    auto a = torch::randn({256, 1000});
+    s.softmax_256x1000 = bench::time_per_call([&] { auto c = a.softmax(1); }, 200);
+  }
+  {
+    auto x = torch::randn({32, 32, 28, 28}), w = torch::randn({64, 32, 3, 3});
+    s.conv_fwd = bench::time_per_call([&] { auto c = torch::conv2d(x, w, {}, 1, 1); }, 10);
+    auto xg = x.clone().requires_grad_(true), wg = w.clone().requires_grad_(true);
+    s.conv_fwd_bwd = bench::time_per_call([&] {
+      torch::conv2d(xg, wg, {}, 1, 1).sum().backward();
+      xg.mutable_grad().reset();
+      wg.mutable_grad().reset();
+    }, 5);
+  }
   return s;
 }
