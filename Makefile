@@ -46,8 +46,9 @@ test-install: setup
 test: test-cpp test-python test-asan test-install
 
 bench: build
-	cmake --build $(BUILD) -j $(JOBS) --target bench_ops
+	cmake --build $(BUILD) -j $(JOBS) --target bench_ops bench_overhead
 	./$(BUILD)/bench/bench_ops
+	./$(BUILD)/bench/bench_overhead --benchmark_min_time=0.2
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_python.py
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_nn.py
 
