@@ -83,12 +83,12 @@ void gelu_out(const Tensor& self, std::string_view approximate, Tensor& out) {
       using T = decltype(x);
       const T k = T(0.7978845608028654), c = T(0.044715);
       return T(0.5) * x * (T(1) + std::tanh(k * (x + c * x * x * x)));
-    });
+    }, VecFn::kGeluTanh);
   } else {
     float_unary("gelu", self, out, [](auto x) -> decltype(x) {
       using T = decltype(x);
       return x * T(0.5) * (T(1) + std::erf(x * T(M_SQRT1_2)));
-    });
+    }, VecFn::kGelu);
   }
 }
 

@@ -8,7 +8,9 @@ namespace retorch::cpu {
 /// The elementwise functions with a vector form (see Note [Vectorized math]).
 enum class VecFn : uint8_t {
   kNone, kExp, kExp2, kExpm1, kLog, kLog2, kLog10, kLog1p, kSin, kCos, kTan, kAsin, kAcos,
-  kAtan, kSinh, kCosh, kTanh, kErf, kSigmoid, kSilu
+  kAtan, kSinh, kCosh, kTanh, kErf, kSigmoid, kSilu,
+  kGelu,      // x/2 * (1 + erf(x/sqrt(2)))
+  kGeluTanh,  // x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
 };
 
 /// out[i] = fn(in[i]) for i < n (in == out allowed). Returns false, writing nothing, when fn has

@@ -81,6 +81,8 @@ inline __m256 tanh8(__m256 x) {
                                 _mm256_min_ps(ax, _mm256_set1_ps(9.f))));
   const __m256 one = _mm256_set1_ps(1.f);
   __m256 big = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.f), _mm256_add_ps(e, one)));
+  // Exactly +-1 from 9 on (tanh(9) rounds to 1 in float), so 1 + tanh(-inf) is 0 like libm's.
+  big = _mm256_blendv_ps(big, one, _mm256_cmp_ps(ax, _mm256_set1_ps(9.f), _CMP_GE_OQ));
   big = _mm256_or_ps(big, _mm256_and_ps(sign, x));
   __m256 y = _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.5f), _CMP_LT_OQ));
   return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
