@@ -88,6 +88,25 @@ inline __m256 tanh8(__m256 x) {
   return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
 }
 
+/// erf on 8 floats to about 1.5e-7 absolute (Abramowitz & Stegun 7.1.26: 1 - poly(t) e^{-x^2},
+/// t = 1 / (1 + 0.3275911 |x|), odd extension). Absolute, not relative, accuracy: meant for
+/// 1 + erf(x) inside GELU, not for the erf operator (which keeps SLEEF's 1-ULP erf).
+inline __m256 erf8_abs(__m256 x) {
+  const __m256 sign = _mm256_set1_ps(-0.f), one = _mm256_set1_ps(1.f);
+  __m256 ax = _mm256_andnot_ps(sign, x);
+  __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), ax, one));
+  __m256 p = _mm256_set1_ps(1.061405429f);
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
+  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
+  p = _mm256_mul_ps(p, t);
+  __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(ax, ax)));
+  __m256 y = _mm256_fnmadd_ps(p, e, one);
+  y = _mm256_or_ps(y, _mm256_and_ps(sign, x));
+  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+}
+
 /// The sum of the 8 lanes.
 inline float hsum8(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
