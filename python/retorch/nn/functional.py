@@ -2,6 +2,7 @@
 import math
 
 from .. import _C
+from ..autograd import no_grad
 from .._C import Tensor
 from ..linalg import _multi_head_attention_forward as multi_head_attention_forward  # noqa: F401
 
@@ -263,7 +264,7 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     else:
         padding_idx = -1
     if max_norm is not None:
-        with _NoGrad():
+        with no_grad():
             _C.embedding_renorm_(weight, input.contiguous(), max_norm, norm_type)
     return _C.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
 
@@ -282,7 +283,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale
     if mode not in _BAG_MODES:
         raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
     if max_norm is not None:
-        with _NoGrad():
+        with no_grad():
             _C.embedding_renorm_(weight, input, max_norm, norm_type)
     out = _C.embedding_bag(weight, input, offsets, scale_grad_by_freq, _BAG_MODES[mode], sparse,
                            per_sample_weights, include_last_offset, padding_idx)
@@ -435,15 +436,6 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 def _size(t):
     return "retorch.Size([" + ", ".join(str(s) for s in t.shape) + "])"
-
-
-class _NoGrad:
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self.prev)
 
 
 def bilinear(input1, input2, weight, bias=None):

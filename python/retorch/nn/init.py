@@ -1,5 +1,6 @@
 """retorch.nn.init: torch.nn.init's initializers over the C++ ones (in place, no autograd)."""
 from .. import _C
+from ..autograd import no_grad
 
 _nn = _C._nn
 
@@ -58,16 +59,12 @@ def dirac_(tensor, groups=1):
         raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
     out_per_group = tensor.shape[0] // groups
     min_dim = min(out_per_group, tensor.shape[1])
-    prev = _C.is_grad_enabled()
-    _C._set_grad_enabled(False)
-    try:
+    with no_grad():
         tensor.zero_()
         for g in range(groups):
             for d in range(min_dim):
                 idx = (g * out_per_group + d, d) + tuple(s // 2 for s in tensor.shape[2:])
                 tensor[idx] = 1
-    finally:
-        _C._set_grad_enabled(prev)
     return tensor
 
 
@@ -106,16 +103,12 @@ def sparse_(tensor, sparsity, std=0.01):
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     num_zeros = int(-(-sparsity * rows // 1))
-    prev = _C.is_grad_enabled()
-    _C._set_grad_enabled(False)
-    try:
+    with no_grad():
         tensor.normal_(0, std)
         for c in range(cols):
             rows_idx = _C.randperm(rows)[:num_zeros]
             for r in rows_idx.tolist():
                 tensor[r, c] = 0
-    finally:
-        _C._set_grad_enabled(prev)
     return tensor
 
 

@@ -1,5 +1,6 @@
 """nn.CppModule: a C++ nn::Module used from Python like any other nn.Module."""
 from ... import _C
+from ...autograd import no_grad
 from ..._C import Tensor
 from ..parameter import Parameter
 from .module import Module
@@ -50,9 +51,7 @@ class CppModule(Module):
         # Tensors are converted in place (the C++ module holds the same TensorImpls).
         for m in self.children():
             m._apply(fn)
-        prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-        try:
+        with no_grad():
             for t in list(self._parameters.values()) + list(self._buffers.values()):
                 new = fn(t)
                 if new is not t:
@@ -61,8 +60,6 @@ class CppModule(Module):
                     g = fn(t.grad)
                     if g is not t.grad:
                         t.grad.data = g
-        finally:
-            _C._set_grad_enabled(prev)
         return self
 
     def _get_name(self):

@@ -5,6 +5,7 @@ import itertools
 from ... import _C
 from ..._C import Tensor
 from ..._hooks import RemovableHandle
+from ...autograd import no_grad
 from ..parameter import Parameter
 
 __all__ = ["Module"]
@@ -318,7 +319,7 @@ class Module:
     def _apply(self, fn):
         for m in self.children():
             m._apply(fn)
-        with _C_no_grad():
+        with no_grad():
             for p in self._parameters.values():
                 if p is None:
                     continue
@@ -430,7 +431,7 @@ class Module:
                     f"{_size_str(param.shape)}.")
                 continue
             try:
-                with _C_no_grad():
+                with no_grad():
                     param.copy_(value)
             except Exception as ex:  # noqa: BLE001  (reported like torch, with the key)
                 error_msgs.append(f'While copying the parameter named "{key}", whose '
@@ -518,15 +519,6 @@ def _parse_to(args, kwargs):
     if isinstance(device, str):
         device = _C.device(device)
     return device, dtype
-
-
-class _C_no_grad:  # noqa: N801  (a context without importing retorch.autograd at import time)
-    def __enter__(self):
-        self.prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self.prev)
 
 
 _hook_ids = itertools.count()

@@ -1,5 +1,6 @@
 """Embedding layers: Embedding and EmbeddingBag (lookup tables with optional max_norm)."""
 from ... import _C
+from ...autograd import no_grad
 from .. import functional as F
 from .. import init
 from ..parameter import Parameter
@@ -42,10 +43,8 @@ class Embedding(Module):
     def reset_parameters(self):
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            prev = _C.is_grad_enabled()
-            _C._set_grad_enabled(False)
-            self.weight[self.padding_idx].fill_(0)
-            _C._set_grad_enabled(prev)
+            with no_grad():
+                self.weight[self.padding_idx].fill_(0)
 
     def forward(self, input):
         return F.embedding(input, self.weight, self.padding_idx, self.max_norm, self.norm_type,
