@@ -33,6 +33,9 @@ struct Side {
   double softmax_256x1000;
   double conv_fwd;       // 32x32x28x28 -> 64 channels, 3x3, padding 1
   double conv_fwd_bwd;   // the same, forward + input and weight gradients
+  double bf16_mm_1024;   // bfloat16 1024x1024 @ 1024x1024
+  double bf16_exp_1m;    // exp of 1M bfloat16
+  double bf16_sum_16m;   // sum of 16M bfloat16
 };
 
 }  // namespace bench

@@ -67,6 +67,13 @@ static bench::Side run_retorch() {
       wg.mutable_grad() = rt::Tensor();
     }, 5);
   }
+  {
+    rt::Tensor a = rt::randn({1024, 1024}).to(rt::kBFloat16), b = rt::randn({1024, 1024}).to(rt::kBFloat16);
+    s.bf16_mm_1024 = bench::time_per_call([&] { rt::Tensor c = a.mm(b); }, 3);
+    rt::Tensor x = rt::randn({1 << 20}).to(rt::kBFloat16), y = rt::randn({16 << 20}).to(rt::kBFloat16);
+    s.bf16_exp_1m = bench::time_per_call([&] { rt::Tensor c = x.exp(); }, 50);
+    s.bf16_sum_16m = bench::time_per_call([&] { rt::Tensor c = y.sum(); }, 10);
+  }
   return s;
 }
 
@@ -129,6 +136,9 @@ int main() {
       {"conv2d same, fwd + both grads", r.conv_fwd_bwd, p.conv_fwd_bwd, 3 * conv_flops, "GFLOP/s",
        peak_s},
       {"(x@w).relu().sum().backward() 64x128", r.fwd_bwd_small, p.fwd_bwd_small, 0, "us", ""},
+      {"mm 1024x1024 bf16", r.bf16_mm_1024, p.bf16_mm_1024, flops, "GFLOP/s", peak_s},
+      {"exp, 1M bf16", r.bf16_exp_1m, p.bf16_exp_1m, 0, "ms", ""},
+      {"sum of 16M bf16", r.bf16_sum_16m, p.bf16_sum_16m, sum_bytes / 2, "GB/s", bw_s},
   };
   std::printf("\n%-38s %16s %16s %10s  %s\n", "case", "retorch", "libtorch", "time ratio",
               "hardware limit");

@@ -53,5 +53,12 @@ bench::Side run_libtorch() {
       wg.mutable_grad().reset();
     }, 5);
   }
+  {
+    auto a = torch::randn({1024, 1024}).to(torch::kBFloat16), b = torch::randn({1024, 1024}).to(torch::kBFloat16);
+    s.bf16_mm_1024 = bench::time_per_call([&] { auto c = a.mm(b); }, 3);
+    auto x = torch::randn({1 << 20}).to(torch::kBFloat16), y = torch::randn({16 << 20}).to(torch::kBFloat16);
+    s.bf16_exp_1m = bench::time_per_call([&] { auto c = x.exp(); }, 50);
+    s.bf16_sum_16m = bench::time_per_call([&] { auto c = y.sum(); }, 10);
+  }
   return s;
 }

@@ -186,10 +186,6 @@ Tensor softplus_backward(const Tensor& grad, const Tensor& self, const Scalar& b
   return where(z > threshold, grad, grad * z.sigmoid());
 }
 
-Tensor threshold_backward(const Tensor& grad, const Tensor& result, double threshold) {
-  return where(result > threshold, grad, Scalar(0));
-}
-
 Tensor div_other_backward(const Tensor& grad, const Tensor& self, const Tensor& other) {
   return (grad * self / (other * other)).neg();
 }

@@ -35,7 +35,6 @@ Tensor silu_backward(const Tensor& grad, const Tensor& self);
 Tensor gelu_backward(const Tensor& grad, const Tensor& self, std::string_view approximate);
 Tensor softplus_backward(const Tensor& grad, const Tensor& self, const Scalar& beta,
                          const Scalar& threshold);
-Tensor threshold_backward(const Tensor& grad, const Tensor& result, double threshold);
 
 Tensor div_other_backward(const Tensor& grad, const Tensor& self, const Tensor& other);
 Tensor div_mode_self_backward(const Tensor& grad, const Tensor& other,

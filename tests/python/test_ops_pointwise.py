@@ -6,7 +6,7 @@ import torch
 import torch.nn.functional as F
 
 import retorch
-from custom_helpers import I, P, both, gradcheck, gradgradcheck, grads, raises_like_torch
+from custom_helpers import I, P, aten, both, gradcheck, gradgradcheck, grads, raises_like_torch
 from oracle import DTYPES, FLOATS, Pair, load_ops, pair_from_values
 
 # test name -> the ops.yaml entries it covers (checked by test_op_coverage.py).
@@ -37,6 +37,7 @@ CUSTOM = {
                            "clamp_max", "clamp_max_", "clamp_max.Tensor", "clamp_max_.Tensor"],
     "test_where_scalar": ["where.Scalar"],
     "test_where_condition": ["where"],
+    "test_threshold_backward": ["threshold_backward"],
     "test_sum_mean_dtype": ["sum", "sum.dim_IntList", "mean", "mean.dim"],
     "test_half_bfloat16_audit": [],  # filled in below from HALF_CASES
 }
@@ -578,6 +579,26 @@ def test_where_condition(rng):
     both(lambda L, c: L.where(c), I(0, "int64"))
 
 
+def test_threshold_backward(rng):
+    """relu's fused backward against torch.ops.aten.threshold_backward."""
+    tb = lambda th: lambda L, g, x: aten(L, "threshold_backward")(g, x, th)  # noqa: E731
+    for dt in FLOATS + ["int64", "int32", "uint8"]:
+        for lay in LAYOUTS:
+            for th in (0, 0.5, -1):
+                both(tb(th), P(rng, (3, 5), dt, lay), P(rng, (3, 5), dt, lay),
+                     what=f"threshold_backward {dt} {lay} {th}")
+    x = I([float("nan"), 0.0, -0.0, 1.0, -2.0, 1e-30], "float32")
+    both(tb(0), P(rng, (6,)), x, what="NaN and signed zeros in self")
+    both(tb(0.25), P(rng, (4, 6), "float64"), P(rng, (6,), "float64"), what="broadcast self")
+    both(tb(0), P(rng, (6,), "float32"), P(rng, (4, 6), "float64"), what="promotion")
+    both(tb(0), P(rng, (0, 3)), P(rng, (0, 3)), what="empty")
+    raises_like_torch(tb(0), P(rng, (3,), "bool"), P(rng, (3,), "bool"), what="bool")
+    raises_like_torch(tb(0), P(rng, (3,)), P(rng, (4,)), what="shape mismatch")
+    g, x = P(rng, (4, 5), "float64"), P(rng, (4, 5), "float64")
+    grads(tb(0.1), g, x)
+    gradcheck(tb(0.1), g, x)
+
+
 def test_sum_mean_dtype(rng):
     """sum/mean with dtype=: every input dtype x every requested dtype that torch allows, and
     the same errors where it refuses."""
@@ -721,6 +742,7 @@ HALF_CASES = {
     "clamp_max_.Tensor": (lambda L, x, y: x.clone().clamp_max_(y), {}, 2),
     "where.Scalar": (lambda L, x: L.where(x > 0, 1.0, 0.0).to(x.dtype), {}),
     "where": (lambda L, x: L.where(x.relu()), {}),
+    "threshold_backward": (lambda L, x, y: aten(L, "threshold_backward")(x, y, 0.25), {}, 2),
 }
 for _n in ("hardtanh", "relu6", "hardswish", "hardsigmoid", "mish", "elu", "selu", "celu",
            "leaky_relu", "softsign", "tanhshrink", "logsigmoid", "hardshrink", "softshrink",

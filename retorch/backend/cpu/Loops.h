@@ -1,11 +1,47 @@
 // Elementwise loop helpers over a TensorIterator: unary, binary and ternary kernels with
 // contiguous and scalar-broadcast fast paths. Arithmetic happens in opmath_t (float for
-// the 16-bit floats).
+// the 16-bit floats, widened a block at a time: Note [16-bit float loops]).
 #pragma once
+#include <algorithm>
+
+#include "retorch/backend/cpu/Convert16.h"
 #include "retorch/backend/cpu/TensorIterator.h"
 #include "retorch/core/Dtypes.h"
 
 namespace retorch::cpu {
+
+namespace loops {
+// The float32 values of in[0..m) (m <= kConvertBlock): in itself for float, else widened into
+// buf. See Note [16-bit float loops].
+template <typename T>
+const float* widen(const T* in, float* buf, int64_t m) {
+  if constexpr (std::is_same_v<T, float>) {
+    return in;
+  } else {
+    to_float(in, buf, m);
+    return buf;
+  }
+}
+
+// out[j] = g(j) for j < m, through a float32 block narrowed at once when out_t is 16-bit.
+template <typename out_t, typename G>
+void store_block(out_t* out, int64_t m, const G& g) {
+  if constexpr (is_float16_v<out_t>) {
+    alignas(32) float ob[kConvertBlock];
+    for (int64_t j = 0; j < m; ++j) ob[j] = static_cast<float>(g(j));
+    from_float(ob, out, m);
+  } else {
+    for (int64_t j = 0; j < m; ++j) out[j] = static_cast<out_t>(g(j));
+  }
+}
+
+// True when a contiguous loop over in_t -> out_t takes the blocked 16-bit path: one side is
+// Half/BFloat16 and the arithmetic is float32.
+template <typename out_t, typename in_t>
+constexpr bool kBlocked16 = (is_float16_v<in_t> || is_float16_v<out_t>) &&
+                            std::is_same_v<opmath_t<in_t>, float> &&
+                            (is_float16_v<in_t> || std::is_same_v<in_t, float>);
+}  // namespace loops
 
 /// out[i] = f(a[i]); f takes and returns opmath values (or returns out_t directly).
 template <typename out_t, typename in_t, typename F>
@@ -15,6 +51,15 @@ void unary_loop(TensorIterator& iter, const F& f) {
     auto* out = reinterpret_cast<out_t*>(data[0]);
     const auto* a = reinterpret_cast<const in_t*>(data[1]);
     if (st[0] == sizeof(out_t) && st[1] == sizeof(in_t)) {
+      if constexpr (loops::kBlocked16<out_t, in_t>) {
+        for (int64_t i0 = 0; i0 < n; i0 += kConvertBlock) {
+          const int64_t m = std::min(kConvertBlock, n - i0);
+          alignas(32) float ab[kConvertBlock];
+          const float* x = loops::widen(a + i0, ab, m);
+          loops::store_block(out + i0, m, [&](int64_t j) { return f(x[j]); });
+        }
+        return;
+      }
       for (int64_t i = 0; i < n; ++i) out[i] = static_cast<out_t>(f(static_cast<op_t>(a[i])));
     } else {
       for (int64_t i = 0; i < n; ++i) {
@@ -25,6 +70,26 @@ void unary_loop(TensorIterator& iter, const F& f) {
   });
 }
 
+namespace loops {
+// binary_loop's contiguous 16-bit path: a and b are contiguous or (when !va / !vb) a broadcast
+// scalar. See Note [16-bit float loops].
+template <typename out_t, typename in_t, typename F>
+void binary_blocked16(out_t* out, const in_t* a, const in_t* b, bool va, bool vb, int64_t n,
+                      const F& f) {
+  const float as = float(a[0]), bs = float(b[0]);
+  for (int64_t i0 = 0; i0 < n; i0 += kConvertBlock) {
+    const int64_t m = std::min(kConvertBlock, n - i0);
+    alignas(32) float ab[kConvertBlock], bb[kConvertBlock];
+    const float* x = va ? widen(a + i0, ab, m) : nullptr;
+    const float* y = vb ? widen(b + i0, bb, m) : nullptr;
+    if (va && vb) store_block(out + i0, m, [&](int64_t j) { return f(x[j], y[j]); });
+    else if (va) store_block(out + i0, m, [&](int64_t j) { return f(x[j], bs); });
+    else if (vb) store_block(out + i0, m, [&](int64_t j) { return f(as, y[j]); });
+    else store_block(out + i0, m, [&](int64_t) { return f(as, bs); });
+  }
+}
+}  // namespace loops
+
 /// out[i] = f(a[i], b[i]).
 template <typename out_t, typename in_t, typename F>
 void binary_loop(TensorIterator& iter, const F& f) {
@@ -34,6 +99,12 @@ void binary_loop(TensorIterator& iter, const F& f) {
     const auto* a = reinterpret_cast<const in_t*>(data[1]);
     const auto* b = reinterpret_cast<const in_t*>(data[2]);
     constexpr int64_t so = sizeof(out_t), si = sizeof(in_t);
+    if constexpr (loops::kBlocked16<out_t, in_t>) {
+      if (st[0] == so && (st[1] == si || st[1] == 0) && (st[2] == si || st[2] == 0)) {
+        loops::binary_blocked16<out_t>(out, a, b, st[1] != 0, st[2] != 0, n, f);
+        return;
+      }
+    }
     if (st[0] == so && st[1] == si && st[2] == si) {
       for (int64_t i = 0; i < n; ++i)
         out[i] = static_cast<out_t>(f(static_cast<op_t>(a[i]), static_cast<op_t>(b[i])));

@@ -1,5 +1,5 @@
 // Pointwise misc kernels: isinf family, nan_to_num, clamp with tensor bounds, histc, bincount,
-// where(condition).
+// where(condition), threshold_backward.
 #include <cmath>
 #include <limits>
 #include <vector>
@@ -242,6 +242,20 @@ std::vector<Tensor> where_condition(const Tensor& condition) {
       idx[size_t(d)] = 0;
     }
   }
+  return out;
+}
+
+Tensor threshold_backward(const Tensor& grad_output, const Tensor& self, const Scalar& threshold) {
+  // PyTorch's rule: zero where self <= threshold, so a NaN in self passes the gradient through.
+  Tensor out;
+  TensorIterator iter(out, {grad_output, self}, {.name = "threshold_backward"});
+  RT_CHECK(iter.common_dtype() != kBool, "\"threshold_cpu\" not implemented for 'Bool'");
+  RT_DISPATCH_NUMERIC(iter.common_dtype(), "threshold_backward", [&] {
+    using op_t = opmath_t<scalar_t>;
+    const op_t th = op_t(threshold.to<scalar_t>());  // PyTorch casts it to the input dtype
+    binary_loop<scalar_t, scalar_t>(iter, [th](op_t g, op_t x) { return x <= th ? op_t(0) : g; });
+  });
+  iter.finish();
   return out;
 }
 

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <limits>
 
+#include "retorch/backend/cpu/Convert16.h"
 #include "retorch/backend/cpu/ReduceUtils.h"
 #include "retorch/backend/cpu/TensorIterator.h"
 #include "retorch/generated/Functions.h"
@@ -37,10 +38,20 @@ void write_out(const Tensor& result, Tensor& out, const char* op) {
 // every add on the previous one (latency-bound, ~12x slower than PyTorch on a 4M-element sum),
 // while eight lanes vectorize. Long rows are cut into fixed 64K-element chunks summed in
 // parallel and combined in order, so the result does not depend on the thread count.
+// Half and BFloat16 are widened a block at a time (Note [16-bit float loops]); blocks are whole
+// multiples of the eight lanes, so the order of the adds is the same as for float.
 template <typename scalar_t>
 double sum_lanes(const scalar_t* x, int64_t n) {
   double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   int64_t i = 0;
+  if constexpr (is_float16_v<scalar_t>) {
+    alignas(32) float buf[kConvertBlock];
+    for (; i + kConvertBlock <= n; i += kConvertBlock) {
+      to_float(x + i, buf, kConvertBlock);
+      for (int64_t j = 0; j < kConvertBlock; j += 8)
+        for (int k = 0; k < 8; ++k) lane[k] += double(buf[j + k]);
+    }
+  }
   for (; i + 8 <= n; i += 8)
     for (int k = 0; k < 8; ++k) lane[k] += double(opmath_t<scalar_t>(x[i + k]));
   double tail = 0;

@@ -10,12 +10,24 @@ namespace retorch::cpu {
 namespace {
 // Contiguous float32/float64 spans go through the vector form of the function when there is one
 // (Note [Vectorized math]); other dtypes, strided spans and CPUs without AVX2 use f.
+// Half/BFloat16 spans widen a block to float32 first (Note [16-bit float loops]).
 template <typename T>
 bool vec_span(VecFn vf, const T* in, T* out, int64_t n) {
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
-    return vf != VecFn::kNone && vec_unary(vf, in, out, n);
-  else
+  if (vf == VecFn::kNone) return false;
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    return vec_unary(vf, in, out, n);
+  } else if constexpr (is_float16_v<T>) {
+    for (int64_t i0 = 0; i0 < n; i0 += kConvertBlock) {
+      const int64_t m = std::min(kConvertBlock, n - i0);
+      alignas(32) float buf[kConvertBlock];
+      to_float(in + i0, buf, m);
+      if (!vec_unary(vf, buf, buf, m)) return false;  // first block only: fn and CPU are fixed
+      from_float(buf, out + i0, m);
+    }
+    return true;
+  } else {
     return false;
+  }
 }
 
 template <typename F>
