@@ -486,3 +486,29 @@ def test_multi_head_attention(rng):
                                               None, False, 0.0, xs[5], xs[6])
     raises_like_torch(lambda L, *a: mha(L, *a[:-1], attn_mask=a[-1]), *args,
                       P(rng, (4, 6)), what="attn_mask shape")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_matmul_split_across_threads(rng, threads):
+    """Large products split into per-thread blocks (Note [GEMM threading]): column and row
+    blocks with ragged edges, transposed operands, alpha/beta, and batches split by matrix."""
+    old = retorch.get_num_threads()
+    retorch.set_num_threads(threads)
+    try:
+        tol = {"rtol": 1e-4, "atol": 1e-3}
+        for m, k, n in [(100, 784, 257), (301, 600, 10), (9, 2000, 70), (64, 128, 128)]:
+            for dt in ("float32", "float64"):
+                a, b = P(rng, (m, k), dt), P(rng, (k, n), dt)
+                both(lambda L, a, b: a @ b, a, b, what=f"mm {m}x{k}x{n} {dt}", **tol)
+                both(lambda L, a, b: a.t().contiguous().t() @ b.t().contiguous().t(), a, b,
+                     what=f"mm transposed {m}x{k}x{n} {dt}", **tol)
+                c = P(rng, (n,), dt)
+                both(lambda L, c, a, b: L.addmm(c, a, b, beta=0.5, alpha=-2), c, a, b,
+                     what=f"addmm {m}x{k}x{n} {dt}", **tol)
+        for bs, m, k, n in [(6, 64, 200, 300), (2, 200, 300, 250), (3, 1, 5000, 1)]:
+            x, y = P(rng, (bs, m, k)), P(rng, (bs, k, n))
+            both(lambda L, x, y: L.bmm(x, y), x, y, what=f"bmm {bs}x{m}x{k}x{n}", **tol)
+            both(lambda L, x, y: L.bmm(x.transpose(1, 2).contiguous().transpose(1, 2), y), x, y,
+                 what=f"bmm transposed {bs}x{m}x{k}x{n}", **tol)
+    finally:
+        retorch.set_num_threads(old)

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "retorch/backend/cpu/Blas.h"
 #include "retorch/backend/cpu/ConvDirect.h"
 #include "retorch/backend/cpu/Parallel.h"
 #include "retorch/core/Dtypes.h"
@@ -166,20 +167,6 @@ void init_output(T* y, int64_t O, int64_t L, const T* bias) {
 // several threads at once. A single sample runs one GEMM at a time on all of OpenBLAS's threads,
 // with im2col/col2im on the calling thread: waking OpenMP threads between GEMMs would leave them
 // spinning against OpenBLAS's threads (a 10x slowdown on two cores).
-class BlasSingleThreaded {
- public:
-  explicit BlasSingleThreaded(bool on) : prev_(on ? openblas_get_num_threads() : 0) {
-    if (on) openblas_set_num_threads(1);
-  }
-  ~BlasSingleThreaded() {
-    if (prev_ > 0) openblas_set_num_threads(prev_);
-  }
-  BlasSingleThreaded(const BlasSingleThreaded&) = delete;
-  BlasSingleThreaded& operator=(const BlasSingleThreaded&) = delete;
-
- private:
-  int prev_;
-};
 
 // Number of workers that take samples (see Note [Conv threading]).
 int64_t sample_workers(int64_t N) {

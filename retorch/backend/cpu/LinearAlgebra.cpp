@@ -1,7 +1,6 @@
 // Matrix products: mm, bmm, addmm, dot through OpenBLAS for float32/float64 (and, widened,
 // float16/bfloat16), plain loops (accumulating in opmath) for the integer dtypes.
-#include <cblas.h>
-
+#include "retorch/backend/cpu/Blas.h"
 #include "retorch/backend/cpu/Convert16.h"
 #include "retorch/backend/cpu/Loops.h"
 #include "retorch/core/Shape.h"
@@ -42,7 +41,30 @@ void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, T al
     cblas_dgemm(CblasRowMajor, ta, tb, M, N, K, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// One BLAS call per matrix of the batch on raw pointers (no per-matrix tensors); out contiguous.
+// Note [GEMM threading]
+// OpenBLAS's pthread build keeps its own worker pool, whose threads spin for a long while after
+// each threaded call; retorch's other kernels run on libgomp's pool (parallel_for), whose
+// threads also spin after each region. Alternating the two, as any model does (a linear layer,
+// then elementwise ops), put three or four busy threads on two cores: a 100x1568x10 GEMM
+// followed by a relu ran 3-10x slower than with OpenBLAS single-threaded. So matrix products
+// call OpenBLAS single-threaded, always, and split large products themselves on parallel_for's
+// threads: whole matrices of a batch per thread when the batch is large enough, else column
+// (or row) blocks of each product, each block one single-threaded SGEMM. The split happens from
+// kSplitWork multiply-adds (~10 us on one core), below which a second thread costs more than
+// it saves.
+constexpr double kSplitWork = 1 << 20;
+
+// Calls f(i0, i1) for blocks of [0, n) (multiples of `align` but for the last), one per thread.
+template <typename F>
+void split_blocks(int64_t n, int64_t parts, int64_t align, const F& f) {
+  int64_t block = (n + parts - 1) / parts;
+  block = (block + align - 1) / align * align;
+  parallel_for(0, (n + block - 1) / block, 1, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) f(p * block, std::min(n, (p + 1) * block));
+  });
+}
+
+// out[i] = alpha * A[i] @ B[i] + beta * out[i] for the batch on raw pointers; out contiguous.
 template <typename T>
 void blas_batched(const Tensor& a, const Tensor& b, Tensor& out, double alpha, double beta) {
   const int64_t B = out.size(0), M = out.size(1), N = out.size(2), K = a.size(2);
@@ -51,9 +73,28 @@ void blas_batched(const Tensor& a, const Tensor& b, Tensor& out, double alpha, d
   const T* ap = static_cast<const T*>(A.t.impl()->data());
   const T* bp = static_cast<const T*>(Bm.t.impl()->data());
   T* op = out.data_ptr<T>();
-  for (int64_t i = 0; i < B; ++i)
-    blas_gemm<T>(ta, tb, int(M), int(N), int(K), T(alpha), ap + i * A.batch_stride, int(A.ld),
-                 bp + i * Bm.batch_stride, int(Bm.ld), T(beta), op + i * M * N, int(N));
+  // Rows [i0, i1) and columns [j0, j1) of product i.
+  auto block = [&](int64_t i, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const T* a0 = ap + i * A.batch_stride + (A.trans ? i0 : i0 * A.ld);
+    const T* b0 = bp + i * Bm.batch_stride + (Bm.trans ? j0 * Bm.ld : j0);
+    blas_gemm<T>(ta, tb, int(i1 - i0), int(j1 - j0), int(K), T(alpha), a0, int(A.ld), b0,
+                 int(Bm.ld), T(beta), op + i * M * N + i0 * N + j0, int(N));
+  };
+  BlasSingleThreaded single;  // Note [GEMM threading]
+  const int64_t threads = get_num_threads();
+  const double work = double(B) * double(M) * double(N) * double(K);
+  if (threads == 1 || work < kSplitWork) {
+    for (int64_t i = 0; i < B; ++i) block(i, 0, M, 0, N);
+  } else if (B >= 2 * threads || B * std::min<int64_t>(M, N) < 32 * threads) {
+    parallel_for(0, B, 1, [&](int64_t b0, int64_t e0) {
+      for (int64_t i = b0; i < e0; ++i) block(i, 0, M, 0, N);
+    });
+  } else {
+    for (int64_t i = 0; i < B; ++i) {
+      if (N >= M) split_blocks(N, threads, 16, [&](int64_t j0, int64_t j1) { block(i, 0, M, j0, j1); });
+      else split_blocks(M, threads, 8, [&](int64_t i0, int64_t i1) { block(i, i0, i1, 0, N); });
+    }
+  }
 }
 
 // Note [16-bit GEMM]
