@@ -1,5 +1,6 @@
 // Backward helpers used by the ops.yaml derivative formulas; all written in retorch ops.
 #pragma once
+#include <array>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -167,6 +168,13 @@ Tensor batch_norm_backward_weight(const Tensor& grad, const Tensor& input,
                                   const Tensor& save_mean, const Tensor& save_invstd,
                                   bool training, double eps);
 Tensor batch_norm_backward_bias(const Tensor& grad, const Tensor& input);
+/// The three gradients of native_batch_norm from one reduction pass when no graph of the
+/// backward is recorded; mask says which are needed (undefined tensors for the others).
+std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(
+    const Tensor& grad, const Tensor& input, const std::optional<Tensor>& weight,
+    const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+    const Tensor& save_mean, const Tensor& save_invstd, bool training, double eps,
+    std::array<bool, 3> mask);
 Tensor layer_norm_backward_input(const Tensor& grad, const Tensor& input,
                                  IntArrayRef normalized_shape, const Tensor& mean,
                                  const Tensor& rstd, const std::optional<Tensor>& weight,

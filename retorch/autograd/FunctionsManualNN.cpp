@@ -108,6 +108,29 @@ Tensor batch_norm_backward_bias(const Tensor& grad, const Tensor& input) {
   return grad.sum(IntArrayRef(bn_reduce_dims(input)));
 }
 
+std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(
+    const Tensor& grad, const Tensor& input, const std::optional<Tensor>& weight,
+    const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+    const Tensor& save_mean, const Tensor& save_invstd, bool training, double eps,
+    std::array<bool, 3> mask) {
+  if (!grad.defined()) return {};
+  if (training && !GradMode::is_enabled()) {
+    // One reduction pass feeds all three (PyTorch's native_batch_norm_backward does the same).
+    auto [sum_dy, sum_dy_xmu] = _batch_norm_backward_reduce(grad, input, save_mean, save_invstd);
+    Tensor gi = mask[0] ? _batch_norm_backward_elemt(grad, input, save_mean, save_invstd, weight,
+                                                     sum_dy, sum_dy_xmu)
+                        : Tensor();
+    return {gi, mask[1] ? sum_dy_xmu * save_invstd : Tensor(), mask[2] ? sum_dy : Tensor()};
+  }
+  return {mask[0] ? batch_norm_backward_input(grad, input, weight, running_mean, running_var,
+                                              save_mean, save_invstd, training, eps)
+                  : Tensor(),
+          mask[1] ? batch_norm_backward_weight(grad, input, running_mean, running_var, save_mean,
+                                               save_invstd, training, eps)
+                  : Tensor(),
+          mask[2] ? batch_norm_backward_bias(grad, input) : Tensor()};
+}
+
 // ---------------------------------------------------------------- layer norm
 
 Tensor layer_norm_backward_input(const Tensor& grad, const Tensor& input,

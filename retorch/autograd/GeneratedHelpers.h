@@ -1,5 +1,7 @@
 // What the generated autograd code uses: edge collection, history, in-place checks, formulas.
 #pragma once
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <memory>
 #include <string>

@@ -440,3 +440,22 @@ def test_embedding_bag(rng):
                       I([1, 2]))
     raises_like_torch(lambda L, w, i, o: L.embedding_bag(w, i, o)[0], P(rng, (10, 3)),
                       I([1, 12]), I([0]))
+
+
+@pytest.mark.parametrize("need", [(1, 1, 1), (0, 1, 1), (1, 0, 0), (0, 0, 1), (1, 0, 1), (0, 1, 0)])
+def test_batch_norm_backward_one_pass(need):
+    """native_batch_norm's grouped backward (one reduction feeds input, weight and bias
+    gradients) gives torch's gradients for every subset of inputs requiring grad."""
+    rng = np.random.default_rng(sum(need))
+    x, g = rng.standard_normal((4, 3, 5, 5)), rng.standard_normal((4, 3, 5, 5))
+    w, b = rng.standard_normal(3), rng.standard_normal(3)
+    got = []
+    for L in (torch, retorch):
+        xs, ws, bs = (L.tensor(v, requires_grad=bool(n)) for v, n in zip((x, w, b), need))
+        rm, rv = L.zeros(3, dtype=L.float64), L.ones(3, dtype=L.float64)
+        L.nn.functional.batch_norm(xs, rm, rv, ws, bs, training=True).backward(L.tensor(g))
+        got.append([t.grad for t in (xs, ws, bs)])
+    for t, r in zip(*got):
+        assert (t is None) == (r is None)
+        if t is not None:
+            np.testing.assert_allclose(r.numpy(), t.numpy(), rtol=1e-9, atol=1e-10)

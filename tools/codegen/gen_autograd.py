@@ -58,9 +58,20 @@ class NodeInfo:
         self.used = used
         self.saved_args = [a for a in entry.args if a.name in used]
         self.saved_rets = [(i, n) for i, n in enumerate(ret_names) if n in used]
-        for k in formulas:
-            if k not in argnames:
-                raise SystemExit(f'ops.yaml: derivative for unknown input {k!r} of {entry.name}')
+        # A key naming several inputs ("input, weight, bias") is one formula returning a tuple
+        # of their gradients in that order; it sees grad_input_mask (which of them are needed).
+        self.groups = []  # (names, formula)
+        for k in list(formulas):
+            names = [n.strip() for n in k.split(',')]
+            for n in names:
+                if n not in argnames:
+                    raise SystemExit(f'ops.yaml: derivative for unknown input {n!r} of {entry.name}')
+            if len(names) > 1:
+                if any(a.type == 'Tensor[]' for a in entry.args):
+                    raise SystemExit(f'ops.yaml: {entry.name}: grouped derivatives need fixed edges')
+                self.groups.append((names, formulas.pop(k)))
+                for n in names:
+                    formulas[n] = 'grouped'
 
     def ret_names(self):
         rets = self.e.rets
@@ -136,6 +147,19 @@ def gen_node(info):
     # Edge offsets of each tensor-like input.
     body.append('  size_t off = 0;')
     body.append('  variable_list grad_inputs(num_outputs());')
+    edges = [a.name for a in e.args if is_edge_arg(a)]
+    for names, f in info.groups:
+        idx = [edges.index(n) for n in names]
+        need = ', '.join(f'should_compute_output({i})' for i in idx)
+        body.append('  {')
+        body.append(f'    const std::array<bool, {len(idx)}> grad_input_mask{{{need}}};')
+        body.append('    if (std::find(grad_input_mask.begin(), grad_input_mask.end(), true) != '
+                    'grad_input_mask.end()) {')
+        body.append(f'      auto r = {f};')
+        for j, i in enumerate(idx):
+            body.append(f'      if (grad_input_mask[{j}]) grad_inputs[{i}] = std::get<{j}>(r);')
+        body.append('    }')
+        body.append('  }')
     for a in e.args:
         if not is_edge_arg(a):
             continue
@@ -149,7 +173,7 @@ def gen_node(info):
                 body.append('  }')
             body.append(f'  off += {a.name}_size_;')
         else:
-            if f and f != 'non_differentiable':
+            if f and f not in ('non_differentiable', 'grouped'):
                 if f == 'not_implemented':
                     f = f'not_implemented("{e.name}", "{a.name}")'
                 body.append(f'  if (should_compute_output(off)) grad_inputs[off] = {f};')
