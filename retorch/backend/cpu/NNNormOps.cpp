@@ -74,7 +74,8 @@ std::array<std::vector<double>, K> channel_sums(int64_t R, int64_t C, const Body
   for (int k = 0; k < K; ++k) {
     out[size_t(k)].assign(size_t(C), 0.0);
     for (int64_t ch = 0; ch < chunks; ++ch)
-      for (int64_t c = 0; c < C; ++c) out[size_t(k)][size_t(c)] += part[size_t((ch * K + k) * C + c)];
+      for (int64_t c = 0; c < C; ++c)
+        out[size_t(k)][size_t(c)] += part[size_t((ch * K + k) * C + c)];
   }
   return out;
 }

@@ -262,6 +262,7 @@ namespace detail {
 // gets the same value) and so is masked_fill_, which PyTorch only warns about. Outputs that
 // share memory with an input other than exactly are refused too (assert_no_partial_overlap).
 void assert_no_internal_overlap(const Tensor& t, const char* op) {
+  if (t.numel() == 0) return;  // nothing is written
   for (int64_t d = 0; d < t.dim(); ++d) {
     RT_CHECK(!(t.size(d) > 1 && t.stride(d) == 0), op, ": unsupported operation: more than one "
              "element of the written-to tensor refers to a single memory location. Please "
