@@ -3,6 +3,7 @@
 #pragma once
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -19,29 +20,32 @@ struct Window {
 
 /// Max pool of x [N, H, W, C] into y, ind [N, OH, OW, C]; ind holds the flat h * W + w of each
 /// channel's first maximum (PyTorch's per-plane index), a NaN wins like window_max.
-/// window(oy, ox) gives the clipped window.
+/// window(oy, ox) gives the clipped window. The running index is int32 (planes are checked to
+/// fit) so it has the width of a float lane and the compare-and-blend loop vectorizes.
 template <typename scalar_t, typename WindowFn>
 void max_pool(const scalar_t* x, int64_t N, int64_t H, int64_t W, int64_t C, int64_t OH,
               int64_t OW, const WindowFn& window, scalar_t* y, int64_t* ind) {
   using acc_t = opmath_t<scalar_t>;
+  RT_CHECK(H * W <= std::numeric_limits<int32_t>::max(), "max_pool2d: an input plane of ", H,
+           "x", W, " elements is too large for the channels-last kernel");
   parallel_for(0, N * OH * OW, std::max<int64_t>(1, 2048 / std::max<int64_t>(C, 1)),
                [&](int64_t b, int64_t e) {
     std::vector<acc_t> best(static_cast<size_t>(C));
-    std::vector<int64_t> arg(static_cast<size_t>(C));
+    std::vector<int32_t> arg(static_cast<size_t>(C));
+    acc_t* __restrict bp = best.data();
+    int32_t* __restrict ap = arg.data();
     for (int64_t p = b; p < e; ++p) {
       const int64_t n = p / (OH * OW), oy = p / OW % OH, ox = p % OW;
       const Window w = window(oy, ox);
-      acc_t* bp = best.data();
-      int64_t* ap = arg.data();
-      const int64_t first = w.h0 * W + w.w0;
+      const int32_t first = int32_t(w.h0 * W + w.w0);
       for (int64_t c = 0; c < C; ++c) {
         bp[c] = -std::numeric_limits<acc_t>::infinity();
         ap[c] = first;
       }
       for (int64_t h = w.h0; h < w.h1; h += w.dh) {
         for (int64_t wx = w.w0; wx < w.w1; wx += w.dw) {
-          const int64_t at = h * W + wx;
-          const scalar_t* xp = x + (n * H * W + at) * C;
+          const int32_t at = int32_t(h * W + wx);
+          const scalar_t* __restrict xp = x + (n * H * W + at) * C;
           _Pragma("omp simd")
           for (int64_t c = 0; c < C; ++c) {
             const acc_t v = acc_t(xp[c]);
@@ -51,8 +55,9 @@ void max_pool(const scalar_t* x, int64_t N, int64_t H, int64_t W, int64_t C, int
           }
         }
       }
-      scalar_t* yp = y + p * C;
-      int64_t* ip = ind + p * C;
+      scalar_t* __restrict yp = y + p * C;
+      int64_t* __restrict ip = ind + p * C;
+      _Pragma("omp simd")
       for (int64_t c = 0; c < C; ++c) {
         yp[c] = scalar_t(bp[c]);
         ip[c] = ap[c];
