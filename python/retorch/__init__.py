@@ -22,6 +22,8 @@ from ._indexing import unique, nonzero, install as _install_indexing  # noqa: E4
 _install_indexing(Tensor)
 from . import _tensor  # noqa: E402
 _tensor.install(Tensor)
+from . import _memory_format  # noqa: E402
+_memory_format.install(Tensor)
 
 _NP_DEFAULT_INT = {"i", "u"}
 

@@ -15,6 +15,7 @@ void bind_optim(py::module_& m);
 void bind_nn(py::module_& m);
 void bind_dlpack(py::module_& m, py::class_<Tensor>& cls);
 void bind_autograd_function(py::module_& m);
+void bind_memory_format(py::module_& m, py::class_<Tensor>& cls);
 
 namespace {
 
@@ -120,6 +121,7 @@ PYBIND11_MODULE(_C, m) {
   py::class_<Tensor> cls(m, "Tensor");
   bind_tensor(m, cls);
   bind_generated(m, cls);
+  bind_memory_format(m, cls);
   bind_tensorboard(m);
   bind_io(m);
   bind_data(m);

@@ -252,7 +252,6 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
       .def("nelement", &Tensor::numel)
       .def("element_size", &Tensor::element_size)
       .def("storage_offset", &Tensor::storage_offset)
-      .def("is_contiguous", &Tensor::is_contiguous)
       .def("is_floating_point", &Tensor::is_floating_point)
       .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
       .def("item", [](const Tensor& t) {

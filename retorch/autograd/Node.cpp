@@ -100,6 +100,26 @@ bool Node::retains_grad(uint32_t output_nr) const {
   return false;
 }
 
+namespace {
+// Note [Gradient layout]
+// Like PyTorch's AccumulateGrad, a leaf's .grad takes the leaf's strides when the leaf is dense
+// (a channels-last parameter gets a channels-last gradient), else it is contiguous.
+bool obeys_layout(const Tensor& grad, const Tensor& variable) {
+  if (!is_non_overlapping_and_dense_strides(variable.sizes(), variable.strides()))
+    return grad.is_contiguous();
+  for (int64_t d = 0; d < variable.dim(); ++d)
+    if (variable.size(d) > 1 && grad.stride(d) != variable.stride(d)) return false;
+  return true;
+}
+
+Tensor clone_obeying_layout(const Tensor& grad, const Tensor& variable) {
+  if (!is_non_overlapping_and_dense_strides(variable.sizes(), variable.strides()) ||
+      !grad.sizes().equals(variable.sizes()))
+    return grad.clone();
+  return empty_strided(variable.sizes(), variable.strides(), grad.options()).copy_(grad);
+}
+}  // namespace
+
 AccumulateGrad::AccumulateGrad(Tensor v) : variable(std::move(v)) {
   sequence_nr_ = UINT64_MAX;  // accumulate as soon as a leaf's grad is ready
   add_input_metadata(variable);
@@ -116,11 +136,11 @@ variable_list AccumulateGrad::apply(variable_list&& grads) {
   Tensor& g = meta.grad_;
   if (!GradMode::is_enabled()) {
     if (!g.defined()) {
-      // Steal the buffer when nobody else holds it and it is a plain dense tensor.
-      if (new_grad.use_count() == 1 && new_grad.is_contiguous() && !new_grad.grad_fn())
+      // Steal the buffer when nobody else holds it and it has the leaf's layout.
+      if (new_grad.use_count() == 1 && obeys_layout(new_grad, variable) && !new_grad.grad_fn())
         g = new_grad.detach();
       else
-        g = new_grad.detach().clone();
+        g = clone_obeying_layout(new_grad.detach(), variable);
     } else {
       g.add_(new_grad);
     }

@@ -101,10 +101,11 @@ bool is_expandable_to(IntArrayRef shape, IntArrayRef desired) {
 }
 
 bool is_contiguous_strides(IntArrayRef sizes, IntArrayRef strides) {
+  for (int64_t s : sizes)
+    if (s == 0) return true;  // no elements: contiguous whatever the strides (like PyTorch)
   int64_t expected = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     if (sizes[i] == 1) continue;
-    if (sizes[i] == 0) return true;
     if (strides[i] != expected) return false;
     expected *= sizes[i];
   }

@@ -56,6 +56,61 @@ Scalar Tensor::item() const {
   return s;
 }
 
+// ---------------------------------------------------------------- memory formats
+
+bool Tensor::is_contiguous(MemoryFormat memory_format) const {
+  if (memory_format == MemoryFormat::ChannelsLast)
+    return dim() == 4 && is_channels_last_contiguous_strides(sizes(), strides());
+  return is_contiguous();
+}
+
+MemoryFormat Tensor::suggest_memory_format() const {
+  return is_channels_last_like_strides(sizes(), strides()) ? MemoryFormat::ChannelsLast
+                                                           : MemoryFormat::Contiguous;
+}
+
+DimVector memory_format_strides(const Tensor& self, MemoryFormat memory_format) {
+  if (memory_format == MemoryFormat::Preserve) {
+    if (is_non_overlapping_and_dense_strides(self.sizes(), self.strides()))
+      return DimVector(self.strides());
+    memory_format = self.suggest_memory_format();
+  }
+  if (memory_format == MemoryFormat::ChannelsLast) return channels_last_strides(self.sizes());
+  return contiguous_strides(self.sizes());
+}
+
+Tensor empty(IntArrayRef size, TensorOptions options, MemoryFormat memory_format) {
+  RT_CHECK(memory_format != MemoryFormat::Preserve, "preserve memory format is unsupported by "
+           "the empty operator");
+  if (memory_format == MemoryFormat::Contiguous) return retorch::empty(size, options);
+  return retorch::empty_strided(size, channels_last_strides(size), options);
+}
+
+Tensor empty_like(const Tensor& self, TensorOptions options, MemoryFormat memory_format) {
+  TensorOptions o = options.dtype(options.dtype_.value_or(self.dtype()))
+                        .device(options.device_.value_or(self.device()));
+  return retorch::empty_strided(self.sizes(), memory_format_strides(self, memory_format), o);
+}
+
+// Copies go through copy_, so autograd records them (CopyBackwards: the gradient passes as is).
+Tensor Tensor::contiguous(MemoryFormat memory_format) const {
+  RT_CHECK(memory_format != MemoryFormat::ChannelsLast || dim() == 4,
+           "required rank 4 tensor to use channels_last format");
+  if (is_contiguous(memory_format)) return *this;
+  RT_CHECK(memory_format != MemoryFormat::Preserve, "preserve memory format is unsupported by "
+           "the contiguous operator");
+  if (memory_format == MemoryFormat::Contiguous) return contiguous();
+  return clone(memory_format);
+}
+
+Tensor Tensor::clone(MemoryFormat memory_format) const {
+  RT_CHECK(memory_format != MemoryFormat::ChannelsLast || dim() == 4,
+           "required rank 4 tensor to use channels_last format");
+  if (memory_format == MemoryFormat::Contiguous) return clone();
+  Tensor out = retorch::empty_like(*this, TensorOptions(), memory_format);
+  return out.copy_(*this);
+}
+
 Tensor make_empty(IntArrayRef sizes, ScalarType dtype, Device device) {
   int64_t n = compute_numel(sizes);
   auto storage = make_intrusive<StorageImpl>(size_t(n) * element_size(dtype), allocator_for(device));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "retorch/core/Generator.h"
+#include "retorch/core/MemoryFormat.h"
 #include "retorch/core/Scalar.h"
 #include "retorch/core/TensorImpl.h"
 #include "retorch/core/TensorOptions.h"
@@ -75,6 +76,10 @@ class Tensor {
   bool is_cpu() const { return device().is_cpu(); }
   bool is_floating_point() const { return is_floating_type(dtype()); }
   bool is_contiguous() const { return impl_->is_contiguous(); }
+  /// Dense in memory_format's order (ChannelsLast: NHWC, false unless 4-d; Preserve: plain).
+  bool is_contiguous(MemoryFormat memory_format) const;
+  /// ChannelsLast when 4-d with NHWC-ordered strides (PyTorch's rule, ties go to NCHW).
+  MemoryFormat suggest_memory_format() const;
   int64_t storage_offset() const { return impl_->storage_offset(); }
   int64_t element_size() const { return int64_t(impl_->itemsize()); }
   TensorOptions options() const { return TensorOptions().dtype(dtype()).device(device()); }
@@ -127,6 +132,11 @@ class Tensor {
   Tensor& operator/=(const Scalar& o);
   Tensor operator-() const;
 
+  /// self laid out densely in memory_format, or self when it already is (differentiable).
+  Tensor contiguous(MemoryFormat memory_format) const;
+  /// A copy laid out in memory_format; Preserve keeps dense strides, else the suggested format.
+  Tensor clone(MemoryFormat memory_format) const;
+
   // Generated: one method per op declared with `variants: method` in ops.yaml.
 #include "retorch/generated/TensorMethods.h.inc"
 
@@ -138,6 +148,13 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 /// A 0-dim tensor holding s, marked as a wrapped number for type promotion.
 Tensor scalar_to_tensor(const Scalar& s, Device device = Device(kCPU));
+/// Strides of a new tensor shaped like self in memory_format (Preserve: PyTorch's empty_like
+/// rule, self's strides when dense, else the suggested format's).
+DimVector memory_format_strides(const Tensor& self, MemoryFormat memory_format);
+/// An uninitialized tensor laid out in memory_format (Preserve is not allowed here).
+Tensor empty(IntArrayRef size, TensorOptions options, MemoryFormat memory_format);
+/// An uninitialized tensor like self (dtype/device from options when set) in memory_format.
+Tensor empty_like(const Tensor& self, TensorOptions options, MemoryFormat memory_format);
 /// A new tensor over fresh storage (uninitialized).
 Tensor make_empty(IntArrayRef sizes, ScalarType dtype, Device device = Device(kCPU));
 /// A new tensor with the given strides over fresh storage (uninitialized).

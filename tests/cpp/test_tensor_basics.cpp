@@ -223,3 +223,41 @@ TEST(TensorBasics, OptionalDimsFromIntLiterals) {
   EXPECT_EQ(values(x.mean(1, true)), (std::vector<double>{1, 4}));
   EXPECT_EQ(values(sum(x, 0)), (std::vector<double>{3, 5, 7}));
 }
+
+// ---------------------------------------------------------------- memory formats
+
+TEST(MemoryFormatTest, ChannelsLastStridesAndChecks) {
+  Tensor x = randn({2, 3, 4, 5});
+  EXPECT_EQ(x.suggest_memory_format(), MemoryFormat::Contiguous);
+  Tensor y = x.contiguous(MemoryFormat::ChannelsLast);
+  EXPECT_EQ(y.strides(), IntArrayRef({60, 1, 15, 3}));
+  EXPECT_TRUE(y.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_FALSE(y.is_contiguous());
+  EXPECT_EQ(y.suggest_memory_format(), MemoryFormat::ChannelsLast);
+  EXPECT_TRUE(y.contiguous(MemoryFormat::ChannelsLast).is_same(y));
+  EXPECT_TRUE(allclose(y, x));
+  EXPECT_EQ(y.clone(MemoryFormat::Preserve).strides(), y.strides());
+  EXPECT_TRUE(y.contiguous().is_contiguous());
+  // Size-1 dims: a contiguous N111 or C=1 tensor is both layouts and suggests NCHW.
+  Tensor c1 = randn({2, 1, 4, 4});
+  EXPECT_TRUE(c1.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_EQ(c1.suggest_memory_format(), MemoryFormat::Contiguous);
+  EXPECT_EQ(empty({2, 3, 4, 5}, TensorOptions(), MemoryFormat::ChannelsLast).strides(),
+            IntArrayRef({60, 1, 15, 3}));
+  EXPECT_THROW(randn({2, 3, 4}).contiguous(MemoryFormat::ChannelsLast), Error);
+  EXPECT_FALSE(randn({2, 3, 4}).is_contiguous(MemoryFormat::ChannelsLast));
+}
+
+TEST(MemoryFormatTest, KernelsKeepChannelsLastAndGradientsFlow) {
+  Tensor x = randn({2, 3, 6, 6}).contiguous(MemoryFormat::ChannelsLast).set_requires_grad(true);
+  Tensor r = relu(x);
+  EXPECT_TRUE(r.is_contiguous(MemoryFormat::ChannelsLast));
+  Tensor p = max_pool2d(r, {2});
+  EXPECT_TRUE(p.is_contiguous(MemoryFormat::ChannelsLast));
+  EXPECT_TRUE(allclose(p, max_pool2d(r.contiguous(), {2})));
+  p.sum().backward();
+  EXPECT_TRUE(x.grad().is_contiguous(MemoryFormat::ChannelsLast));
+  Tensor leaf = randn({2, 3, 4, 4}).set_requires_grad(true);
+  (leaf.contiguous(MemoryFormat::ChannelsLast) * 3).sum().backward();
+  EXPECT_TRUE(allclose(leaf.grad(), full({2, 3, 4, 4}, 3.0)));
+}

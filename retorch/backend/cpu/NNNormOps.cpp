@@ -1,5 +1,6 @@
-// Fused normalization kernels: native_batch_norm and its backward passes, native_layer_norm and
-// layer_norm's backward.
+// Fused normalization kernels: native_batch_norm and its backward passes (NCHW planes, or NHWC
+// rows with channels innermost for channels-last inputs), native_layer_norm and its backward.
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -32,6 +33,70 @@ void write_doubles(const Tensor& t, const std::vector<double>& v) {
   t.copy_(d.view(t.sizes()));
 }
 
+/// Batch norm runs NHWC loops (and returns channels-last) when PyTorch's would.
+bool bn_channels_last(const Tensor& input) {
+  return input.dim() == 4 && input.suggest_memory_format() == MemoryFormat::ChannelsLast;
+}
+
+/// input densely in the layout batch norm computes in.
+Tensor bn_layout(const Tensor& t, bool channels_last) {
+  return channels_last ? t.contiguous(MemoryFormat::ChannelsLast) : t.contiguous();
+}
+
+Tensor bn_empty(const Tensor& input, bool channels_last) {
+  if (!channels_last) return make_empty(input.sizes(), input.dtype(), input.device());
+  return make_empty_strided(input.sizes(), channels_last_strides(input.sizes()), input.dtype(),
+                            input.device());
+}
+
+// Note [NHWC channel sums]
+// A channels-last tensor is an [R, C] matrix (R = N * H * W rows). Per-channel sums run over
+// chunks of rows in parallel; body(r0, r1, acc) adds rows [r0, r1) into K accumulators of C
+// op_t values each (acc[k * C + c], a contiguous vectorizable inner loop), flushed into double
+// partials every 64 rows so float sums stay accurate; the partials are added at the end.
+template <typename op_t, int K, typename Body>
+std::array<std::vector<double>, K> channel_sums(int64_t R, int64_t C, const Body& body) {
+  const int64_t chunks = std::max<int64_t>(1, std::min<int64_t>(R, get_num_threads() * 4));
+  std::vector<double> part(size_t(chunks * K * C), 0.0);
+  parallel_for(0, chunks, 1, [&](int64_t cb, int64_t ce) {
+    std::vector<op_t> acc(size_t(K * C));
+    for (int64_t ch = cb; ch < ce; ++ch) {
+      double* pd = part.data() + ch * K * C;
+      const int64_t r1 = (ch + 1) * R / chunks;
+      for (int64_t r = ch * R / chunks; r < r1; r += 64) {
+        std::fill(acc.begin(), acc.end(), op_t(0));
+        body(r, std::min<int64_t>(r + 64, r1), acc.data());
+        for (int64_t i = 0; i < K * C; ++i) pd[i] += double(acc[size_t(i)]);
+      }
+    }
+  });
+  std::array<std::vector<double>, K> out;
+  for (int k = 0; k < K; ++k) {
+    out[size_t(k)].assign(size_t(C), 0.0);
+    for (int64_t ch = 0; ch < chunks; ++ch)
+      for (int64_t c = 0; c < C; ++c)
+        out[size_t(k)][size_t(c)] += part[size_t((ch * K + k) * C + c)];
+  }
+  return out;
+}
+
+/// y[r, c] = x[r, c] * scale[c] + shift[c] over NHWC rows.
+template <typename scalar_t, typename op_t>
+void affine_rows(const scalar_t* x, scalar_t* y, int64_t R, int64_t C,
+                 const std::vector<op_t>& scale, const std::vector<op_t>& shift) {
+  const op_t* sc = scale.data();
+  const op_t* sh = shift.data();
+  parallel_for(0, R, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)),
+               [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) {
+      const scalar_t* xr = x + r * C;
+      scalar_t* yr = y + r * C;
+      _Pragma("omp simd")
+      for (int64_t c = 0; c < C; ++c) yr[c] = scalar_t(op_t(xr[c]) * sc[c] + sh[c]);
+    }
+  });
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------- batch norm
@@ -56,13 +121,67 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(
   std::vector<double> rm = as_doubles(running_mean, C, 0.0, op, "running_mean");
   std::vector<double> rv = as_doubles(running_var, C, 1.0, op, "running_var");
   std::vector<double> mean(static_cast<size_t>(C)), invstd(static_cast<size_t>(C));
-  Tensor x = input.contiguous();
-  Tensor out = make_empty(input.sizes(), input.dtype(), input.device());
+  const bool cl = bn_channels_last(input);
+  Tensor x = bn_layout(input, cl);
+  Tensor out = bn_empty(input, cl);
   int64_t count = N * S;
+  // Running statistics from the batch's mean and sum of squared deviations.
+  auto update_running = [&](int64_t c, double m, double ss) {
+    if (have_rm) rm[size_t(c)] = (1 - momentum) * rm[size_t(c)] + momentum * m;
+    if (have_rv) {
+      double unbiased = count > 1 ? ss / double(count - 1) : std::nan("");
+      rv[size_t(c)] = (1 - momentum) * rv[size_t(c)] + momentum * unbiased;
+    }
+  };
   RT_DISPATCH_FLOATING(input.dtype(), op, [&] {
     using op_t = opmath_t<scalar_t>;
     const scalar_t* xp = x.data_ptr<scalar_t>();
     scalar_t* yp = out.data_ptr<scalar_t>();
+    if (cl) {  // NHWC rows: see Note [NHWC channel sums]
+      const int64_t R = N * S;
+      if (training) {
+        auto [sum] = channel_sums<op_t, 1>(R, C, [&](int64_t r0, int64_t r1, op_t* acc) {
+          for (int64_t r = r0; r < r1; ++r) {
+            const scalar_t* row = xp + r * C;
+            _Pragma("omp simd")
+            for (int64_t c = 0; c < C; ++c) acc[c] += op_t(row[c]);
+          }
+        });
+        std::vector<op_t> mf(static_cast<size_t>(C));
+        for (int64_t c = 0; c < C; ++c) {
+          mean[size_t(c)] = count > 0 ? sum[size_t(c)] / double(count) : std::nan("");
+          mf[size_t(c)] = op_t(mean[size_t(c)]);
+        }
+        const op_t* mp = mf.data();
+        auto [sq] = channel_sums<op_t, 1>(R, C, [&](int64_t r0, int64_t r1, op_t* acc) {
+          for (int64_t r = r0; r < r1; ++r) {
+            const scalar_t* row = xp + r * C;
+            _Pragma("omp simd")
+            for (int64_t c = 0; c < C; ++c) {
+              op_t d = op_t(row[c]) - mp[c];
+              acc[c] += d * d;
+            }
+          }
+        });
+        for (int64_t c = 0; c < C; ++c) {
+          double var = count > 0 ? sq[size_t(c)] / double(count) : std::nan("");
+          invstd[size_t(c)] = 1.0 / std::sqrt(var + eps);
+          update_running(c, mean[size_t(c)], sq[size_t(c)]);
+        }
+      } else {
+        for (int64_t c = 0; c < C; ++c) {
+          mean[size_t(c)] = rm[size_t(c)];
+          invstd[size_t(c)] = 1.0 / std::sqrt(rv[size_t(c)] + eps);
+        }
+      }
+      std::vector<op_t> scale(static_cast<size_t>(C)), shift(static_cast<size_t>(C));
+      for (size_t c = 0; c < size_t(C); ++c) {
+        scale[c] = op_t(invstd[c] * w[c]);
+        shift[c] = op_t(b[c] - mean[c] * invstd[c] * w[c]);
+      }
+      affine_rows(xp, yp, R, C, scale, shift);
+      return;
+    }
     if (training) {
       // Two passes per channel (mean, then squared deviations) for accuracy.
       parallel_for(0, C, 1, [&](int64_t cb, int64_t ce) {
@@ -91,11 +210,7 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(
           double var = count > 0 ? ss / double(count) : std::nan("");
           mean[size_t(c)] = m;
           invstd[size_t(c)] = 1.0 / std::sqrt(var + eps);
-          if (have_rm) rm[size_t(c)] = (1 - momentum) * rm[size_t(c)] + momentum * m;
-          if (have_rv) {
-            double unbiased = count > 1 ? ss / double(count - 1) : std::nan("");
-            rv[size_t(c)] = (1 - momentum) * rv[size_t(c)] + momentum * unbiased;
-          }
+          update_running(c, m, ss);
         }
       });
     } else {
@@ -133,11 +248,13 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(
 
 namespace {
 
-// grad_out and input as contiguous [N, C, S] with per-channel mean/invstd as doubles.
+// grad_out and input as contiguous [N, C, S] (or NHWC [N * S, C] when channels_last) with
+// per-channel mean/invstd as doubles.
 struct BnBackwardArgs {
   Tensor dy, x;
   int64_t N, C, S;
   std::vector<double> mean, invstd;
+  bool channels_last;
 };
 
 BnBackwardArgs bn_backward_args(const char* op, const Tensor& grad_out, const Tensor& input,
@@ -150,8 +267,9 @@ BnBackwardArgs bn_backward_args(const char* op, const Tensor& grad_out, const Te
   a.N = input.size(0);
   a.C = input.size(1);
   a.S = a.C == 0 ? 0 : input.numel() / std::max<int64_t>(a.N * a.C, 1);
-  a.dy = grad_out.contiguous();
-  a.x = input.contiguous();
+  a.channels_last = bn_channels_last(input);
+  a.dy = bn_layout(grad_out, a.channels_last);
+  a.x = bn_layout(input, a.channels_last);
   a.mean = as_doubles(mean, a.C, 0.0, op, "mean");
   a.invstd = as_doubles(invstd, a.C, 1.0, op, "invstd");
   return a;
@@ -168,6 +286,26 @@ std::tuple<Tensor, Tensor> batch_norm_backward_reduce(const Tensor& grad_out, co
     using op_t = opmath_t<scalar_t>;
     const scalar_t* dy = a.dy.data_ptr<scalar_t>();
     const scalar_t* x = a.x.data_ptr<scalar_t>();
+    if (a.channels_last) {  // See Note [NHWC channel sums]
+      const int64_t C = a.C;
+      std::vector<op_t> mf(static_cast<size_t>(C));
+      for (int64_t c = 0; c < C; ++c) mf[size_t(c)] = op_t(a.mean[size_t(c)]);
+      const op_t* mp = mf.data();
+      auto sums = channel_sums<op_t, 2>(a.N * a.S, C, [&](int64_t r0, int64_t r1, op_t* acc) {
+        for (int64_t r = r0; r < r1; ++r) {
+          const scalar_t* g = dy + r * C;
+          const scalar_t* xr = x + r * C;
+          _Pragma("omp simd")
+          for (int64_t c = 0; c < C; ++c) {
+            acc[c] += op_t(g[c]);
+            acc[C + c] += op_t(g[c]) * (op_t(xr[c]) - mp[c]);
+          }
+        }
+      });
+      sum_dy = sums[0];
+      sum_dy_xmu = sums[1];
+      return;
+    }
     parallel_for(0, a.C, 1, [&](int64_t cb, int64_t ce) {
       for (int64_t c = cb; c < ce; ++c) {
         double s1 = 0, s2 = 0;
@@ -204,13 +342,38 @@ Tensor batch_norm_backward_elemt(const Tensor& grad_out, const Tensor& input, co
   std::vector<double> w = as_doubles(weight, a.C, 1.0, op, "weight");
   std::vector<double> s1 = as_doubles(sum_dy, a.C, 0.0, op, "sum_dy");
   std::vector<double> s2 = as_doubles(sum_dy_xmu, a.C, 0.0, op, "sum_dy_xmu");
-  Tensor out = make_empty(input.sizes(), input.dtype(), input.device());
+  Tensor out = bn_empty(input, a.channels_last);
   const double M = double(std::max<int64_t>(a.N * a.S, 1));
   RT_DISPATCH_FLOATING(input.dtype(), op, [&] {
     using op_t = opmath_t<scalar_t>;
     const scalar_t* dy = a.dy.data_ptr<scalar_t>();
     const scalar_t* x = a.x.data_ptr<scalar_t>();
     scalar_t* gi = out.data_ptr<scalar_t>();
+    if (a.channels_last) {
+      // gi = (dy - mean(dy) - (x - mean) * proj) * scale, per channel c over NHWC rows.
+      const int64_t C = a.C;
+      const size_t nc = static_cast<size_t>(C);
+      std::vector<op_t> m(nc), gm(nc), pr(nc), sc(nc);
+      for (size_t c = 0; c < size_t(C); ++c) {
+        m[c] = op_t(a.mean[c]);
+        gm[c] = op_t(s1[c] / M);
+        pr[c] = op_t(s2[c] / M * a.invstd[c] * a.invstd[c]);
+        sc[c] = op_t(a.invstd[c] * w[c]);
+      }
+      const op_t *mp = m.data(), *gmp = gm.data(), *prp = pr.data(), *scp = sc.data();
+      parallel_for(0, a.N * a.S, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)),
+                   [&](int64_t b0, int64_t e0) {
+        for (int64_t r = b0; r < e0; ++r) {
+          const scalar_t* g = dy + r * C;
+          const scalar_t* xr = x + r * C;
+          scalar_t* o = gi + r * C;
+          _Pragma("omp simd")
+          for (int64_t c = 0; c < C; ++c)
+            o[c] = scalar_t((op_t(g[c]) - gmp[c] - (op_t(xr[c]) - mp[c]) * prp[c]) * scp[c]);
+        }
+      });
+      return;
+    }
     parallel_for(0, a.N * a.C, std::max<int64_t>(1, 16384 / std::max<int64_t>(a.S, 1)),
                  [&](int64_t b0, int64_t e0) {
       for (int64_t nc = b0; nc < e0; ++nc) {

@@ -1,11 +1,14 @@
 // Pooling on the CPU: max (with argmax indices), average and adaptive pools, and their backwards.
-// Each kernel runs over (batch * channel) planes of a contiguous NCHW copy, planes in parallel.
+// Each kernel runs over (batch * channel) planes of a contiguous NCHW copy, planes in parallel,
+// or for a channels-last input over NHWC pixels with channels innermost (PoolNhwc.h), giving a
+// channels-last result like PyTorch.
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <string_view>
 
 #include "retorch/backend/cpu/Parallel.h"
+#include "retorch/backend/cpu/PoolNhwc.h"
 #include "retorch/core/Dtypes.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/generated/Kernels.h"
@@ -33,12 +36,27 @@ int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t 
   return out;
 }
 
-// Input as contiguous [planes, H, W] plus the shape of the batch/channel dims.
+// Input as contiguous [planes, H, W] plus the shape of the batch/channel dims; or, when
+// channels_last, as [N, H, W, C] (x is then NHWC-contiguous, n = N * C).
 struct Planes {
   Tensor x;
   std::vector<int64_t> lead;
   int64_t n, H, W;
+  bool channels_last = false;
+  int64_t N() const { return lead[0]; }
+  int64_t C() const { return lead[1]; }
 };
+
+// PyTorch's pools pick NHWC loops when the input's strides suggest channels-last.
+bool use_channels_last(const Tensor& self) {
+  return self.dim() == 4 && self.suggest_memory_format() == MemoryFormat::ChannelsLast;
+}
+
+// A new pooling result: channels-last when the input was.
+Tensor new_result(IntArrayRef shape, ScalarType dtype, const Tensor& like, bool channels_last) {
+  if (!channels_last) return make_empty(shape, dtype, like.device());
+  return make_empty_strided(shape, channels_last_strides(shape), dtype, like.device());
+}
 
 enum class EmptyOk { kBatch, kLeading, kNonSpatial };
 
@@ -57,8 +75,9 @@ Planes as_planes(const Tensor& self, const char* op, EmptyOk empty = EmptyOk::kB
            "input, but got input of size ", self.sizes());
   std::vector<int64_t> lead(self.sizes().begin(), self.sizes().end() - 2);
   int64_t H = self.size(-2), W = self.size(-1);
-  Tensor x = self.contiguous();
-  return {x, lead, H * W == 0 ? 0 : x.numel() / (H * W), H, W};
+  bool cl = use_channels_last(self);
+  Tensor x = cl ? self.contiguous(MemoryFormat::ChannelsLast) : self.contiguous();
+  return {x, lead, H * W == 0 ? 0 : x.numel() / (H * W), H, W, cl};
 }
 
 std::vector<int64_t> with_hw(const std::vector<int64_t>& lead, int64_t h, int64_t w) {
@@ -114,6 +133,16 @@ Tensor scatter_max_grad(const Tensor& grad_output, const Tensor& self, const Ten
   int64_t HW = self.size(-2) * self.size(-1);
   int64_t L = grad_output.size(-2) * grad_output.size(-1);
   int64_t planes = HW == 0 ? 0 : self.numel() / HW;
+  if (use_channels_last(self)) {
+    const auto cl = MemoryFormat::ChannelsLast;
+    Tensor go = grad_output.contiguous(cl), idx = indices.contiguous(cl);
+    Tensor gi = new_result(self.sizes(), self.dtype(), self, true);
+    RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
+      nhwc::max_pool_backward(go.data_ptr<scalar_t>(), idx.data_ptr<int64_t>(), self.size(0), HW,
+                              L, self.size(1), gi.data_ptr<scalar_t>(), op);
+    });
+    return gi;
+  }
   Tensor go = grad_output.contiguous(), idx = indices.contiguous();
   Tensor gi = make_empty(self.sizes(), self.dtype(), self.device());
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
@@ -199,14 +228,25 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& self, IntArrayR
   Pool2d k = check_pool(p, kernel_size, stride, padding, dilation, ceil_mode, op);
   check_float(self, "max_pool2d");
   auto shape = with_hw(p.lead, k.oh, k.ow);
-  Tensor out = make_empty(shape, self.dtype(), self.device());
-  Tensor ind = make_empty(shape, kLong, self.device());
+  Tensor out = new_result(shape, self.dtype(), self, p.channels_last);
+  Tensor ind = new_result(shape, kLong, self, p.channels_last);
   const int64_t L = k.oh * k.ow, HW = p.H * p.W;
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
     const scalar_t* x = p.x.data_ptr<scalar_t>();
     scalar_t* y = out.data_ptr<scalar_t>();
     int64_t* ip = ind.data_ptr<int64_t>();
+    if (p.channels_last) {
+      nhwc::max_pool(x, p.N(), p.H, p.W, p.C(), k.oh, k.ow, [&](int64_t oy, int64_t ox) {
+        int64_t h0 = oy * k.sh - k.ph, w0 = ox * k.sw - k.pw;
+        int64_t h1 = std::min(h0 + (k.kh - 1) * k.dh + 1, p.H);
+        int64_t w1 = std::min(w0 + (k.kw - 1) * k.dw + 1, p.W);
+        while (h0 < 0) h0 += k.dh;
+        while (w0 < 0) w0 += k.dw;
+        return nhwc::Window{h0, h1, k.dh, w0, w1, k.dw, 1};
+      }, y, ip);
+      return;
+    }
     const bool two_by_two = k.kh == 2 && k.kw == 2 && k.sh == 2 && k.sw == 2 && k.ph == 0 &&
                             k.pw == 0 && k.dh == 1 && k.dw == 1 && 2 * k.oh <= p.H &&
                             2 * k.ow <= p.W;  // ceil_mode's partial windows take the general path
@@ -262,25 +302,38 @@ AvgArgs check_avg(const Planes& p, IntArrayRef kernel_size, IntArrayRef stride,
           divisor_override};
 }
 
-// Calls f(out_index, h0, h1, w0, w1, divisor) for every window of an average pool, with the
-// window clipped to the input and the divisor PyTorch uses (see cpu_avg_pool).
+// Output pixel (oy, ox)'s window of an average pool, clipped to the input, with the divisor
+// PyTorch uses (see cpu_avg_pool).
+nhwc::Window avg_window(const AvgArgs& a, int64_t H, int64_t W, int64_t oy, int64_t ox) {
+  const Pool2d& k = a.k;
+  int64_t h0 = oy * k.sh - k.ph, w0 = ox * k.sw - k.pw;
+  int64_t h1 = std::min(h0 + k.kh, H + k.ph), w1 = std::min(w0 + k.kw, W + k.pw);
+  int64_t pool = (h1 - h0) * (w1 - w0);
+  h0 = std::max<int64_t>(h0, 0);
+  w0 = std::max<int64_t>(w0, 0);
+  h1 = std::min(h1, H);
+  w1 = std::min(w1, W);
+  int64_t div = a.divisor ? *a.divisor : (a.count_include_pad ? pool : (h1 - h0) * (w1 - w0));
+  return {h0, h1, 1, w0, w1, 1, div};
+}
+
+// Calls f(out_index, h0, h1, w0, w1, divisor) for every window of an average pool.
 template <typename F>
 void for_each_avg_window(const AvgArgs& a, int64_t H, int64_t W, const F& f) {
-  const Pool2d& k = a.k;
-  for (int64_t oy = 0; oy < k.oh; ++oy) {
-    for (int64_t ox = 0; ox < k.ow; ++ox) {
-      int64_t h0 = oy * k.sh - k.ph, w0 = ox * k.sw - k.pw;
-      int64_t h1 = std::min(h0 + k.kh, H + k.ph), w1 = std::min(w0 + k.kw, W + k.pw);
-      int64_t pool = (h1 - h0) * (w1 - w0);
-      h0 = std::max<int64_t>(h0, 0);
-      w0 = std::max<int64_t>(w0, 0);
-      h1 = std::min(h1, H);
-      w1 = std::min(w1, W);
-      int64_t div = a.divisor ? *a.divisor
-                              : (a.count_include_pad ? pool : (h1 - h0) * (w1 - w0));
-      f(oy * k.ow + ox, h0, h1, w0, w1, div);
+  for (int64_t oy = 0; oy < a.k.oh; ++oy) {
+    for (int64_t ox = 0; ox < a.k.ow; ++ox) {
+      nhwc::Window w = avg_window(a, H, W, oy, ox);
+      f(oy * a.k.ow + ox, w.h0, w.h1, w.w0, w.w1, w.div);
     }
   }
+}
+
+// The window of output pixel (oy, ox) of an adaptive pool (PyTorch's start/end index rule).
+nhwc::Window adaptive_window(int64_t oy, int64_t ox, int64_t oh, int64_t ow, int64_t H,
+                             int64_t W) {
+  int64_t h0 = (oy * H) / oh, h1 = ((oy + 1) * H + oh - 1) / oh;
+  int64_t w0 = (ox * W) / ow, w1 = ((ox + 1) * W + ow - 1) / ow;
+  return {h0, h1, 1, w0, w1, 1, (h1 - h0) * (w1 - w0)};
 }
 
 }  // namespace
@@ -294,13 +347,19 @@ Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
                         divisor_override, op);
   // Like PyTorch, int64 inputs average with integer (truncating) division.
   if (self.dtype() != kLong) check_float(self, op);
-  Tensor out = make_empty(with_hw(p.lead, a.k.oh, a.k.ow), self.dtype(), self.device());
+  Tensor out = new_result(with_hw(p.lead, a.k.oh, a.k.ow), self.dtype(), self, p.channels_last);
   const int64_t L = a.k.oh * a.k.ow, HW = p.H * p.W;
   auto body = [&](auto tag) {
     using scalar_t = decltype(tag);
     using acc_t = opmath_t<scalar_t>;
     const scalar_t* x = p.x.data_ptr<scalar_t>();
     scalar_t* y = out.data_ptr<scalar_t>();
+    if (p.channels_last) {
+      nhwc::avg_pool(x, p.N(), p.H, p.W, p.C(), a.k.oh, a.k.ow, [&](int64_t oy, int64_t ox) {
+        return avg_window(a, p.H, p.W, oy, ox);
+      }, y);
+      return;
+    }
     parallel_for(0, p.n, std::max<int64_t>(1, 8192 / std::max<int64_t>(L * a.k.kh * a.k.kw, 1)),
                  [&](int64_t b, int64_t e) {
       for (int64_t pl = b; pl < e; ++pl) {
@@ -339,13 +398,21 @@ Tensor avg_pool2d_backward(const Tensor& grad_output, const Tensor& self, IntArr
   RT_CHECK(grad_output.sizes().equals(shape) && grad_output.dtype() == self.dtype(), op,
            ": expected grad_output of size ", IntArrayRef(shape), " and dtype ", self.dtype(),
            ", got ", grad_output.sizes(), " and ", grad_output.dtype());
-  Tensor go = grad_output.contiguous();
-  Tensor gi = make_empty(self.sizes(), self.dtype(), self.device());
+  Tensor go = p.channels_last ? grad_output.contiguous(MemoryFormat::ChannelsLast)
+                              : grad_output.contiguous();
+  Tensor gi = new_result(self.sizes(), self.dtype(), self, p.channels_last);
   const int64_t L = a.k.oh * a.k.ow, HW = p.H * p.W;
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
     const scalar_t* g = go.data_ptr<scalar_t>();
     scalar_t* out = gi.data_ptr<scalar_t>();
+    if (p.channels_last) {
+      nhwc::avg_pool_backward(g, p.N(), p.H, p.W, p.C(), a.k.oh, a.k.ow,
+                              [&](int64_t oy, int64_t ox) {
+                                return avg_window(a, p.H, p.W, oy, ox);
+                              }, out);
+      return;
+    }
     parallel_for(0, p.n, std::max<int64_t>(1, 8192 / std::max<int64_t>(L * a.k.kh * a.k.kw, 1)),
                  [&](int64_t b, int64_t e) {
       std::vector<acc_t> acc(static_cast<size_t>(HW));
@@ -386,12 +453,18 @@ Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
   auto [oh, ow] = check_adaptive(self, output_size, op);
   Planes p = as_planes(self, op, EmptyOk::kNonSpatial);
   check_float(self, op);
-  Tensor out = make_empty(with_hw(p.lead, oh, ow), self.dtype(), self.device());
+  Tensor out = new_result(with_hw(p.lead, oh, ow), self.dtype(), self, p.channels_last);
   const int64_t L = oh * ow, HW = p.H * p.W;
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
     const scalar_t* x = p.x.data_ptr<scalar_t>();
     scalar_t* y = out.data_ptr<scalar_t>();
+    if (p.channels_last) {
+      nhwc::avg_pool(x, p.N(), p.H, p.W, p.C(), oh, ow, [&](int64_t oy, int64_t ox) {
+        return adaptive_window(oy, ox, oh, ow, p.H, p.W);
+      }, y);
+      return;
+    }
     parallel_for(0, p.n, std::max<int64_t>(1, 8192 / std::max<int64_t>(HW, 1)),
                  [&](int64_t b, int64_t e) {
       for (int64_t pl = b; pl < e; ++pl) {
@@ -423,12 +496,19 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor& sel
            " does not match the input of size ", self.sizes(), " and dtype ", self.dtype());
   const int64_t oh = grad_output.size(-2), ow = grad_output.size(-1);
   const int64_t L = oh * ow, HW = p.H * p.W;
-  Tensor go = grad_output.contiguous();
-  Tensor gi = make_empty(self.sizes(), self.dtype(), self.device());
+  Tensor go = p.channels_last ? grad_output.contiguous(MemoryFormat::ChannelsLast)
+                              : grad_output.contiguous();
+  Tensor gi = new_result(self.sizes(), self.dtype(), self, p.channels_last);
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
     const scalar_t* g = go.data_ptr<scalar_t>();
     scalar_t* out = gi.data_ptr<scalar_t>();
+    if (p.channels_last) {
+      nhwc::avg_pool_backward(g, p.N(), p.H, p.W, p.C(), oh, ow, [&](int64_t oy, int64_t ox) {
+        return adaptive_window(oy, ox, oh, ow, p.H, p.W);
+      }, out);
+      return;
+    }
     parallel_for(0, p.n, std::max<int64_t>(1, 8192 / std::max<int64_t>(HW, 1)),
                  [&](int64_t b, int64_t e) {
       std::vector<acc_t> acc(static_cast<size_t>(HW));
@@ -456,14 +536,20 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& self, IntArrayRef o
   Planes p = as_planes(self, op, EmptyOk::kLeading);
   check_float(self, op);
   auto shape = with_hw(p.lead, oh, ow);
-  Tensor out = make_empty(shape, self.dtype(), self.device());
-  Tensor ind = make_empty(shape, kLong, self.device());
+  Tensor out = new_result(shape, self.dtype(), self, p.channels_last);
+  Tensor ind = new_result(shape, kLong, self, p.channels_last);
   const int64_t L = oh * ow, HW = p.H * p.W;
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
     const scalar_t* x = p.x.data_ptr<scalar_t>();
     scalar_t* y = out.data_ptr<scalar_t>();
     int64_t* ip = ind.data_ptr<int64_t>();
+    if (p.channels_last) {
+      nhwc::max_pool(x, p.N(), p.H, p.W, p.C(), oh, ow, [&](int64_t oy, int64_t ox) {
+        return adaptive_window(oy, ox, oh, ow, p.H, p.W);
+      }, y, ip);
+      return;
+    }
     parallel_for(0, p.n, std::max<int64_t>(1, 8192 / std::max<int64_t>(HW, 1)),
                  [&](int64_t b, int64_t e) {
       for (int64_t pl = b; pl < e; ++pl) {

@@ -2,6 +2,7 @@
 #include "retorch/backend/cpu/TensorIterator.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "retorch/core/Shape.h"
 #include "retorch/generated/Functions.h"
@@ -47,6 +48,73 @@ ScalarType result_type(TensorList tensors) {
 
 bool can_cast(ScalarType from, ScalarType to) {
   return category(from) <= category(to);
+}
+
+// Note [Output layout]
+// Like PyTorch's TensorIterator, a new output follows its inputs' memory layout: relu or add of a
+// channels-last (or transposed) tensor is laid out the same way. Inputs of the output's shape
+// that are all contiguous give a contiguous output, all channels-last a channels-last one, all
+// dense with equal strides those strides; otherwise the dims are ordered by the inputs' strides
+// (the first input whose strides differ decides, broadcast dims abstain; PyTorch's
+// reorder_dimensions) and the output is dense in that order.
+DimVector output_strides(TensorList inputs, IntArrayRef shape) {
+  bool contiguous = true, same_shape = true;
+  for (const Tensor& t : inputs) {
+    contiguous &= t.is_contiguous();
+    same_shape &= t.sizes().equals(shape);
+  }
+  if (contiguous || inputs.empty()) return contiguous_strides(shape);
+  if (same_shape) {
+    bool channels_last = true, equal = true;
+    for (const Tensor& t : inputs) {
+      channels_last &= t.is_contiguous(MemoryFormat::ChannelsLast);
+      equal &= t.strides().equals(inputs[0].strides());
+    }
+    if (channels_last) return channels_last_strides(shape);
+    if (equal && is_non_overlapping_and_dense_strides(shape, inputs[0].strides()))
+      return DimVector(inputs[0].strides());
+  }
+  const size_t nd = shape.size();
+  if (nd <= 1) return contiguous_strides(shape);
+  // Each input's strides aligned to shape, 0 where it broadcasts.
+  std::vector<DimVector> st;
+  for (const Tensor& t : inputs) {
+    DimVector s(nd, 0);
+    size_t off = nd - size_t(t.dim());
+    for (size_t d = 0; d < size_t(t.dim()); ++d)
+      s[off + d] = (t.size(int64_t(d)) == 1 && shape[off + d] != 1) ? 0 : t.stride(int64_t(d));
+    st.push_back(s);
+  }
+  // 1: dim0 goes after (is slower than) dim1; -1: before; 0: no input decides.
+  auto should_swap = [&](size_t d0, size_t d1) {
+    for (const DimVector& s : st) {
+      if (s[d0] == 0 || s[d1] == 0) continue;
+      if (s[d0] != s[d1]) return s[d0] < s[d1] ? -1 : 1;
+      if (shape[d0] > shape[d1]) return 1;
+    }
+    return 0;
+  };
+  std::vector<size_t> perm(nd);  // perm[0] is the fastest dim
+  for (size_t i = 0; i < nd; ++i) perm[i] = nd - 1 - i;
+  for (size_t i = 1; i < nd; ++i) {
+    size_t d1 = i;
+    for (size_t d0 = i; d0-- > 0;) {
+      int c = should_swap(perm[d0], perm[d1]);
+      if (c > 0) {
+        std::swap(perm[d0], perm[d1]);
+        d1 = d0;
+      } else if (c < 0) {
+        break;
+      }
+    }
+  }
+  DimVector out(nd);
+  int64_t next = 1;
+  for (size_t i = 0; i < nd; ++i) {
+    out[perm[i]] = next;
+    next *= std::max<int64_t>(shape[perm[i]], 1);
+  }
+  return out;
 }
 
 TensorIterator::TensorIterator(Tensor& out, std::initializer_list<Tensor> inputs,
@@ -120,7 +188,8 @@ TensorIterator::TensorIterator(Tensor& out, std::initializer_list<Tensor> inputs
       operands_[0] = o;
     }
   } else {
-    o = make_empty(shape, want_out, dev);
+    o = make_empty_strided(shape, output_strides(TensorList(operands_ + 1, size_t(n_ - 1)), shape),
+                           want_out, dev);
     operands_[0] = o;
   }
   shape_ = shape;
@@ -140,11 +209,18 @@ TensorIterator::TensorIterator(Tensor& out, std::initializer_list<Tensor> inputs
 }
 
 void TensorIterator::coalesce() {
-  // Drop size-1 dims, then merge neighbours whose strides chain for every operand.
+  // Drop size-1 dims and order the rest by the output's strides, slowest first (a no-op for
+  // row-major outputs; a channels-last one gets its channel dim innermost, see Note [Output
+  // layout]), then merge neighbours whose strides chain for every operand.
+  std::vector<size_t> order;
+  for (size_t d = 0; d < shape_.size(); ++d)
+    if (shape_[d] != 1) order.push_back(d);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return std::abs(strides_[0][a]) > std::abs(strides_[0][b]);
+  });
   DimVector shape;
   std::array<DimVector, kMaxOperands> st;
-  for (size_t d = 0; d < shape_.size(); ++d) {
-    if (shape_[d] == 1) continue;
+  for (size_t d : order) {
     shape.push_back(shape_[d]);
     for (int i = 0; i < n_; ++i) st[i].push_back(strides_[i][d]);
   }
@@ -186,6 +262,7 @@ namespace detail {
 // gets the same value) and so is masked_fill_, which PyTorch only warns about. Outputs that
 // share memory with an input other than exactly are refused too (assert_no_partial_overlap).
 void assert_no_internal_overlap(const Tensor& t, const char* op) {
+  if (t.numel() == 0) return;  // nothing is written
   for (int64_t d = 0; d < t.dim(); ++d) {
     RT_CHECK(!(t.size(d) > 1 && t.stride(d) == 0), op, ": unsupported operation: more than one "
              "element of the written-to tensor refers to a single memory location. Please "

@@ -12,6 +12,8 @@ namespace retorch {
 /// PyTorch's result_type: dimensioned tensors > 0-dim tensors > wrapped Python numbers.
 ScalarType result_type(TensorList tensors);
 bool can_cast(ScalarType from, ScalarType to);
+/// Strides of a new elementwise output over `inputs` (See Note [Output layout]).
+DimVector output_strides(TensorList inputs, IntArrayRef shape);
 
 class TensorIterator {
  public:

@@ -27,12 +27,23 @@ void check_weight_dim(const Tensor& weight, int64_t want, const char* op) {
            weight.sizes());
 }
 
+// Like PyTorch's CPU convolution, a 2-d conv of a channels-last input or weight gives a
+// channels-last output (the kernels compute NCHW; the result is relaid out at the end).
+Tensor conv_layout(const Tensor& out, const Tensor& input, const Tensor& weight) {
+  if (out.dim() == 4 && (input.suggest_memory_format() == MemoryFormat::ChannelsLast ||
+                         weight.suggest_memory_format() == MemoryFormat::ChannelsLast))
+    return out.contiguous(MemoryFormat::ChannelsLast);
+  return out;
+}
+
 Tensor conv_nd(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
                IntArrayRef stride, IntArrayRef padding, IntArrayRef dilation, int64_t groups,
                int64_t d, const char* op) {
   check_weight_dim(weight, d + 2, op);
   return maybe_batched(input, d + 2, op, [&](const Tensor& x) {
-    return retorch::convolution(x, weight, bias, stride, padding, dilation, false, {0}, groups);
+    return conv_layout(
+        retorch::convolution(x, weight, bias, stride, padding, dilation, false, {0}, groups), x,
+        weight);
   });
 }
 
@@ -63,7 +74,9 @@ Tensor conv_mode(const Tensor& input, const Tensor& weight, const std::optional<
   }
   return maybe_batched(input, d + 2, op, [&](const Tensor& x) {
     Tensor xp = asymmetric ? retorch::constant_pad_nd(x, extra, 0) : x;
-    return retorch::convolution(xp, weight, bias, stride, pad, dilation, false, {0}, groups);
+    return conv_layout(
+        retorch::convolution(xp, weight, bias, stride, pad, dilation, false, {0}, groups), x,
+        weight);
   });
 }
 

@@ -347,8 +347,13 @@ class Module:
             raise TypeError("nn.Module.to only accepts floating point dtypes, but got desired "
                             f"dtype={dtype}")
 
+        fmt = kwargs.get("memory_format")
+
         def convert(t):
             target = dtype if dtype is not None and t.is_floating_point() else t.dtype
+            if fmt is not None and t.dim() == 4:  # torch converts 4-d (and 5-d) tensors only
+                return t.to(device if device is not None else t.device, target,
+                            memory_format=fmt)
             if (device is None or t.device == device) and target == t.dtype:
                 return t
             return t.to(device if device is not None else t.device, target)
@@ -503,7 +508,7 @@ def _size_str(shape):
 
 def _parse_to(args, kwargs):
     """(device, dtype) from Module.to's forms: to(device), to(dtype), to(device, dtype),
-    to(tensor), with keywords device=/dtype=/non_blocking=."""
+    to(tensor), with keywords device=/dtype=/non_blocking=/memory_format=."""
     device, dtype = kwargs.get("device"), kwargs.get("dtype")
     for a in args:
         if isinstance(a, _C.dtype):

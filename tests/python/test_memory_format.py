@@ -1,0 +1,341 @@
+"""Channels-last memory format against torch: the format objects, is_contiguous / contiguous /
+to / empty / empty_like / clone with memory_format=, layout propagation through elementwise ops
+and convolution, and the NHWC pooling and batch-norm kernels (values, gradients, strides)."""
+import pickle
+
+import numpy as np
+import pytest
+import torch
+
+import retorch
+
+CL, RCL = torch.channels_last, retorch.channels_last
+CF, RCF = torch.contiguous_format, retorch.contiguous_format
+# Odd shapes exercise PyTorch's rules for size-1 dims (N=1, C=1, H=1, W=1).
+SHAPES = [(2, 3, 9, 8), (1, 5, 7, 6), (2, 1, 5, 5), (2, 4, 1, 6), (3, 2, 6, 1), (4, 6, 1, 1)]
+
+
+def pair(shape, channels_last=True, dtype=torch.float32, seed=0, scale=1.0, shift=0.0):
+    """The same random values as a torch and a retorch tensor, both laid out channels-last."""
+    g = torch.Generator().manual_seed(seed)
+    t = torch.randn(*shape, generator=g, dtype=dtype) * scale + shift
+    r = retorch.from_numpy(t.numpy().copy()) if t.numel() else retorch.empty(*shape)
+    if channels_last:
+        t, r = t.contiguous(memory_format=CL), r.contiguous(memory_format=RCL)
+    return t, r
+
+
+def same_layout(r, t, what=""):
+    assert tuple(r.shape) == tuple(t.shape), what
+    assert tuple(r.stride()) == t.stride(), f"{what}: strides {r.stride()} vs torch {t.stride()}"
+    assert r.is_contiguous() == t.is_contiguous(), what
+    if t.dim() == 4:
+        assert r.is_contiguous(memory_format=RCL) == t.is_contiguous(memory_format=CL), what
+
+
+def same(r, t, what="", atol=1e-5, rtol=1e-5):
+    same_layout(r, t, what)
+    np.testing.assert_allclose(r.detach().numpy(), t.detach().numpy(), atol=atol, rtol=rtol,
+                               err_msg=what)
+
+
+def backward_both(yt, yr, seed=1):
+    g = torch.randn(yt.shape, generator=torch.Generator().manual_seed(seed))
+    yt.backward(g)
+    yr.backward(retorch.from_numpy(g.numpy().copy()))
+
+
+# ---------------------------------------------------------------- format objects and methods
+
+def test_format_objects_print_like_torch():
+    for r, t in [(RCL, CL), (RCF, CF), (retorch.preserve_format, torch.preserve_format)]:
+        assert str(r) == str(t) and repr(r) == repr(t)
+    assert RCL == retorch.channels_last and RCL != RCF
+    assert hash(RCL) == hash(retorch.channels_last)
+    assert pickle.loads(pickle.dumps(RCL)) == RCL
+    assert type(RCL).__name__ == "memory_format"
+
+
+@pytest.mark.parametrize("shape", SHAPES + [(1, 1, 1, 1), (0, 3, 4, 4), (2, 3, 0, 4)])
+def test_contiguous_channels_last(shape):
+    t, r = pair(shape, channels_last=False)
+    same_layout(r, t, "contiguous input")
+    same(r.contiguous(memory_format=RCL), t.contiguous(memory_format=CL), "to channels_last")
+    tc, rc = t.contiguous(memory_format=CL), r.contiguous(memory_format=RCL)
+    same(rc.contiguous(), tc.contiguous(), "back to contiguous")
+    same(rc.contiguous(memory_format=RCF), tc.contiguous(memory_format=CF), "contiguous_format")
+    assert rc._suggest_memory_format() == (
+        RCL if tc.is_contiguous(memory_format=CL) and not tc.is_contiguous() else RCF)
+
+
+def test_is_contiguous_and_suggested_format_of_views():
+    t, r = pair((2, 3, 8, 8), channels_last=False)
+    for f in (lambda x: x.permute(0, 2, 3, 1)[:, ::2].permute(0, 3, 1, 2),
+              lambda x: x.permute(0, 2, 3, 1).permute(0, 3, 1, 2),
+              lambda x: x.transpose(2, 3), lambda x: x[:, :, ::2]):
+        tv, rv = f(t), f(r)
+        same_layout(rv, tv, "view")
+        same(rv.contiguous(memory_format=RCL), tv.contiguous(memory_format=CL), "view to cl")
+    # 3-d tensors: never channels-last, and asking for it is an error.
+    t3, r3 = pair((2, 3, 4), channels_last=False)
+    assert r3.is_contiguous(memory_format=RCL) is False
+    for f in (lambda x, cl: x.contiguous(memory_format=cl), lambda x, cl: x.to(memory_format=cl),
+              lambda x, cl: x.clone(memory_format=cl)):
+        with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last"):
+            f(t3, CL)
+        with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last"):
+            f(r3, RCL)
+    with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last"):
+        retorch.empty(2, 3, 4, memory_format=RCL)
+    with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last"):
+        retorch.empty_like(r3, memory_format=RCL)
+
+
+def test_empty_empty_like_clone_to():
+    assert retorch.empty(2, 3, 4, 5, memory_format=RCL).stride() == \
+        torch.empty(2, 3, 4, 5, memory_format=CL).stride()
+    assert retorch.empty((2, 3, 4, 5), memory_format=RCL, dtype=retorch.float64).stride() == \
+        torch.empty((2, 3, 4, 5), memory_format=CL).stride()
+    t, r = pair((2, 3, 6, 5))
+    for fmt_t, fmt_r in [(torch.preserve_format, retorch.preserve_format), (CF, RCF), (CL, RCL)]:
+        same_layout(retorch.empty_like(r, memory_format=fmt_r),
+                    torch.empty_like(t, memory_format=fmt_t), f"empty_like {fmt_t}")
+        same(r.clone(memory_format=fmt_r), t.clone(memory_format=fmt_t), f"clone {fmt_t}")
+        same(retorch.clone(r, memory_format=fmt_r), torch.clone(t, memory_format=fmt_t), "clone")
+    # preserve_format (the default) keeps channels-last and dense permuted strides.
+    same_layout(retorch.empty_like(r), torch.empty_like(t), "empty_like default")
+    same(r.clone(), t.clone(), "clone default")
+    tt, rt = pair((2, 3, 6, 5), channels_last=False)
+    same(rt.transpose(2, 3).clone(), tt.transpose(2, 3).clone(), "clone of transposed")
+    same(rt[:, :, ::2].clone(), tt[:, :, ::2].clone(), "clone of non-dense")
+    # to(): memory_format alone, with a dtype, with a device, and preserved by conversions.
+    same(rt.to(memory_format=RCL), tt.to(memory_format=CL), "to(memory_format)")
+    same(rt.to(retorch.float64, memory_format=RCL), tt.to(torch.float64, memory_format=CL),
+         "to(dtype, memory_format)", atol=1e-6)
+    same(rt.to("cpu", retorch.float64, memory_format=RCL),
+         tt.to("cpu", torch.float64, memory_format=CL), "to(device, dtype, memory_format)")
+    same(r.to(dtype=retorch.float64), t.to(dtype=torch.float64), "to(dtype) preserves")
+    same(r.double(), t.double(), "double() preserves")
+    same(r.to(memory_format=RCF), t.to(memory_format=CF), "to(contiguous_format)")
+
+
+def test_contiguous_channels_last_gradient():
+    t, r = pair((2, 3, 5, 4), channels_last=False)
+    t.requires_grad_()
+    r.requires_grad_()
+    w = torch.randn(2, 3, 5, 4)
+    (t.contiguous(memory_format=CL) * w).sum().backward()
+    (r.contiguous(memory_format=RCL) * retorch.from_numpy(w.numpy())).sum().backward()
+    same(r.grad, t.grad, "grad through contiguous(channels_last)")
+    # A channels-last leaf gets a channels-last gradient (PyTorch's AccumulateGrad contract).
+    t, r = pair((2, 3, 5, 4))
+    t.requires_grad_()
+    r.requires_grad_()
+    (t * 2).sum().backward()
+    (r * 2).sum().backward()
+    same(r.grad, t.grad, "leaf grad layout")
+
+
+def test_module_to_memory_format():
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4))
+    rm = retorch.nn.Sequential(retorch.nn.Conv2d(3, 4, 3), retorch.nn.BatchNorm2d(4))
+    rm.load_state_dict({k: retorch.from_numpy(v.numpy().copy())
+                        for k, v in tm.state_dict().items()})
+    tm.to(memory_format=CL)
+    rm.to(memory_format=RCL)
+    for (name, tp), (_, rp) in zip(tm.named_parameters(), rm.named_parameters()):
+        same(rp, tp, name)
+    assert isinstance(rm[0].weight, retorch.nn.Parameter)
+    tm.to(torch.float64, memory_format=CL)
+    rm.to(retorch.float64, memory_format=RCL)
+    same(rm[0].weight, tm[0].weight, "float64 weight", atol=1e-6)
+    t, r = pair((2, 3, 8, 8), dtype=torch.float64)
+    same(rm(r), tm(t), "channels-last network", atol=1e-6)
+
+
+# ---------------------------------------------------------------- layout propagation
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_elementwise_outputs_follow_channels_last(shape):
+    t, r = pair(shape)
+    tc, rc = pair(shape, channels_last=False, seed=3)
+    tb, rb = pair((shape[1], 1, 1), channels_last=False, seed=4)
+    cases = [
+        (lambda L, x, c, b: L.relu(x)), (lambda L, x, c, b: x + x), (lambda L, x, c, b: x * 2),
+        (lambda L, x, c, b: x + c), (lambda L, x, c, b: c + x), (lambda L, x, c, b: x + b),
+        (lambda L, x, c, b: L.exp(x)), (lambda L, x, c, b: L.where(x > 0, x, c)),
+        (lambda L, x, c, b: x.transpose(2, 3) - 1),
+    ]
+    for i, f in enumerate(cases):
+        same(f(retorch, r, rc, rb), f(torch, t, tc, tb), f"case {i}")
+
+
+def test_transposed_inputs_keep_their_layout():
+    t = torch.randn(3, 4)
+    r = retorch.from_numpy(t.numpy().copy())
+    same(r.t() + 1, t.t() + 1, "transposed 2-d")
+    t4 = torch.randn(2, 3, 4, 5)
+    r4 = retorch.from_numpy(t4.numpy().copy())
+    same(r4.permute(0, 2, 1, 3).relu(), t4.permute(0, 2, 1, 3).relu(), "permuted 4-d")
+
+
+@pytest.mark.parametrize("w_cl", [False, True])
+@pytest.mark.parametrize("x_cl", [False, True])
+def test_conv2d_layout(x_cl, w_cl):
+    t, r = pair((2, 3, 8, 7), channels_last=x_cl)
+    tw, rw = pair((4, 3, 3, 3), channels_last=w_cl, seed=5)
+    t.requires_grad_()
+    r.requires_grad_()
+    yt = torch.nn.functional.conv2d(t, tw, padding=1)
+    yr = retorch.nn.functional.conv2d(r, rw, padding=1)
+    same(yr, yt, "conv2d", atol=1e-4)
+    same(retorch.nn.functional.conv2d(r, rw, padding="same"),
+         torch.nn.functional.conv2d(t, tw, padding="same"), "conv2d same", atol=1e-4)
+    backward_both(yt, yr)
+    np.testing.assert_allclose(r.grad.numpy(), t.grad.numpy(), atol=1e-4)
+
+
+# ---------------------------------------------------------------- pooling kernels
+
+POOL_ARGS = [dict(kernel_size=3, stride=2, padding=1), dict(kernel_size=2),
+             dict(kernel_size=3, stride=2, ceil_mode=True),
+             dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1))]
+
+
+def pool_cases():
+    for shape in SHAPES:
+        for args in POOL_ARGS:
+            try:
+                torch.nn.functional.max_pool2d(torch.zeros(shape), **args)
+            except RuntimeError:
+                continue  # output too small for this shape in torch as well
+            yield shape, args
+
+
+@pytest.mark.parametrize("shape,args", list(pool_cases()))
+def test_max_pool2d_channels_last(shape, args):
+    t, r = pair(shape)
+    t.requires_grad_()
+    r.requires_grad_()
+    yt, it = torch.nn.functional.max_pool2d(t, return_indices=True, dilation=1, **args)
+    yr, ir = retorch.nn.functional.max_pool2d(r, return_indices=True, dilation=1, **args)
+    same(yr, yt, "max_pool2d")
+    same(ir, it, "indices (flat h * W + w per plane)")
+    backward_both(yt, yr)
+    same(r.grad, t.grad, "max_pool2d grad")
+
+
+def test_max_pool2d_channels_last_dilation_nan_and_ties():
+    t, r = pair((2, 4, 9, 9))
+    t[0, 1, 2, 3] = float("nan")
+    r[0, 1, 2, 3] = float("nan")
+    t[1, :, 4:6, 4:6] = 1.0  # ties: the first maximum in scan order wins
+    r[1, :, 4:6, 4:6] = 1.0
+    for args in (dict(kernel_size=3, stride=1, padding=1, dilation=2), dict(kernel_size=2)):
+        yt, it = torch.nn.functional.max_pool2d(t, return_indices=True, **args)
+        yr, ir = retorch.nn.functional.max_pool2d(r, return_indices=True, **args)
+        same(yr, yt, f"max_pool2d {args}")
+        same(ir, it, f"indices {args}")
+
+
+@pytest.mark.parametrize("shape,args", list(pool_cases()))
+@pytest.mark.parametrize("count_include_pad", [True, False])
+def test_avg_pool2d_channels_last(shape, args, count_include_pad):
+    t, r = pair(shape)
+    t.requires_grad_()
+    r.requires_grad_()
+    yt = torch.nn.functional.avg_pool2d(t, count_include_pad=count_include_pad, **args)
+    yr = retorch.nn.functional.avg_pool2d(r, count_include_pad=count_include_pad, **args)
+    same(yr, yt, "avg_pool2d")
+    backward_both(yt, yr)
+    same(r.grad, t.grad, "avg_pool2d grad")
+
+
+def test_avg_pool2d_channels_last_divisor_override_and_float64():
+    t, r = pair((2, 3, 7, 7), dtype=torch.float64)
+    same(retorch.nn.functional.avg_pool2d(r, 3, 2, 1, divisor_override=5),
+         torch.nn.functional.avg_pool2d(t, 3, 2, 1, divisor_override=5), "divisor_override")
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("out", [(3, 3), (1, 1), (2, 4)])
+def test_adaptive_pools_channels_last(shape, out):
+    t, r = pair(shape)
+    t.requires_grad_()
+    r.requires_grad_()
+    yt = torch.nn.functional.adaptive_avg_pool2d(t, out)
+    yr = retorch.nn.functional.adaptive_avg_pool2d(r, out)
+    same(yr, yt, "adaptive_avg_pool2d")
+    backward_both(yt, yr)
+    same(r.grad, t.grad, "adaptive_avg_pool2d grad")
+    t.grad, r.grad = None, None
+    yt, it = torch.nn.functional.adaptive_max_pool2d(t, out, return_indices=True)
+    yr, ir = retorch.nn.functional.adaptive_max_pool2d(r, out, return_indices=True)
+    same(yr, yt, "adaptive_max_pool2d")
+    same(ir, it, "adaptive_max_pool2d indices")
+    backward_both(yt, yr)
+    same(r.grad, t.grad, "adaptive_max_pool2d grad")
+
+
+def test_pool_backward_with_contiguous_grad_output():
+    # The gradient arrives NCHW while the input is NHWC: the result still follows the input.
+    t, r = pair((2, 3, 8, 8))
+    t.requires_grad_()
+    r.requires_grad_()
+    yt = torch.nn.functional.avg_pool2d(t, 2) * torch.ones(2, 3, 4, 4)
+    yr = retorch.nn.functional.avg_pool2d(r, 2) * retorch.ones(2, 3, 4, 4)
+    backward_both(yt, yr)
+    same(r.grad, t.grad, "grad")
+
+
+# ---------------------------------------------------------------- batch norm
+
+def bn_pair(c, dtype):
+    torch.manual_seed(0)
+    tb = torch.nn.BatchNorm2d(c).to(dtype)
+    with torch.no_grad():
+        tb.weight.uniform_(0.5, 1.5)
+        tb.bias.uniform_(-1, 1)
+        tb.running_mean.uniform_(-1, 1)
+        tb.running_var.uniform_(0.5, 2)
+    rb = retorch.nn.BatchNorm2d(c).to(retorch.float64 if dtype == torch.float64
+                                      else retorch.float32)
+    rb.load_state_dict({k: retorch.from_numpy(v.numpy().copy())
+                        for k, v in tb.state_dict().items()})
+    return tb, rb
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("shape", SHAPES)
+def test_batch_norm_channels_last(shape, training, dtype):
+    tb, rb = bn_pair(shape[1], dtype)
+    tb.train(training)
+    rb.train(training)
+    t, r = pair(shape, dtype=dtype, scale=3.0, shift=1.0)
+    t.requires_grad_()
+    r.requires_grad_()
+    tol = dict(atol=1e-4, rtol=1e-4) if dtype == torch.float32 else dict(atol=1e-9, rtol=1e-9)
+    yt, yr = tb(t), rb(r)
+    same(yr, yt, "batch_norm", **tol)
+    backward_both(yt, yr)
+    same(r.grad, t.grad, "batch_norm input grad", **tol)
+    for name in ("weight", "bias"):
+        np.testing.assert_allclose(getattr(rb, name).grad.numpy(),
+                                   getattr(tb, name).grad.numpy(), **tol)
+    for name in ("running_mean", "running_var"):
+        np.testing.assert_allclose(getattr(rb, name).numpy(), getattr(tb, name).numpy(), **tol)
+
+
+def test_batch_norm_channels_last_double_backward():
+    tb, rb = bn_pair(3, torch.float64)
+    t, r = pair((2, 3, 4, 5), dtype=torch.float64)
+    t.requires_grad_()
+    r.requires_grad_()
+    (gt,) = torch.autograd.grad((tb(t) ** 2).sum(), t, create_graph=True)
+    (gr,) = retorch.autograd.grad((rb(r) ** 2).sum(), r, create_graph=True)
+    np.testing.assert_allclose(gr.detach().numpy(), gt.detach().numpy(), atol=1e-8)
+    gt.sum().backward()
+    gr.sum().backward()
+    np.testing.assert_allclose(r.grad.numpy(), t.grad.numpy(), atol=1e-8)
