@@ -212,17 +212,21 @@ void TensorIterator::coalesce() {
   // Drop size-1 dims and order the rest by the output's strides, slowest first (a no-op for
   // row-major outputs; a channels-last one gets its channel dim innermost, see Note [Output
   // layout]), then merge neighbours whose strides chain for every operand.
-  std::vector<size_t> order;
-  for (size_t d = 0; d < shape_.size(); ++d)
-    if (shape_[d] != 1) order.push_back(d);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-    return std::abs(strides_[0][a]) > std::abs(strides_[0][b]);
-  });
+  // An insertion sort on an inline vector: this runs for every op, so no heap allocation.
+  DimVector order;
+  for (size_t d = 0; d < shape_.size(); ++d) {
+    if (shape_[d] == 1) continue;
+    size_t i = order.size();
+    order.push_back(int64_t(d));
+    for (; i > 0 && std::abs(strides_[0][size_t(order[i - 1])]) < std::abs(strides_[0][d]); --i)
+      order[i] = order[i - 1];
+    order[i] = int64_t(d);
+  }
   DimVector shape;
   std::array<DimVector, kMaxOperands> st;
-  for (size_t d : order) {
-    shape.push_back(shape_[d]);
-    for (int i = 0; i < n_; ++i) st[i].push_back(strides_[i][d]);
+  for (int64_t d : order) {
+    shape.push_back(shape_[size_t(d)]);
+    for (int i = 0; i < n_; ++i) st[i].push_back(strides_[i][size_t(d)]);
   }
   DimVector cs;
   std::array<DimVector, kMaxOperands> cst;
