@@ -24,6 +24,7 @@ from . import _tensor  # noqa: E402
 _tensor.install(Tensor)
 from . import _memory_format  # noqa: E402
 _memory_format.install(Tensor)
+_memory_format.install_like(globals())
 
 _NP_DEFAULT_INT = {"i", "u"}
 

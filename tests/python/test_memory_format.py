@@ -119,6 +119,28 @@ def test_empty_empty_like_clone_to():
     same(r.to(memory_format=RCF), t.to(memory_format=CF), "to(contiguous_format)")
 
 
+def test_like_factories_preserve_layout():
+    t, r = pair((2, 3, 6, 5))
+    tt, rt = pair((2, 3, 6, 5), channels_last=False)
+    cases = [("zeros_like", ()), ("ones_like", ()), ("full_like", (2.5,)), ("rand_like", ()),
+             ("randn_like", ())]
+    for name, args in cases:
+        ft, fr = getattr(torch, name), getattr(retorch, name)
+        for xt, xr, what in [(t, r, "channels-last"), (tt.transpose(1, 3), rt.transpose(1, 3),
+                                                      "permuted"), (tt[:, :, ::2], rt[:, :, ::2],
+                                                                     "non-dense")]:
+            same_layout(fr(xr, *args), ft(xt, *args), f"{name} {what}")
+            same_layout(fr(xr, *args, memory_format=RCF), ft(xt, *args, memory_format=CF),
+                        f"{name} {what} contiguous_format")
+        same_layout(fr(rt, *args, memory_format=RCL), ft(tt, *args, memory_format=CL),
+                    f"{name} channels_last")
+        got, want = fr(r, *args, dtype=retorch.float64, requires_grad=True), \
+            ft(t, *args, dtype=torch.float64, requires_grad=True)
+        same_layout(got, want, f"{name} dtype + requires_grad")
+        assert got.requires_grad and got.is_leaf and str(got.dtype) == "torch.float64", name
+    same(retorch.full_like(r, 2.5), torch.full_like(t, 2.5), "full_like values")
+
+
 def test_contiguous_channels_last_gradient():
     t, r = pair((2, 3, 5, 4), channels_last=False)
     t.requires_grad_()
