@@ -119,6 +119,11 @@ Tensor make_empty(IntArrayRef sizes, ScalarType dtype, Device device) {
   return Tensor(std::move(impl));
 }
 
+Tensor make_empty(IntArrayRef sizes, ScalarType dtype, Device device, MemoryFormat memory_format) {
+  if (memory_format != MemoryFormat::ChannelsLast) return make_empty(sizes, dtype, device);
+  return make_empty_strided(sizes, channels_last_strides(sizes), dtype, device);
+}
+
 Tensor make_empty_strided(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype, Device device) {
   compute_numel(sizes);
   int64_t extent = storage_extent(sizes, strides, 0);

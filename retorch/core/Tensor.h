@@ -157,6 +157,9 @@ Tensor empty(IntArrayRef size, TensorOptions options, MemoryFormat memory_format
 Tensor empty_like(const Tensor& self, TensorOptions options, MemoryFormat memory_format);
 /// A new tensor over fresh storage (uninitialized).
 Tensor make_empty(IntArrayRef sizes, ScalarType dtype, Device device = Device(kCPU));
+/// make_empty laid out in memory_format (Contiguous or ChannelsLast): a kernel's result in the
+/// layout it computes in.
+Tensor make_empty(IntArrayRef sizes, ScalarType dtype, Device device, MemoryFormat memory_format);
 /// A new tensor with the given strides over fresh storage (uninitialized).
 Tensor make_empty_strided(IntArrayRef sizes, IntArrayRef strides, ScalarType dtype,
                           Device device = Device(kCPU));

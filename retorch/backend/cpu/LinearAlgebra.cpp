@@ -100,7 +100,7 @@ void blas_batched(const Tensor& a, const Tensor& b, Tensor& out, double alpha, d
 // Note [16-bit GEMM]
 // float16 and bfloat16 products widen both operands to float32 once (exact), run OpenBLAS
 // SGEMM, and round the float32 result once: the numbers of a GEMM that accumulates in float32,
-// at SGEMM speed. bench_ops: bfloat16 1024^2 at 139-157 GFLOP/s, PyTorch 1.13 4.5-4.8 (its CPU
+// at SGEMM speed. bench_ops: bfloat16 1024^2 at 150-153 GFLOP/s, PyTorch 1.13 4.6-4.7 (its CPU
 // bfloat16 GEMM without AVX-512 BF16 is a scalar loop). The widened copies cost 4 bytes per
 // operand element, small next to the O(MNK) work.
 

@@ -43,30 +43,37 @@ constexpr bool kBlocked16 = (is_float16_v<in_t> || is_float16_v<out_t>) &&
                             (is_float16_v<in_t> || std::is_same_v<in_t, float>);
 }  // namespace loops
 
+/// unary_loop's work on one span of the iterator (data and strides as for_each passes them);
+/// kernels with their own fast path for some spans fall back to it for the others.
+template <typename out_t, typename in_t, typename F>
+void unary_span(char** data, const int64_t* st, int64_t n, const F& f) {
+  using op_t = opmath_t<in_t>;
+  auto* out = reinterpret_cast<out_t*>(data[0]);
+  const auto* a = reinterpret_cast<const in_t*>(data[1]);
+  if (st[0] == sizeof(out_t) && st[1] == sizeof(in_t)) {
+    if constexpr (loops::kBlocked16<out_t, in_t>) {
+      for (int64_t i0 = 0; i0 < n; i0 += kConvertBlock) {
+        const int64_t m = std::min(kConvertBlock, n - i0);
+        alignas(32) float ab[kConvertBlock];
+        const float* x = loops::widen(a + i0, ab, m);
+        loops::store_block(out + i0, m, [&](int64_t j) { return f(x[j]); });
+      }
+      return;
+    }
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<out_t>(f(static_cast<op_t>(a[i])));
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      auto x = *reinterpret_cast<const in_t*>(data[1] + i * st[1]);
+      *reinterpret_cast<out_t*>(data[0] + i * st[0]) = static_cast<out_t>(f(static_cast<op_t>(x)));
+    }
+  }
+}
+
 /// out[i] = f(a[i]); f takes and returns opmath values (or returns out_t directly).
 template <typename out_t, typename in_t, typename F>
 void unary_loop(TensorIterator& iter, const F& f) {
-  using op_t = opmath_t<in_t>;
   iter.for_each([&](char** data, const int64_t* st, int64_t n) {
-    auto* out = reinterpret_cast<out_t*>(data[0]);
-    const auto* a = reinterpret_cast<const in_t*>(data[1]);
-    if (st[0] == sizeof(out_t) && st[1] == sizeof(in_t)) {
-      if constexpr (loops::kBlocked16<out_t, in_t>) {
-        for (int64_t i0 = 0; i0 < n; i0 += kConvertBlock) {
-          const int64_t m = std::min(kConvertBlock, n - i0);
-          alignas(32) float ab[kConvertBlock];
-          const float* x = loops::widen(a + i0, ab, m);
-          loops::store_block(out + i0, m, [&](int64_t j) { return f(x[j]); });
-        }
-        return;
-      }
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<out_t>(f(static_cast<op_t>(a[i])));
-    } else {
-      for (int64_t i = 0; i < n; ++i) {
-        auto x = *reinterpret_cast<const in_t*>(data[1] + i * st[1]);
-        *reinterpret_cast<out_t*>(data[0] + i * st[0]) = static_cast<out_t>(f(static_cast<op_t>(x)));
-      }
-    }
+    unary_span<out_t, in_t>(data, st, n, f);
   });
 }
 

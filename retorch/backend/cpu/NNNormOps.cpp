@@ -33,22 +33,6 @@ void write_doubles(const Tensor& t, const std::vector<double>& v) {
   t.copy_(d.view(t.sizes()));
 }
 
-/// Batch norm runs NHWC loops (and returns channels-last) when PyTorch's would.
-bool bn_channels_last(const Tensor& input) {
-  return input.dim() == 4 && input.suggest_memory_format() == MemoryFormat::ChannelsLast;
-}
-
-/// input densely in the layout batch norm computes in.
-Tensor bn_layout(const Tensor& t, bool channels_last) {
-  return channels_last ? t.contiguous(MemoryFormat::ChannelsLast) : t.contiguous();
-}
-
-Tensor bn_empty(const Tensor& input, bool channels_last) {
-  if (!channels_last) return make_empty(input.sizes(), input.dtype(), input.device());
-  return make_empty_strided(input.sizes(), channels_last_strides(input.sizes()), input.dtype(),
-                            input.device());
-}
-
 // Note [NHWC channel sums]
 // A channels-last tensor is an [R, C] matrix (R = N * H * W rows). Per-channel sums run over
 // chunks of rows in parallel; body(r0, r1, acc) adds rows [r0, r1) into K accumulators of C
@@ -121,9 +105,11 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(
   std::vector<double> rm = as_doubles(running_mean, C, 0.0, op, "running_mean");
   std::vector<double> rv = as_doubles(running_var, C, 1.0, op, "running_var");
   std::vector<double> mean(static_cast<size_t>(C)), invstd(static_cast<size_t>(C));
-  const bool cl = bn_channels_last(input);
-  Tensor x = bn_layout(input, cl);
-  Tensor out = bn_empty(input, cl);
+  // NHWC loops (and a channels-last result) when PyTorch's would.
+  const MemoryFormat format = input.suggest_memory_format();
+  const bool cl = format == MemoryFormat::ChannelsLast;
+  Tensor x = input.contiguous(format);
+  Tensor out = make_empty(input.sizes(), input.dtype(), input.device(), format);
   int64_t count = N * S;
   // Running statistics from the batch's mean and sum of squared deviations.
   auto update_running = [&](int64_t c, double m, double ss) {
@@ -254,6 +240,7 @@ struct BnBackwardArgs {
   Tensor dy, x;
   int64_t N, C, S;
   std::vector<double> mean, invstd;
+  MemoryFormat format;
   bool channels_last;
 };
 
@@ -267,9 +254,10 @@ BnBackwardArgs bn_backward_args(const char* op, const Tensor& grad_out, const Te
   a.N = input.size(0);
   a.C = input.size(1);
   a.S = a.C == 0 ? 0 : input.numel() / std::max<int64_t>(a.N * a.C, 1);
-  a.channels_last = bn_channels_last(input);
-  a.dy = bn_layout(grad_out, a.channels_last);
-  a.x = bn_layout(input, a.channels_last);
+  a.format = input.suggest_memory_format();
+  a.channels_last = a.format == MemoryFormat::ChannelsLast;
+  a.dy = grad_out.contiguous(a.format);
+  a.x = input.contiguous(a.format);
   a.mean = as_doubles(mean, a.C, 0.0, op, "mean");
   a.invstd = as_doubles(invstd, a.C, 1.0, op, "invstd");
   return a;
@@ -342,7 +330,7 @@ Tensor batch_norm_backward_elemt(const Tensor& grad_out, const Tensor& input, co
   std::vector<double> w = as_doubles(weight, a.C, 1.0, op, "weight");
   std::vector<double> s1 = as_doubles(sum_dy, a.C, 0.0, op, "sum_dy");
   std::vector<double> s2 = as_doubles(sum_dy_xmu, a.C, 0.0, op, "sum_dy_xmu");
-  Tensor out = bn_empty(input, a.channels_last);
+  Tensor out = make_empty(input.sizes(), input.dtype(), input.device(), a.format);
   const double M = double(std::max<int64_t>(a.N * a.S, 1));
   RT_DISPATCH_FLOATING(input.dtype(), op, [&] {
     using op_t = opmath_t<scalar_t>;

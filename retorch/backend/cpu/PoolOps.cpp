@@ -42,21 +42,13 @@ struct Planes {
   Tensor x;
   std::vector<int64_t> lead;
   int64_t n, H, W;
-  bool channels_last = false;
+  // PyTorch's pools pick NHWC loops (and channels-last results) when the input's strides
+  // suggest channels-last.
+  MemoryFormat format = MemoryFormat::Contiguous;
+  bool channels_last() const { return format == MemoryFormat::ChannelsLast; }
   int64_t N() const { return lead[0]; }
   int64_t C() const { return lead[1]; }
 };
-
-// PyTorch's pools pick NHWC loops when the input's strides suggest channels-last.
-bool use_channels_last(const Tensor& self) {
-  return self.dim() == 4 && self.suggest_memory_format() == MemoryFormat::ChannelsLast;
-}
-
-// A new pooling result: channels-last when the input was.
-Tensor new_result(IntArrayRef shape, ScalarType dtype, const Tensor& like, bool channels_last) {
-  if (!channels_last) return make_empty(shape, dtype, like.device());
-  return make_empty_strided(shape, channels_last_strides(shape), dtype, like.device());
-}
 
 enum class EmptyOk { kBatch, kLeading, kNonSpatial };
 
@@ -75,9 +67,9 @@ Planes as_planes(const Tensor& self, const char* op, EmptyOk empty = EmptyOk::kB
            "input, but got input of size ", self.sizes());
   std::vector<int64_t> lead(self.sizes().begin(), self.sizes().end() - 2);
   int64_t H = self.size(-2), W = self.size(-1);
-  bool cl = use_channels_last(self);
-  Tensor x = cl ? self.contiguous(MemoryFormat::ChannelsLast) : self.contiguous();
-  return {x, lead, H * W == 0 ? 0 : x.numel() / (H * W), H, W, cl};
+  MemoryFormat format = self.suggest_memory_format();
+  Tensor x = self.contiguous(format);
+  return {x, lead, H * W == 0 ? 0 : x.numel() / (H * W), H, W, format};
 }
 
 std::vector<int64_t> with_hw(const std::vector<int64_t>& lead, int64_t h, int64_t w) {
@@ -133,10 +125,10 @@ Tensor scatter_max_grad(const Tensor& grad_output, const Tensor& self, const Ten
   int64_t HW = self.size(-2) * self.size(-1);
   int64_t L = grad_output.size(-2) * grad_output.size(-1);
   int64_t planes = HW == 0 ? 0 : self.numel() / HW;
-  if (use_channels_last(self)) {
+  if (self.suggest_memory_format() == MemoryFormat::ChannelsLast) {
     const auto cl = MemoryFormat::ChannelsLast;
     Tensor go = grad_output.contiguous(cl), idx = indices.contiguous(cl);
-    Tensor gi = new_result(self.sizes(), self.dtype(), self, true);
+    Tensor gi = make_empty(self.sizes(), self.dtype(), self.device(), cl);
     RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
       nhwc::max_pool_backward(go.data_ptr<scalar_t>(), idx.data_ptr<int64_t>(), self.size(0), HW,
                               L, self.size(1), gi.data_ptr<scalar_t>(), op);
@@ -228,15 +220,15 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& self, IntArrayR
   Pool2d k = check_pool(p, kernel_size, stride, padding, dilation, ceil_mode, op);
   check_float(self, "max_pool2d");
   auto shape = with_hw(p.lead, k.oh, k.ow);
-  Tensor out = new_result(shape, self.dtype(), self, p.channels_last);
-  Tensor ind = new_result(shape, kLong, self, p.channels_last);
+  Tensor out = make_empty(shape, self.dtype(), self.device(), p.format);
+  Tensor ind = make_empty(shape, kLong, self.device(), p.format);
   const int64_t L = k.oh * k.ow, HW = p.H * p.W;
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
     const scalar_t* x = p.x.data_ptr<scalar_t>();
     scalar_t* y = out.data_ptr<scalar_t>();
     int64_t* ip = ind.data_ptr<int64_t>();
-    if (p.channels_last) {
+    if (p.channels_last()) {
       nhwc::max_pool(x, p.N(), p.H, p.W, p.C(), k.oh, k.ow, [&](int64_t oy, int64_t ox) {
         int64_t h0 = oy * k.sh - k.ph, w0 = ox * k.sw - k.pw;
         int64_t h1 = std::min(h0 + (k.kh - 1) * k.dh + 1, p.H);
@@ -347,14 +339,15 @@ Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
                         divisor_override, op);
   // Like PyTorch, int64 inputs average with integer (truncating) division.
   if (self.dtype() != kLong) check_float(self, op);
-  Tensor out = new_result(with_hw(p.lead, a.k.oh, a.k.ow), self.dtype(), self, p.channels_last);
+  Tensor out =
+      make_empty(with_hw(p.lead, a.k.oh, a.k.ow), self.dtype(), self.device(), p.format);
   const int64_t L = a.k.oh * a.k.ow, HW = p.H * p.W;
   auto body = [&](auto tag) {
     using scalar_t = decltype(tag);
     using acc_t = opmath_t<scalar_t>;
     const scalar_t* x = p.x.data_ptr<scalar_t>();
     scalar_t* y = out.data_ptr<scalar_t>();
-    if (p.channels_last) {
+    if (p.channels_last()) {
       nhwc::avg_pool(x, p.N(), p.H, p.W, p.C(), a.k.oh, a.k.ow, [&](int64_t oy, int64_t ox) {
         return avg_window(a, p.H, p.W, oy, ox);
       }, y);
@@ -398,15 +391,14 @@ Tensor avg_pool2d_backward(const Tensor& grad_output, const Tensor& self, IntArr
   RT_CHECK(grad_output.sizes().equals(shape) && grad_output.dtype() == self.dtype(), op,
            ": expected grad_output of size ", IntArrayRef(shape), " and dtype ", self.dtype(),
            ", got ", grad_output.sizes(), " and ", grad_output.dtype());
-  Tensor go = p.channels_last ? grad_output.contiguous(MemoryFormat::ChannelsLast)
-                              : grad_output.contiguous();
-  Tensor gi = new_result(self.sizes(), self.dtype(), self, p.channels_last);
+  Tensor go = grad_output.contiguous(p.format);
+  Tensor gi = make_empty(self.sizes(), self.dtype(), self.device(), p.format);
   const int64_t L = a.k.oh * a.k.ow, HW = p.H * p.W;
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
     const scalar_t* g = go.data_ptr<scalar_t>();
     scalar_t* out = gi.data_ptr<scalar_t>();
-    if (p.channels_last) {
+    if (p.channels_last()) {
       nhwc::avg_pool_backward(g, p.N(), p.H, p.W, p.C(), a.k.oh, a.k.ow,
                               [&](int64_t oy, int64_t ox) {
                                 return avg_window(a, p.H, p.W, oy, ox);
@@ -453,13 +445,13 @@ Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
   auto [oh, ow] = check_adaptive(self, output_size, op);
   Planes p = as_planes(self, op, EmptyOk::kNonSpatial);
   check_float(self, op);
-  Tensor out = new_result(with_hw(p.lead, oh, ow), self.dtype(), self, p.channels_last);
+  Tensor out = make_empty(with_hw(p.lead, oh, ow), self.dtype(), self.device(), p.format);
   const int64_t L = oh * ow, HW = p.H * p.W;
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
     const scalar_t* x = p.x.data_ptr<scalar_t>();
     scalar_t* y = out.data_ptr<scalar_t>();
-    if (p.channels_last) {
+    if (p.channels_last()) {
       nhwc::avg_pool(x, p.N(), p.H, p.W, p.C(), oh, ow, [&](int64_t oy, int64_t ox) {
         return adaptive_window(oy, ox, oh, ow, p.H, p.W);
       }, y);
@@ -496,14 +488,13 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor& sel
            " does not match the input of size ", self.sizes(), " and dtype ", self.dtype());
   const int64_t oh = grad_output.size(-2), ow = grad_output.size(-1);
   const int64_t L = oh * ow, HW = p.H * p.W;
-  Tensor go = p.channels_last ? grad_output.contiguous(MemoryFormat::ChannelsLast)
-                              : grad_output.contiguous();
-  Tensor gi = new_result(self.sizes(), self.dtype(), self, p.channels_last);
+  Tensor go = grad_output.contiguous(p.format);
+  Tensor gi = make_empty(self.sizes(), self.dtype(), self.device(), p.format);
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
     const scalar_t* g = go.data_ptr<scalar_t>();
     scalar_t* out = gi.data_ptr<scalar_t>();
-    if (p.channels_last) {
+    if (p.channels_last()) {
       nhwc::avg_pool_backward(g, p.N(), p.H, p.W, p.C(), oh, ow, [&](int64_t oy, int64_t ox) {
         return adaptive_window(oy, ox, oh, ow, p.H, p.W);
       }, out);
@@ -536,15 +527,15 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& self, IntArrayRef o
   Planes p = as_planes(self, op, EmptyOk::kLeading);
   check_float(self, op);
   auto shape = with_hw(p.lead, oh, ow);
-  Tensor out = new_result(shape, self.dtype(), self, p.channels_last);
-  Tensor ind = new_result(shape, kLong, self, p.channels_last);
+  Tensor out = make_empty(shape, self.dtype(), self.device(), p.format);
+  Tensor ind = make_empty(shape, kLong, self.device(), p.format);
   const int64_t L = oh * ow, HW = p.H * p.W;
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
     const scalar_t* x = p.x.data_ptr<scalar_t>();
     scalar_t* y = out.data_ptr<scalar_t>();
     int64_t* ip = ind.data_ptr<int64_t>();
-    if (p.channels_last) {
+    if (p.channels_last()) {
       nhwc::max_pool(x, p.N(), p.H, p.W, p.C(), oh, ow, [&](int64_t oy, int64_t ox) {
         return adaptive_window(oy, ox, oh, ow, p.H, p.W);
       }, y, ip);

@@ -36,20 +36,13 @@ void float_unary(const char* name, const Tensor& self, Tensor& out, const F& f,
   TensorIterator iter(out, {self}, {.name = name, .int_to_float = true});
   RT_DISPATCH_FLOATING(iter.common_dtype(), name, [&] {
     using op_t = opmath_t<scalar_t>;
-    if (vf == VecFn::kNone) {
-      unary_loop<scalar_t, scalar_t>(iter, [&](op_t x) -> op_t { return f(x); });
-      return;
-    }
     iter.for_each([&](char** data, const int64_t* st, int64_t n) {
       constexpr int64_t sz = sizeof(scalar_t);
       if (st[0] == sz && st[1] == sz &&
           vec_span(vf, reinterpret_cast<const scalar_t*>(data[1]),
                    reinterpret_cast<scalar_t*>(data[0]), n))
         return;
-      for (int64_t i = 0; i < n; ++i) {
-        op_t x = static_cast<op_t>(*reinterpret_cast<const scalar_t*>(data[1] + i * st[1]));
-        *reinterpret_cast<scalar_t*>(data[0] + i * st[0]) = static_cast<scalar_t>(f(x));
-      }
+      unary_span<scalar_t, scalar_t>(data, st, n, [&](op_t x) -> op_t { return f(x); });
     });
   });
   iter.finish();
