@@ -45,6 +45,21 @@ def backward_both(yt, yr, seed=1):
     yr.backward(retorch.from_numpy(g.numpy().copy()))
 
 
+def fwd_bwd(name, t, r, *args, **kwargs):
+    """F.<name> of the leaf pair t, r (requires_grad set here): the same values and layout, then
+    the same input gradient; returns the outputs."""
+    t.requires_grad_()
+    r.requires_grad_()
+    yt = getattr(torch.nn.functional, name)(t, *args, **kwargs)
+    yr = getattr(retorch.nn.functional, name)(r, *args, **kwargs)
+    ot, orr = (yt[0], yr[0]) if isinstance(yt, tuple) else (yt, yr)
+    same(orr, ot, name)
+    backward_both(ot, orr)
+    same(r.grad, t.grad, f"{name} grad")
+    t.grad, r.grad = None, None
+    return yt, yr
+
+
 # ---------------------------------------------------------------- format objects and methods
 
 def test_format_objects_print_like_torch():
@@ -238,14 +253,8 @@ def pool_cases():
 @pytest.mark.parametrize("shape,args", list(pool_cases()))
 def test_max_pool2d_channels_last(shape, args):
     t, r = pair(shape)
-    t.requires_grad_()
-    r.requires_grad_()
-    yt, it = torch.nn.functional.max_pool2d(t, return_indices=True, dilation=1, **args)
-    yr, ir = retorch.nn.functional.max_pool2d(r, return_indices=True, dilation=1, **args)
-    same(yr, yt, "max_pool2d")
+    (_, it), (_, ir) = fwd_bwd("max_pool2d", t, r, return_indices=True, dilation=1, **args)
     same(ir, it, "indices (flat h * W + w per plane)")
-    backward_both(yt, yr)
-    same(r.grad, t.grad, "max_pool2d grad")
 
 
 def test_max_pool2d_channels_last_dilation_nan_and_ties():
@@ -265,13 +274,7 @@ def test_max_pool2d_channels_last_dilation_nan_and_ties():
 @pytest.mark.parametrize("count_include_pad", [True, False])
 def test_avg_pool2d_channels_last(shape, args, count_include_pad):
     t, r = pair(shape)
-    t.requires_grad_()
-    r.requires_grad_()
-    yt = torch.nn.functional.avg_pool2d(t, count_include_pad=count_include_pad, **args)
-    yr = retorch.nn.functional.avg_pool2d(r, count_include_pad=count_include_pad, **args)
-    same(yr, yt, "avg_pool2d")
-    backward_both(yt, yr)
-    same(r.grad, t.grad, "avg_pool2d grad")
+    fwd_bwd("avg_pool2d", t, r, count_include_pad=count_include_pad, **args)
 
 
 def test_avg_pool2d_channels_last_divisor_override_and_float64():
@@ -284,20 +287,9 @@ def test_avg_pool2d_channels_last_divisor_override_and_float64():
 @pytest.mark.parametrize("out", [(3, 3), (1, 1), (2, 4)])
 def test_adaptive_pools_channels_last(shape, out):
     t, r = pair(shape)
-    t.requires_grad_()
-    r.requires_grad_()
-    yt = torch.nn.functional.adaptive_avg_pool2d(t, out)
-    yr = retorch.nn.functional.adaptive_avg_pool2d(r, out)
-    same(yr, yt, "adaptive_avg_pool2d")
-    backward_both(yt, yr)
-    same(r.grad, t.grad, "adaptive_avg_pool2d grad")
-    t.grad, r.grad = None, None
-    yt, it = torch.nn.functional.adaptive_max_pool2d(t, out, return_indices=True)
-    yr, ir = retorch.nn.functional.adaptive_max_pool2d(r, out, return_indices=True)
-    same(yr, yt, "adaptive_max_pool2d")
+    fwd_bwd("adaptive_avg_pool2d", t, r, out)
+    (_, it), (_, ir) = fwd_bwd("adaptive_max_pool2d", t, r, out, return_indices=True)
     same(ir, it, "adaptive_max_pool2d indices")
-    backward_both(yt, yr)
-    same(r.grad, t.grad, "adaptive_max_pool2d grad")
 
 
 def test_pool_backward_with_contiguous_grad_output():
