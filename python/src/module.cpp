@@ -187,4 +187,9 @@ PYBIND11_MODULE(_C, m) {
     for (auto* h : Dispatcher::singleton().ops()) l.append(h->qualified_name());
     return l;
   });
+  m.def("_op_schemas", []() {
+    py::list l;
+    for (auto* h : Dispatcher::singleton().ops()) l.append(std::string(h->schema().schema));
+    return l;
+  });
 }

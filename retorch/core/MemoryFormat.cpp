@@ -51,16 +51,18 @@ bool is_channels_last_like_strides(IntArrayRef sizes, IntArrayRef strides) {
 }
 
 bool is_non_overlapping_and_dense_strides(IntArrayRef sizes, IntArrayRef strides) {
-  std::vector<size_t> dims;
+  // Called for every gradient accumulated (Note [Gradient layout]): shapes stay inline.
+  SmallVector<int64_t, 8> dims;
   for (size_t d = 0; d < sizes.size(); ++d) {
     if (sizes[d] == 0) return true;
-    if (sizes[d] != 1) dims.push_back(d);
+    if (sizes[d] != 1) dims.push_back(int64_t(d));
   }
-  std::sort(dims.begin(), dims.end(), [&](size_t a, size_t b) { return strides[a] < strides[b]; });
+  std::sort(dims.begin(), dims.end(),
+            [&](int64_t a, int64_t b) { return strides[size_t(a)] < strides[size_t(b)]; });
   int64_t expected = 1;
-  for (size_t d : dims) {
-    if (strides[d] != expected) return false;
-    expected *= sizes[d];
+  for (int64_t d : dims) {
+    if (strides[size_t(d)] != expected) return false;
+    expected *= sizes[size_t(d)];
   }
   return true;
 }
