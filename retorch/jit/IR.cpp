@@ -425,6 +425,26 @@ std::unique_ptr<Graph> Graph::copy() const {
   return g;
 }
 
+void Graph::assign_uniques(const std::vector<std::pair<Value*, size_t>>& numbers) {
+  std::unordered_set<size_t> taken;
+  std::unordered_set<const Value*> listed;
+  size_t next = 0;
+  for (const auto& [v, u] : numbers) {
+    RT_CHECK(all_values_.count(v), "jit: assign_uniques: a value of another graph");
+    RT_CHECK(taken.insert(u).second, "jit: value number %", u, " given twice");
+    RT_CHECK(listed.insert(v).second, "jit: assign_uniques: a value listed twice");
+    next = std::max(next, u + 1);
+  }
+  // The others keep their relative order, above every listed number.
+  std::vector<Value*> rest;
+  for (Value* v : all_values_)
+    if (!listed.count(v)) rest.push_back(v);
+  std::sort(rest.begin(), rest.end(), [](Value* a, Value* b) { return a->unique_ < b->unique_; });
+  for (const auto& [v, u] : numbers) v->unique_ = u;
+  for (Value* v : rest) v->unique_ = next++;
+  next_unique_ = next;
+}
+
 std::vector<Value*> Graph::insert_graph(const Graph& src, const std::vector<Value*>& inputs) {
   RT_CHECK(inputs.size() == src.inputs().size(), "jit: insert_graph: the graph takes ",
            src.inputs().size(), " inputs but ", inputs.size(), " were given");

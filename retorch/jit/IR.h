@@ -264,6 +264,9 @@ class Graph {
   std::vector<Value*> insert_graph(const Graph& src, const std::vector<Value*>& inputs);
 
   size_t num_nodes() const { return all_nodes_.size(); }
+  /// Gives the listed values the numbers they print as (%N), distinct, and every other value a
+  /// fresh number above them (the parser's: parse(print(g)) prints like g).
+  void assign_uniques(const std::vector<std::pair<Value*, size_t>>& numbers);
 
  private:
   friend class Value;

@@ -1,11 +1,49 @@
-// The `retorch` command: `retorch train ...` (the training job) and `retorch summary --model M`.
+// The `retorch` command: `retorch train ...` (the training job), `retorch summary --model M` and
+// `retorch ir FILE [--passes a,b]` (read a JIT graph, run passes on it, print it).
 #include <CLI/CLI.hpp>
+#include <fstream>
 #include <iostream>
+#include <iterator>
+#include <sstream>
 
 #include "retorch/core/Error.h"
+#include "retorch/jit/Parser.h"
+#include "retorch/jit/PassRegistry.h"
 #include "retorch/nn/Summary.h"
 #include "tools/cli/Models.h"
 #include "tools/cli/Train.h"
+
+namespace {
+
+// `retorch ir`: parses the graph text in `path`, runs the named passes in order, prints it.
+int run_ir(const std::string& path, const std::string& passes) {
+  std::vector<retorch::jit::GraphPass> pipeline;
+  std::stringstream names(passes);
+  for (std::string name; std::getline(names, name, ',');) {
+    if (name.empty()) continue;
+    retorch::jit::GraphPass p = retorch::jit::find_pass(name);
+    if (p == nullptr) {
+      std::string known;
+      for (const std::string& n : retorch::jit::pass_names()) known += (known.empty() ? "" : ", ") + n;
+      RT_ERROR("unknown pass '", name, "' (known passes: ", known, ")");
+    }
+    pipeline.push_back(p);
+  }
+  std::ifstream f(path, std::ios::binary);
+  RT_CHECK(f.good(), "cannot open '", path, "'");
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::unique_ptr<retorch::jit::Graph> g;
+  try {
+    g = retorch::jit::parse_ir(text);
+  } catch (const retorch::Error& e) {
+    RT_ERROR(path, ": ", e.what());
+  }
+  for (retorch::jit::GraphPass p : pipeline) p(*g);
+  std::cout << g->str();
+  return 0;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   using retorch::cli::TrainConfig;
@@ -49,12 +87,18 @@ int main(int argc, char** argv) {
   CLI::App* summary = app.add_subcommand("summary", "print a model's layers and parameter counts");
   summary->add_option("--model", summary_model, "model")->check(CLI::IsMember(models))->capture_default_str();
 
+  std::string ir_file, ir_passes;
+  CLI::App* ir = app.add_subcommand("ir", "read a JIT graph's text, run passes on it, print it");
+  ir->add_option("file", ir_file, "graph text file (as Graph::str() prints it)")->required();
+  ir->add_option("--passes", ir_passes, "comma-separated passes to run in order (e.g. lint)");
+
   CLI11_PARSE(app, argc, argv);
   c.shuffle = !no_shuffle;
   c.plot = !no_plot;
   c.tensorboard = !no_tb;
   try {
     if (*train) return retorch::cli::run_training(c);
+    if (*ir) return run_ir(ir_file, ir_passes);
     auto model = retorch::cli::make_model(summary_model);
     std::cout << *model << "\n" << retorch::nn::summary(*model, {1, 1, 28, 28}).to_string();
     return 0;

@@ -1,0 +1,48 @@
+// The table of named graph passes; starts with the built-in "lint".
+#include "retorch/jit/PassRegistry.h"
+
+#include <map>
+#include <mutex>
+
+namespace retorch::jit {
+
+namespace {
+
+struct Registry {
+  std::mutex mutex;
+  std::map<std::string, GraphPass, std::less<>> passes{
+      {"lint", [](Graph& g) { g.lint(); }},
+  };
+};
+
+// Built on first use, so passes registered from other files' static initializers find it.
+Registry& registry() {
+  static Registry r;
+  return r;
+}
+
+}  // namespace
+
+void register_pass(std::string name, GraphPass p) {
+  RT_CHECK(!name.empty() && p != nullptr, "jit: register_pass needs a name and a function");
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  r.passes[std::move(name)] = p;
+}
+
+GraphPass find_pass(std::string_view name) {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  auto it = r.passes.find(name);
+  return it == r.passes.end() ? nullptr : it->second;
+}
+
+std::vector<std::string> pass_names() {
+  Registry& r = registry();
+  std::lock_guard<std::mutex> lock(r.mutex);
+  std::vector<std::string> names;
+  for (const auto& [name, p] : r.passes) names.push_back(name);
+  return names;
+}
+
+}  // namespace retorch::jit
