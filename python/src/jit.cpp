@@ -36,8 +36,9 @@ std::vector<Tensor> as_tensors(const std::vector<IValue>& vs) {
   std::vector<Tensor> r;
   r.reserve(vs.size());
   for (const IValue& v : vs) {
-    RT_CHECK(v.is_tensor(), "jit: the graph returned a ", v.type_name(), " where tensors were "
-                            "expected");
+    RT_CHECK(v.is_tensor(), "jit: the graph returned a ", v.type_name(),
+             " where tensors were "
+             "expected");
     r.push_back(v.to_tensor());
   }
   return r;
@@ -78,10 +79,11 @@ void bind_jit(py::module_& m) {
   py::class_<ScriptModule, ScriptFunction>(j, "ScriptModule")
       .def(py::init<std::shared_ptr<Graph>, std::vector<std::pair<std::string, Tensor>>,
                     std::vector<std::pair<std::string, Tensor>>>())
-      .def("forward", [](const ScriptModule& f, const std::vector<Tensor>& inputs) {
-        py::gil_scoped_release no_gil;
-        return as_tensors(f.forward(as_ivalues(inputs)));
-      })
+      .def("forward",
+           [](const ScriptModule& f, const std::vector<Tensor>& inputs) {
+             py::gil_scoped_release no_gil;
+             return as_tensors(f.forward(as_ivalues(inputs)));
+           })
       .def("named_parameters", &ScriptModule::named_parameters)
       .def("named_buffers", &ScriptModule::named_buffers);
 

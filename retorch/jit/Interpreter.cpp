@@ -13,15 +13,15 @@ namespace retorch::jit {
 namespace {
 
 enum class OpCode : uint8_t {
-  kCall,        // operands -> op->call_boxed -> outs
-  kGetAttr,     // attrs[target] -> outs[0]
-  kList,        // operands -> one list (list_kind) -> outs[0]
-  kUnpack,      // operands[0] (a list) -> outs
-  kMove,        // operands -> outs (a parallel copy: all read before any is written)
-  kDrop,        // regs[target] = None
-  kJump,        // pc = target
-  kJumpIfFalse, // if !operands[0]: pc = target
-  kLoopTest,    // outs = {trip, max, cond, body_i}: continue (body_i = trip++) or pc = target
+  kCall,         // operands -> op->call_boxed -> outs
+  kGetAttr,      // attrs[target] -> outs[0]
+  kList,         // operands -> one list (list_kind) -> outs[0]
+  kUnpack,       // operands[0] (a list) -> outs
+  kMove,         // operands -> outs (a parallel copy: all read before any is written)
+  kDrop,         // regs[target] = None
+  kJump,         // pc = target
+  kJumpIfFalse,  // if !operands[0]: pc = target
+  kLoopTest,     // outs = {trip, max, cond, body_i}: continue (body_i = trip++) or pc = target
   kPrint,
   kRaise,
 };
@@ -91,7 +91,7 @@ class Compiler {
   struct LastUse {
     const Node* at = nullptr;  // the node of v's own block containing the last use
     size_t pos = 0;
-    bool nested = false;       // some use at `at` is inside its blocks
+    bool nested = false;  // some use at `at` is inside its blocks
   };
 
   // Position of every node in its block and, per value, where its last use is.
@@ -115,8 +115,10 @@ class Compiler {
           nested = true;
         }
         size_t p = pos_.count(n) ? pos_[n] : 0;
-        if (lu.at == nullptr || p > lu.pos) lu = {n, p, nested};
-        else if (p == lu.pos) lu.nested = lu.nested || nested;
+        if (lu.at == nullptr || p > lu.pos)
+          lu = {n, p, nested};
+        else if (p == lu.pos)
+          lu.nested = lu.nested || nested;
       }
       last_[v] = lu;
     };
@@ -253,17 +255,21 @@ class Compiler {
         const Type& t = *n->output()->type();
         if (t.kind() != TypeKind::kList) fail(n, "its output is not typed as a list");
         const Type& e = *t.elem();
-        if (e.is_tensor()) lk = ListKind::kTensor;
+        if (e.is_tensor())
+          lk = ListKind::kTensor;
         else if (e.kind() == TypeKind::kOptional && e.elem()->is_tensor())
           lk = ListKind::kOptionalTensor;
-        else if (e.kind() == TypeKind::kInt) lk = ListKind::kInt;
-        else if (e.kind() == TypeKind::kFloat) lk = ListKind::kFloat;
-        else fail(n, "lists of " + e.str() + " are not supported");
+        else if (e.kind() == TypeKind::kInt)
+          lk = ListKind::kInt;
+        else if (e.kind() == TypeKind::kFloat)
+          lk = ListKind::kFloat;
+        else
+          fail(n, "lists of " + e.str() + " are not supported");
       } else {
         for (const Value* v : n->inputs())
           if (!v->type()->is_tensor())
-            fail(n, "tuples are tensor lists here; element %" + v->name() + " is " +
-                        v->type()->str());
+            fail(n,
+                 "tuples are tensor lists here; element %" + v->name() + " is " + v->type()->str());
       }
       emit(OpCode::kList, n).list_kind = lk;
       add_node_inputs(n);
@@ -380,9 +386,15 @@ Interpreter::~Interpreter() = default;
 Interpreter::Interpreter(Interpreter&&) noexcept = default;
 Interpreter& Interpreter::operator=(Interpreter&&) noexcept = default;
 
-size_t Interpreter::num_inputs() const { return code_->inputs.size(); }
-size_t Interpreter::num_outputs() const { return code_->returns.size(); }
-size_t Interpreter::num_instructions() const { return code_->instrs.size(); }
+size_t Interpreter::num_inputs() const {
+  return code_->inputs.size();
+}
+size_t Interpreter::num_outputs() const {
+  return code_->returns.size();
+}
+size_t Interpreter::num_instructions() const {
+  return code_->instrs.size();
+}
 
 namespace {
 
@@ -441,9 +453,12 @@ std::vector<IValue> Interpreter::run(const std::vector<IValue>& inputs) const {
   Stack stack;
   stack.reserve(c.max_stack);
   auto push = [&](const Operand& o) {
-    if (o.idx < 0) stack.push_back(c.constants[size_t(-1 - o.idx)]);
-    else if (o.move) stack.push_back(std::move(regs[size_t(o.idx)]));
-    else stack.push_back(regs[size_t(o.idx)]);
+    if (o.idx < 0)
+      stack.push_back(c.constants[size_t(-1 - o.idx)]);
+    else if (o.move)
+      stack.push_back(std::move(regs[size_t(o.idx)]));
+    else
+      stack.push_back(regs[size_t(o.idx)]);
   };
   auto read = [&](const Operand& o) -> const IValue& {
     return o.idx < 0 ? c.constants[size_t(-1 - o.idx)] : regs[size_t(o.idx)];
@@ -472,7 +487,8 @@ std::vector<IValue> Interpreter::run(const std::vector<IValue>& inputs) const {
         store_outs(in);
         break;
       case OpCode::kGetAttr:
-        if (c.outs[in.out_begin] >= 0) regs[size_t(c.outs[in.out_begin])] = c.attrs[size_t(in.target)];
+        if (c.outs[in.out_begin] >= 0)
+          regs[size_t(c.outs[in.out_begin])] = c.attrs[size_t(in.target)];
         break;
       case OpCode::kList:
         for (uint32_t k = 0; k < in.in_count; ++k) push(ops[in.in_begin + k]);
@@ -520,7 +536,8 @@ std::vector<IValue> Interpreter::run(const std::vector<IValue>& inputs) const {
       }
       case OpCode::kPrint: {
         std::ostringstream os;
-        for (uint32_t k = 0; k < in.in_count; ++k) os << (k ? " " : "") << read(ops[in.in_begin + k]);
+        for (uint32_t k = 0; k < in.in_count; ++k)
+          os << (k ? " " : "") << read(ops[in.in_begin + k]);
         std::cout << os.str() << std::endl;
         break;
       }
@@ -535,15 +552,18 @@ std::vector<IValue> Interpreter::run(const std::vector<IValue>& inputs) const {
   std::vector<IValue> result;
   result.reserve(c.returns.size());
   for (const Operand& o : c.returns) {
-    if (o.idx < 0) result.push_back(c.constants[size_t(-1 - o.idx)]);
-    else if (o.move) result.push_back(std::move(regs[size_t(o.idx)]));
-    else result.push_back(regs[size_t(o.idx)]);
+    if (o.idx < 0)
+      result.push_back(c.constants[size_t(-1 - o.idx)]);
+    else if (o.move)
+      result.push_back(std::move(regs[size_t(o.idx)]));
+    else
+      result.push_back(regs[size_t(o.idx)]);
   }
   return result;
 }
 
 std::string Interpreter::dump() const {
-  static const char* names[] = {"CALL", "GETATTR", "LIST",     "UNPACK", "MOVE",  "DROP",
+  static const char* names[] = {"CALL", "GETATTR", "LIST",     "UNPACK", "MOVE", "DROP",
                                 "JUMP", "JUMPF",   "LOOPTEST", "PRINT",  "RAISE"};
   std::ostringstream os;
   const Code& c = *code_;
@@ -553,8 +573,10 @@ std::string Interpreter::dump() const {
     if (in.op) os << " " << in.op->qualified_name();
     for (uint32_t k = 0; k < in.in_count; ++k) {
       const Operand& o = c.operands[in.in_begin + k];
-      if (o.idx < 0) os << " $" << constant_str(c.constants[size_t(-1 - o.idx)]);
-      else os << (o.move ? " mv r" : " r") << o.idx;
+      if (o.idx < 0)
+        os << " $" << constant_str(c.constants[size_t(-1 - o.idx)]);
+      else
+        os << (o.move ? " mv r" : " r") << o.idx;
     }
     if (in.out_count) os << " ->";
     for (uint32_t k = 0; k < in.out_count; ++k) os << " r" << c.outs[in.out_begin + k];

@@ -36,7 +36,9 @@ std::vector<IValue> ScriptFunction::run(const std::vector<IValue>& inputs) const
 ScriptModule::ScriptModule(std::shared_ptr<Graph> graph,
                            std::vector<std::pair<std::string, Tensor>> parameters,
                            std::vector<std::pair<std::string, Tensor>> buffers)
-    : ScriptFunction(std::move(graph)), params_(std::move(parameters)), buffers_(std::move(buffers)) {
+    : ScriptFunction(std::move(graph)),
+      params_(std::move(parameters)),
+      buffers_(std::move(buffers)) {
   for (const auto& [n, t] : params_) state_->attributes.emplace_back(n, IValue(t));
   for (const auto& [n, t] : buffers_) state_->attributes.emplace_back(n, IValue(t));
 }

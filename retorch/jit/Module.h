@@ -55,7 +55,9 @@ class ScriptModule : public ScriptFunction {
 
   /// Runs forward on the inputs after `self` (a placeholder is passed for it).
   std::vector<IValue> forward(const std::vector<IValue>& inputs) const;
-  std::vector<IValue> operator()(const std::vector<IValue>& inputs) const { return forward(inputs); }
+  std::vector<IValue> operator()(const std::vector<IValue>& inputs) const {
+    return forward(inputs);
+  }
 
   const std::vector<std::pair<std::string, Tensor>>& named_parameters() const { return params_; }
   const std::vector<std::pair<std::string, Tensor>>& named_buffers() const { return buffers_; }

@@ -140,8 +140,10 @@ void on_value_read(const Tensor& t) {
   if (tls_local_dispatch_key_set().excluded.has(DispatchKey::Tracer)) return;
   if (!st->values.count(t.impl()) && !st->attr_names.count(t.impl())) return;
   st->warned = true;
-  if (st->options->warn) st->options->warn(kTracerWarningText);
-  else std::cerr << "TracerWarning: " << kTracerWarningText << "\n";
+  if (st->options->warn)
+    st->options->warn(kTracerWarningText);
+  else
+    std::cerr << "TracerWarning: " << kTracerWarningText << "\n";
 }
 
 void install_tracer() {
@@ -169,8 +171,9 @@ class TracingScope {
 std::shared_ptr<Graph> trace_graph(const TracedFunction& fn, const std::vector<Tensor>& inputs,
                                    const TraceOptions& options) {
   install_tracer();
-  RT_CHECK(tls_state == nullptr, "jit trace: this thread is already tracing (nested traces are "
-                                 "not supported)");
+  RT_CHECK(tls_state == nullptr,
+           "jit trace: this thread is already tracing (nested traces are "
+           "not supported)");
   RT_CHECK(!tls_local_dispatch_key_set().excluded.has(DispatchKey::Tracer),
            "jit trace: cannot trace inside an op being traced");
   auto graph = std::make_shared<Graph>();
@@ -233,20 +236,28 @@ ScriptModule trace(nn::Module& module, const TracedFunction& forward,
 
 ScriptModule trace(nn::Module& module, const std::vector<Tensor>& example_inputs) {
   RT_CHECK(example_inputs.size() == 1, "jit trace: Module::forward takes one tensor but ",
-           example_inputs.size(), " example inputs were given (pass a forward function for other "
+           example_inputs.size(),
+           " example inputs were given (pass a forward function for other "
            "signatures)");
   return trace(
-      module, [&module](const std::vector<Tensor>& in) { return std::vector<Tensor>{module.forward(in[0])}; },
+      module,
+      [&module](const std::vector<Tensor>& in) {
+        return std::vector<Tensor>{module.forward(in[0])};
+      },
       example_inputs);
 }
 
-bool is_tracing() { return tls_state != nullptr; }
+bool is_tracing() {
+  return tls_state != nullptr;
+}
 
 SourceLocationGuard::SourceLocationGuard(const char* file, int line)
     : prev_(std::move(tls_source_location)) {
   tls_source_location = std::string(file) + ":" + std::to_string(line);
 }
 
-SourceLocationGuard::~SourceLocationGuard() { tls_source_location = std::move(prev_); }
+SourceLocationGuard::~SourceLocationGuard() {
+  tls_source_location = std::move(prev_);
+}
 
 }  // namespace retorch::jit

@@ -47,7 +47,8 @@ std::vector<Tensor> grads_of(nn::Module& m, const std::vector<Tensor>& outs) {
   for (const Tensor& o : outs) loss = loss + (o * o).sum();
   loss.backward();
   std::vector<Tensor> g;
-  for (const Tensor& p : m.parameters()) g.push_back(p.grad().defined() ? p.grad().clone() : Tensor());
+  for (const Tensor& p : m.parameters())
+    g.push_back(p.grad().defined() ? p.grad().clone() : Tensor());
   return g;
 }
 
@@ -85,9 +86,8 @@ TEST(JitTrace, RecordsPointwiseFunctionExactly) {
             "graph(%0 : " + t + ",\n      %1 : " + t + "):\n" +
                 "  %2 : Long(requires_grad=0, device=cpu) = prim::Constant[value={2}]()\n" +
                 "  %3 : " + t + " = aten::mul(%0, %2)\n" +
-                "  %4 : int = prim::Constant[value=1]()\n" +
-                "  %5 : " + t + " = aten::add(%3, %1, %4)\n" +
-                "  %6 : " + t + " = aten::relu(%5)\n" +
+                "  %4 : int = prim::Constant[value=1]()\n" + "  %5 : " + t +
+                " = aten::add(%3, %1, %4)\n" + "  %6 : " + t + " = aten::relu(%5)\n" +
                 "  return (%6)\n");
   EXPECT_EQ(f.code(), f.graph().str());
   // New inputs of the same shape give the eager result.
@@ -120,8 +120,7 @@ TEST(JitTrace, CompositeOpsAreRecordedOnce) {
   EXPECT_TRUE(has_kind(g, "aten::linear"));
   for (const char* k : {"aten::mm", "aten::addmm", "aten::matmul", "aten::t", "aten::add"})
     EXPECT_FALSE(has_kind(g, k)) << k << " in\n" << g.str();
-  EXPECT_EQ(kinds(g),
-            (std::vector<std::string>{"prim::GetAttr", "prim::GetAttr", "aten::linear"}));
+  EXPECT_EQ(kinds(g), (std::vector<std::string>{"prim::GetAttr", "prim::GetAttr", "aten::linear"}));
   std::string s = g.str();
   EXPECT_NE(s.find("graph(%self : __torch__."), std::string::npos) << s;
   EXPECT_NE(s.find("%weight : Float(3, 4, strides=[4, 1], requires_grad=1, device=cpu) = "
