@@ -109,6 +109,7 @@ from .linalg import _einsum as einsum, _tensordot as tensordot, _cdist as cdist 
 from .linalg import _multi_head_attention_forward as multi_head_attention_forward  # noqa: E402,F401,E501
 from . import optim  # noqa: E402,F401  (torch.optim)
 from . import nn  # noqa: E402,F401  (torch.nn)
+from . import jit  # noqa: E402,F401  (torch.jit.trace)
 
 
 def _tensor_deepcopy(self, memo):

@@ -3,6 +3,7 @@
 
 #include "python/src/bindings.h"
 #include "retorch/core/Dtypes.h"
+#include "retorch/core/ValueReadHook.h"
 
 namespace retorch::python {
 
@@ -260,6 +261,7 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
         return t.item();
       })
       .def("tolist", [](const Tensor& t) {
+            retorch::detail::notify_value_read(t);  // the JIT tracer warns: the trace freezes it
             return to_numpy(t.detach().is_contiguous() ? t.detach() : t.detach().contiguous())
                 .attr("tolist")();
           })

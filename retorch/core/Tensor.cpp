@@ -1,11 +1,13 @@
 // Tensor handle methods that are not ops: geometry accessors, item, factories over storage.
 #include "retorch/core/Tensor.h"
 
+#include <atomic>
 #include <iostream>
 
 #include "retorch/core/AutogradMeta.h"
 #include "retorch/core/Dtypes.h"
 #include "retorch/core/Shape.h"
+#include "retorch/core/ValueReadHook.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/ops/TensorOperators.h"
 
@@ -41,8 +43,21 @@ T* Tensor::data_ptr() const {
 RT_FORALL_TYPES(RT_INSTANTIATE_DATA_PTR)
 #undef RT_INSTANTIATE_DATA_PTR
 
+namespace {
+std::atomic<detail::ValueReadHook> g_value_read_hook{nullptr};
+}  // namespace
+
+void detail::set_value_read_hook(ValueReadHook hook) {
+  g_value_read_hook.store(hook, std::memory_order_release);
+}
+
+void detail::notify_value_read(const Tensor& t) {
+  if (ValueReadHook h = g_value_read_hook.load(std::memory_order_acquire)) h(t);
+}
+
 Scalar Tensor::item() const {
   RT_CHECK(defined(), "item(): undefined tensor");
+  detail::notify_value_read(*this);
   RT_CHECK(numel() == 1, "a Tensor with ", numel(),
            " elements cannot be converted to Scalar (shape ", sizes(), ")");
   Tensor t = is_cpu() ? *this : to(Device(kCPU));

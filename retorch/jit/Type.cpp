@@ -91,7 +91,7 @@ std::string Type::str() const {
         os << "*";
     }
   }
-  if (t.strides) {
+  if (t.strides && !t.strides->empty()) {  // PyTorch prints no strides for 0-dim tensors
     sep();
     os << "strides=[";
     for (size_t i = 0; i < t.strides->size(); ++i) os << (i ? ", " : "") << (*t.strides)[i];

@@ -1,0 +1,132 @@
+"""retorch.jit: record a function or module into a graph by running it (torch.jit.trace)."""
+import inspect
+import os
+
+from .. import _C
+from .._C import Tensor
+
+__all__ = ["trace", "TracerWarning", "ScriptFunction", "TracedModule"]
+
+# Frames in files under this directory are retorch's own: source locations skip them.
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+class TracerWarning(Warning):
+    """The trace may not generalize: a traced tensor became a Python value (item(), tolist(),
+    bool()), which the graph holds as a constant."""
+
+
+def _input_names(fn, count):
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return []
+    names = []
+    for p in params:
+        if p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            break
+        names.append(p.name)
+    return names[:count]
+
+
+def _flatten(out):
+    if isinstance(out, Tensor):
+        return [out], False
+    if isinstance(out, (tuple, list)) and all(isinstance(t, Tensor) for t in out):
+        return list(out), True
+    raise TypeError("retorch.jit.trace: the traced function must return a tensor or a tuple of "
+                    f"tensors, got {type(out).__name__}")
+
+
+class ScriptFunction:
+    """A traced function: `graph` (its str is the graph's text), `code`, and calls that run the
+    graph through the interpreter."""
+
+    def __init__(self, c, returns_tuple, name):
+        self._c = c
+        self._returns_tuple = returns_tuple
+        self.__name__ = name
+
+    @property
+    def graph(self):
+        return self._c.graph
+
+    @property
+    def code(self):
+        return self._c.code
+
+    def _wrap(self, outs):
+        return tuple(outs) if self._returns_tuple else outs[0]
+
+    def __call__(self, *inputs):
+        return self._wrap(self._c.run(list(inputs)))
+
+    def __repr__(self):
+        return f"<retorch.jit.ScriptFunction {self.__name__}>"
+
+
+class TracedModule(ScriptFunction):
+    """A traced module: forward runs the graph on the module's own parameters and buffers (the
+    same tensors, so training either trains both)."""
+
+    def __init__(self, c, returns_tuple, module):
+        super().__init__(c, returns_tuple, type(module).__name__)
+        self._named_parameters = list(module.named_parameters())
+        self._named_buffers = [(n, b) for n, b in module.named_buffers() if b is not None]
+
+    def forward(self, *inputs):
+        return self._wrap(self._c.forward(list(inputs)))
+
+    __call__ = forward
+
+    def named_parameters(self):
+        return iter(self._named_parameters)
+
+    def parameters(self):
+        return iter(p for _, p in self._named_parameters)
+
+    def named_buffers(self):
+        return iter(self._named_buffers)
+
+    def buffers(self):
+        return iter(b for _, b in self._named_buffers)
+
+    def __repr__(self):
+        return f"<retorch.jit.TracedModule {self.__name__}>"
+
+
+def trace(func, example_inputs):
+    """Runs func(*example_inputs) once, recording every op into a graph; returns a callable that
+    replays the graph (for inputs of the same shapes, dtypes and devices, and the same control
+    flow). func is a Python function or a retorch.nn.Module; its parameters and buffers are read
+    with prim::GetAttr[name="fc1.weight"](%self). Python values computed from tensors (item(),
+    sizes) become constants; item()/tolist() of a traced tensor warns with TracerWarning."""
+    from ..nn import Module
+
+    if isinstance(example_inputs, Tensor):
+        example_inputs = (example_inputs,)
+    inputs = list(example_inputs)
+    for i, t in enumerate(inputs):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"retorch.jit.trace: example input {i} is a {type(t).__name__}, "
+                            "not a Tensor")
+    returns_tuple = []
+
+    def run(args):
+        flat, is_tuple = _flatten(func(*args))
+        returns_tuple.append(is_tuple)
+        return flat
+
+    if isinstance(func, Module):
+        params = list(func.named_parameters())
+        buffers = [(n, b) for n, b in func.named_buffers() if b is not None]
+        graph = _C._jit._trace(run, inputs, params + buffers,
+                               _input_names(func.forward, len(inputs)),
+                               "__torch__." + type(func).__name__, _PACKAGE_DIR, TracerWarning)
+        return TracedModule(_C._jit.ScriptModule(graph, params, buffers), returns_tuple[0], func)
+    if not callable(func):
+        raise TypeError(f"retorch.jit.trace: {type(func).__name__} is not callable")
+    graph = _C._jit._trace(run, inputs, [], _input_names(func, len(inputs)), "", _PACKAGE_DIR,
+                           TracerWarning)
+    return ScriptFunction(_C._jit.ScriptFunction(graph), returns_tuple[0],
+                          getattr(func, "__name__", "forward"))

@@ -1,0 +1,112 @@
+// retorch._C._jit: graphs, traced functions and modules, and the tracer entry used by retorch.jit.
+#include <Python.h>
+#include <frameobject.h>
+
+#include "python/src/bindings.h"
+#include "retorch/jit/Tracer.h"
+
+namespace retorch::python {
+
+namespace {
+
+// "file.py:LINE:0" of the innermost Python frame whose file is not under pkg_dir ("" if none).
+std::string user_frame_location(const std::string& pkg_dir) {
+  PyFrameObject* f = PyEval_GetFrame();  // borrowed
+  Py_XINCREF(f);
+  std::string loc;
+  while (f != nullptr) {
+    PyCodeObject* code = PyFrame_GetCode(f);  // new reference
+    const char* name = PyUnicode_AsUTF8(code->co_filename);
+    std::string file = name ? name : "";
+    Py_DECREF(code);
+    if (file.rfind(pkg_dir, 0) != 0) {
+      loc = file + ":" + std::to_string(PyFrame_GetLineNumber(f)) + ":0";
+      Py_DECREF(f);
+      break;
+    }
+    PyFrameObject* back = PyFrame_GetBack(f);  // new reference
+    Py_DECREF(f);
+    f = back;
+  }
+  if (PyErr_Occurred()) PyErr_Clear();
+  return loc;
+}
+
+std::vector<Tensor> as_tensors(const std::vector<IValue>& vs) {
+  std::vector<Tensor> r;
+  r.reserve(vs.size());
+  for (const IValue& v : vs) {
+    RT_CHECK(v.is_tensor(), "jit: the graph returned a ", v.type_name(),
+             " where tensors were "
+             "expected");
+    r.push_back(v.to_tensor());
+  }
+  return r;
+}
+
+std::vector<IValue> as_ivalues(const std::vector<Tensor>& ts) {
+  return std::vector<IValue>(ts.begin(), ts.end());
+}
+
+}  // namespace
+
+void bind_jit(py::module_& m) {
+  using namespace retorch::jit;
+  py::module_ j = m.def_submodule("_jit", "the JIT behind retorch.jit");
+
+  py::class_<Graph, std::shared_ptr<Graph>>(j, "Graph")
+      .def("__str__", [](const Graph& g) { return g.str(); })
+      .def("__repr__", [](const Graph& g) { return g.str(); })
+      .def("str", &Graph::str, py::arg("print_source_locations") = true)
+      .def("lint", &Graph::lint)
+      .def("num_nodes", &Graph::num_nodes)
+      .def("node_kinds", [](const Graph& g) {
+        std::vector<std::string> r;
+        for (Node* n : g.nodes()) r.push_back(n->kind());
+        return r;
+      });
+
+  py::class_<ScriptFunction>(j, "ScriptFunction")
+      .def(py::init<std::shared_ptr<Graph>>())
+      .def_property_readonly("graph", [](const ScriptFunction& f) { return f.graph_ptr(); })
+      .def_property_readonly("code", &ScriptFunction::code)
+      .def("invalidate", &ScriptFunction::invalidate)
+      .def("run", [](const ScriptFunction& f, const std::vector<Tensor>& inputs) {
+        py::gil_scoped_release no_gil;
+        return as_tensors(f.run(as_ivalues(inputs)));
+      });
+
+  py::class_<ScriptModule, ScriptFunction>(j, "ScriptModule")
+      .def(py::init<std::shared_ptr<Graph>, std::vector<std::pair<std::string, Tensor>>,
+                    std::vector<std::pair<std::string, Tensor>>>())
+      .def("forward",
+           [](const ScriptModule& f, const std::vector<Tensor>& inputs) {
+             py::gil_scoped_release no_gil;
+             return as_tensors(f.forward(as_ivalues(inputs)));
+           })
+      .def("named_parameters", &ScriptModule::named_parameters)
+      .def("named_buffers", &ScriptModule::named_buffers);
+
+  // _trace(fn, inputs, attributes, input_names, self_type, package_dir, warning_class): fn takes
+  // the list of inputs and returns a list of tensors; returns the Graph.
+  j.def("_trace", [](py::function fn, const std::vector<Tensor>& inputs,
+                     std::vector<std::pair<std::string, Tensor>> attributes,
+                     std::vector<std::string> input_names, std::string self_type,
+                     std::string package_dir, py::object warning_class) {
+    TraceOptions o;
+    o.attributes = std::move(attributes);
+    o.input_names = std::move(input_names);
+    o.self_type = std::move(self_type);
+    o.source_location = [package_dir] { return user_frame_location(package_dir); };
+    o.warn = [warning_class](const std::string& msg) {
+      // Raises (error_already_set) when warnings are turned into errors.
+      py::module_::import("warnings").attr("warn")(msg, warning_class, 1);
+    };
+    TracedFunction f = [&fn](const std::vector<Tensor>& in) {
+      return fn(py::cast(in)).cast<std::vector<Tensor>>();
+    };
+    return trace_graph(f, inputs, o);
+  });
+}
+
+}  // namespace retorch::python
