@@ -3,6 +3,7 @@
 #include <frameobject.h>
 
 #include "python/src/bindings.h"
+#include "retorch/jit/Parser.h"
 #include "retorch/jit/Tracer.h"
 
 namespace retorch::python {
@@ -48,6 +49,32 @@ std::vector<IValue> as_ivalues(const std::vector<Tensor>& ts) {
   return std::vector<IValue>(ts.begin(), ts.end());
 }
 
+// Python arguments of a scripted function: tensors, numbers, bools, None, lists of ints.
+IValue to_ivalue(const py::handle& o) {
+  if (o.is_none()) return IValue();
+  if (py::isinstance<Tensor>(o)) return IValue(o.cast<Tensor>());
+  if (py::isinstance<py::bool_>(o)) return IValue(o.cast<bool>());
+  if (py::isinstance<py::int_>(o)) return IValue(o.cast<int64_t>());
+  if (py::isinstance<py::float_>(o)) return IValue(o.cast<double>());
+  if (py::isinstance<py::str>(o)) return IValue(o.cast<std::string>());
+  if (py::isinstance<py::list>(o) || py::isinstance<py::tuple>(o))
+    return IValue(o.cast<std::vector<int64_t>>());
+  throw py::type_error("retorch.jit: cannot pass a " +
+                       std::string(py::str(o.get_type().attr("__name__"))) + " to a graph");
+}
+
+py::object from_ivalue(const IValue& v) {
+  if (v.is_none()) return py::none();
+  if (v.is_tensor()) return py::cast(v.to_tensor());
+  if (v.is_bool()) return py::cast(v.to_bool());
+  if (v.is_int()) return py::cast(v.to_int());
+  if (v.is_double()) return py::cast(v.to_double());
+  if (v.is_string()) return py::cast(v.to_string());
+  if (v.is_int_list()) return py::cast(v.to_int_list());
+  if (v.is_tensor_list()) return py::cast(v.to_tensor_list());
+  RT_ERROR("jit: the graph returned a ", v.type_name(), ", which Python cannot receive");
+}
+
 }  // namespace
 
 void bind_jit(py::module_& m) {
@@ -71,6 +98,19 @@ void bind_jit(py::module_& m) {
       .def_property_readonly("graph", [](const ScriptFunction& f) { return f.graph_ptr(); })
       .def_property_readonly("code", &ScriptFunction::code)
       .def("invalidate", &ScriptFunction::invalidate)
+      .def("run_values",
+           [](const ScriptFunction& f, const py::list& args) {
+             std::vector<IValue> in;
+             for (const auto& a : args) in.push_back(to_ivalue(a));
+             std::vector<IValue> out;
+             {
+               py::gil_scoped_release no_gil;
+               out = f.run(in);
+             }
+             py::list r;
+             for (const IValue& v : out) r.append(from_ivalue(v));
+             return r;
+           })
       .def("run", [](const ScriptFunction& f, const std::vector<Tensor>& inputs) {
         py::gil_scoped_release no_gil;
         return as_tensors(f.run(as_ivalues(inputs)));
@@ -86,6 +126,10 @@ void bind_jit(py::module_& m) {
            })
       .def("named_parameters", &ScriptModule::named_parameters)
       .def("named_buffers", &ScriptModule::named_buffers);
+
+  j.def("_parse_ir", [](const std::string& text) {
+    return std::shared_ptr<Graph>(parse_ir(text));
+  });
 
   // _trace(fn, inputs, attributes, input_names, self_type, package_dir, warning_class): fn takes
   // the list of inputs and returns a list of tensors; returns the Graph.

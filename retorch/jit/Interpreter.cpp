@@ -6,6 +6,7 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "retorch/jit/PrimOps.h"
 #include "retorch/jit/Schema.h"
 
 namespace retorch::jit {
@@ -24,6 +25,7 @@ enum class OpCode : uint8_t {
   kLoopTest,     // outs = {trip, max, cond, body_i}: continue (body_i = trip++) or pc = target
   kPrint,
   kRaise,
+  kPrim,  // operands -> prim (a PrimFn on numbers) -> outs
 };
 
 enum class ListKind : uint8_t { kTensor, kOptionalTensor, kInt, kFloat };
@@ -41,6 +43,7 @@ struct Instr {
   uint32_t out_begin = 0, out_count = 0;
   int32_t target = 0;
   const OperatorHandle* op = nullptr;
+  PrimFn prim = nullptr;
   uint32_t node = 0;  // index into Code::where, for error messages
 };
 
@@ -288,6 +291,13 @@ class Compiler {
       add_node_inputs(n);
       return;
     }
+    if (PrimFn f = find_prim_op(k)) {
+      emit(OpCode::kPrim, n).prim = f;
+      add_node_inputs(n);
+      add_node_outputs(n);
+      c_.max_stack = std::max(c_.max_stack, n->inputs().size() + n->outputs().size());
+      return;
+    }
     if (k.rfind("aten::", 0) != 0) fail(n, "unknown node kind");
     const OperatorHandle* op = n->op();
     if (op == nullptr) fail(n, "the node has no resolved operator");
@@ -486,6 +496,15 @@ std::vector<IValue> Interpreter::run(const std::vector<IValue>& inputs) const {
         }
         store_outs(in);
         break;
+      case OpCode::kPrim:
+        for (uint32_t k = 0; k < in.in_count; ++k) push(ops[in.in_begin + k]);
+        try {
+          in.prim(stack);
+        } catch (const Error& e) {
+          throw Error(e.kind(), e.message() + "\n  (jit: while running " + c.where[in.node] + ")");
+        }
+        store_outs(in);
+        break;
       case OpCode::kGetAttr:
         if (c.outs[in.out_begin] >= 0)
           regs[size_t(c.outs[in.out_begin])] = c.attrs[size_t(in.target)];
@@ -564,7 +583,7 @@ std::vector<IValue> Interpreter::run(const std::vector<IValue>& inputs) const {
 
 std::string Interpreter::dump() const {
   static const char* names[] = {"CALL", "GETATTR", "LIST",     "UNPACK", "MOVE", "DROP",
-                                "JUMP", "JUMPF",   "LOOPTEST", "PRINT",  "RAISE"};
+                                "JUMP", "JUMPF",   "LOOPTEST", "PRINT",  "RAISE", "PRIM"};
   std::ostringstream os;
   const Code& c = *code_;
   for (size_t i = 0; i < c.instrs.size(); ++i) {

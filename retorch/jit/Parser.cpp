@@ -551,6 +551,11 @@ TypePtr Parser::tensor_type(std::optional<ScalarType> dtype) {
     info.sizes = std::move(sizes);
   else if (info.strides && info.strides->empty())
     info.sizes.emplace();  // a 0-d tensor
+  else if (!info.strides && info.requires_grad && info.device) {
+    // PyTorch prints a complete 0-d type without sizes or strides: Long(requires_grad=0, ...).
+    info.sizes.emplace();
+    info.strides.emplace();
+  }
   if (info.sizes && info.strides && info.sizes->size() != info.strides->size())
     fail_at(start, "the tensor type has ", info.sizes->size(), " sizes but ", info.strides->size(),
             " strides");

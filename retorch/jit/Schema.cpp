@@ -167,17 +167,25 @@ const OperatorHandle& resolve_overload(std::string_view qualified_name,
     RT_CHECK(h != nullptr, "jit: unknown operator ", qualified_name);
     return *h;
   }
+  auto matches = [&](const FunctionSchema& s, bool exact_count) {
+    if (s.args.size() < input_types.size()) return false;
+    if (exact_count && s.args.size() != input_types.size()) return false;
+    // Trailing arguments with defaults may be left out (the interpreter fills them in).
+    for (size_t i = input_types.size(); i < s.args.size(); ++i)
+      if (!s.args[i].default_value) return false;
+    for (size_t i = 0; i < input_types.size(); ++i)
+      if (input_types[i]->kind() != TypeKind::kAny &&
+          !input_types[i]->is_subtype_of(*s.args[i].type))
+        return false;
+    return true;
+  };
   bool known = false;
-  for (OperatorHandle* h : d.ops()) {
-    if (h->schema().name != name) continue;
-    known = true;
-    const FunctionSchema& s = schema_of(*h);
-    if (s.args.size() != input_types.size()) continue;
-    bool ok = true;
-    for (size_t i = 0; i < s.args.size() && ok; ++i)
-      ok = input_types[i]->kind() == TypeKind::kAny ||
-           input_types[i]->is_subtype_of(*s.args[i].type);
-    if (ok) return *h;
+  for (bool exact_count : {true, false}) {
+    for (OperatorHandle* h : d.ops()) {
+      if (h->schema().name != name) continue;
+      known = true;
+      if (matches(schema_of(*h), exact_count)) return *h;
+    }
   }
   RT_CHECK(known, "jit: unknown operator ", qualified_name);
   std::string types;

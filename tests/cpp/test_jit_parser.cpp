@@ -219,7 +219,7 @@ TEST(JitParser, ConstantsTakeTheirKindFromTheOutputType) {
   std::vector<Tensor> consts = {retorch::arange(6).reshape({2, 3})};
   auto p = round_trip(g, &consts);
   EXPECT_NE(g.str().find("[value=\"a \\\"quoted\\\"\\\\ line\\nand\\ttab\"]"), std::string::npos);
-  EXPECT_NE(g.str().find("%14 : Double(strides=[], requires_grad=0, device=cpu) = "
+  EXPECT_NE(g.str().find("%14 : Double(requires_grad=0, device=cpu) = "
                          "prim::Constant[value={2.5}]()"),
             std::string::npos)
       << g.str();
@@ -321,6 +321,7 @@ TEST(JitParser, ParsesEveryTypeSpelling) {
   EXPECT_TRUE(
       parse_type("Float(2, 3, strides=[3, 1], requires_grad=0, device=cpu)")->is_complete_tensor());
   EXPECT_TRUE(parse_type("Double(strides=[], requires_grad=0, device=cpu)")->is_complete_tensor());
+  EXPECT_TRUE(parse_type("Double(requires_grad=0, device=cpu)")->is_complete_tensor());
   EXPECT_EQ(parse_type("Float")->str(), "Float()");
   EXPECT_EQ(parse_type(" int [ ] ?")->str(), "int[]?");
   EXPECT_THROW(parse_type("Flaot(2)"), Error);

@@ -5,7 +5,7 @@ import os
 from .. import _C
 from .._C import Tensor
 
-__all__ = ["trace", "TracerWarning", "ScriptFunction", "TracedModule"]
+__all__ = ["trace", "script", "TracerWarning", "ScriptFunction", "TracedModule"]
 
 # Frames in files under this directory are retorch's own: source locations skip them.
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -130,3 +130,26 @@ def trace(func, example_inputs):
                            TracerWarning)
     return ScriptFunction(_C._jit.ScriptFunction(graph), returns_tuple[0],
                           getattr(func, "__name__", "forward"))
+
+
+class ScriptedFunction(ScriptFunction):
+    """A scripted function (retorch.jit.script): its graph was built from the Python source."""
+
+    def __call__(self, *inputs):
+        outs = self._c.run_values(list(inputs))
+        return tuple(outs) if len(outs) != 1 else outs[0]
+
+    def __repr__(self):
+        return f"<retorch.jit.ScriptedFunction {self.__name__}>"
+
+
+def script(fn):
+    """Compiles a Python function from its source (straight-line code, if/else, `for i in
+    range(n)`, operators and retorch/torch/F calls) into a graph run by the interpreter, like
+    torch.jit.script; also usable as a decorator. Unsupported constructs raise RuntimeError with
+    the file and line."""
+    from . import _script
+
+    text = _script.graph_text(fn)
+    graph = _C._jit._parse_ir(text)
+    return ScriptedFunction(_C._jit.ScriptFunction(graph), False, getattr(fn, "__name__", "fn"))
