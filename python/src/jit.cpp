@@ -4,6 +4,7 @@
 
 #include "python/src/bindings.h"
 #include "retorch/jit/Parser.h"
+#include "retorch/jit/Serialization.h"
 #include "retorch/jit/Tracer.h"
 
 namespace retorch::python {
@@ -127,6 +128,14 @@ void bind_jit(py::module_& m) {
       .def("named_parameters", &ScriptModule::named_parameters)
       .def("named_buffers", &ScriptModule::named_buffers);
 
+  j.def("_save_function", [](const ScriptFunction& f, const std::string& path) { save(f, path); });
+  j.def("_save_module", [](const ScriptModule& m, const std::string& path) { save(m, path); });
+  // (is_module, ScriptModule or ScriptFunction)
+  j.def("_load", [](const std::string& path) {
+    LoadedProgram p = load_program(path);
+    if (p.is_module) return py::make_tuple(true, py::cast(*p.module));
+    return py::make_tuple(false, py::cast(*p.function));
+  });
   j.def("_parse_ir", [](const std::string& text) {
     return std::shared_ptr<Graph>(parse_ir(text));
   });

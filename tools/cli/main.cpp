@@ -8,6 +8,7 @@
 
 #include "retorch/core/Error.h"
 #include "retorch/jit/Parser.h"
+#include "retorch/jit/Serialization.h"
 #include "retorch/jit/PassRegistry.h"
 #include "retorch/nn/Summary.h"
 #include "tools/cli/Models.h"
@@ -32,6 +33,8 @@ int run_ir(const std::string& path, const std::string& passes) {
   std::ifstream f(path, std::ios::binary);
   RT_CHECK(f.good(), "cannot open '", path, "'");
   std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  // A jit::save archive prints the graph it holds (Note [JIT archive]).
+  if (std::optional<std::string> archived = retorch::jit::archive_graph_text(path)) text = *archived;
   std::unique_ptr<retorch::jit::Graph> g;
   try {
     g = retorch::jit::parse_ir(text);
@@ -89,7 +92,7 @@ int main(int argc, char** argv) {
 
   std::string ir_file, ir_passes;
   CLI::App* ir = app.add_subcommand("ir", "read a JIT graph's text, run passes on it, print it");
-  ir->add_option("file", ir_file, "graph text file (as Graph::str() prints it)")->required();
+  ir->add_option("file", ir_file, "graph text file (as Graph::str() prints it) or a jit::save archive")->required();
   ir->add_option("--passes", ir_passes, "comma-separated passes to run in order (e.g. lint)");
 
   CLI11_PARSE(app, argc, argv);

@@ -5,7 +5,8 @@ import os
 from .. import _C
 from .._C import Tensor
 
-__all__ = ["trace", "script", "TracerWarning", "ScriptFunction", "TracedModule"]
+__all__ = ["trace", "script", "save", "load", "TracerWarning", "ScriptFunction", "TracedModule",
+           "LoadedModule"]
 
 # Frames in files under this directory are retorch's own: source locations skip them.
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -153,3 +154,53 @@ def script(fn):
     text = _script.graph_text(fn)
     graph = _C._jit._parse_ir(text)
     return ScriptedFunction(_C._jit.ScriptFunction(graph), False, getattr(fn, "__name__", "fn"))
+
+
+class LoadedModule(ScriptFunction):
+    """A module read by retorch.jit.load: its graph, parameters and buffers, without its class."""
+
+    def __init__(self, c):
+        super().__init__(c, None, "LoadedModule")
+
+    def forward(self, *inputs):
+        outs = self._c.forward(list(inputs))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    __call__ = forward
+
+    def named_parameters(self):
+        return iter(self._c.named_parameters())
+
+    def parameters(self):
+        return iter(p for _, p in self._c.named_parameters())
+
+    def named_buffers(self):
+        return iter(self._c.named_buffers())
+
+    def __repr__(self):
+        return "<retorch.jit.LoadedModule>"
+
+
+class _LoadedFunction(ScriptFunction):
+    def __call__(self, *inputs):
+        outs = self._c.run_values(list(inputs))
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def save(m, path):
+    """Writes a traced or scripted function/module to one file (graph text + safetensors weights)
+    that retorch.jit.load (or C++ jit::load) reads back without the original class."""
+    c = getattr(m, "_c", None)
+    if isinstance(c, _C._jit.ScriptModule):
+        _C._jit._save_module(c, str(path))
+    elif isinstance(c, _C._jit.ScriptFunction):
+        _C._jit._save_function(c, str(path))
+    else:
+        raise TypeError(f"retorch.jit.save: expected a traced or scripted object, got "
+                        f"{type(m).__name__}")
+
+
+def load(path):
+    """Reads a file written by retorch.jit.save: a LoadedModule or a callable function."""
+    is_module, c = _C._jit._load(str(path))
+    return LoadedModule(c) if is_module else _LoadedFunction(c, None, "loaded")
