@@ -1,7 +1,12 @@
 // The CLI's seed models (tools/cli/Models.h) traced with jit::trace: same outputs and parameter
 // gradients as eager, and their graphs record the layers' composite ops (aten::linear, ...).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+
+#include "retorch/jit/Parser.h"
+#include "retorch/jit/Serialization.h"
 #include "retorch/jit/Tracer.h"
 #include "retorch/ops/TensorOperators.h"
 #include "retorch/retorch.h"
@@ -46,6 +51,16 @@ void check(const std::string& name, const std::vector<int64_t>& shape,
   std::vector<Tensor> gt = grads(*m, traced);
   ASSERT_EQ(gt.size(), ge.size());
   for (size_t i = 0; i < ge.size(); ++i) EXPECT_TRUE(close(gt[i], ge[i], 1e-4)) << name << " " << i;
+
+  // The printed graph parses back to the same text; a saved archive reloads and runs alike.
+  EXPECT_EQ(jit::parse_ir(code)->str(), code);
+  auto path = std::filesystem::temp_directory_path() /
+              ("retorch_jit_" + name + "_" + std::to_string(::getpid()) + ".rtjit");
+  jit::save(sm, path.string());
+  jit::ScriptModule loaded = jit::load(path.string());
+  std::filesystem::remove(path);
+  EXPECT_EQ(loaded.code(), code);
+  EXPECT_TRUE(close(loaded.forward({IValue(x)})[0].to_tensor(), eager, 1e-5)) << name;
 }
 
 }  // namespace

@@ -4,6 +4,9 @@ in the user's file, and item() on a traced tensor gives a TracerWarning."""
 import ast
 import os
 import re
+import subprocess
+import sys
+import tempfile
 import threading
 import warnings
 
@@ -106,7 +109,30 @@ def check_model(name, make, shape, patterns, tol=1e-4, composite=True):
     for a, b, c in zip(g_traced, g_eager, g_ref):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
         np.testing.assert_allclose(a, c, rtol=tol, atol=tol)
+    # The printed graph parses back to the same text, and the saved program reloads in a fresh
+    # process (without the model's class) with the same outputs.
+    assert str(retorch._C._jit._parse_ir(text)) == text
+    check_reload_in_fresh_process(traced, x, out.detach().numpy())
     return text, lines
+
+
+def check_reload_in_fresh_process(traced, x, want):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "m.rtjit")
+        retorch.jit.save(traced, path)
+        np.save(os.path.join(d, "x.npy"), x)
+        np.save(os.path.join(d, "want.npy"), want)
+        code = (
+            "import numpy as np, retorch\n"
+            f"m = retorch.jit.load({path!r})\n"
+            f"x = retorch.from_numpy(np.load({os.path.join(d, 'x.npy')!r}))\n"
+            "np.testing.assert_allclose(m(x).detach().numpy(), "
+            f"np.load({os.path.join(d, 'want.npy')!r}), rtol=1e-5, atol=1e-6)\n")
+        env = dict(os.environ, PYTHONPATH=os.path.join(os.path.dirname(os.path.dirname(HERE)),
+                                                       "python"))
+        r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                           timeout=120)
+        assert r.returncode == 0, r.stderr
 
 
 def test_function_graph_text_and_replay():
