@@ -1,6 +1,7 @@
 """Python-side benchmark: retorch vs PyTorch per-op overhead, a small forward+backward,
 training steps of Python nn.Module models (an MLP and the tutorial ConvNet at batch 100), and
-channels-last max_pool2d / batch_norm (training) forwards on a 32x64x56x56 float32 input."""
+channels-last max_pool2d / batch_norm (training) forwards on a 32x64x56x56 float32 input, and
+jit.trace'd models run by each library's interpreter."""
 import statistics
 import sys
 import time
@@ -34,7 +35,20 @@ def cases(lib):
         w.grad = None
     fb = per_call(step, 2000)
     return (add, fb, train_step(lib, mlp(lib), (32, 64), 2000),
-            train_step(lib, convnet(lib), (100, 1, 28, 28), 20)) + channels_last(lib)
+            train_step(lib, convnet(lib), (100, 1, 28, 28), 20)) + channels_last(lib) + \
+        traced(lib)
+
+
+def traced(lib):
+    """Inference of jit.trace'd models at batch 1 (each library's own tracer and interpreter)."""
+    out = []
+    for model, shape, iters in ((convnet(lib), (1, 1, 28, 28), 200), (mlp(lib), (1, 64), 5000)):
+        model.eval()
+        x = lib.randn(*shape)
+        with lib.no_grad():
+            t = lib.jit.trace(model, (x,))
+            out.append(per_call(lambda: t(x), iters))
+    return tuple(out)
 
 
 def channels_last(lib):
@@ -98,7 +112,8 @@ def main():
     names = ["add, 1 element (Python per-op)", "(x@w).relu().sum().backward() 64x128",
              "MLP 64-128-10 train step, batch 32", "tutorial ConvNet train step, batch 100",
              "max_pool2d 3x3/2 channels-last 32x64x56x56",
-             "batch_norm train channels-last 32x64x56x56"]
+             "batch_norm train channels-last 32x64x56x56",
+             "jit.trace ConvNet forward, batch 1", "jit.trace MLP 64-128-10 forward, batch 1"]
     for name, ours, theirs in zip(names, r, t):
         print(f"{name:<44} {ours * 1e6:9.2f} us {theirs * 1e6:9.2f} us {ours / theirs:10.2f}")
     print("time ratio = retorch time / PyTorch time (below 1 means retorch is faster)")
