@@ -91,7 +91,7 @@ std::string Type::str() const {
         os << "*";
     }
   }
-  if (t.strides) {
+  if (t.strides && !t.strides->empty()) {  // a 0-dim type prints no strides, as in PyTorch
     sep();
     os << "strides=[";
     for (size_t i = 0; i < t.strides->size(); ++i) os << (i ? ", " : "") << (*t.strides)[i];
