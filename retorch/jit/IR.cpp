@@ -247,9 +247,19 @@ bool Node::has_side_effects() const {
   if (op_ != nullptr) {
     std::string_view s = op_->schema().schema;
     if (s.find("Generator") != std::string_view::npos) return true;
-    static const std::string_view kRandom[] = {"dropout",        "feature_dropout", "alpha_dropout",
-                                               "native_dropout", "rrelu",           "bernoulli",
-                                               "multinomial"};
+    static const std::string_view kRandom[] = {"dropout",
+                                               "feature_dropout",
+                                               "alpha_dropout",
+                                               "feature_alpha_dropout",
+                                               "dropout2d",
+                                               "native_dropout",
+                                               "rrelu",
+                                               "bernoulli",
+                                               "multinomial",
+                                               "rand_like",
+                                               "randn_like",
+                                               "scaled_dot_product_attention",
+                                               "multi_head_attention_forward"};
     for (auto r : kRandom)
       if (op_->schema().name == r) return true;
   }
