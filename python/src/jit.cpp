@@ -6,6 +6,7 @@
 #include "retorch/jit/Parser.h"
 #include "retorch/jit/Serialization.h"
 #include "retorch/jit/Tracer.h"
+#include "retorch/jit/passes/PassManager.h"
 
 namespace retorch::python {
 
@@ -99,6 +100,11 @@ void bind_jit(py::module_& m) {
       .def_property_readonly("graph", [](const ScriptFunction& f) { return f.graph_ptr(); })
       .def_property_readonly("code", &ScriptFunction::code)
       .def("invalidate", &ScriptFunction::invalidate)
+      .def("run_passes",
+           [](ScriptFunction& f, const std::vector<std::string>& names) {
+             run_pipeline(f.graph(), names);  // the non-const graph() recompiles on next run
+           })
+      .def("run_default_passes", [](ScriptFunction& f) { run_default_pipeline(f.graph()); })
       .def("run_values",
            [](const ScriptFunction& f, const py::list& args) {
              std::vector<IValue> in;

@@ -4,15 +4,21 @@
 #include <map>
 #include <mutex>
 
+#include "retorch/jit/passes/PassManager.h"
+
 namespace retorch::jit {
 
 namespace {
 
+// Starts with "lint" and the pass manager's passes under their short names (dce, cse, ...).
 struct Registry {
   std::mutex mutex;
   std::map<std::string, GraphPass, std::less<>> passes{
       {"lint", [](Graph& g) { g.lint(); }},
   };
+  Registry() {
+    for (const auto& [name, pass] : all_passes()) passes[name] = pass;
+  }
 };
 
 // Built on first use, so passes registered from other files' static initializers find it.

@@ -14,7 +14,8 @@ using GraphPass = void (*)(Graph&);
 void register_pass(std::string name, GraphPass p);
 /// The pass called `name`, nullptr when none is registered.
 GraphPass find_pass(std::string_view name);
-/// The registered pass names, sorted ("lint" is always there).
+/// The registered pass names, sorted ("lint" and the pass manager's dce, cse, ... are always
+/// there).
 std::vector<std::string> pass_names();
 
 }  // namespace retorch::jit

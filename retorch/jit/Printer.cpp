@@ -115,13 +115,10 @@ std::string constant_str(const IValue& v) {
     const Tensor& t = v.to_tensor();
     if (t.defined() && t.dim() == 0) {
       Scalar s = t.item();
-      std::ostringstream num;  // PyTorch prints the item with ostream defaults: {2}, {1e+20}
-      num << s.to_double();
       return "{" +
-             (s.is_floating_point()
-                  ? (std::isfinite(s.to_double()) ? num.str() : float_str(s.to_double()))
-              : s.is_boolean() ? std::string(s.to_bool() ? "1" : "0")
-                               : std::to_string(s.to_long())) +
+             (s.is_floating_point() ? float_str(s.to_double())
+              : s.is_boolean()      ? std::string(s.to_bool() ? "1" : "0")
+                                    : std::to_string(s.to_long())) +
              "}";
     }
     return "<Tensor>";

@@ -104,3 +104,41 @@ TEST(IrCli, MalformedFilesAndUnknownPassesAreClearErrors) {
   EXPECT_NE(r.output.find("cannot open '/nonexistent/graph.txt'"), std::string::npos) << r.output;
   for (const auto& p : {bad, truncated, good}) std::filesystem::remove(p);
 }
+
+TEST(IrCli, PassesRewriteTheGraphAndLogWhenAsked) {
+  // Two identical muls (CSE merges them) and a dead relu (DCE removes it).
+  std::string f = write_temp("cse.txt",
+                             "graph(%a : Tensor,\n"
+                             "      %b : Tensor):\n"
+                             "  %2 : Tensor = aten::mul(%a, %b)\n"
+                             "  %3 : Tensor = aten::mul(%a, %b)\n"
+                             "  %4 : Tensor = aten::relu(%a)\n"
+                             "  %5 : int = prim::Constant[value=1]()\n"
+                             "  %6 : Tensor = aten::add(%2, %3, %5)\n"
+                             "  return (%6)\n");
+  CliRun r = run_cli("ir " + f + " --passes cse,dce");
+  EXPECT_EQ(r.status, 0) << r.output;
+  EXPECT_EQ(r.output,
+            "graph(%a : Tensor,\n"
+            "      %b : Tensor):\n"
+            "  %2 : Tensor = aten::mul(%a, %b)\n"
+            "  %5 : int = prim::Constant[value=1]()\n"
+            "  %6 : Tensor = aten::add(%2, %2, %5)\n"
+            "  return (%6)\n");
+  // RETORCH_JIT_LOG prints the graph before and after the named pass (on stderr).
+  r = run_cli("ir " + f + " --passes cse,dce 2>&1 >/dev/null");
+  EXPECT_EQ(r.output.find("[jit]"), std::string::npos) << r.output;
+  CliRun logged;
+  {
+    FILE* p = ::popen(("RETORCH_JIT_LOG=dce " + std::string(RETORCH_CLI) + " ir " + f +
+                       " --passes cse,dce 2>&1 >/dev/null").c_str(), "r");
+    ASSERT_NE(p, nullptr);
+    char buf[4096];
+    for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) logged.output.append(buf, n);
+    ::pclose(p);
+  }
+  EXPECT_NE(logged.output.find("[jit] before dce"), std::string::npos) << logged.output;
+  EXPECT_NE(logged.output.find("[jit] after dce"), std::string::npos) << logged.output;
+  EXPECT_EQ(logged.output.find("before cse"), std::string::npos) << logged.output;
+  std::filesystem::remove(f);
+}

@@ -269,10 +269,10 @@ TEST(JitPasses, ConstantPoolingMergesAndHoists) {
   EXPECT_EQ(g.str(),
             "graph(%c : bool,\n"
             "      %x : Tensor):\n"
-            "  %2 : Float(requires_grad=0, device=cpu) = prim::Constant[value={2}]()\n"
+            "  %2 : Float(requires_grad=0, device=cpu) = prim::Constant[value={2.}]()\n"
             "  %6 : int = prim::Constant[value=1]()\n"
-            "  %8 : Float(requires_grad=0, device=cpu) = prim::Constant[value={-0}]()\n"
-            "  %11 : Float(requires_grad=0, device=cpu) = prim::Constant[value={0}]()\n"
+            "  %8 : Float(requires_grad=0, device=cpu) = prim::Constant[value={-0.}]()\n"
+            "  %11 : Float(requires_grad=0, device=cpu) = prim::Constant[value={0.}]()\n"
             "  %3 : Tensor = aten::mul(%x, %2)\n"
             "  %4 : Tensor = prim::If(%c)\n"
             "    block0():\n"

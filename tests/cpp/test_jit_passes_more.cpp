@@ -367,7 +367,7 @@ TEST(JitPasses, DefaultPipeline) {
   EXPECT_EQ(h->str(),
             "graph(%x : Tensor):\n"
             "  %17 : int = prim::Constant[value=1]()\n"
-            "  %20 : Float(requires_grad=0, device=cpu) = prim::Constant[value={2}]()\n"
+            "  %20 : Float(requires_grad=0, device=cpu) = prim::Constant[value={2.}]()\n"
             "  %19 : Tensor = aten::mul(%x, %20)\n"
             "  %10 : Tensor = aten::exp(%19)\n"
             "  %14 : Tensor = aten::add(%10, %10, %17)\n"
@@ -424,7 +424,9 @@ TEST(JitPasses, MalformedGraphsGiveErrorsNotCrashes) {
   g.register_output(g.insert_node(g.create_op(op("relu"), {}, 1))->output());
   std::string before = g.str();
   for (const auto& [name, pass] : all_passes())
-    if (name != "fuse") EXPECT_NO_THROW(pass(g)) << name;
+    if (name != "fuse") {
+      EXPECT_NO_THROW(pass(g)) << name;
+    }
   EXPECT_EQ(g.str(), before);
   // An If on a constant whose branch returns too few values.
   Graph h;

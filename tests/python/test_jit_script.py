@@ -140,3 +140,34 @@ def test_script_as_decorator():
 
     x = _rt(np.array([-1.0, 2.0]))
     np.testing.assert_allclose(f(x).numpy(), [1.0, 3.0])
+
+
+def test_passes_on_scripted_and_traced_programs():
+    def dup(x):
+        a = x * 2
+        b = x * 2
+        unused = x.exp()
+        return a + b
+
+    s = jit.script(dup)
+    text = str(s.graph)
+    assert text.count("aten::mul") == 2 and "aten::exp" in text
+    x = _rt(np.random.randn(3))
+    want = s(x)
+    jit.run_passes(s, ["cse", "dce"])
+    text = str(s.graph)
+    assert text.count("aten::mul") == 1  # CHECK-COUNT-1: aten::mul
+    assert "aten::exp" not in text       # CHECK-NOT: aten::exp
+    _close(s(x), want)
+
+    model = retorch.nn.Sequential(retorch.nn.Linear(4, 3), retorch.nn.ReLU()).eval()
+    t = jit.trace(model, (_rt(np.random.randn(2, 4)).float(),))
+    x = _rt(np.random.randn(2, 4)).float()
+    want = t(x)
+    jit.run_passes(t)  # the default pipeline
+    jit.run_passes(t, ["decompose"])
+    text = str(t.graph)
+    assert "aten::linear" not in text and "aten::matmul" in text
+    _close(t(x), want)
+    with pytest.raises(RuntimeError, match="unknown pass 'nope'"):
+        jit.run_passes(t, ["nope"])

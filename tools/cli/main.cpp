@@ -10,6 +10,7 @@
 #include "retorch/jit/Parser.h"
 #include "retorch/jit/Serialization.h"
 #include "retorch/jit/PassRegistry.h"
+#include "retorch/jit/passes/PassManager.h"
 #include "retorch/nn/Summary.h"
 #include "tools/cli/Models.h"
 #include "tools/cli/Train.h"
@@ -41,7 +42,19 @@ int run_ir(const std::string& path, const std::string& passes) {
   } catch (const retorch::Error& e) {
     RT_ERROR(path, ": ", e.what());
   }
-  for (retorch::jit::GraphPass p : pipeline) p(*g);
+  // The pass manager's passes run through run_pipeline, so RETORCH_JIT_LOG applies.
+  std::stringstream again(passes);
+  size_t i = 0;
+  for (std::string name; std::getline(again, name, ',');) {
+    if (name.empty()) continue;
+    bool managed = false;
+    for (const auto& entry : retorch::jit::all_passes()) managed = managed || entry.first == name;
+    if (managed)
+      retorch::jit::run_pipeline(*g, {name});
+    else
+      pipeline[i](*g);
+    ++i;
+  }
   std::cout << g->str();
   return 0;
 }

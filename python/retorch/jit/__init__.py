@@ -6,7 +6,7 @@ from .. import _C
 from .._C import Tensor
 
 __all__ = ["trace", "script", "save", "load", "TracerWarning", "ScriptFunction", "TracedModule",
-           "LoadedModule"]
+           "LoadedModule", "run_passes"]
 
 # Frames in files under this directory are retorch's own: source locations skip them.
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -204,3 +204,14 @@ def load(path):
     """Reads a file written by retorch.jit.save: a LoadedModule or a callable function."""
     is_module, c = _C._jit._load(str(path))
     return LoadedModule(c) if is_module else _LoadedFunction(c, None, "loaded")
+
+
+def run_passes(fn, passes=None):
+    """Runs graph passes on a traced/scripted/loaded program in place: `passes` names them
+    (inline, dce, cse, constprop, pool, peephole, decompose, shapes, fuse, unfuse); None runs the
+    default pipeline. RETORCH_JIT_LOG="dce,cse" prints the graph before and after those passes."""
+    if passes is None:
+        fn._c.run_default_passes()
+    else:
+        fn._c.run_passes(list(passes))
+    return fn

@@ -1,6 +1,7 @@
 // Common subexpression elimination: identical pure nodes computed twice are computed once.
 #include <unordered_map>
 
+#include "retorch/jit/PrimOps.h"
 #include "retorch/jit/passes/PassUtils.h"
 #include "retorch/jit/passes/Passes.h"
 
@@ -36,7 +37,7 @@ bool candidate(const Node* n, const std::unordered_set<const Value*>& touched) {
     static const std::unordered_set<std::string_view> kPrims = {
         kind::kConstant, kind::kListConstruct, kind::kListUnpack, kind::kTupleConstruct,
         kind::kTupleUnpack};
-    if (!kPrims.count(n->kind())) return false;
+    if (!kPrims.count(n->kind()) && find_prim_op(n->kind()) == nullptr) return false;
   }
   for (const Value* v : n->inputs())
     if (touched.count(v)) return false;

@@ -4,11 +4,10 @@
 #include <utility>
 #include <vector>
 
+#include "retorch/jit/PassRegistry.h"
 #include "retorch/jit/passes/Passes.h"
 
 namespace retorch::jit {
-
-using GraphPass = void (*)(Graph&);
 
 /// Every pass by its short name: inline, dce, cse, constprop, pool, peephole, decompose,
 /// shapes, fuse, unfuse (in that order).

@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "retorch/autograd/GradMode.h"
+#include "retorch/jit/PrimOps.h"
 #include "retorch/jit/Schema.h"
 
 namespace retorch::jit::detail {
@@ -150,7 +151,8 @@ bool is_pure_prim(const std::string& k) {
       std::string(kind::kLoop),           std::string(kind::kFusionGroup),
       std::string(kind::kGetAttr),        std::string(kind::kPrint),
       std::string(kind::kRaiseException), "prim::CallFunction"};
-  return kPure.count(k) > 0;
+  // The number ops of scripted code (prim::add, prim::NumToTensor, ...) are pure too.
+  return kPure.count(k) > 0 || find_prim_op(k) != nullptr;
 }
 
 namespace {
