@@ -107,7 +107,10 @@ void save(const ScriptFunction& function, const std::string& path) {
 }
 
 LoadedProgram load_program(const std::string& path) {
-  io::SafetensorsFile file = io::load_safetensors_file(path);
+  return load_program_from(io::load_safetensors_file(path), path);
+}
+
+LoadedProgram load_program_from(const io::SafetensorsFile& file, const std::string& path) {
   const io::Metadata& meta = file.metadata;
   const std::string& version = field(meta, kFormatKey, path);
   RT_CHECK(version == kFormatVersion, "jit::load: '", path, "' has archive format ", version,

@@ -3,6 +3,7 @@
 #include <memory>
 #include <string>
 
+#include "retorch/io/Safetensors.h"
 #include "retorch/jit/Module.h"
 
 namespace retorch::jit {
@@ -29,6 +30,9 @@ struct LoadedProgram {
 };
 /// Reads an archive written by save(); errors name the file and the broken field.
 LoadedProgram load_program(const std::string& path);
+/// Builds the program from an already read archive; `name` labels errors (load_program's core,
+/// also used by the archive fuzz target on in-memory bytes).
+LoadedProgram load_program_from(const io::SafetensorsFile& file, const std::string& name);
 /// Reads a module archive (an error for a function archive).
 ScriptModule load(const std::string& path);
 /// Reads a function archive (an error for a module archive).
