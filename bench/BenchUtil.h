@@ -36,6 +36,12 @@ struct Side {
   double bf16_mm_1024;   // bfloat16 1024x1024 @ 1024x1024
   double bf16_exp_1m;    // exp of 1M bfloat16
   double bf16_sum_16m;   // sum of 16M bfloat16
+  // A linear layer + relu, x [100,784] @ w [784,256] + b [256] and x [64,128] @ w [128,128] + b:
+  // fused (_addmm_activation) and as two ops (relu(addmm)).
+  double linear_relu_784_fused;
+  double linear_relu_784_unfused;
+  double linear_relu_128_fused;
+  double linear_relu_128_unfused;
 };
 
 }  // namespace bench

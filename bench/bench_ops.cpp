@@ -2,6 +2,7 @@
 // (memory bandwidth from a plain copy loop, SGEMM peak from OpenBLAS directly).
 #include <cblas.h>
 
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -74,6 +75,15 @@ static bench::Side run_retorch() {
     s.bf16_exp_1m = bench::time_per_call([&] { rt::Tensor c = x.exp(); }, 50);
     s.bf16_sum_16m = bench::time_per_call([&] { rt::Tensor c = y.sum(); }, 10);
   }
+  for (auto [m, k, n] : {std::array<int64_t, 3>{100, 784, 256}, {64, 128, 128}}) {
+    rt::Tensor x = rt::randn({m, k}), w = rt::randn({k, n}), b = rt::randn({n});
+    const int iters = m == 100 ? 500 : 5000;
+    double fused =
+        bench::time_per_call([&] { rt::Tensor y = rt::_addmm_activation(b, x, w); }, iters);
+    double unfused = bench::time_per_call([&] { rt::Tensor y = rt::addmm(b, x, w).relu(); }, iters);
+    (k == 784 ? s.linear_relu_784_fused : s.linear_relu_128_fused) = fused;
+    (k == 784 ? s.linear_relu_784_unfused : s.linear_relu_128_unfused) = unfused;
+  }
   return s;
 }
 
@@ -136,6 +146,18 @@ int main() {
       {"conv2d same, fwd + both grads", r.conv_fwd_bwd, p.conv_fwd_bwd, 3 * conv_flops, "GFLOP/s",
        peak_s},
       {"(x@w).relu().sum().backward() 64x128", r.fwd_bwd_small, p.fwd_bwd_small, 0, "us", ""},
+      // retorch's fused linear+relu against libtorch's fused one and its two-op form; the last
+      // row of each pair is retorch's own two-op form.
+      {"_addmm_activation 100x784x256", r.linear_relu_784_fused, p.linear_relu_784_fused, 0, "us",
+       ""},
+      {"  vs libtorch relu(addmm)", r.linear_relu_784_fused, p.linear_relu_784_unfused, 0, "us",
+       ""},
+      {"  relu(addmm) both", r.linear_relu_784_unfused, p.linear_relu_784_unfused, 0, "us", ""},
+      {"_addmm_activation 64x128x128", r.linear_relu_128_fused, p.linear_relu_128_fused, 0, "us",
+       ""},
+      {"  vs libtorch relu(addmm)", r.linear_relu_128_fused, p.linear_relu_128_unfused, 0, "us",
+       ""},
+      {"  relu(addmm) both", r.linear_relu_128_unfused, p.linear_relu_128_unfused, 0, "us", ""},
       {"mm 1024x1024 bf16", r.bf16_mm_1024, p.bf16_mm_1024, flops, "GFLOP/s", peak_s},
       {"exp, 1M bf16", r.bf16_exp_1m, p.bf16_exp_1m, 0, "ms", ""},
       {"sum of 16M bf16", r.bf16_sum_16m, p.bf16_sum_16m, sum_bytes / 2, "GB/s", bw_s},

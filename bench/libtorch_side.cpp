@@ -1,6 +1,8 @@
 // The libtorch (PyTorch 1.13 C++) side of bench_ops: the same cases as the retorch side.
 #include <torch/torch.h>
 
+#include <array>
+
 #include "BenchUtil.h"
 
 bench::Side run_libtorch() {
@@ -59,6 +61,14 @@ bench::Side run_libtorch() {
     auto x = torch::randn({1 << 20}).to(torch::kBFloat16), y = torch::randn({16 << 20}).to(torch::kBFloat16);
     s.bf16_exp_1m = bench::time_per_call([&] { auto c = x.exp(); }, 50);
     s.bf16_sum_16m = bench::time_per_call([&] { auto c = y.sum(); }, 10);
+  }
+  for (auto [m, k, n] : {std::array<int64_t, 3>{100, 784, 256}, {64, 128, 128}}) {
+    auto x = torch::randn({m, k}), w = torch::randn({k, n}), b = torch::randn({n});
+    const int iters = m == 100 ? 500 : 5000;
+    double fused = bench::time_per_call([&] { auto y = torch::_addmm_activation(b, x, w); }, iters);
+    double unfused = bench::time_per_call([&] { auto y = torch::addmm(b, x, w).relu(); }, iters);
+    (k == 784 ? s.linear_relu_784_fused : s.linear_relu_128_fused) = fused;
+    (k == 784 ? s.linear_relu_784_unfused : s.linear_relu_128_unfused) = unfused;
   }
   return s;
 }

@@ -153,6 +153,14 @@ Tensor linalg_qr_backward(const Tensor& gQ, const Tensor& gR, const Tensor& Q, c
 Tensor svd_backward(const Tensor& gU, const Tensor& gS, const Tensor& gVh, const Tensor& U,
                     const Tensor& S, const Tensor& Vh, bool full_matrices, bool compute_uv);
 Tensor eigh_backward(const Tensor& gL, const Tensor& gV, const Tensor& L, const Tensor& V);
+/// The gradients of _addmm_activation w.r.t. self, mat1, mat2 (those mask asks for): the
+/// activation's derivative once, then addmm's three formulas.
+std::tuple<Tensor, Tensor, Tensor> addmm_activation_backward(const Tensor& grad, const Tensor& self,
+                                                             const Tensor& mat1, const Tensor& mat2,
+                                                             const Scalar& beta,
+                                                             const Scalar& alpha, bool use_gelu,
+                                                             const Tensor& result,
+                                                             std::array<bool, 3> mask);
 }  // namespace retorch::autograd::fm
 
 // ---- nn: normalization, embedding, losses (issue 3)

@@ -43,6 +43,23 @@ Tensor linalg_solve_backward_A(const Tensor& grad, const Tensor& A, const Tensor
   return sum_to(-gB.matmul(mT(X)), A.sizes());
 }
 
+std::tuple<Tensor, Tensor, Tensor> addmm_activation_backward(const Tensor& grad, const Tensor& self,
+                                                             const Tensor& mat1, const Tensor& mat2,
+                                                             const Scalar& beta,
+                                                             const Scalar& alpha, bool use_gelu,
+                                                             const Tensor& result,
+                                                             std::array<bool, 3> mask) {
+  // relu' reads off the saved output (positive exactly where the pre-activation was); GELU's
+  // needs the pre-activation itself, recomputed here (one GEMM) so that the forward keeps a
+  // single output.
+  Tensor g = use_gelu ? gelu_backward(grad, addmm(self, mat1, mat2, beta, alpha), "none")
+                      : threshold_backward(grad, result, 0);
+  // self's gradient is summed to its (broadcast) shape by the engine, as for addmm.
+  return {mask[0] ? maybe_multiply(g, beta) : Tensor(),
+          mask[1] ? maybe_multiply(g.mm(mat2.t()), alpha) : Tensor(),
+          mask[2] ? maybe_multiply(mat1.t().mm(g), alpha) : Tensor()};
+}
+
 Tensor linalg_inv_backward(const Tensor& grad, const Tensor& inv) {
   return -mT(inv).matmul(grad).matmul(mT(inv));
 }

@@ -164,3 +164,46 @@ TEST(OpFamilies, LapackFactorizationsReconstruct) {
   catch_error([] { linalg_inv(ones({2, 3}, TensorOptions(kDouble))); });
   catch_error([] { linalg_cholesky(-eye(3, std::nullopt, TensorOptions(kDouble))); });
 }
+
+// _addmm_activation equals the unfused relu/gelu of addmm (Note [GEMM epilogue]): one block,
+// per-thread row and column blocks, row chunks of a large block, broadcast and transposed
+// operands, and the backward against the unfused graph's.
+TEST(OpFamilies, AddmmActivationEqualsActivationOfAddmm) {
+  manual_seed(8);
+  struct Case {
+    int64_t m, k, n;
+  };
+  for (const Case& c : std::vector<Case>{{1, 1, 1},
+                                         {3, 4, 5},
+                                         {64, 128, 128},
+                                         {300, 40, 20},
+                                         {9, 300, 900},
+                                         {1100, 64, 300},
+                                         {2, 0, 3}}) {
+    for (ScalarType dt : {kFloat, kDouble}) {
+      const double tol = dt == kFloat ? 1e-4 : 1e-10;
+      Tensor a = rnd({c.m, c.k}, dt), b = rnd({c.n, c.k}, dt).t();
+      for (const Tensor& bias : {rnd({c.n}, dt), rnd({c.m, c.n}, dt), rnd({c.m, 1}, dt)}) {
+        Tensor pre = addmm(bias, a, b, 0.5, -2);
+        EXPECT_TRUE(all_close(_addmm_activation(bias, a, b, 0.5, -2), pre.relu(), tol, tol));
+        EXPECT_TRUE(all_close(_addmm_activation(bias, a, b, 0.5, -2, true), gelu(pre), tol, tol));
+      }
+    }
+  }
+  Tensor x = rnd({5, 7}).requires_grad_(), w = rnd({7, 6}).requires_grad_(),
+         bias = rnd({6}).requires_grad_();
+  for (bool use_gelu : {false, true}) {
+    variable_list fused =
+        autograd::grad({_addmm_activation(bias, x, w, 2, 0.5, use_gelu).sum()}, {bias, x, w});
+    Tensor pre = addmm(bias, x, w, 2, 0.5);
+    variable_list ref = autograd::grad({(use_gelu ? gelu(pre) : pre.relu()).sum()}, {bias, x, w});
+    for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(all_close(fused[i], ref[i], 1e-10, 1e-10));
+    EXPECT_TRUE(gradcheck(
+        [use_gelu](const variable_list& v) {
+          return variable_list{_addmm_activation(v[0], v[1], v[2], 1, 1, use_gelu)};
+        },
+        {bias, x, w}));
+  }
+  catch_error([] { _addmm_activation(rnd({5}), rnd({3, 4}), rnd({5, 4})); });
+  catch_error([] { _addmm_activation(rnd({5}, kFloat), rnd({3, 4}), rnd({4, 5})); });
+}
