@@ -9,17 +9,8 @@ namespace retorch::jit {
 
 namespace {
 
-bool is_op(const Node* n, std::string_view name, std::string_view overload) {
-  return n->op() != nullptr && n->op()->schema().name == name &&
-         n->op()->schema().overload == overload;
-}
-
-std::optional<IValue> arg_constant(const Node* n, size_t i) {
-  if (i < n->inputs().size()) return detail::constant_input(n->input(i));
-  const FunctionSchema& s = schema_of(*n->op());
-  if (i < s.args.size() && s.args[i].default_value) return default_value(s.args[i]);
-  return std::nullopt;
-}
+using detail::arg_constant;
+using detail::is_op;
 
 // What an optional tensor argument is known to be.
 enum class OptTensor { kNone, kTensor, kUnknown };

@@ -232,4 +232,16 @@ Value* constant_before(Graph& g, Node* before, const IValue& v) {
   return c->output();
 }
 
+bool is_op(const Node* n, std::string_view name, std::string_view overload) {
+  return n->op() != nullptr && n->op()->schema().name == name &&
+         n->op()->schema().overload == overload;
+}
+
+std::optional<IValue> arg_constant(const Node* n, size_t i) {
+  if (i < n->inputs().size()) return constant_input(n->input(i));
+  const FunctionSchema& s = schema_of(*n->op());
+  if (i < s.args.size() && s.args[i].default_value) return default_value(s.args[i]);
+  return std::nullopt;
+}
+
 }  // namespace retorch::jit::detail

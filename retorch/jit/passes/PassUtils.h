@@ -17,6 +17,11 @@ void for_each_node(const Block* b, const std::function<void(Node*)>& f);
 /// The compile-time value of v: a prim::Constant, or a prim::ListConstruct of constant ints,
 /// floats or tensors (an empty list typed by the ListConstruct's output); nullopt otherwise.
 std::optional<IValue> constant_input(const Value* v);
+/// True when n calls the operator `name`.`overload`.
+bool is_op(const Node* n, std::string_view name, std::string_view overload);
+/// Argument i of op node n as a constant: its input's constant, or the schema default if the
+/// node leaves it out; nullopt when not constant.
+std::optional<IValue> arg_constant(const Node* n, size_t i);
 
 /// True when a and b are the same constant: same payload kind and equal values, doubles compared
 /// bit for bit (so 0. and -0. differ), tensors by dtype, shape, device, requires_grad and bytes.

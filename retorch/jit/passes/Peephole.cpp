@@ -9,20 +9,10 @@ namespace retorch::jit {
 
 namespace {
 
+using detail::arg_constant;
+using detail::is_op;
+
 using Touched = std::unordered_set<const Value*>;
-
-bool is_op(const Node* n, std::string_view name, std::string_view overload) {
-  return n->op() != nullptr && n->op()->schema().name == name &&
-         n->op()->schema().overload == overload;
-}
-
-// Argument i of n as a constant: the input's constant, or the schema default if omitted.
-std::optional<IValue> arg_constant(const Node* n, size_t i) {
-  if (i < n->inputs().size()) return detail::constant_input(n->input(i));
-  const FunctionSchema& s = schema_of(*n->op());
-  if (i < s.args.size() && s.args[i].default_value) return default_value(s.args[i]);
-  return std::nullopt;
-}
 
 // The number a constant scalar or constant 0-dim tensor holds.
 std::optional<double> scalar_constant(const Value* v) {
