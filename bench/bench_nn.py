@@ -82,6 +82,19 @@ def cases(rng):
            fwd_bwd(lambda: retorch.conv2d(x_r, w_r, b_r, 1, 1), x_r, w_r, b_r),
            fwd_bwd(lambda: F.conv2d(x_t, w_t, b_t, 1, 1), x_t, w_t, b_t))
 
+    # Depthwise 3x3 (MobileNet-style): the direct kernels of Note [Depthwise convolution].
+    dx_t, dx_r = both(rng.standard_normal((32, 64, 56, 56), dtype=f32), True)
+    dw_t, dw_r = both(rng.standard_normal((64, 1, 3, 3), dtype=f32), True)
+    dxp_t, dxp_r = both(dx_t.detach().numpy())
+    dwp_t, dwp_r = both(dw_t.detach().numpy())
+    dw_bytes = dx_t.numel() * 4 * 2
+    yield ("depthwise 3x3 32x64x56x56, pad 1", dw_bytes, "bw",
+           lambda: retorch.conv2d(dxp_r, dwp_r, None, 1, 1, 1, 64),
+           lambda: F.conv2d(dxp_t, dwp_t, None, 1, 1, 1, 64))
+    yield ("depthwise 3x3 fwd+bwd", None, None,
+           fwd_bwd(lambda: retorch.conv2d(dx_r, dw_r, None, 1, 1, 1, 64), dx_r, dw_r),
+           fwd_bwd(lambda: F.conv2d(dx_t, dw_t, None, 1, 1, 1, 64), dx_t, dw_t))
+
     p_t, p_r = both(rng.standard_normal((32, 64, 28, 28), dtype=f32))
     pool_bytes = p_t.numel() * 4 * 5 // 4
     yield ("max_pool2d 32x64x28x28, 2x2", pool_bytes, "bw",

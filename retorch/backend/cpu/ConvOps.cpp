@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "retorch/backend/cpu/Blas.h"
+#include "retorch/backend/cpu/ConvDepthwise.h"
 #include "retorch/backend/cpu/ConvDirect.h"
 #include "retorch/backend/cpu/Parallel.h"
 #include "retorch/core/Dtypes.h"
@@ -399,6 +400,54 @@ bool try_direct(const Tensor& x, const Tensor& w, const T* bias, Tensor& y, int6
   }
 }
 
+// The depthwise shape of a convolution whose groups each hold one image channel (the input's
+// channels, or the output's when transposed) and whose multiplier the depthwise kernels take;
+// nullopt otherwise. g is the convolution's Window, `channels` the other side's channel count.
+std::optional<DepthwiseShape> depthwise_shape(const Window& g, int64_t channels, int64_t groups) {
+  if (groups != g.C || channels % groups != 0 || !depthwise_applies(channels / groups))
+    return std::nullopt;
+  return DepthwiseShape{g.C, channels / groups, g.H, g.W, g.kh, g.kw, g.sh, g.sw,
+                        g.ph, g.pw, g.dh, g.dw, g.oh, g.ow};
+}
+
+// Runs float and double depthwise convolutions (plain and transposed) through the direct
+// depthwise kernels; see Note [Depthwise convolution].
+template <typename T>
+bool try_depthwise(const Tensor& x, const Tensor& w, const T* bias, Tensor& y, int64_t groups,
+                   const Window& g, bool transposed) {
+  if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
+    return false;
+  } else {
+    // Plain: w is [C*m, 1, kh, kw]. Transposed: w is [C*m, Cout/groups, kh, kw] with one
+    // output channel per group, the image side (g.C) being the output.
+    if (w.size(1) != 1) return false;
+    auto s = depthwise_shape(g, w.size(0), groups);
+    if (!s) return false;
+    if (!transposed) {
+      depthwise_conv2d(x.data_ptr<T>(), w.data_ptr<T>(), bias, y.data_ptr<T>(), x.size(0), *s);
+    } else {
+      depthwise_conv2d_transposed(x.data_ptr<T>(), w.data_ptr<T>(), bias, y.data_ptr<T>(),
+                                  x.size(0), *s);
+    }
+    return true;
+  }
+}
+
+// The weight gradient of a depthwise convolution (one image channel per group, weight
+// [O, 1, kh, kw]) by the direct depthwise kernel; see Note [Depthwise convolution].
+template <typename T>
+bool try_depthwise_weight_grad(const T* go, const T* x, T* gw, int64_t N, int64_t O,
+                               const Window& g, int64_t groups) {
+  if constexpr (!std::is_same_v<T, float> && !std::is_same_v<T, double>) {
+    return false;
+  } else {
+    auto s = depthwise_shape(g, O, groups);
+    if (!s) return false;
+    depthwise_conv2d_weight_grad(go, x, gw, N, *s);
+    return true;
+  }
+}
+
 }  // namespace
 
 Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
@@ -442,6 +491,8 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
           for (int64_t n = 0; n < N; ++n)
             init_output(yp + n * out_ch * (y.numel() / N / out_ch), out_ch,
                         y.numel() / N / out_ch, bp);
+        } else if (try_depthwise(x, w, bp, y, groups, g, transposed)) {
+          // done by the depthwise kernels
         } else if (try_direct(x, w, bp, y, groups, g, transposed)) {
           // done by the direct kernel
         } else if (!transposed) {
@@ -494,6 +545,11 @@ Tensor convolution_backward_weight(const Tensor& grad_output, const Tensor& inpu
     if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>) {
       if (g.rows() == 0 || g.cols() == 0 || N == 0 || O == 0) {
         std::fill(gw.data_ptr<scalar_t>(), gw.data_ptr<scalar_t>() + gw.numel(), scalar_t(0));
+      } else if (ws[1] == 1 && try_depthwise_weight_grad(go.data_ptr<scalar_t>(),
+                                                         x.data_ptr<scalar_t>(),
+                                                         gw.data_ptr<scalar_t>(), N, O, g,
+                                                         groups)) {
+        // done by the depthwise kernel
       } else {
         conv_weight_grad(go.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), gw.data_ptr<scalar_t>(),
                          N, O, g, groups);
