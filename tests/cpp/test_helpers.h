@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "retorch/dispatch/Dispatcher.h"
 #include "retorch/retorch.h"
 
 namespace retorch::testing {
@@ -92,5 +93,12 @@ inline ::testing::AssertionResult contains(const std::string& msg,
 
 /// Options for a float leaf that requires grad.
 inline TensorOptions rg(ScalarType t = kFloat) { return TensorOptions(t).requires_grad(true); }
+
+/// The registered operator `name` ("mul.Tensor", "relu"); a test failure when it is unknown.
+inline const OperatorHandle& op(const char* name) {
+  OperatorHandle* h = Dispatcher::singleton().find(name);
+  EXPECT_NE(h, nullptr) << name;
+  return *h;
+}
 
 }  // namespace retorch::testing

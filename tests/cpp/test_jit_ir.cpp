@@ -7,14 +7,9 @@
 
 using namespace retorch;
 using namespace retorch::jit;
+using retorch::testing::op;
 
 namespace {
-
-const OperatorHandle& op(const char* name) {
-  OperatorHandle* h = Dispatcher::singleton().find(name);
-  EXPECT_NE(h, nullptr) << name;
-  return *h;
-}
 
 // graph(%x, %y): %z = aten::mul(%x, %y); %w = aten::add(%z, %x, 1); return (%w)
 struct MulAdd {

@@ -12,14 +12,9 @@
 
 using namespace retorch;
 using namespace retorch::jit;
+using retorch::testing::op;
 
 namespace {
-
-const OperatorHandle& op(const char* name) {
-  OperatorHandle* h = Dispatcher::singleton().find(name);
-  EXPECT_NE(h, nullptr) << name;
-  return *h;
-}
 
 // Parses g's text, checks that it prints the same and lints, and returns the parsed graph.
 std::unique_ptr<Graph> round_trip(const Graph& g, const std::vector<Tensor>* consts = nullptr) {

@@ -11,17 +11,12 @@
 
 using namespace retorch;
 using namespace retorch::jit;
+using retorch::testing::op;
 using retorch::testing::all_close;
 using retorch::testing::catch_error;
 using retorch::testing::values;
 
 namespace {
-
-const OperatorHandle& op(const char* name) {
-  OperatorHandle* h = Dispatcher::singleton().find(name);
-  EXPECT_NE(h, nullptr) << name;
-  return *h;
-}
 
 std::vector<Tensor> mul_add_relu(const std::vector<Tensor>& in) {
   return {(in[0] * 2 + in[1]).relu()};
