@@ -176,6 +176,8 @@ class Parser {
   void make_visible(const std::string& key, Value* v);
   std::vector<Value*> value_list(const char* what);
   void statements(Block* b, int depth, bool top);
+  // "(%a : T, ...):" after `graph` or `blockN`: b's inputs.
+  void block_inputs(Block* b, const char* what);
   void node(Block* b, int depth);
   void block(Node* n, size_t index, int depth);
 
@@ -626,21 +628,25 @@ std::vector<Value*> Parser::value_list(const char* what) {
 
 // ---------------------------------------------------------------- graph, blocks, nodes
 
+void Parser::block_inputs(Block* b, const char* what) {
+  if (!accept(")")) {
+    do {
+      ValueRef r = value_name();
+      expect(":", "after the ", what, " input's name");
+      define(r, b->add_input("", type(0)));
+    } while (accept(","));
+    expect(")", "closing the ", what, "'s inputs");
+  }
+  expect(":", "after the ", what, "'s inputs");
+}
+
 std::unique_ptr<Graph> Parser::graph() {
   auto g = std::make_unique<Graph>();
   g_ = g.get();
   scopes_.emplace_back();
   if (!accept_keyword("graph")) fail("expected 'graph(' at the start, found ", found());
   expect("(", "after 'graph'");
-  if (!accept(")")) {
-    do {
-      ValueRef r = value_name();
-      expect(":", "after the graph input's name");
-      define(r, g->add_input("", type(0)));
-    } while (accept(","));
-    expect(")", "closing the graph's inputs");
-  }
-  expect(":", "after the graph's inputs");
+  block_inputs(g->block(), "graph");
   statements(g->block(), 0, true);
   skip_ws();
   if (!at_end()) fail("expected the end of the text after 'return (...)', found ", found());
@@ -773,15 +779,7 @@ void Parser::block(Node* n, size_t index, int depth) {
   Block* b = n->add_block();
   scopes_.emplace_back();
   expect("(", "opening the block's inputs");
-  if (!accept(")")) {
-    do {
-      ValueRef r = value_name();
-      expect(":", "after the block input's name");
-      define(r, b->add_input("", type(0)));
-    } while (accept(","));
-    expect(")", "closing the block's inputs");
-  }
-  expect(":", "after the block's inputs");
+  block_inputs(b, "block");
   statements(b, depth, false);
   for (const std::string& key : scopes_.back()) {
     env_.erase(key);

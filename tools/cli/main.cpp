@@ -19,17 +19,16 @@ namespace {
 
 // `retorch ir`: parses the graph text in `path`, runs the named passes in order, prints it.
 int run_ir(const std::string& path, const std::string& passes) {
-  std::vector<retorch::jit::GraphPass> pipeline;
-  std::stringstream names(passes);
-  for (std::string name; std::getline(names, name, ',');) {
-    if (name.empty()) continue;
-    retorch::jit::GraphPass p = retorch::jit::find_pass(name);
-    if (p == nullptr) {
-      std::string known;
-      for (const std::string& n : retorch::jit::pass_names()) known += (known.empty() ? "" : ", ") + n;
-      RT_ERROR("unknown pass '", name, "' (known passes: ", known, ")");
-    }
-    pipeline.push_back(p);
+  std::vector<std::string> names;
+  std::stringstream list(passes);
+  for (std::string name; std::getline(list, name, ',');)
+    if (!name.empty()) names.push_back(name);
+  // Unknown names fail before the file is read.
+  for (const std::string& name : names) {
+    if (retorch::jit::find_pass(name) != nullptr) continue;
+    std::string known;
+    for (const std::string& n : retorch::jit::pass_names()) known += (known.empty() ? "" : ", ") + n;
+    RT_ERROR("unknown pass '", name, "' (known passes: ", known, ")");
   }
   std::ifstream f(path, std::ios::binary);
   RT_CHECK(f.good(), "cannot open '", path, "'");
@@ -42,19 +41,7 @@ int run_ir(const std::string& path, const std::string& passes) {
   } catch (const retorch::Error& e) {
     RT_ERROR(path, ": ", e.what());
   }
-  // The pass manager's passes run through run_pipeline, so RETORCH_JIT_LOG applies.
-  std::stringstream again(passes);
-  size_t i = 0;
-  for (std::string name; std::getline(again, name, ',');) {
-    if (name.empty()) continue;
-    bool managed = false;
-    for (const auto& entry : retorch::jit::all_passes()) managed = managed || entry.first == name;
-    if (managed)
-      retorch::jit::run_pipeline(*g, {name});
-    else
-      pipeline[i](*g);
-    ++i;
-  }
+  retorch::jit::run_pipeline(*g, names);  // RETORCH_JIT_LOG applies
   std::cout << g->str();
   return 0;
 }

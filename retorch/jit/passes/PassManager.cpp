@@ -10,8 +10,8 @@ namespace {
 
 // Short name, function name, pass.
 struct PassEntry {
-  const char* short_name;
-  const char* function_name;
+  std::string short_name;
+  std::string function_name;
   GraphPass pass;
 };
 
@@ -31,12 +31,15 @@ const std::vector<PassEntry>& entries() {
   return kEntries;
 }
 
-const PassEntry& entry(const std::string& name) {
+// The manager's pass called `name`, else one registered elsewhere (PassRegistry: lint, ...).
+PassEntry entry(const std::string& name) {
   for (const PassEntry& e : entries())
     if (name == e.short_name || name == e.function_name) return e;
+  if (GraphPass p = find_pass(name)) return {name, name, p};
   std::string known;
-  for (const PassEntry& e : entries())
-    known += std::string(known.empty() ? "" : ", ") + e.short_name;
+  for (const PassEntry& e : entries()) known += (known.empty() ? "" : ", ") + e.short_name;
+  for (const std::string& n : pass_names())
+    if (known.find(n) == std::string::npos) known += ", " + n;
   RT_ERROR("jit: unknown pass '", name, "' (known passes: ", known, ")");
 }
 
@@ -102,9 +105,9 @@ GraphPass graph_pass(const std::string& name) {
 }
 
 void run_pipeline(Graph& g, const std::vector<std::string>& names) {
-  std::vector<const PassEntry*> passes;
-  for (const std::string& n : names) passes.push_back(&entry(n));  // reject typos up front
-  for (const PassEntry* e : passes) run_one(g, *e);
+  std::vector<PassEntry> passes;
+  for (const std::string& n : names) passes.push_back(entry(n));  // reject typos up front
+  for (const PassEntry& e : passes) run_one(g, e);
 }
 
 void run_default_pipeline(Graph& g) {

@@ -17,7 +17,7 @@ const std::vector<std::pair<std::string, GraphPass>>& all_passes();
 /// throws listing the known names when there is none.
 GraphPass graph_pass(const std::string& name);
 
-/// Runs the named passes in order. RETORCH_JIT_LOG (read on every call) lists passes whose
+/// Runs the named passes in order (the ones above, or any in PassRegistry such as "lint"). RETORCH_JIT_LOG (read on every call) lists passes whose
 /// graphs are printed to stderr before and after they run: "dce,cse" prints always, ">>dce"
 /// only when the pass changed the graph. Each pass is followed by Graph::lint() in debug builds
 /// or when RETORCH_JIT_LOG is set.
