@@ -5,6 +5,7 @@
 
 #include "retorch/backend/cpu/Blas.h"
 #include "retorch/backend/cpu/Convert16.h"
+#include "retorch/backend/cpu/GemmOneDnn.h"
 #include "retorch/backend/cpu/Loops.h"
 #include "retorch/backend/cpu/VecMath.h"
 #include "retorch/core/Shape.h"
@@ -132,6 +133,8 @@ void gemm(const Tensor& a, const Tensor& b, Tensor& out, double alpha, double be
   }
   if (dt == kFloat) return blas_batched<float>(a, b, out, alpha, beta);
   if (dt == kDouble) return blas_batched<double>(a, b, out, alpha, beta);
+  // Note [bfloat16 GEMM]: native on CPUs with AVX-512 BF16.
+  if (dt == kBFloat16 && alpha == 1 && beta == 0 && onednn_bf16_gemm(a, b, out)) return;
   if (dt == kHalf || dt == kBFloat16) {  // Note [16-bit GEMM]
     Tensor acc = beta == 0 ? make_empty(out.sizes(), kFloat, out.device()) : widen_serial(out);
     blas_batched<float>(widen_serial(a), widen_serial(b), acc, alpha, beta);
