@@ -46,10 +46,11 @@ test-install: setup
 test: test-cpp test-python test-asan test-install
 
 bench: build
-	cmake --build $(BUILD) -j $(JOBS) --target bench_ops bench_overhead bench_jit
+	cmake --build $(BUILD) -j $(JOBS) --target bench_ops bench_overhead bench_jit bench_compile
 	./$(BUILD)/bench/bench_ops
 	./$(BUILD)/bench/bench_overhead --benchmark_min_time=0.2
 	./$(BUILD)/bench/bench_jit
+	./$(BUILD)/bench/bench_compile
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_python.py
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_nn.py
 

@@ -29,6 +29,7 @@ struct Side {
   double mm_2048;
   double fwd_bwd_small;
   double tanh_chain_1m;  // (a * 2 + 1).tanh(), 1M floats
+  double tanh_chain_1m_compiled;  // the same through retorch::compile (retorch side only)
   double sum_16m;
   double softmax_256x1000;
   double conv_fwd;       // 32x32x28x28 -> 64 channels, 3x3, padding 1

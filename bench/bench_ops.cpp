@@ -10,6 +10,7 @@
 
 #include "BenchUtil.h"
 #include "retorch/backend/cpu/Parallel.h"
+#include "retorch/compiler/Compiler.h"
 #include "retorch/retorch.h"
 
 #ifdef RETORCH_BENCH_LIBTORCH
@@ -49,6 +50,10 @@ static bench::Side run_retorch() {
   {
     rt::Tensor a = rt::randn({1 << 20});
     s.tanh_chain_1m = bench::time_per_call([&] { rt::Tensor c = (a * 2 + 1).tanh(); }, 200);
+    auto f = rt::compile([](const std::vector<rt::Tensor>& x) {
+      return std::vector<rt::Tensor>{(x[0] * 2 + 1).tanh()};
+    });
+    s.tanh_chain_1m_compiled = bench::time_per_call([&] { f({a}); }, 200);
   }
   {
     rt::Tensor a = rt::rand({16 << 20});
@@ -139,6 +144,7 @@ int main() {
       {"add, 16M floats, fresh output", r.add_16m_fresh, p.add_16m_fresh, bytes16m, "GB/s", bw_s},
       {"sum of 16M floats", r.sum_16m, p.sum_16m, sum_bytes, "GB/s", bw_s},
       {"(a*2+1).tanh(), 1M floats", r.tanh_chain_1m, p.tanh_chain_1m, 0, "ms", ""},
+      {"  the same, retorch::compile", r.tanh_chain_1m_compiled, p.tanh_chain_1m, 0, "ms", ""},
       {"softmax(dim=1), 256x1000", r.softmax_256x1000, p.softmax_256x1000, 0, "ms", ""},
       {"mm 1024x1024 fp32", r.mm_1024, p.mm_1024, flops, "GFLOP/s", peak_s},
       {"mm 2048x2048 fp32", r.mm_2048, p.mm_2048, flops * 8, "GFLOP/s", peak_s},

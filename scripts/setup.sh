@@ -6,7 +6,7 @@ set -euo pipefail
 PKGS=(build-essential cmake ccache libopenblas-dev liblapack-dev libgtest-dev googletest
       libbenchmark-dev pybind11-dev python3-dev python3-pybind11 python3-numpy python3-torch
       python3-pytest python3-pip python3-yaml nlohmann-json3-dev zlib1g-dev dataset-fashion-mnist
-      libplplot-dev plplot-driver-cairo libcli11-dev libsleef-dev libtorch-dev libdlpack-dev libdnnl-dev)
+      libplplot-dev plplot-driver-cairo libcli11-dev libsleef-dev libtorch-dev libdlpack-dev libdnnl-dev libssl-dev)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

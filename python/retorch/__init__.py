@@ -110,6 +110,7 @@ from .linalg import _multi_head_attention_forward as multi_head_attention_forwar
 from . import optim  # noqa: E402,F401  (torch.optim)
 from . import nn  # noqa: E402,F401  (torch.nn)
 from . import jit  # noqa: E402,F401  (torch.jit.trace)
+from ._compile import compile  # noqa: E402,F401  (torch.compile)
 
 
 def _tensor_deepcopy(self, memo):

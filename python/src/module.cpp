@@ -17,6 +17,7 @@ void bind_dlpack(py::module_& m, py::class_<Tensor>& cls);
 void bind_autograd_function(py::module_& m);
 void bind_memory_format(py::module_& m, py::class_<Tensor>& cls);
 void bind_jit(py::module_& m);
+void bind_compiler(py::module_& m);
 
 namespace {
 
@@ -130,6 +131,7 @@ PYBIND11_MODULE(_C, m) {
   bind_nn(m);
   bind_dlpack(m, cls);
   bind_jit(m);
+  bind_compiler(m);
 
   // Grad modes.
   m.def("is_grad_enabled", &GradMode::is_enabled);

@@ -26,6 +26,7 @@ enum class OpCode : uint8_t {
   kPrint,
   kRaise,
   kPrim,  // operands -> prim (a PrimFn on numbers) -> outs
+  kCustom,  // operands -> custom[target] (a NodeFn) -> outs
 };
 
 enum class ListKind : uint8_t { kTensor, kOptionalTensor, kInt, kFloat };
@@ -63,6 +64,7 @@ struct Interpreter::Code {
   std::vector<int32_t> outs;  // registers; -1 discards the result
   std::vector<IValue> constants;
   std::vector<IValue> attrs;
+  std::vector<NodeFn> custom;
   std::vector<std::string> where;  // "aten::add (model.py:3:0)" per compiled node
   std::vector<int32_t> inputs;     // graph input registers (-1: unused)
   std::vector<Operand> returns;
@@ -75,7 +77,8 @@ namespace {
 // Compiles one graph; see Note [Interpreter].
 class Compiler {
  public:
-  Compiler(Interpreter::Code& c, const AttributeTable& attrs) : c_(c) {
+  Compiler(Interpreter::Code& c, const AttributeTable& attrs, const CustomNodes& custom)
+      : c_(c), custom_(custom) {
     for (size_t i = 0; i < attrs.size(); ++i) {
       attr_index_.emplace(attrs[i].first, int32_t(i));
       c_.attrs.push_back(attrs[i].second);
@@ -298,6 +301,16 @@ class Compiler {
       c_.max_stack = std::max(c_.max_stack, n->inputs().size() + n->outputs().size());
       return;
     }
+    if (custom_) {
+      if (NodeFn f = custom_(*n)) {
+        emit(OpCode::kCustom, n).target = int32_t(c_.custom.size());
+        c_.custom.push_back(std::move(f));
+        add_node_inputs(n);
+        add_node_outputs(n);
+        c_.max_stack = std::max(c_.max_stack, n->inputs().size() + n->outputs().size());
+        return;
+      }
+    }
     if (k.rfind("aten::", 0) != 0) fail(n, "unknown node kind");
     const OperatorHandle* op = n->op();
     if (op == nullptr) fail(n, "the node has no resolved operator");
@@ -380,6 +393,7 @@ class Compiler {
   }
 
   Interpreter::Code& c_;
+  const CustomNodes& custom_;
   std::unordered_map<std::string, int32_t> attr_index_;
   std::unordered_map<const Value*, int32_t> regs_;
   std::unordered_map<const Node*, size_t> pos_;
@@ -388,9 +402,9 @@ class Compiler {
 
 }  // namespace
 
-Interpreter::Interpreter(const Graph& graph, AttributeTable attributes)
+Interpreter::Interpreter(const Graph& graph, AttributeTable attributes, const CustomNodes& custom)
     : code_(std::make_unique<Code>()) {
-  Compiler(*code_, attributes).compile(graph);
+  Compiler(*code_, attributes, custom).compile(graph);
 }
 Interpreter::~Interpreter() = default;
 Interpreter::Interpreter(Interpreter&&) noexcept = default;
@@ -505,6 +519,15 @@ std::vector<IValue> Interpreter::run(const std::vector<IValue>& inputs) const {
         }
         store_outs(in);
         break;
+      case OpCode::kCustom:
+        for (uint32_t k = 0; k < in.in_count; ++k) push(ops[in.in_begin + k]);
+        try {
+          c.custom[size_t(in.target)](stack);
+        } catch (const Error& e) {
+          throw Error(e.kind(), e.message() + "\n  (jit: while running " + c.where[in.node] + ")");
+        }
+        store_outs(in);
+        break;
       case OpCode::kGetAttr:
         if (c.outs[in.out_begin] >= 0)
           regs[size_t(c.outs[in.out_begin])] = c.attrs[size_t(in.target)];
@@ -583,7 +606,7 @@ std::vector<IValue> Interpreter::run(const std::vector<IValue>& inputs) const {
 
 std::string Interpreter::dump() const {
   static const char* names[] = {"CALL", "GETATTR", "LIST",     "UNPACK", "MOVE", "DROP",
-                                "JUMP", "JUMPF",   "LOOPTEST", "PRINT",  "RAISE", "PRIM"};
+                                "JUMP", "JUMPF",   "LOOPTEST", "PRINT",  "RAISE", "PRIM",   "CUSTOM"};
   std::ostringstream os;
   const Code& c = *code_;
   for (size_t i = 0; i < c.instrs.size(); ++i) {

@@ -1,6 +1,7 @@
 // The JIT interpreter: compiles a Graph once into a flat instruction list over value registers
 // and runs it through the dispatcher (so autograd, devices and profiling work as in eager mode).
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -12,6 +13,13 @@ namespace retorch::jit {
 
 /// A module's attributes by name ("fc1.weight"), read by prim::GetAttr[name="fc1.weight"].
 using AttributeTable = std::vector<std::pair<std::string, IValue>>;
+
+/// Runs one node of a kind the interpreter does not know: pops the node's inputs from the end
+/// of the stack and pushes its outputs (like a boxed kernel).
+using NodeFn = std::function<void(Stack& stack)>;
+/// Gives the NodeFn of such a node (the compiler's kernel calls), or an empty function when the
+/// kind is not its own.
+using CustomNodes = std::function<NodeFn(const Node& node)>;
 
 // Note [Interpreter]
 // Every value gets a register; prim::Constant outputs do not (their uses read the constant
@@ -27,7 +35,8 @@ class Interpreter {
  public:
   /// Compiles `graph` (the graph may change or die afterwards); throws naming the node for
   /// unsupported kinds, unresolved ops and unknown attributes.
-  explicit Interpreter(const Graph& graph, AttributeTable attributes = {});
+  explicit Interpreter(const Graph& graph, AttributeTable attributes = {},
+                       const CustomNodes& custom = {});
   ~Interpreter();
   Interpreter(Interpreter&&) noexcept;
   Interpreter& operator=(Interpreter&&) noexcept;

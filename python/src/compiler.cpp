@@ -1,0 +1,55 @@
+// Python bindings of retorch::compile (_C._compiler): a CompiledFunction built from a Python
+// tracer (retorch.jit.trace) and the eager function, with its options and introspection.
+#include "bindings.h"
+#include "retorch/compiler/Compiler.h"
+
+namespace retorch::python {
+
+void bind_compiler(py::module_& m) {
+  using namespace retorch::compiler;
+  py::module_ c = m.def_submodule("_compiler", "the compiler behind retorch.compile");
+  py::class_<CompiledFunction>(c, "CompiledFunction")
+      // tracer(inputs) -> (jit Graph, [(name, tensor)]); eager(inputs) -> [tensor]
+      .def(py::init([](py::function tracer, py::function eager, size_t max_recompiles,
+                       size_t max_fusion_size, bool horizontal, int threads) {
+             CompileOptions o;
+             o.max_recompiles = max_recompiles;
+             o.lowering.max_fusion_size = max_fusion_size;
+             o.lowering.horizontal = horizontal;
+             o.codegen.threads = threads;
+             CompiledFunction::Tracer t = [tracer](const std::vector<Tensor>& in) {
+               py::gil_scoped_acquire gil;
+               auto r = tracer(py::cast(in))
+                            .cast<std::pair<std::shared_ptr<jit::Graph>,
+                                            std::vector<std::pair<std::string, Tensor>>>>();
+               jit::AttributeTable attrs;
+               for (auto& [name, tensor] : r.second) attrs.emplace_back(name, IValue(tensor));
+               return std::make_pair(r.first, attrs);
+             };
+             jit::TracedFunction e = [eager](const std::vector<Tensor>& in) {
+               py::gil_scoped_acquire gil;
+               return eager(py::cast(in)).cast<std::vector<Tensor>>();
+             };
+             return CompiledFunction(t, e, o);
+           }),
+           py::arg("tracer"), py::arg("eager"), py::arg("max_recompiles") = 8,
+           py::arg("max_fusion_size") = 64, py::arg("horizontal") = true, py::arg("threads") = 0)
+      .def("__call__", [](const CompiledFunction& f,
+                          const std::vector<Tensor>& inputs) { return f(inputs); })
+      .def_property_readonly("num_compiled", &CompiledFunction::num_compiled)
+      .def_property_readonly("eager_calls", &CompiledFunction::eager_calls)
+      .def_property_readonly("source", [](const CompiledFunction& f) { return f.last().source; })
+      .def_property_readonly("loop_ir",
+                             [](const CompiledFunction& f) { return dump(f.last().lowered); })
+      .def_property_readonly("kernel_names",
+                             [](const CompiledFunction& f) {
+                               std::vector<std::string> names;
+                               for (const Kernel& k : f.last().lowered.kernels)
+                                 names.push_back(k.name);
+                               return names;
+                             })
+      .def_property_readonly("cache_hit",
+                             [](const CompiledFunction& f) { return f.last().cache_hit; });
+}
+
+}  // namespace retorch::python

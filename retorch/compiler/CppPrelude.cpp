@@ -1,0 +1,215 @@
+// The prelude of every generated C++ source: loads and stores of each dtype and the rt_* math
+// the emitter table calls, written as scalar code that `omp simd` loops vectorize.
+#include "retorch/compiler/CppCodegen.h"
+
+namespace retorch::compiler {
+
+// Note [Generated math]
+// Generated kernels vectorize scalar code with `#pragma omp simd`. exp, tanh and sigmoid of
+// float use the polynomials of backend/cpu/VecMathAvx2.h (about 1 ulp; memory-bound chains need
+// them: glibc's vector tanhf costs ~1 ns per element here). Every other function of float or
+// double is glibc's libmvec, declared `omp declare simd` so that the vectorizer calls its AVX2
+// variants (within 4 ulp). 16-bit floats are widened on load and rounded (to nearest even) on
+// store; everything between is float32.
+const char* cpp_prelude() {
+  return R"PRELUDE(#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#define RT_INLINE __attribute__((always_inline)) inline
+
+extern "C" {
+#pragma omp declare simd notinbranch
+float logf(float) __THROW;
+#pragma omp declare simd notinbranch
+double log(double) __THROW;
+#pragma omp declare simd notinbranch
+double exp(double) __THROW;
+#pragma omp declare simd notinbranch
+double tanh(double) __THROW;
+#pragma omp declare simd notinbranch
+float sinf(float) __THROW;
+#pragma omp declare simd notinbranch
+double sin(double) __THROW;
+#pragma omp declare simd notinbranch
+float cosf(float) __THROW;
+#pragma omp declare simd notinbranch
+double cos(double) __THROW;
+#pragma omp declare simd notinbranch
+float erff(float) __THROW;
+#pragma omp declare simd notinbranch
+double erf(double) __THROW;
+#pragma omp declare simd notinbranch
+float erfcf(float) __THROW;
+#pragma omp declare simd notinbranch
+double erfc(double) __THROW;
+#pragma omp declare simd notinbranch
+float log1pf(float) __THROW;
+#pragma omp declare simd notinbranch
+double log1p(double) __THROW;
+#pragma omp declare simd notinbranch
+float expm1f(float) __THROW;
+#pragma omp declare simd notinbranch
+double expm1(double) __THROW;
+#pragma omp declare simd notinbranch
+float exp2f(float) __THROW;
+#pragma omp declare simd notinbranch
+double exp2(double) __THROW;
+#pragma omp declare simd notinbranch
+float log2f(float) __THROW;
+#pragma omp declare simd notinbranch
+double log2(double) __THROW;
+#pragma omp declare simd notinbranch
+float log10f(float) __THROW;
+#pragma omp declare simd notinbranch
+double log10(double) __THROW;
+#pragma omp declare simd notinbranch
+float tanf(float) __THROW;
+#pragma omp declare simd notinbranch
+double tan(double) __THROW;
+#pragma omp declare simd notinbranch
+float atanf(float) __THROW;
+#pragma omp declare simd notinbranch
+double atan(double) __THROW;
+#pragma omp declare simd notinbranch
+float sinhf(float) __THROW;
+#pragma omp declare simd notinbranch
+double sinh(double) __THROW;
+#pragma omp declare simd notinbranch
+float coshf(float) __THROW;
+#pragma omp declare simd notinbranch
+double cosh(double) __THROW;
+#pragma omp declare simd notinbranch
+float asinf(float) __THROW;
+#pragma omp declare simd notinbranch
+double asin(double) __THROW;
+#pragma omp declare simd notinbranch
+float acosf(float) __THROW;
+#pragma omp declare simd notinbranch
+double acos(double) __THROW;
+#pragma omp declare simd notinbranch
+float powf(float, float) __THROW;
+#pragma omp declare simd notinbranch
+double pow(double, double) __THROW;
+#pragma omp declare simd notinbranch
+float atan2f(float, float) __THROW;
+#pragma omp declare simd notinbranch
+double atan2(double, double) __THROW;
+}
+
+// Loads widen to the compute type; stores round from it.
+RT_INLINE float rt_load(uint16_t b) {  // bfloat16 bits
+  uint32_t u = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+RT_INLINE float rt_load(_Float16 h) { return float(h); }
+RT_INLINE float rt_load(float x) { return x; }
+RT_INLINE double rt_load(double x) { return x; }
+RT_INLINE bool rt_load(bool x) { return x; }
+RT_INLINE int64_t rt_load(int64_t x) { return x; }
+RT_INLINE uint16_t rt_to_bf16(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  uint32_t r = (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+  return f != f ? uint16_t(0x7fc0) : uint16_t(r);
+}
+
+template <typename T> RT_INLINE T rt_max_nan(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
+template <typename T> RT_INLINE T rt_min_nan(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
+template <typename T> RT_INLINE T rt_relu(T x) { return x > T(0) ? x : (x != x ? x : T(0)); }
+template <typename T> RT_INLINE T rt_abs(T x) { return x < T(0) ? -x : (x == T(0) ? T(0) : x); }
+template <typename T> RT_INLINE T rt_sign(T x) { return T((x > T(0)) - (x < T(0))); }
+template <typename T> RT_INLINE T rt_sqrt(T x) { return std::sqrt(x); }
+template <typename T> RT_INLINE T rt_rsqrt(T x) { return T(1) / std::sqrt(x); }
+template <typename T> RT_INLINE T rt_floor(T x) { return std::floor(x); }
+template <typename T> RT_INLINE T rt_ceil(T x) { return std::ceil(x); }
+template <typename T> RT_INLINE T rt_trunc(T x) { return std::trunc(x); }
+
+RT_INLINE float rt_exp(float x) {
+  float c = x < -87.33654f ? -87.33654f : (x > 88.72283f ? 88.72283f : x);
+  float n = std::floor(c * 1.44269504088896341f + 0.5f);
+  float r = c - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  int32_t bits = (int32_t(n) + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  float y = p * scale;
+  y = x < -87.33654f ? 0.0f : y;
+  y = x > 88.72283f ? INFINITY : y;
+  return x != x ? x : y;
+}
+RT_INLINE double rt_exp(double x) { return exp(x); }
+
+RT_INLINE float rt_tanh(float x) {
+  float ax = std::fabs(x), x2 = x * x;
+  float p = -929569.f / 638512875.f;
+  p = p * x2 + 21844.f / 6081075.f;
+  p = p * x2 + -1382.f / 155925.f;
+  p = p * x2 + 62.f / 2835.f;
+  p = p * x2 + -17.f / 315.f;
+  p = p * x2 + 2.f / 15.f;
+  p = p * x2 + -1.f / 3.f;
+  float small = p * x2 * x + x;
+  float c = ax < 9.f ? ax : 9.f;
+  float e = rt_exp(c + c);
+  float big = ax >= 9.f ? 1.f : 1.f - 2.f / (e + 1.f);
+  big = std::copysign(big, x);
+  float y = ax < 0.5f ? small : big;
+  return x != x ? x : y;
+}
+RT_INLINE double rt_tanh(double x) { return tanh(x); }
+
+template <typename T> RT_INLINE T rt_sigmoid(T x) { return T(1) / (T(1) + rt_exp(-x)); }
+template <typename T> RT_INLINE T rt_silu(T x) { return x / (T(1) + rt_exp(-x)); }
+RT_INLINE float rt_log(float x) { return logf(x); }
+RT_INLINE double rt_log(double x) { return log(x); }
+RT_INLINE float rt_sin(float x) { return sinf(x); }
+RT_INLINE double rt_sin(double x) { return sin(x); }
+RT_INLINE float rt_cos(float x) { return cosf(x); }
+RT_INLINE double rt_cos(double x) { return cos(x); }
+RT_INLINE float rt_erf(float x) { return erff(x); }
+RT_INLINE double rt_erf(double x) { return erf(x); }
+RT_INLINE float rt_erfc(float x) { return erfcf(x); }
+RT_INLINE double rt_erfc(double x) { return erfc(x); }
+RT_INLINE float rt_log1p(float x) { return log1pf(x); }
+RT_INLINE double rt_log1p(double x) { return log1p(x); }
+RT_INLINE float rt_expm1(float x) { return expm1f(x); }
+RT_INLINE double rt_expm1(double x) { return expm1(x); }
+RT_INLINE float rt_exp2(float x) { return exp2f(x); }
+RT_INLINE double rt_exp2(double x) { return exp2(x); }
+RT_INLINE float rt_log2(float x) { return log2f(x); }
+RT_INLINE double rt_log2(double x) { return log2(x); }
+RT_INLINE float rt_log10(float x) { return log10f(x); }
+RT_INLINE double rt_log10(double x) { return log10(x); }
+RT_INLINE float rt_tan(float x) { return tanf(x); }
+RT_INLINE double rt_tan(double x) { return tan(x); }
+RT_INLINE float rt_atan(float x) { return atanf(x); }
+RT_INLINE double rt_atan(double x) { return atan(x); }
+RT_INLINE float rt_sinh(float x) { return sinhf(x); }
+RT_INLINE double rt_sinh(double x) { return sinh(x); }
+RT_INLINE float rt_cosh(float x) { return coshf(x); }
+RT_INLINE double rt_cosh(double x) { return cosh(x); }
+RT_INLINE float rt_asin(float x) { return asinf(x); }
+RT_INLINE double rt_asin(double x) { return asin(x); }
+RT_INLINE float rt_acos(float x) { return acosf(x); }
+RT_INLINE double rt_acos(double x) { return acos(x); }
+RT_INLINE float rt_pow(float x, float y) { return powf(x, y); }
+RT_INLINE double rt_pow(double x, double y) { return pow(x, y); }
+RT_INLINE float rt_atan2(float x, float y) { return atan2f(x, y); }
+RT_INLINE double rt_atan2(double x, double y) { return atan2(x, y); }
+template <typename T> RT_INLINE T rt_gelu(T x) { return T(0.5) * x * (T(1) + rt_erf(x * T(0.70710678118654752440))); }
+template <typename T> RT_INLINE T rt_gelu_tanh(T x) {
+  return T(0.5) * x * (T(1) + rt_tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x)));
+}
+)PRELUDE";
+}
+
+}  // namespace retorch::compiler
