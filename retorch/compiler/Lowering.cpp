@@ -280,9 +280,14 @@ class Lowerer {
       std::string ct = compute_ctype(out_dt);
       if (rule.comparison) {
         std::optional<ScalarType> common;
-        for (const Operand& a : args)
+        bool float_scalar = false;  // a float constant against integer tensors compares as float
+        for (const Operand& a : args) {
           if (a.is_tensor) common = common ? promote_types(*common, a.dtype) : a.dtype;
-        ct = compute_ctype(common.value_or(kFloat));
+          else float_scalar |= a.constant.is_double();
+        }
+        ScalarType dt = common.value_or(kFloat);
+        if (float_scalar && !is_floating_type(dt)) dt = kFloat;
+        ct = compute_ctype(dt);
       }
       if (rule.floating && ct != "float" && ct != "double") ct = "float";
       std::optional<std::string> e = rule.emit(args, ct);

@@ -115,3 +115,15 @@ def test_bad_input_is_a_clear_error():
         f(3)
     with pytest.raises(TypeError, match="not callable"):
         retorch.compile(5)
+
+
+def test_integer_and_bool_values_match_torch():
+    a = np.arange(-6, 6, dtype=np.int64).reshape(3, 4)
+    (ra,), (ta,) = both([a])
+
+    def f(x):
+        return (x * 3 + 1) > 0.5, (x * 2).abs() - x, x / 4, (x > 0) & (x < 4)
+    cf = retorch.compile(f)
+    for g, w in zip(cf(ra), f(ta)):
+        assert str(g.dtype).split(".")[-1] == str(w.dtype).split(".")[-1]
+        np.testing.assert_array_equal(g.numpy(), w.numpy())
