@@ -32,6 +32,10 @@ std::vector<rt::Tensor> tanh_chain(const std::vector<rt::Tensor>& x) {
 std::vector<rt::Tensor> gelu_residual(const std::vector<rt::Tensor>& x) {
   return {rt::gelu(x[0] + x[1]) + x[2]};
 }
+// RMSNorm without the weight: a reduction kernel (square, mean, + eps, rsqrt) and a pointwise one.
+std::vector<rt::Tensor> rms_norm(const std::vector<rt::Tensor>& x) {
+  return {x[0] * ((x[0] * x[0]).mean({-1}, true) + 1e-6).rsqrt()};
+}
 std::vector<rt::Tensor> swiglu(const std::vector<rt::Tensor>& x) {
   return {rt::silu(x[0]) * x[1]};
 }
@@ -64,6 +68,7 @@ int main() {
       10);
   rt::Tensor g = rt::randn({4096, 1024}), u = rt::randn({4096, 1024});
   row("silu(g) * u, 4096x1024", swiglu, {g, u}, 12.0 * 4096 * 1024, bw, 10);
+  row("rms_norm (no weight), 4096x1024", rms_norm, {g}, 8.0 * 4096 * 1024, bw, 10);
 
   // Compile time: a fresh cache directory (cold), then a new function on the same graph once
   // the first is gone (the object comes back from disk, verified).

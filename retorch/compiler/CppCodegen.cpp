@@ -72,6 +72,30 @@ LoopNest loop_nest(const Kernel& k) {
   return ln;
 }
 
+// The function's opening line and its typed input/output pointers.
+void emit_signature(std::ostringstream& os, const Kernel& k) {
+  os << "extern \"C\" void " << k.name << "(void* const* args) {\n";
+  size_t ni = k.inputs.size();
+  for (size_t i = 0; i < ni; ++i) {
+    std::string ct = storage_ctype(k.inputs[i].dtype);
+    os << "  const " << ct << "* __restrict in" << i << " = static_cast<const " << ct << "*>(args["
+       << i << "]);\n";
+  }
+  for (size_t i = 0; i < k.outputs.size(); ++i) {
+    std::string ct = storage_ctype(k.outputs[i].dtype);
+    os << "  " << ct << "* __restrict out" << i << " = static_cast<" << ct << "*>(args["
+       << ni + i << "]);\n";
+  }
+}
+
+std::string store_expr(const Kernel& k, size_t i) {
+  std::string v = "t" + std::to_string(k.stores[i]);
+  ScalarType dt = k.outputs[i].dtype;
+  if (dt == kBFloat16) return "rt_to_bf16(" + v + ")";
+  if (dt == kHalf) return "_Float16(" + v + ")";
+  return v;
+}
+
 // "i * 4" / "i" / "0" for an index times a constant stride.
 std::string scaled(const std::string& i, int64_t stride) {
   if (stride == 0) return "0";
@@ -79,21 +103,14 @@ std::string scaled(const std::string& i, int64_t stride) {
   return i + " * " + std::to_string(stride);
 }
 
+void emit_reduction_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptions& opt);
+
 void emit_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptions& opt) {
+  if (k.reduction) return emit_reduction_kernel(os, k, opt);
   os << "// " << k.name << ": from\n";
   for (const std::string& o : k.origins) os << "//   " << o << "\n";
-  os << "extern \"C\" void " << k.name << "(void* const* args) {\n";
+  emit_signature(os, k);
   size_t ni = k.inputs.size(), no = k.outputs.size();
-  for (size_t i = 0; i < ni; ++i) {
-    std::string ct = storage_ctype(k.inputs[i].dtype);
-    os << "  const " << ct << "* __restrict in" << i << " = static_cast<const " << ct << "*>(args["
-       << i << "]);\n";
-  }
-  for (size_t i = 0; i < no; ++i) {
-    std::string ct = storage_ctype(k.outputs[i].dtype);
-    os << "  " << ct << "* __restrict out" << i << " = static_cast<" << ct << "*>(args["
-       << ni + i << "]);\n";
-  }
   LoopNest ln = loop_nest(k);
   const int64_t numel = std::accumulate(ln.sizes.begin(), ln.sizes.end(), int64_t(1),
                                         std::multiplies<int64_t>());
@@ -158,18 +175,121 @@ void emit_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptions& 
        << at(i) << "]);\n";
   for (size_t s = 0; s < k.body.size(); ++s)
     os << in2 << "const " << k.body[s].ctype << " t" << s << " = " << k.body[s].expr << ";\n";
-  for (size_t i = 0; i < no; ++i) {
-    std::string v = "t" + std::to_string(k.stores[i]);
-    ScalarType dt = k.outputs[i].dtype;
-    if (dt == kBFloat16) v = "rt_to_bf16(" + v + ")";
-    else if (dt == kHalf) v = "_Float16(" + v + ")";
-    os << in2 << "out" << i << "[" << at(ni + i) << "] = " << v << ";\n";
-  }
+  for (size_t i = 0; i < no; ++i)
+    os << in2 << "out" << i << "[" << at(ni + i) << "] = " << store_expr(k, i) << ";\n";
   os << indent << "}\n";
   if (indent != "  ") os << "  }\n";
   os << "}\n\n";
 }
 
+
+// Note [Reduction kernels]
+// One outer loop over the kept dims (threads split it), one inner `omp simd` reduction over the
+// reduced dims (collapsed into one index when every prologue input allows, else split by
+// division), then the epilogue once per kept element. max keeps NaN like eager's amax: the
+// simd max reduction cannot, so a separate NaN flag is or-reduced alongside.
+void emit_reduction_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptions& opt) {
+  os << "// " << k.name << ": from\n";
+  for (const std::string& o : k.origins) os << "//   " << o << "\n";
+  emit_signature(os, k);
+  const size_t rank = k.sizes.size(), nred = k.reduce_dims, nout = rank - nred;
+  int64_t outer = 1, inner = 1;
+  for (size_t d = 0; d < nout; ++d) outer *= k.sizes[d];
+  for (size_t d = nout; d < rank; ++d) inner *= k.sizes[d];
+  const Reduction& r = *k.reduction;
+  const size_t ni = k.inputs.size();
+  // Strides over the kept dims (epilogue operands: aligned to the output shape, whose first
+  // nout dims are the kept ones with or without keepdim's trailing 1s).
+  auto outer_strides = [&](const KernelArg& a, const std::vector<int64_t>& space) {
+    std::vector<int64_t> st = aligned_strides(a, space);
+    st.resize(nout);
+    return st;
+  };
+  std::vector<std::vector<int64_t>> ost;  // per input (prologue: over sizes) and output
+  for (size_t i = 0; i < ni; ++i)
+    ost.push_back(outer_strides(k.inputs[i], k.input_outer[i] ? k.out_sizes : k.sizes));
+  for (const KernelArg& a : k.outputs) ost.push_back(outer_strides(a, k.out_sizes));
+  std::string par = "#pragma omp parallel for schedule(static)";
+  if (opt.threads > 0) par += " num_threads(" + std::to_string(opt.threads) + ")";
+  if (outer > 1 && outer * inner >= opt.parallel_threshold) os << "  " << par << "\n";
+  os << "  for (int64_t o = 0; o < " << outer << "; ++o) {\n";
+  os << "    int64_t q = o;\n";
+  for (size_t d = nout; d-- > 0;) {
+    if (d == 0) os << "    const int64_t o0 = q;\n";
+    else os << "    const int64_t o" << d << " = q % " << k.sizes[d] << ";\n    q /= " << k.sizes[d] << ";\n";
+  }
+  for (size_t a = 0; a < ost.size(); ++a) {
+    std::string b;
+    for (size_t d = 0; d < nout; ++d)
+      if (ost[a][d] != 0) b += (b.empty() ? "" : " + ") + scaled("o" + std::to_string(d), ost[a][d]);
+    os << "    const int64_t b" << a << " = " << (b.empty() ? "0" : b) << ";\n";
+  }
+  // Inner offsets of the prologue inputs: one stride when the reduced dims collapse.
+  std::vector<std::string> inner_off(ni);
+  bool split = false;
+  std::vector<std::vector<int64_t>> ist(ni);
+  for (size_t i = 0; i < ni; ++i) {
+    if (k.input_outer[i]) continue;
+    std::vector<int64_t> st = aligned_strides(k.inputs[i], k.sizes);
+    ist[i].assign(st.begin() + std::ptrdiff_t(nout), st.end());
+    bool collapse = true;
+    int64_t last = -1;
+    for (size_t d = nout; d < rank; ++d) {
+      if (k.sizes[d] == 1) continue;
+      if (last >= 0 && ist[i][size_t(last) - nout] != st[d] * k.sizes[d]) collapse = false;
+      last = int64_t(d);
+    }
+    if (collapse) {
+      inner_off[i] = scaled("i", last < 0 ? 0 : st[size_t(last)]);
+    } else {
+      split = true;
+      std::string e;
+      for (size_t d = nout; d < rank; ++d)
+        if (st[d] != 0) e += (e.empty() ? "" : " + ") + scaled("j" + std::to_string(d), st[d]);
+      inner_off[i] = e.empty() ? "0" : e;
+    }
+  }
+  const std::string& ct = r.ctype;
+  os << "    " << ct << " acc = " << (r.kind == "max" ? "-INFINITY" : ct + "(0)") << ";\n";
+  if (r.kind == "max") os << "    bool nan = false;\n";
+  os << "    #pragma omp simd reduction(" << (r.kind == "max" ? "max:acc) reduction(|:nan" : "+:acc")
+     << ")\n";
+  os << "    for (int64_t i = 0; i < " << inner << "; ++i) {\n";
+  if (split) {
+    os << "      int64_t s = i;\n";
+    for (size_t d = rank; d-- > nout;) {
+      os << "      const int64_t j" << d << " = s % " << k.sizes[d] << ";\n";
+      os << "      s /= " << k.sizes[d] << ";\n";
+    }
+  }
+  for (size_t i = 0; i < ni; ++i) {
+    if (k.input_outer[i]) continue;
+    std::string off = inner_off[i] == "0" ? "b" + std::to_string(i)
+                                          : "b" + std::to_string(i) + " + " + inner_off[i];
+    os << "      const " << k.input_ctypes[i] << " l" << i << " = rt_load(in" << i << "[" << off
+       << "]);\n";
+  }
+  for (size_t s = 0; s < k.prologue_size; ++s)
+    os << "      const " << k.body[s].ctype << " t" << s << " = " << k.body[s].expr << ";\n";
+  std::string v = "t" + std::to_string(r.value);
+  if (r.kind == "max")
+    os << "      acc = " << v << " > acc ? " << v << " : acc;\n      nan |= " << v << " != " << v
+       << ";\n";
+  else
+    os << "      acc += " << v << ";\n";
+  os << "    }\n";
+  os << "    const " << ct << " r0 = " << (r.kind == "max" ? "nan ? " + ct + "(NAN) : acc" : "acc")
+     << ";\n";
+  for (size_t i = 0; i < ni; ++i)
+    if (k.input_outer[i])
+      os << "    const " << k.input_ctypes[i] << " l" << i << " = rt_load(in" << i << "[b" << i
+         << "]);\n";
+  for (size_t s = k.prologue_size; s < k.body.size(); ++s)
+    os << "    const " << k.body[s].ctype << " t" << s << " = " << k.body[s].expr << ";\n";
+  for (size_t i = 0; i < k.outputs.size(); ++i)
+    os << "    out" << i << "[b" << ni + i << "] = " << store_expr(k, i) << ";\n";
+  os << "  }\n}\n\n";
+}
 }  // namespace
 
 std::string generate_cpp(const std::vector<Kernel>& kernels, const CodegenOptions& options) {

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,21 @@ struct Stmt {
   std::string expr;
 };
 
-/// A fused pointwise loop: every output element of `sizes` computed by `body`, each output
-/// stored from the temp `stores[k]`. Inputs are read with their own strides (broadcast dims
-/// have stride 0), so views and broadcasting are index arithmetic, never copies.
+/// The reduction of a reduction kernel: `acc = kind(acc, t<value>)` over the reduced dims,
+/// read by the epilogue as `r0` (times `scale`: 1/N for a mean).
+struct Reduction {
+  std::string kind;  // "sum" or "max"
+  size_t value = 0;  // body index reduced (a prologue statement)
+  std::string ctype;
+  double scale = 1;
+};
+
+/// A fused loop: every output element of `sizes` computed by `body`, each output stored from
+/// the temp `stores[k]`. Inputs are read with their own strides (broadcast dims have stride 0),
+/// so views and broadcasting are index arithmetic, never copies. A reduction kernel reduces the
+/// last `reduce_dims` dims of `sizes`: body[0, prologue_size) runs per element of `sizes`, the
+/// rest (the epilogue, reading r0) once per element of `out_sizes` (the reduction's output
+/// shape); inputs with `input_outer[i]` are read by the epilogue.
 struct Kernel {
   std::string name;                  // cpp_fused_add_mul_tanh_0
   std::vector<std::string> origins;  // the graph nodes it came from, as printed
@@ -37,6 +50,11 @@ struct Kernel {
   std::vector<std::string> input_ctypes;  // compute type of each load ("float" for bfloat16)
   std::vector<Stmt> body;
   std::vector<size_t> stores;  // body index stored to each output
+  std::optional<Reduction> reduction;
+  size_t reduce_dims = 0;
+  size_t prologue_size = 0;
+  std::vector<int64_t> out_sizes;
+  std::vector<bool> input_outer;
   /// The nodes as a standalone graph (inputs -> outputs), run by the interpreter when an input
   /// does not match the guarded geometry or requires grad (Note [Kernel fallback]).
   std::shared_ptr<jit::Graph> fallback;

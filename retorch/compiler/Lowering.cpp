@@ -118,10 +118,47 @@ bool lowerable(const jit::Node* n) {
   return true;
 }
 
+// A reduction the compiler lowers: sum/mean (dim list, no dtype) or amax over the trailing dims
+// of a floating tensor, with at least one dim kept (full reductions stay eager: one row leaves
+// no outer loop to parallelize, and eager's reduction already runs at memory speed).
+struct ReductionInfo {
+  std::string kind;  // "sum", "mean", "max"
+  size_t dims = 0;   // trailing dims reduced
+};
+
+std::optional<ReductionInfo> as_reduction(const jit::Node* n) {
+  if (n->op() == nullptr || n->outputs().size() != 1 || n->inputs().empty()) return std::nullopt;
+  std::string k = op_key(n);
+  ReductionInfo r;
+  if (k == "sum.dim_IntList") r.kind = "sum";
+  else if (k == "mean.dim") r.kind = "mean";
+  else if (k == "amax") r.kind = "max";
+  else return std::nullopt;
+  const jit::TensorInfo* in = complete_tensor(n->input(0));
+  const jit::TensorInfo* out = complete_tensor(n->output());
+  if (!in || !out || !is_floating_type(*in->dtype) || *out->dtype != *in->dtype)
+    return std::nullopt;
+  for (size_t i = 1; i < n->inputs().size(); ++i)
+    if (!jit::to_constant(n->input(i))) return std::nullopt;
+  if (k != "amax" && n->inputs().size() > 3 && !jit::to_constant(n->input(3))->is_none())
+    return std::nullopt;  // an explicit dtype
+  IValue dims = *jit::to_constant(n->input(1));
+  if (!dims.is_int_list() || dims.to_int_list().empty()) return std::nullopt;
+  const int64_t rank = int64_t(in->sizes->size());
+  std::set<int64_t> ds;
+  for (int64_t d : dims.to_int_list()) ds.insert(d < 0 ? d + rank : d);
+  if (ds.empty() || *ds.begin() < 0 || *ds.rbegin() != rank - 1 ||
+      *ds.begin() != rank - int64_t(ds.size()) || int64_t(ds.size()) >= rank)
+    return std::nullopt;
+  r.dims = ds.size();
+  return r;
+}
+
 struct Group {
   std::vector<const jit::Node*> nodes;
   std::unordered_set<const jit::Value*> produced;
-  std::vector<int64_t> sizes;
+  std::vector<int64_t> sizes;  // the shape new nodes must have to join (a reduction's output)
+  const jit::Node* reduction = nullptr;
 };
 
 // One item of the schedule: an extern node or a group (kernel).
@@ -200,12 +237,42 @@ class Lowerer {
       return false;
     };
     for (const jit::Node* n : g_.nodes()) {
+      if (as_reduction(n)) {
+        // The producer's group becomes the prologue when the reduced value is its only way out.
+        const jit::Value* v = n->input(0);
+        std::vector<int64_t> out = sizes_of(n->output()->type()->tensor());
+        Group* home = nullptr;
+        for (size_t i = open.size(); i-- > 0;) {
+          if (!open[i]->produced.count(v)) {
+            if (reads(n, *open[i])) close(i);
+            continue;
+          }
+          Group& g = *open[i];
+          bool only_way_out = g.reduction == nullptr && g.nodes.size() < opts_.max_fusion_size;
+          for (const jit::Value* p : g.produced)
+            for (const jit::Use& u : p->uses())
+              only_way_out &= (p == v && u.user == n) ||
+                              std::find(g.nodes.begin(), g.nodes.end(), u.user) != g.nodes.end();
+          for (const jit::Value* p : g_.outputs()) only_way_out &= !g.produced.count(p);
+          if (only_way_out) home = &g;
+          else close(i);
+        }
+        if (!home) {
+          open.push_back(std::make_unique<Group>());
+          home = open.back().get();
+        }
+        home->nodes.push_back(n);
+        home->produced.insert(n->output());
+        home->reduction = n;
+        home->sizes = out;
+        continue;
+      }
       if (lowerable(n)) {
         std::vector<int64_t> sz = sizes_of(n->output()->type()->tensor());
         Group* home = nullptr;
         // A value of another shape's open group is read: that group's kernel runs first.
         for (size_t i = open.size(); i-- > 0;) {
-          if (open[i]->sizes == sz) {
+          if (open[i]->sizes == sz && home == nullptr) {  // the newest group of this shape
             home = open[i].get();
             bool full = home->nodes.size() >= opts_.max_fusion_size;
             if (full || (!opts_.horizontal && !reads(n, *home))) {
@@ -237,10 +304,17 @@ class Lowerer {
   Kernel make_kernel(const Group& grp, size_t index) {
     Kernel k;
     k.sizes = grp.sizes;
+    if (grp.reduction) {
+      k.out_sizes = grp.sizes;
+      k.sizes = sizes_of(grp.reduction->input(0)->type()->tensor());
+      k.reduce_dims = as_reduction(grp.reduction)->dims;
+    }
     kernel_inputs_.clear();
     kernel_outputs_.clear();
     std::unordered_set<const jit::Node*> in_group(grp.nodes.begin(), grp.nodes.end());
-    std::unordered_map<const jit::Value*, Operand> vals;  // tensors in registers: loads, temps
+    // Tensors in registers (loads, temps), per phase: 0 prologue/pointwise, 1 epilogue.
+    std::unordered_map<const jit::Value*, Operand> vals[2];
+    bool epilogue = false;
     std::set<std::string> names;
     for (const jit::Node* n : grp.nodes) {
       std::ostringstream os;
@@ -249,6 +323,7 @@ class Lowerer {
       while (!line.empty() && line.back() == '\n') line.pop_back();
       k.origins.push_back(line);
       names.insert(std::string(n->op()->schema().name));
+      const int ph = epilogue ? 1 : 0;
       std::vector<Operand> args;
       for (const jit::Value* v : n->inputs()) {
         if (!v->type()->is_tensor() || jit::to_constant(v)) {
@@ -256,55 +331,78 @@ class Lowerer {
           if (c.is_tensor()) {
             Tensor t = c.to_tensor();
             c = is_floating_type(t.dtype()) ? IValue(t.item<double>())
-                : t.dtype() == kBool         ? IValue(t.item<bool>())
-                                             : IValue(t.item<int64_t>());
+                : t.dtype() == kBool        ? IValue(t.item<bool>())
+                                            : IValue(t.item<int64_t>());
           }
           args.push_back(Operand{false, "", "", kFloat, c});
           continue;
         }
-        auto it = vals.find(v);
-        if (it == vals.end()) {  // a new kernel input
+        auto it = vals[ph].find(v);
+        if (it == vals[ph].end()) {  // a new kernel input
           const jit::TensorInfo& info = v->type()->tensor();
           size_t i = k.inputs.size();
           k.inputs.push_back({*info.dtype, sizes_of(info), *info.strides});
           k.input_ctypes.push_back(compute_ctype(*info.dtype));
+          k.input_outer.push_back(epilogue);
           kernel_inputs_.push_back(v);
-          it = vals.emplace(v, Operand{true, "l" + std::to_string(i), k.input_ctypes.back(),
-                                       *info.dtype, IValue()})
+          it = vals[ph].emplace(v, Operand{true, "l" + std::to_string(i), k.input_ctypes.back(),
+                                           *info.dtype, IValue()})
                    .first;
         }
         args.push_back(it->second);
       }
-      const PointwiseRule& rule = *find_pointwise_rule(op_key(n));
       ScalarType out_dt = *n->output()->type()->tensor().dtype;
-      std::string ct = compute_ctype(out_dt);
-      if (rule.comparison) {
-        std::optional<ScalarType> common;
-        bool float_scalar = false;  // a float constant against integer tensors compares as float
-        for (const Operand& a : args) {
-          if (a.is_tensor) common = common ? promote_types(*common, a.dtype) : a.dtype;
-          else float_scalar |= a.constant.is_double();
+      if (n == grp.reduction) {
+        ReductionInfo ri = *as_reduction(n);
+        const Operand& x = args[0];
+        std::string ct = compute_ctype(out_dt);
+        if (x.expr[0] == 'l' || x.ctype != ct)  // reduce a statement of the prologue
+          k.body.push_back({ct, as_ctype(x, ct)});
+        Reduction r;
+        r.kind = ri.kind == "max" ? "max" : "sum";
+        r.ctype = ct;
+        r.value = k.body.size() - 1;
+        int64_t count = 1;
+        for (size_t d = k.sizes.size() - ri.dims; d < k.sizes.size(); ++d) count *= k.sizes[d];
+        if (ri.kind == "mean") r.scale = 1.0 / double(count);
+        k.reduction = r;
+        k.prologue_size = k.body.size();
+        epilogue = true;
+        std::string e = r.scale == 1 ? "r0" : "r0 * " + literal(r.scale, ct);
+        k.body.push_back({ct, e});
+      } else {
+        const PointwiseRule& rule = *find_pointwise_rule(op_key(n));
+        std::string ct = compute_ctype(out_dt);
+        if (rule.comparison) {
+          std::optional<ScalarType> common;
+          bool float_scalar = false;  // a float constant against integer tensors compares as float
+          for (const Operand& a : args) {
+            if (a.is_tensor) common = common ? promote_types(*common, a.dtype) : a.dtype;
+            else float_scalar |= a.constant.is_double();
+          }
+          ScalarType dt = common.value_or(kFloat);
+          if (float_scalar && !is_floating_type(dt)) dt = kFloat;
+          ct = compute_ctype(dt);
         }
-        ScalarType dt = common.value_or(kFloat);
-        if (float_scalar && !is_floating_type(dt)) dt = kFloat;
-        ct = compute_ctype(dt);
+        if (rule.floating && ct != "float" && ct != "double") ct = "float";
+        std::optional<std::string> e = rule.emit(args, ct);
+        RT_CHECK(e.has_value(), "compile: internal error: ", op_key(n),
+                 " was accepted but not emitted");
+        std::string result_ct = rule.comparison ? "bool" : compute_ctype(out_dt);
+        k.body.push_back(
+            {result_ct, ct == result_ct ? *e : "static_cast<" + result_ct + ">(" + *e + ")"});
       }
-      if (rule.floating && ct != "float" && ct != "double") ct = "float";
-      std::optional<std::string> e = rule.emit(args, ct);
-      RT_CHECK(e.has_value(), "compile: internal error: ", op_key(n), " was accepted but not emitted");
-      std::string result_ct = rule.comparison ? "bool" : compute_ctype(out_dt);
-      std::string expr = ct == result_ct ? *e : "static_cast<" + result_ct + ">(" + *e + ")";
-      k.body.push_back({result_ct, expr});
-      vals[n->output()] = Operand{true, "t" + std::to_string(k.body.size() - 1), result_ct,
-                                  out_dt, IValue()};
+      const std::string& rct = k.body.back().ctype;
+      vals[epilogue ? 1 : 0][n->output()] =
+          Operand{true, "t" + std::to_string(k.body.size() - 1), rct, out_dt, IValue()};
       // A value used after the group (or returned) is a kernel output.
       bool escapes = false;
       for (const jit::Use& u : n->output()->uses()) escapes |= !in_group.count(u.user);
       if (escapes) {
         const jit::TensorInfo& info = n->output()->type()->tensor();
-        std::vector<int64_t> st = *info.strides;
-        if (!dense_strides(k.sizes, st)) st = contiguous_strides(k.sizes);
-        k.outputs.push_back({out_dt, k.sizes, st});
+        std::vector<int64_t> osz = sizes_of(info), st = *info.strides;
+        if (!dense_strides(osz, st)) st = contiguous_strides(osz);
+        k.outputs.push_back({out_dt, osz, st});
         k.stores.push_back(k.body.size() - 1);
         kernel_outputs_.push_back(n->output());
       }

@@ -197,3 +197,37 @@ TEST_F(CompilerTest, BuildFailureRunsEagerly) {
   EXPECT_EQ(f.eager_calls(), 1u);
   EXPECT_EQ(f.num_compiled(), 0u);
 }
+
+TEST_F(CompilerTest, SumThenDivideIsOneReductionKernel) {
+  auto fn = [](const std::vector<Tensor>& x) {
+    return std::vector<Tensor>{(x[0] * x[0]).sum({-1}) / 4 + x[1]};
+  };
+  Tensor a = randn({300, 70}), b = randn({300});
+  auto f = compile(fn);
+  expect_close(f({a, b})[0], fn({a, b})[0], 1e-5, 1e-5);
+  const auto& k = f.last().lowered.kernels;
+  ASSERT_EQ(k.size(), 1u);  // prologue (mul), sum, epilogue (div, add) in one loop
+  EXPECT_TRUE(k[0].reduction.has_value());
+  EXPECT_NE(f.last().source.find("reduction(+:acc)"), std::string::npos);
+}
+
+TEST_F(CompilerTest, ReductionsMatchEager) {
+  auto fn = [](const std::vector<Tensor>& x) {
+    return std::vector<Tensor>{x[0].exp().mean({-2, -1}, true), amax(x[0], {-1}),
+                               (x[0] - 1).sum({2}).relu()};
+  };
+  Tensor a = randn({6, 33, 20});
+  a.select(0, 0).select(0, 3).select(0, 5).fill_(NAN);
+  a.select(0, 1).select(0, 2).fill_(-INFINITY);  // a row of -inf: its max is -inf
+  for (const Tensor& in : {a, a.transpose(1, 2).contiguous().transpose(1, 2), a.to(kDouble)}) {
+    auto f = compile(fn);
+    std::vector<Tensor> got = f({in}), want = fn({in});
+    for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 1e-5, 1e-5);
+    EXPECT_EQ(f.last().lowered.kernels.size(), 3u);
+  }
+  Tensor h = randn({16, 64}).to(kBFloat16);
+  auto f = compile(fn);
+  std::vector<Tensor> got = f({h.unsqueeze(0)});
+  std::vector<Tensor> want = fn({h.unsqueeze(0).to(kFloat)});
+  for (size_t i = 0; i < got.size(); ++i) expect_close(got[i].to(kFloat), want[i], 8e-3, 1e-2);
+}

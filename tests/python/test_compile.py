@@ -127,3 +127,20 @@ def test_integer_and_bool_values_match_torch():
     for g, w in zip(cf(ra), f(ta)):
         assert str(g.dtype).split(".")[-1] == str(w.dtype).split(".")[-1]
         np.testing.assert_array_equal(g.numpy(), w.numpy())
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_reductions_with_prologue_and_epilogue_match_torch(dtype):
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((8, 17, 12)).astype(dtype)
+    x[0, 1, 2] = np.nan
+    (rx,), (tx,) = both([x])
+
+    def f(x):
+        return ((x * x).sum(-1) / 12 + 1).sqrt(), x.exp().mean((1, 2), keepdim=True), \
+            x.amax(-1) - x.amax(-1).abs()
+    cf = retorch.compile(f)
+    for g, w in zip(cf(rx), f(tx)):
+        close(g, w, rtol=1e-5, atol=1e-5)
+    assert any("sum" in k for k in cf.kernel_names)
+    assert "reduction(+:acc)" in cf.source
