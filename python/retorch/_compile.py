@@ -7,15 +7,6 @@ from . import _C
 from ._C import Tensor
 
 
-def _flatten(out):
-    if isinstance(out, Tensor):
-        return [out], False
-    if isinstance(out, (tuple, list)) and all(isinstance(t, Tensor) for t in out):
-        return list(out), True
-    raise TypeError("retorch.compile: the function must return a Tensor or a tuple of Tensors, "
-                    f"got {type(out).__name__}")
-
-
 class CompiledFunction:
     """What retorch.compile returns: call it like the original. `source` is the generated C++ of
     the last call's specialization, `kernel_names` its kernels, `num_compiled` the number of
@@ -39,7 +30,7 @@ class CompiledFunction:
             return traced._c.graph, attrs
 
         def eager(inputs):
-            flat, is_tuple = _flatten(fn(*inputs))
+            flat, is_tuple = jit._flatten(fn(*inputs))
             self._returns_tuple = is_tuple
             return flat
 

@@ -144,3 +144,14 @@ def test_reductions_with_prologue_and_epilogue_match_torch(dtype):
         close(g, w, rtol=1e-5, atol=1e-5)
     assert any("sum" in k for k in cf.kernel_names)
     assert "reduction(+:acc)" in cf.source
+
+
+def test_build_failure_runs_eagerly(monkeypatch, capfd):
+    monkeypatch.setenv("RETORCH_CXX", "/nonexistent/c++")
+    f = retorch.compile(lambda a, b: ((a + b).exp(), a * b))
+    a, b = retorch.randn(5), retorch.randn(5)
+    got = f(a, b)
+    close(got[0], (a + b).exp())
+    close(got[1], a * b)
+    assert f.eager_calls == 1 and f.num_compiled == 0
+    assert "running eagerly" in capfd.readouterr().err
