@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <fstream>
 
+#include "retorch/compiler/Benchmark.h"
 #include "retorch/compiler/CodeCache.h"
 #include "retorch/compiler/Compiler.h"
 #include "test_helpers.h"
@@ -230,4 +231,27 @@ TEST_F(CompilerTest, ReductionsMatchEager) {
   std::vector<Tensor> got = f({h.unsqueeze(0)});
   std::vector<Tensor> want = fn({h.unsqueeze(0).to(kFloat)});
   for (size_t i = 0; i < got.size(); ++i) expect_close(got[i].to(kFloat), want[i], 8e-3, 1e-2);
+}
+
+TEST(CompilerBenchmark, CountsFollowTheEstimateAndQuantilesAreOrdered) {
+  int calls = 0;
+  Tensor a = randn({1000});
+  compiler::BenchmarkOptions o;
+  o.warmup_ms = 2;
+  o.rep_ms = 5;
+  compiler::BenchmarkResult r = compiler::benchmark([&] {
+    ++calls;
+    Tensor b = (a * 2 + 1).tanh();
+  }, o);
+  EXPECT_GE(r.reps, 1);
+  EXPECT_GE(r.warmup, 1);
+  EXPECT_EQ(calls, 1 + 5 + r.warmup + r.reps);  // first call, estimate, warm-up, timed
+  EXPECT_LE(r.min, r.p20);
+  EXPECT_LE(r.p20, r.median);
+  EXPECT_LE(r.median, r.p80);
+  EXPECT_GT(r.min, 0);
+  o.max_reps = 3;  // the counts are capped
+  compiler::BenchmarkResult capped = compiler::benchmark([&] { ++calls; }, o);
+  EXPECT_LE(capped.reps, 3);
+  EXPECT_LE(capped.warmup, 3);
 }
