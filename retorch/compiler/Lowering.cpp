@@ -150,6 +150,8 @@ std::optional<ReductionInfo> as_reduction(const jit::Node* n) {
   if (ds.empty() || *ds.begin() < 0 || *ds.rbegin() != rank - 1 ||
       *ds.begin() != rank - int64_t(ds.size()) || int64_t(ds.size()) >= rank)
     return std::nullopt;
+  for (int64_t d : ds)
+    if ((*in->sizes)[size_t(d)] == 0) return std::nullopt;  // eager raises for amax; keep it
   r.dims = ds.size();
   return r;
 }

@@ -155,3 +155,14 @@ def test_build_failure_runs_eagerly(monkeypatch, capfd):
     close(got[1], a * b)
     assert f.eager_calls == 1 and f.num_compiled == 0
     assert "running eagerly" in capfd.readouterr().err
+
+
+def test_empty_reductions_behave_like_eager():
+    f = retorch.compile(lambda x: (x.sum(-1) + 1, x.mean(-1)))
+    x = retorch.zeros(3, 0)
+    s, m = f(x)
+    close(s, torch.zeros(3, 0).sum(-1) + 1)
+    assert np.isnan(m.numpy()).all()
+    g = retorch.compile(lambda x: x.amax(-1) * 2)
+    with pytest.raises(IndexError, match="amax"):  # like torch: the eager error, not a value
+        g(x)
