@@ -45,29 +45,13 @@ class CompiledFunction:
         outs = self._c(list(inputs))
         return tuple(outs) if self._returns_tuple else outs[0]
 
-    @property
-    def source(self):
-        return self._c.source
-
-    @property
-    def loop_ir(self):
-        return self._c.loop_ir
-
-    @property
-    def kernel_names(self):
-        return self._c.kernel_names
-
-    @property
-    def num_compiled(self):
-        return self._c.num_compiled
-
-    @property
-    def eager_calls(self):
-        return self._c.eager_calls
-
-    @property
-    def cache_hit(self):
-        return self._c.cache_hit
+    # Read-only views of the C++ object (the last call's specialization, and counters).
+    source = property(lambda self: self._c.source)
+    loop_ir = property(lambda self: self._c.loop_ir)
+    kernel_names = property(lambda self: self._c.kernel_names)
+    num_compiled = property(lambda self: self._c.num_compiled)
+    eager_calls = property(lambda self: self._c.eager_calls)
+    cache_hit = property(lambda self: self._c.cache_hit)
 
 
 def compile(model=None, *, max_recompiles=8, max_fusion_size=64, horizontal=True, threads=0):

@@ -30,11 +30,19 @@ struct Guard {
   Device device;
   std::vector<int64_t> sizes, strides;
   bool requires_grad;
-  bool operator==(const Guard& o) const {
-    return dtype == o.dtype && device == o.device && sizes == o.sizes && strides == o.strides &&
-           requires_grad == o.requires_grad;
+  bool matches(const Tensor& t) const {
+    return t.dtype() == dtype && t.device() == device && t.sizes().equals(sizes) &&
+           t.strides().equals(strides) && t.requires_grad() == requires_grad;
   }
 };
+
+// Checked on every call: compares in place, allocating nothing.
+bool guards_match(const std::vector<Guard>& guards, const std::vector<Tensor>& inputs) {
+  if (guards.size() != inputs.size()) return false;
+  for (size_t i = 0; i < guards.size(); ++i)
+    if (!guards[i].matches(inputs[i])) return false;
+  return true;
+}
 
 std::vector<Guard> guards_of(const std::vector<Tensor>& inputs) {
   std::vector<Guard> g;
@@ -160,9 +168,11 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
   const State::Entry* entry = nullptr;
   {
     std::lock_guard<std::mutex> lock(s.mu);
-    std::vector<Guard> g = guards_of(inputs);
     for (const auto& e : s.entries)
-      if (e->guards == g) entry = e.get();
+      if (guards_match(e->guards, inputs)) {
+        entry = e.get();
+        break;
+      }
     if (!entry && s.entries.size() < s.options.max_recompiles) {
       try {
         s.entries.push_back(s.build(inputs));

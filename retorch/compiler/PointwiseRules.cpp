@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <set>
 #include <unordered_map>
 
 namespace retorch::compiler {
@@ -130,32 +131,26 @@ const std::unordered_map<std::string_view, PointwiseRule>& rules() {
                                       return std::nullopt;
                                     },
                                     true});
-    m.emplace("add.Tensor", add_like("+"));
-    m.emplace("sub.Tensor", add_like("-"));
-    m.emplace("mul.Tensor", binary_infix("*"));
-    m.emplace("div.Tensor", binary_infix("/", true));
-    // Scalar overloads: the scalar is a constant operand (a literal).
-    m.emplace("add.Scalar", add_like("+"));
-    m.emplace("sub.Scalar", add_like("-"));
-    m.emplace("mul.Scalar", binary_infix("*"));
-    m.emplace("div.Scalar", binary_infix("/", true));
-    m.emplace("eq.Scalar", comparison("=="));
-    m.emplace("ne.Scalar", comparison("!="));
-    m.emplace("lt.Scalar", comparison("<"));
-    m.emplace("le.Scalar", comparison("<="));
-    m.emplace("gt.Scalar", comparison(">"));
-    m.emplace("ge.Scalar", comparison(">="));
+    // Tensor and Scalar overloads share a rule: a scalar is a constant operand (a literal).
+    // Their keys are built here and kept in `names`, so the table's string_views stay valid.
+    static std::set<std::string> names;
+    for (const char* overload : {".Tensor", ".Scalar"}) {
+      auto key = [&](const char* name) {
+        return std::string_view(*names.emplace(std::string(name) + overload).first);
+      };
+      m.emplace(key("add"), add_like("+"));
+      m.emplace(key("sub"), add_like("-"));
+      m.emplace(key("mul"), binary_infix("*"));
+      m.emplace(key("div"), binary_infix("/", true));
+      for (auto [name, opr] : {std::pair{"eq", "=="}, {"ne", "!="}, {"lt", "<"}, {"le", "<="},
+                               {"gt", ">"}, {"ge", ">="}})
+        m.emplace(key(name), comparison(opr));
+    }
     m.emplace("maximum", binary_fn("rt_max_nan"));
     m.emplace("minimum", binary_fn("rt_min_nan"));
     m.emplace("max.other", binary_fn("rt_max_nan"));
     m.emplace("min.other", binary_fn("rt_min_nan"));
     m.emplace("atan2", binary_fn("rt_atan2", true));
-    m.emplace("eq.Tensor", comparison("=="));
-    m.emplace("ne.Tensor", comparison("!="));
-    m.emplace("lt.Tensor", comparison("<"));
-    m.emplace("le.Tensor", comparison("<="));
-    m.emplace("gt.Tensor", comparison(">"));
-    m.emplace("ge.Tensor", comparison(">="));
     m.emplace("pow.Tensor_Scalar", PointwiseRule{[](const Args& a, const std::string& ct) -> Out {
                                                    auto e = number(a[1]);
                                                    if (!e) return std::nullopt;

@@ -497,36 +497,28 @@ std::vector<IValue> Interpreter::run(const std::vector<IValue>& inputs) const {
     stack.clear();
   };
   const Operand* ops = c.operands.data();
+  // Pushes the operands, runs f on the stack (naming the node in any error), stores the results.
+  auto call = [&](const Instr& in, const auto& f) {
+    for (uint32_t k = 0; k < in.in_count; ++k) push(ops[in.in_begin + k]);
+    try {
+      f();
+    } catch (const Error& e) {
+      throw Error(e.kind(), e.message() + "\n  (jit: while running " + c.where[in.node] + ")");
+    }
+    store_outs(in);
+  };
   size_t pc = 0, end = c.instrs.size();
   while (pc < end) {
     const Instr& in = c.instrs[pc++];
     switch (in.code) {
       case OpCode::kCall:
-        for (uint32_t k = 0; k < in.in_count; ++k) push(ops[in.in_begin + k]);
-        try {
-          in.op->call_boxed(&stack);
-        } catch (const Error& e) {
-          throw Error(e.kind(), e.message() + "\n  (jit: while running " + c.where[in.node] + ")");
-        }
-        store_outs(in);
+        call(in, [&] { in.op->call_boxed(&stack); });
         break;
       case OpCode::kPrim:
-        for (uint32_t k = 0; k < in.in_count; ++k) push(ops[in.in_begin + k]);
-        try {
-          in.prim(stack);
-        } catch (const Error& e) {
-          throw Error(e.kind(), e.message() + "\n  (jit: while running " + c.where[in.node] + ")");
-        }
-        store_outs(in);
+        call(in, [&] { in.prim(stack); });
         break;
       case OpCode::kCustom:
-        for (uint32_t k = 0; k < in.in_count; ++k) push(ops[in.in_begin + k]);
-        try {
-          c.custom[size_t(in.target)](stack);
-        } catch (const Error& e) {
-          throw Error(e.kind(), e.message() + "\n  (jit: while running " + c.where[in.node] + ")");
-        }
-        store_outs(in);
+        call(in, [&] { c.custom[size_t(in.target)](stack); });
         break;
       case OpCode::kGetAttr:
         if (c.outs[in.out_begin] >= 0)
