@@ -1,5 +1,6 @@
 // retorch::compile against retorch eager on the compiler issue's cases: memory-bound pointwise
-// chains (GB/s against the machine's copy bandwidth), and compile time cold and cached.
+// chains and row kernels (GB/s against the machine's copy bandwidth), and compile time cold and
+// cached.
 #include <unistd.h>
 
 #include <chrono>
@@ -37,6 +38,14 @@ std::vector<rt::Tensor> gelu_residual(const std::vector<rt::Tensor>& x) {
 std::vector<rt::Tensor> rms_norm(const std::vector<rt::Tensor>& x) {
   return {x[0] * ((x[0] * x[0]).mean({-1}, true) + 1e-6).rsqrt()};
 }
+// layer_norm + GELU + residual add: one row kernel (mean, centered squares, the tail).
+std::vector<rt::Tensor> norm_gelu_residual(const std::vector<rt::Tensor>& x) {
+  return {rt::gelu(rt::layer_norm(x[0], {x[0].size(-1)}, x[1], x[2])) + x[0]};
+}
+// Attention-style scores: scale, add a mask row, softmax (eager: three kernels).
+std::vector<rt::Tensor> masked_softmax(const std::vector<rt::Tensor>& x) {
+  return {rt::softmax(x[0] * 0.125 + x[1], -1)};
+}
 std::vector<rt::Tensor> swiglu(const std::vector<rt::Tensor>& x) {
   return {rt::silu(x[0]) * x[1]};
 }
@@ -70,6 +79,11 @@ int main() {
   rt::Tensor g = rt::randn({4096, 1024}), u = rt::randn({4096, 1024});
   row("silu(g) * u, 4096x1024", swiglu, {g, u}, 12.0 * 4096 * 1024, bw, 10);
   row("rms_norm (no weight), 4096x1024", rms_norm, {g}, 8.0 * 4096 * 1024, bw, 10);
+  rt::Tensor w = rt::randn({1024});
+  row("layer_norm + gelu + residual, 4096x1024", norm_gelu_residual, {g, w, bias},
+      8.0 * 4096 * 1024, bw, 10);
+  row("softmax(x * 0.125 + mask), 4096x1024", masked_softmax, {g, bias}, 8.0 * 4096 * 1024, bw,
+      10);
 
   // Compile time: a fresh cache directory (cold), then a new function on the same graph once
   // the first is gone (the object comes back from disk, verified).

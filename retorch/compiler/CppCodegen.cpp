@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 #include <sstream>
 
 namespace retorch::compiler {
@@ -29,19 +30,10 @@ struct LoopNest {
   std::vector<std::vector<int64_t>> strides;
 };
 
-// An operand's strides over the iteration space `sizes`: right-aligned, 0 where it broadcasts.
-std::vector<int64_t> aligned_strides(const KernelArg& a, const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> st(sizes.size(), 0);
-  size_t off = sizes.size() - a.sizes.size();
-  for (size_t i = 0; i < a.sizes.size(); ++i)
-    st[off + i] = a.sizes[i] == 1 ? 0 : a.strides[i];
-  return st;
-}
-
 LoopNest loop_nest(const Kernel& k) {
   std::vector<std::vector<int64_t>> all;
-  for (const KernelArg& a : k.inputs) all.push_back(aligned_strides(a, k.sizes));
-  for (const KernelArg& a : k.outputs) all.push_back(aligned_strides(a, k.sizes));
+  for (const KernelArg& a : k.inputs) all.push_back(a.loop_strides);
+  for (const KernelArg& a : k.outputs) all.push_back(a.loop_strides);
   // Dims of size 1 take no loop; the rest are ordered by the first output's strides, largest
   // outermost, so its innermost loop is contiguous.
   std::vector<size_t> dims;
@@ -103,10 +95,10 @@ std::string scaled(const std::string& i, int64_t stride) {
   return i + " * " + std::to_string(stride);
 }
 
-void emit_reduction_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptions& opt);
+void emit_row_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptions& opt);
 
 void emit_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptions& opt) {
-  if (k.reduction) return emit_reduction_kernel(os, k, opt);
+  if (!k.reductions.empty()) return emit_row_kernel(os, k, opt);
   os << "// " << k.name << ": from\n";
   for (const std::string& o : k.origins) os << "//   " << o << "\n";
   emit_signature(os, k);
@@ -183,12 +175,20 @@ void emit_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptions& 
 }
 
 
-// Note [Reduction kernels]
-// One outer loop over the kept dims (threads split it), one inner `omp simd` reduction over the
-// reduced dims (collapsed into one index when every prologue input allows, else split by
-// division), then the epilogue once per kept element. max keeps NaN like eager's amax: the
-// simd max reduction cannot, so a separate NaN flag is or-reduced alongside.
-void emit_reduction_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptions& opt) {
+// Note [Row kernels]
+// A row kernel (one with reductions) runs one outer loop over the kept dims (threads split it)
+// and, per row, one `omp simd` pass over the row per reduction, in order: a pass recomputes the
+// element statements its reduction needs (the closure of its value) and reads the row values
+// computed before it (earlier reductions, row loads). Row statements are emitted once per row,
+// just before the first pass or store that needs them; then the row outputs are stored, and a
+// last pass stores the full-size outputs. Recomputing (x - max) in a later pass costs less than
+// writing and re-reading it: a row stays in cache between passes. A math call both the last
+// reduction pass and the last pass need (softmax's exp) is worth keeping: the reduction pass
+// stores it in the output row, and the last pass reads it back from there. The reduced dims
+// collapse into one index when every element operand allows, else the index is split by
+// division. max keeps NaN like eager's amax: the simd max reduction cannot, so a separate NaN
+// flag is or-reduced alongside.
+void emit_row_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptions& opt) {
   os << "// " << k.name << ": from\n";
   for (const std::string& o : k.origins) os << "//   " << o << "\n";
   emit_signature(os, k);
@@ -196,19 +196,10 @@ void emit_reduction_kernel(std::ostringstream& os, const Kernel& k, const Codege
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < nout; ++d) outer *= k.sizes[d];
   for (size_t d = nout; d < rank; ++d) inner *= k.sizes[d];
-  const Reduction& r = *k.reduction;
   const size_t ni = k.inputs.size();
-  // Strides over the kept dims (epilogue operands: aligned to the output shape, whose first
-  // nout dims are the kept ones with or without keepdim's trailing 1s).
-  auto outer_strides = [&](const KernelArg& a, const std::vector<int64_t>& space) {
-    std::vector<int64_t> st = aligned_strides(a, space);
-    st.resize(nout);
-    return st;
-  };
-  std::vector<std::vector<int64_t>> ost;  // per input (prologue: over sizes) and output
-  for (size_t i = 0; i < ni; ++i)
-    ost.push_back(outer_strides(k.inputs[i], k.input_outer[i] ? k.out_sizes : k.sizes));
-  for (const KernelArg& a : k.outputs) ost.push_back(outer_strides(a, k.out_sizes));
+  std::vector<const KernelArg*> operands;  // inputs, then outputs
+  for (const KernelArg& a : k.inputs) operands.push_back(&a);
+  for (const KernelArg& a : k.outputs) operands.push_back(&a);
   std::string par = "#pragma omp parallel for schedule(static)";
   if (opt.threads > 0) par += " num_threads(" + std::to_string(opt.threads) + ")";
   if (outer > 1 && outer * inner >= opt.parallel_threshold) os << "  " << par << "\n";
@@ -218,76 +209,136 @@ void emit_reduction_kernel(std::ostringstream& os, const Kernel& k, const Codege
     if (d == 0) os << "    const int64_t o0 = q;\n";
     else os << "    const int64_t o" << d << " = q % " << k.sizes[d] << ";\n    q /= " << k.sizes[d] << ";\n";
   }
-  for (size_t a = 0; a < ost.size(); ++a) {
+  for (size_t a = 0; a < operands.size(); ++a) {
     std::string b;
     for (size_t d = 0; d < nout; ++d)
-      if (ost[a][d] != 0) b += (b.empty() ? "" : " + ") + scaled("o" + std::to_string(d), ost[a][d]);
+      if (operands[a]->loop_strides[d] != 0)
+        b += (b.empty() ? "" : " + ") + scaled("o" + std::to_string(d), operands[a]->loop_strides[d]);
     os << "    const int64_t b" << a << " = " << (b.empty() ? "0" : b) << ";\n";
   }
-  // Inner offsets of the prologue inputs: one stride when the reduced dims collapse.
-  std::vector<std::string> inner_off(ni);
+  // Offsets of the element operands within a row: one stride when the row dims collapse.
+  std::vector<std::string> at(operands.size());
   bool split = false;
-  std::vector<std::vector<int64_t>> ist(ni);
-  for (size_t i = 0; i < ni; ++i) {
-    if (k.input_outer[i]) continue;
-    std::vector<int64_t> st = aligned_strides(k.inputs[i], k.sizes);
-    ist[i].assign(st.begin() + std::ptrdiff_t(nout), st.end());
+  for (size_t a = 0; a < operands.size(); ++a) {
+    if (operands[a]->row) continue;
+    const std::vector<int64_t>& st = operands[a]->loop_strides;
     bool collapse = true;
     int64_t last = -1;
     for (size_t d = nout; d < rank; ++d) {
       if (k.sizes[d] == 1) continue;
-      if (last >= 0 && ist[i][size_t(last) - nout] != st[d] * k.sizes[d]) collapse = false;
+      if (last >= 0 && st[size_t(last)] != st[d] * k.sizes[d]) collapse = false;
       last = int64_t(d);
     }
+    std::string e;
     if (collapse) {
-      inner_off[i] = scaled("i", last < 0 ? 0 : st[size_t(last)]);
+      e = scaled("i", last < 0 ? 0 : st[size_t(last)]);
     } else {
       split = true;
-      std::string e;
       for (size_t d = nout; d < rank; ++d)
         if (st[d] != 0) e += (e.empty() ? "" : " + ") + scaled("j" + std::to_string(d), st[d]);
-      inner_off[i] = e.empty() ? "0" : e;
     }
+    at[a] = "b" + std::to_string(a) + (e.empty() || e == "0" ? "" : " + " + e);
   }
-  const std::string& ct = r.ctype;
-  os << "    " << ct << " acc = " << (r.kind == "max" ? "-INFINITY" : ct + "(0)") << ";\n";
-  if (r.kind == "max") os << "    bool nan = false;\n";
-  os << "    #pragma omp simd reduction(" << (r.kind == "max" ? "max:acc) reduction(|:nan" : "+:acc")
-     << ")\n";
-  os << "    for (int64_t i = 0; i < " << inner << "; ++i) {\n";
-  if (split) {
-    os << "      int64_t s = i;\n";
-    for (size_t d = rank; d-- > nout;) {
-      os << "      const int64_t j" << d << " = s % " << k.sizes[d] << ";\n";
-      os << "      s /= " << k.sizes[d] << ";\n";
+  // need[s]: statement s is in the closure of the roots (not looking through `leaf`).
+  auto closure = [&](const std::vector<size_t>& roots, std::optional<size_t> leaf = {}) {
+    std::vector<bool> need(k.body.size(), false);
+    for (size_t r : roots) need[r] = true;
+    for (size_t s = k.body.size(); s-- > 0;)
+      if (need[s] && s != leaf)
+        for (size_t t : k.body[s].temps) need[t] = true;
+    return need;
+  };
+  std::vector<size_t> row_stores, element_stores;
+  for (size_t o = 0; o < k.outputs.size(); ++o)
+    (k.outputs[o].row ? row_stores : element_stores).push_back(k.stores[o]);
+  // The newest element value computed by a math call that both the last reduction pass and the
+  // last pass need (softmax's exp) is kept in an output row of its type by the former and read
+  // back by the latter.
+  std::optional<size_t> kept, kept_in;
+  if (!element_stores.empty()) {
+    std::vector<bool> last = closure(element_stores), red = closure({k.reductions.back().value});
+    for (size_t s = k.body.size(); s-- > 0 && !kept;)
+      if (last[s] && red[s] && !k.body[s].row && k.body[s].expr.find("rt_") != std::string::npos)
+        kept = s;
+    for (size_t o = 0; kept && o < k.outputs.size() && !kept_in; ++o)
+      if (!k.outputs[o].row && storage_ctype(k.outputs[o].dtype) == k.body[*kept].ctype)
+        kept_in = ni + o;
+    if (!kept_in) kept.reset();
+  }
+  std::vector<bool> emitted(k.body.size(), false);
+  auto emit_rows = [&](const std::vector<bool>& need) {
+    for (size_t s = 0; s < k.body.size(); ++s)
+      if (need[s] && k.body[s].row && !emitted[s]) {
+        os << "    const " << k.body[s].ctype << " t" << s << " = " << k.body[s].expr << ";\n";
+        emitted[s] = true;
+      }
+  };
+  // The body of a pass: the element loads and statements `need` has.
+  auto emit_elements = [&](const std::vector<bool>& need, bool read_kept = false) {
+    if (split) {
+      os << "      int64_t s = i;\n";
+      for (size_t d = rank; d-- > nout;)
+        os << "      const int64_t j" << d << " = s % " << k.sizes[d] << ";\n      s /= "
+           << k.sizes[d] << ";\n";
     }
-  }
-  for (size_t i = 0; i < ni; ++i) {
-    if (k.input_outer[i]) continue;
-    std::string off = inner_off[i] == "0" ? "b" + std::to_string(i)
-                                          : "b" + std::to_string(i) + " + " + inner_off[i];
-    os << "      const " << k.input_ctypes[i] << " l" << i << " = rt_load(in" << i << "[" << off
-       << "]);\n";
-  }
-  for (size_t s = 0; s < k.prologue_size; ++s)
-    os << "      const " << k.body[s].ctype << " t" << s << " = " << k.body[s].expr << ";\n";
-  std::string v = "t" + std::to_string(r.value);
-  if (r.kind == "max")
-    os << "      acc = " << v << " > acc ? " << v << " : acc;\n      nan |= " << v << " != " << v
-       << ";\n";
-  else
-    os << "      acc += " << v << ";\n";
-  os << "    }\n";
-  os << "    const " << ct << " r0 = " << (r.kind == "max" ? "nan ? " + ct + "(NAN) : acc" : "acc")
-     << ";\n";
+    std::vector<bool> load(ni, false);
+    for (size_t s = 0; s < k.body.size(); ++s)
+      if (need[s] && !k.body[s].row && !(read_kept && s == kept))
+        for (size_t l : k.body[s].loads) load[l] = true;
+    for (size_t i = 0; i < ni; ++i)
+      if (load[i])
+        os << "      const " << k.input_ctypes[i] << " l" << i << " = rt_load(in" << i << "["
+           << at[i] << "]);\n";
+    for (size_t s = 0; s < k.body.size(); ++s) {
+      if (!need[s] || k.body[s].row) continue;
+      os << "      const " << k.body[s].ctype << " t" << s << " = ";
+      if (read_kept && s == kept) os << "out" << *kept_in - ni << "[" << at[*kept_in] << "];\n";
+      else os << k.body[s].expr << ";\n";
+    }
+  };
   for (size_t i = 0; i < ni; ++i)
-    if (k.input_outer[i])
+    if (k.inputs[i].row)
       os << "    const " << k.input_ctypes[i] << " l" << i << " = rt_load(in" << i << "[b" << i
          << "]);\n";
-  for (size_t s = k.prologue_size; s < k.body.size(); ++s)
-    os << "    const " << k.body[s].ctype << " t" << s << " = " << k.body[s].expr << ";\n";
-  for (size_t i = 0; i < k.outputs.size(); ++i)
-    os << "    out" << i << "[b" << ni + i << "] = " << store_expr(k, i) << ";\n";
+  for (size_t j = 0; j < k.reductions.size(); ++j) {
+    const Reduction& r = k.reductions[j];
+    const std::vector<bool> need = closure({r.value});
+    emit_rows(need);
+    const std::string acc = "acc" + std::to_string(j), nan = "nan" + std::to_string(j);
+    const bool max = r.kind == "max", flag = max && r.keep_nan;
+    // The NaN flag is an integer as wide as the value, so both vectorize in the same lanes.
+    const std::string flag_t = r.ctype == "double" ? "int64_t" : "int32_t";
+    os << "    " << r.ctype << " " << acc << " = " << (max ? "-INFINITY" : r.ctype + "(0)") << ";\n";
+    if (flag) os << "    " << flag_t << " " << nan << " = 0;\n";
+    os << "    #pragma omp simd reduction(" << (max ? "max:" : "+:") << acc << ")"
+       << (flag ? " reduction(|:" + nan + ")" : "") << "\n";
+    os << "    for (int64_t i = 0; i < " << inner << "; ++i) {\n";
+    emit_elements(need);
+    std::string v = "t" + std::to_string(r.value);
+    if (kept && j + 1 == k.reductions.size())
+      os << "      out" << *kept_in - ni << "[" << at[*kept_in] << "] = t" << *kept << ";\n";
+    if (max)
+      os << "      " << acc << " = " << v << " > " << acc << " ? " << v << " : " << acc << ";\n";
+    if (flag) os << "      " << nan << " |= " << v << " != " << v << ";\n";
+    if (!max) os << "      " << acc << " += " << v << ";\n";
+    os << "    }\n";
+    os << "    const " << r.ctype << " r" << j << " = "
+       << (flag ? nan + " ? " + r.ctype + "(NAN) : " + acc : acc) << ";\n";
+  }
+  emit_rows(closure(row_stores));
+  for (size_t o = 0; o < k.outputs.size(); ++o)
+    if (k.outputs[o].row) os << "    out" << o << "[b" << ni + o << "] = " << store_expr(k, o) << ";\n";
+  if (!element_stores.empty()) {
+    const std::vector<bool> need = closure(element_stores, kept);
+    emit_rows(need);
+    os << "    #pragma omp simd\n";
+    os << "    for (int64_t i = 0; i < " << inner << "; ++i) {\n";
+    emit_elements(need, true);
+    for (size_t o = 0; o < k.outputs.size(); ++o)
+      if (!k.outputs[o].row)
+        os << "      out" << o << "[" << at[ni + o] << "] = " << store_expr(k, o) << ";\n";
+    os << "    }\n";
+  }
   os << "  }\n}\n\n";
 }
 }  // namespace

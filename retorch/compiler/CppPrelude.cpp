@@ -205,7 +205,21 @@ RT_INLINE float rt_pow(float x, float y) { return powf(x, y); }
 RT_INLINE double rt_pow(double x, double y) { return pow(x, y); }
 RT_INLINE float rt_atan2(float x, float y) { return atan2f(x, y); }
 RT_INLINE double rt_atan2(double x, double y) { return atan2(x, y); }
-template <typename T> RT_INLINE T rt_gelu(T x) { return T(0.5) * x * (T(1) + rt_erf(x * T(0.70710678118654752440))); }
+// erf within ~1.5e-7 absolute (Abramowitz-Stegun 7.1.26, as VecMathAvx2.h's erf8_abs): for float
+// GELU only, whose x/2 * (1 + erf) hides it; the erf op itself keeps libmvec's erff.
+RT_INLINE float rt_erf_abs(float x) {
+  float ax = std::fabs(x);
+  float t = 1.f / (0.3275911f * ax + 1.f);
+  float p = 1.061405429f;
+  p = p * t + -1.453152027f;
+  p = p * t + 1.421413741f;
+  p = p * t + -0.284496736f;
+  p = p * t + 0.254829592f;
+  float y = std::copysign(1.f - p * t * rt_exp(-ax * ax), x);
+  return x != x ? x : y;
+}
+RT_INLINE float rt_gelu(float x) { return 0.5f * x * (1.f + rt_erf_abs(x * 0.70710678118654752440f)); }
+RT_INLINE double rt_gelu(double x) { return 0.5 * x * (1.0 + rt_erf(x * 0.70710678118654752440)); }
 template <typename T> RT_INLINE T rt_gelu_tanh(T x) {
   return T(0.5) * x * (T(1) + rt_tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x)));
 }

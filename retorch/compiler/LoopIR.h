@@ -4,7 +4,6 @@
 #pragma once
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,35 +11,43 @@
 
 namespace retorch::compiler {
 
-/// One tensor a kernel reads or writes: its dtype and exact geometry (guarded at run time).
+/// One tensor a kernel reads or writes: its dtype and exact geometry (guarded at run time), and
+/// how the kernel walks it: `loop_strides`, its element stride per dim of the iteration space
+/// (0 where it broadcasts). A `row` operand of a row kernel is read or written once per row: its
+/// loop strides cover the kept (leading) dims only.
 struct KernelArg {
   ScalarType dtype = kFloat;
   std::vector<int64_t> sizes;
   std::vector<int64_t> strides;
+  std::vector<int64_t> loop_strides;
+  bool row = false;
 };
 
 /// One SSA statement of a kernel body: `<ctype> t<id> = <expr>;` where expr reads loads
-/// (`l<k>`: input k at the current index) and earlier temps.
+/// (`l<k>`: input k at the current index), earlier temps, and reduction results (`r<j>`).
+/// `loads` and `temps` list what it reads; a `row` statement is computed once per row.
 struct Stmt {
   std::string ctype;  // "float", "double", "bool", "int64_t"
   std::string expr;
+  bool row = false;
+  std::vector<size_t> loads, temps;
 };
 
-/// The reduction of a reduction kernel: `acc = kind(acc, t<value>)` over the reduced dims,
-/// read by the epilogue as `r0` (times `scale`: 1/N for a mean).
+/// A reduction of a row kernel: `r<j> = kind over the reduced dims of t<value>`, read by later
+/// (row) statements as `r<j>`.
 struct Reduction {
   std::string kind;  // "sum" or "max"
-  size_t value = 0;  // body index reduced (a prologue statement)
+  size_t value = 0;  // the body statement reduced (not a row statement)
   std::string ctype;
-  double scale = 1;
+  bool keep_nan = true;  // max: a NaN in the row makes the result NaN (false: NaN is skipped)
 };
 
 /// A fused loop: every output element of `sizes` computed by `body`, each output stored from
 /// the temp `stores[k]`. Inputs are read with their own strides (broadcast dims have stride 0),
-/// so views and broadcasting are index arithmetic, never copies. A reduction kernel reduces the
-/// last `reduce_dims` dims of `sizes`: body[0, prologue_size) runs per element of `sizes`, the
-/// rest (the epilogue, reading r0) once per element of `out_sizes` (the reduction's output
-/// shape); inputs with `input_outer[i]` are read by the epilogue.
+/// so views and broadcasting are index arithmetic, never copies. A row kernel (one with
+/// reductions) treats the last `reduce_dims` dims of `sizes` as a row: per row, one pass over it
+/// per reduction (in order; a pass computes what its reduction needs), then the row statements
+/// and row outputs, then a last pass storing the full-size outputs (Note [Row kernels]).
 struct Kernel {
   std::string name;                  // cpp_fused_add_mul_tanh_0
   std::vector<std::string> origins;  // the graph nodes it came from, as printed
@@ -50,11 +57,8 @@ struct Kernel {
   std::vector<std::string> input_ctypes;  // compute type of each load ("float" for bfloat16)
   std::vector<Stmt> body;
   std::vector<size_t> stores;  // body index stored to each output
-  std::optional<Reduction> reduction;
+  std::vector<Reduction> reductions;
   size_t reduce_dims = 0;
-  size_t prologue_size = 0;
-  std::vector<int64_t> out_sizes;
-  std::vector<bool> input_outer;
   /// The nodes as a standalone graph (inputs -> outputs), run by the interpreter when an input
   /// does not match the guarded geometry or requires grad (Note [Kernel fallback]).
   std::shared_ptr<jit::Graph> fallback;

@@ -7,7 +7,7 @@
 #include <unordered_set>
 
 #include "retorch/compiler/LoopIR.h"
-#include "retorch/compiler/PointwiseRules.h"
+#include "retorch/compiler/RowOps.h"
 #include "retorch/core/Error.h"
 
 namespace retorch::compiler {
@@ -15,53 +15,29 @@ namespace retorch::compiler {
 // Note [Lowering]
 // A node lowers when it is a pointwise op of the emitter table (PointwiseRules.cpp), its output
 // and tensor inputs have complete types (the tracer records them) of a lowerable dtype, and its
-// non-tensor arguments are constants. Scheduling walks the graph in order:
-// a lowerable node joins the open group of its output's shape (vertical fusion of chains and
-// horizontal fusion of independent loops over the same range alike), else opens one. Any other node is an extern (an eager kernel through the dispatcher). An
-// extern that reads none of the open group's values and has no side effects is scheduled before
-// the group's kernel (so a view or a matmul between two pointwise ops does not split them);
-// otherwise the group is closed first. A closed group becomes one kernel whose inputs are the
-// tensors it reads from outside and whose outputs are the values used after it (or returned);
-// values used only inside stay in registers. Several groups may be open at once, one per
-// iteration space (a [64, 33] chain next to ops on its broadcast [33] row): a node that reads a
-// value of another open group closes that group first, so kernels run in dependency order. Views are not lowered: an eager view costs no copy,
-// and the kernel reads its result through the view's strides.
+// non-tensor arguments are constants; or when it is a row op (RowOps.h: a reduction over
+// trailing dims, softmax, log_softmax, layer_norm, rms_norm, var). Scheduling walks the graph in
+// order. A pointwise node joins the open group of its output's shape (vertical fusion of chains
+// and horizontal fusion of independent loops over the same range alike), or, when its shape is
+// the per-row shape of an open row group (with or without keepdim's 1s) and it reads only row
+// values of that group, joins it as a row node (an epilogue); else it opens a group. A row op
+// turns the group that produces its input (same shape; no other reduced dims) into a row group,
+// or opens one; so `x - x.amax(-1, keepdim=True)`, its exp, their sum and the division are one
+// kernel, and so is layer_norm followed by gelu and a residual add. An element node may read a
+// row value only in keepdim form (it broadcasts along the row). A softmax, log_softmax or
+// layer_norm left alone in its group runs eagerly: eager's kernel is the same fused row loop
+// (measured: a kernel of its own was no faster). Any other node is an extern (an
+// eager kernel through the dispatcher). An extern that reads none of an open group's values and
+// has no side effects is scheduled before the group's kernel (so a view or a matmul between two
+// pointwise ops does not split them); otherwise the group is closed first. A closed group
+// becomes one kernel whose inputs are the tensors it reads from outside and whose outputs are
+// the values used after it (or returned); values used only inside stay in registers. Several
+// groups may be open at once, one per iteration space (a [64, 33] chain next to ops on its
+// broadcast [33] row): a node that reads a value of another open group closes that group first,
+// so kernels run in dependency order. Views are not lowered: an eager view costs no copy, and
+// the kernel reads its result through the view's strides.
 
 namespace {
-
-std::string op_key(const jit::Node* n) {
-  std::string k(n->op()->schema().name);
-  if (!n->op()->schema().overload.empty()) k += "." + std::string(n->op()->schema().overload);
-  return k;
-}
-
-bool lowerable_dtype(ScalarType t) {
-  return t == kFloat || t == kDouble || t == kBFloat16 || t == kHalf || t == kBool || t == kLong;
-}
-
-// The C++ type values of dtype t are computed in (float accumulation for 16-bit floats).
-std::string compute_ctype(ScalarType t) {
-  switch (t) {
-    case kDouble: return "double";
-    case kBool: return "bool";
-    case kLong: return "int64_t";
-    default: return "float";
-  }
-}
-
-const jit::TensorInfo* complete_tensor(const jit::Value* v) {
-  const jit::Type& t = *v->type();
-  if (!t.is_complete_tensor()) return nullptr;
-  const jit::TensorInfo& info = t.tensor();
-  if (!lowerable_dtype(*info.dtype) || !info.device->is_cpu()) return nullptr;
-  return &info;
-}
-
-std::vector<int64_t> sizes_of(const jit::TensorInfo& info) {
-  std::vector<int64_t> s;
-  for (const auto& d : *info.sizes) s.push_back(*d);
-  return s;
-}
 
 // Whether `in` broadcasts to `out` (right-aligned, each dim equal or 1).
 bool broadcasts_to(const std::vector<int64_t>& in, const std::vector<int64_t>& out) {
@@ -118,49 +94,45 @@ bool lowerable(const jit::Node* n) {
   return true;
 }
 
-// A reduction the compiler lowers: sum/mean (dim list, no dtype) or amax over the trailing dims
-// of a floating tensor, with at least one dim kept (full reductions stay eager: one row leaves
-// no outer loop to parallelize, and eager's reduction already runs at memory speed).
-struct ReductionInfo {
-  std::string kind;  // "sum", "mean", "max"
-  size_t dims = 0;   // trailing dims reduced
-};
-
-std::optional<ReductionInfo> as_reduction(const jit::Node* n) {
-  if (n->op() == nullptr || n->outputs().size() != 1 || n->inputs().empty()) return std::nullopt;
-  std::string k = op_key(n);
-  ReductionInfo r;
-  if (k == "sum.dim_IntList") r.kind = "sum";
-  else if (k == "mean.dim") r.kind = "mean";
-  else if (k == "amax") r.kind = "max";
-  else return std::nullopt;
-  const jit::TensorInfo* in = complete_tensor(n->input(0));
-  const jit::TensorInfo* out = complete_tensor(n->output());
-  if (!in || !out || !is_floating_type(*in->dtype) || *out->dtype != *in->dtype)
-    return std::nullopt;
-  for (size_t i = 1; i < n->inputs().size(); ++i)
-    if (!jit::to_constant(n->input(i))) return std::nullopt;
-  if (k != "amax" && n->inputs().size() > 3 && !jit::to_constant(n->input(3))->is_none())
-    return std::nullopt;  // an explicit dtype
-  IValue dims = *jit::to_constant(n->input(1));
-  if (!dims.is_int_list() || dims.to_int_list().empty()) return std::nullopt;
-  const int64_t rank = int64_t(in->sizes->size());
-  std::set<int64_t> ds;
-  for (int64_t d : dims.to_int_list()) ds.insert(d < 0 ? d + rank : d);
-  if (ds.empty() || *ds.begin() < 0 || *ds.rbegin() != rank - 1 ||
-      *ds.begin() != rank - int64_t(ds.size()) || int64_t(ds.size()) >= rank)
-    return std::nullopt;
-  for (int64_t d : ds)
-    if ((*in->sizes)[size_t(d)] == 0) return std::nullopt;  // eager raises for amax; keep it
-  r.dims = ds.size();
-  return r;
+// An operand's loop strides over the iteration space `space`: right-aligned, 0 where it
+// broadcasts.
+std::vector<int64_t> aligned_strides(const std::vector<int64_t>& sizes,
+                                     const std::vector<int64_t>& strides,
+                                     const std::vector<int64_t>& space) {
+  std::vector<int64_t> st(space.size(), 0);
+  size_t off = space.size() - sizes.size();
+  for (size_t i = 0; i < sizes.size(); ++i) st[off + i] = sizes[i] == 1 ? 0 : strides[i];
+  return st;
 }
 
 struct Group {
   std::vector<const jit::Node*> nodes;
   std::unordered_set<const jit::Value*> produced;
-  std::vector<int64_t> sizes;  // the shape new nodes must have to join (a reduction's output)
-  const jit::Node* reduction = nullptr;
+  std::unordered_set<const jit::Value*> row_values;  // one value per row (row groups)
+  std::vector<int64_t> sizes;  // the iteration space (a row group's: its rows' input shape)
+  size_t reduce_dims = 0;      // a row group: its trailing dims are the row
+
+  // Whether s is the per-row shape: the kept dims, with or without the row dims as 1s.
+  bool row_shape(const std::vector<int64_t>& s) const {
+    if (reduce_dims == 0) return false;
+    const size_t nout = sizes.size() - reduce_dims;
+    if (s.size() != nout && s.size() != sizes.size()) return false;
+    for (size_t d = 0; d < s.size(); ++d)
+      if (s[d] != (d < nout ? sizes[d] : 1)) return false;
+    return true;
+  }
+  // Whether the pointwise node n (of shape sz) can join: an element node reads row values in
+  // keepdim form only; a row node reads only row values.
+  bool accepts(const jit::Node* n, const std::vector<int64_t>& sz) const {
+    const bool element = sz == sizes;
+    if (!element && !row_shape(sz)) return false;
+    for (const jit::Value* v : n->inputs()) {
+      if (!produced.count(v)) continue;
+      const bool row = row_values.count(v) > 0;
+      if (element ? row && v->type()->tensor().sizes->size() != sizes.size() : !row) return false;
+    }
+    return true;
+  }
 };
 
 // One item of the schedule: an extern node or a group (kernel).
@@ -229,8 +201,16 @@ class Lowerer {
     // Open groups, one per iteration space; see Note [Lowering].
     std::vector<std::unique_ptr<Group>> open;
     auto close = [&](size_t i) {
-      groups_.push_back(std::move(*open[i]));
-      order_.push_back({nullptr, groups_.size() - 1});
+      const Group& g = *open[i];
+      std::optional<RowOp> alone = g.nodes.size() == 1 ? as_row_op(g.nodes[0]) : std::nullopt;
+      if (alone && (alone->kind == "softmax" || alone->kind == "log_softmax" ||
+                    alone->kind == "layer_norm")) {
+        // Alone, these gain nothing from a kernel: eager's is the same fused row loop.
+        order_.push_back({g.nodes[0], 0});
+      } else {
+        groups_.push_back(std::move(*open[i]));
+        order_.push_back({nullptr, groups_.size() - 1});
+      }
       open.erase(open.begin() + std::ptrdiff_t(i));
     };
     auto reads = [](const jit::Node* n, const Group& g) {
@@ -238,60 +218,59 @@ class Lowerer {
         if (g.produced.count(v)) return true;
       return false;
     };
+    auto join = [&](Group* home, const jit::Node* n, std::vector<int64_t> sz) -> Group* {
+      if (!home) {
+        open.push_back(std::make_unique<Group>());
+        home = open.back().get();
+        home->sizes = std::move(sz);
+      }
+      home->nodes.push_back(n);
+      home->produced.insert(n->output());
+      return home;
+    };
     for (const jit::Node* n : g_.nodes()) {
-      if (as_reduction(n)) {
-        // The producer's group becomes the prologue when the reduced value is its only way out.
+      if (std::optional<RowOp> op = as_row_op(n)) {
+        // The newest group over the op's input shape (the one producing its input, or one
+        // it fuses with horizontally) becomes (or already is) its row group.
         const jit::Value* v = n->input(0);
-        std::vector<int64_t> out = sizes_of(n->output()->type()->tensor());
+        std::vector<int64_t> sz = sizes_of(v->type()->tensor());
         Group* home = nullptr;
         for (size_t i = open.size(); i-- > 0;) {
-          if (!open[i]->produced.count(v)) {
-            if (reads(n, *open[i])) close(i);
-            continue;
-          }
           Group& g = *open[i];
-          bool only_way_out = g.reduction == nullptr && g.nodes.size() < opts_.max_fusion_size;
-          for (const jit::Value* p : g.produced)
-            for (const jit::Use& u : p->uses())
-              only_way_out &= (p == v && u.user == n) ||
-                              std::find(g.nodes.begin(), g.nodes.end(), u.user) != g.nodes.end();
-          for (const jit::Value* p : g_.outputs()) only_way_out &= !g.produced.count(p);
-          if (only_way_out) home = &g;
-          else close(i);
+          bool other_reads = false;
+          for (size_t j = 1; j < n->inputs().size(); ++j)
+            other_reads |= g.produced.count(n->input(j)) > 0;
+          const bool produces = g.produced.count(v) > 0;
+          if (!home && g.sizes == sz && !g.row_values.count(v) &&
+              (g.reduce_dims == 0 || g.reduce_dims == op->dims) && !other_reads &&
+              (produces || opts_.horizontal) && g.nodes.size() < opts_.max_fusion_size)
+            home = &g;
+          else if (reads(n, g))
+            close(i);
         }
-        if (!home) {
-          open.push_back(std::make_unique<Group>());
-          home = open.back().get();
-        }
-        home->nodes.push_back(n);
-        home->produced.insert(n->output());
-        home->reduction = n;
-        home->sizes = out;
+        home = join(home, n, sz);
+        home->reduce_dims = op->dims;
+        if (!op->keeps_shape) home->row_values.insert(n->output());
         continue;
       }
       if (lowerable(n)) {
         std::vector<int64_t> sz = sizes_of(n->output()->type()->tensor());
+        // The newest group taking this node, preferring one whose values it reads; a value of
+        // another open group is read: that group's kernel runs first.
         Group* home = nullptr;
-        // A value of another shape's open group is read: that group's kernel runs first.
-        for (size_t i = open.size(); i-- > 0;) {
-          if (open[i]->sizes == sz && home == nullptr) {  // the newest group of this shape
-            home = open[i].get();
-            bool full = home->nodes.size() >= opts_.max_fusion_size;
-            if (full || (!opts_.horizontal && !reads(n, *home))) {
-              close(i);
-              home = nullptr;
-            }
-          } else if (reads(n, *open[i])) {
+        for (int pass = 0; pass < 2 && !home; ++pass)
+          for (size_t i = open.size(); i-- > 0 && !home;) {
+            Group& g = *open[i];
+            const bool full = g.nodes.size() >= opts_.max_fusion_size;
+            if (g.accepts(n, sz) && !full && (reads(n, g) || (pass == 1 && opts_.horizontal)))
+              home = &g;
+          }
+        for (size_t i = open.size(); i-- > 0;)
+          if (open[i].get() != home && reads(n, *open[i])) {
             close(i);
           }
-        }
-        if (!home) {
-          open.push_back(std::make_unique<Group>());
-          home = open.back().get();
-          home->sizes = sz;
-        }
-        home->nodes.push_back(n);
-        home->produced.insert(n->output());
+        home = join(home, n, sz);
+        if (home->row_shape(sz)) home->row_values.insert(n->output());
         continue;
       }
       const bool barrier = n->has_side_effects() || !n->blocks().empty();
@@ -306,17 +285,15 @@ class Lowerer {
   Kernel make_kernel(const Group& grp, size_t index) {
     Kernel k;
     k.sizes = grp.sizes;
-    if (grp.reduction) {
-      k.out_sizes = grp.sizes;
-      k.sizes = sizes_of(grp.reduction->input(0)->type()->tensor());
-      k.reduce_dims = as_reduction(grp.reduction)->dims;
-    }
+    k.reduce_dims = grp.reduce_dims;
+    const size_t nout = k.sizes.size() - k.reduce_dims;
     kernel_inputs_.clear();
     kernel_outputs_.clear();
+    BodyBuilder body(k);
     std::unordered_set<const jit::Node*> in_group(grp.nodes.begin(), grp.nodes.end());
-    // Tensors in registers (loads, temps), per phase: 0 prologue/pointwise, 1 epilogue.
-    std::unordered_map<const jit::Value*, Operand> vals[2];
-    bool epilogue = false;
+    std::unordered_map<const jit::Value*, Operand> vals;  // the group's values (registers)
+    // Kernel inputs by phase: read per element (0) or once per row (1).
+    std::unordered_map<const jit::Value*, Operand> loads[2];
     std::set<std::string> names;
     for (const jit::Node* n : grp.nodes) {
       std::ostringstream os;
@@ -325,7 +302,9 @@ class Lowerer {
       while (!line.empty() && line.back() == '\n') line.pop_back();
       k.origins.push_back(line);
       names.insert(std::string(n->op()->schema().name));
-      const int ph = epilogue ? 1 : 0;
+      const std::optional<RowOp> rop = as_row_op(n);
+      const std::vector<int64_t> sz = sizes_of(n->output()->type()->tensor());
+      const bool row = !rop && grp.row_shape(sz);
       std::vector<Operand> args;
       for (const jit::Value* v : n->inputs()) {
         if (!v->type()->is_tensor() || jit::to_constant(v)) {
@@ -339,39 +318,31 @@ class Lowerer {
           args.push_back(Operand{false, "", "", kFloat, c});
           continue;
         }
-        auto it = vals[ph].find(v);
-        if (it == vals[ph].end()) {  // a new kernel input
+        if (auto it = vals.find(v); it != vals.end()) {
+          args.push_back(it->second);
+          continue;
+        }
+        auto it = loads[row].find(v);
+        if (it == loads[row].end()) {  // a new kernel input
           const jit::TensorInfo& info = v->type()->tensor();
-          size_t i = k.inputs.size();
-          k.inputs.push_back({*info.dtype, sizes_of(info), *info.strides});
+          KernelArg a{*info.dtype, sizes_of(info), *info.strides, {}, row};
+          a.loop_strides = aligned_strides(a.sizes, a.strides, row ? sz : k.sizes);
+          a.loop_strides.resize(row ? nout : k.sizes.size());
+          k.inputs.push_back(std::move(a));
           k.input_ctypes.push_back(compute_ctype(*info.dtype));
-          k.input_outer.push_back(epilogue);
           kernel_inputs_.push_back(v);
-          it = vals[ph].emplace(v, Operand{true, "l" + std::to_string(i), k.input_ctypes.back(),
-                                           *info.dtype, IValue()})
+          const size_t i = k.inputs.size() - 1;
+          it = loads[row]
+                   .emplace(v, Operand{true, "l" + std::to_string(i), k.input_ctypes.back(),
+                                       *info.dtype, IValue()})
                    .first;
         }
         args.push_back(it->second);
       }
-      ScalarType out_dt = *n->output()->type()->tensor().dtype;
-      if (n == grp.reduction) {
-        ReductionInfo ri = *as_reduction(n);
-        const Operand& x = args[0];
-        std::string ct = compute_ctype(out_dt);
-        if (x.expr[0] == 'l' || x.ctype != ct)  // reduce a statement of the prologue
-          k.body.push_back({ct, as_ctype(x, ct)});
-        Reduction r;
-        r.kind = ri.kind == "max" ? "max" : "sum";
-        r.ctype = ct;
-        r.value = k.body.size() - 1;
-        int64_t count = 1;
-        for (size_t d = k.sizes.size() - ri.dims; d < k.sizes.size(); ++d) count *= k.sizes[d];
-        if (ri.kind == "mean") r.scale = 1.0 / double(count);
-        k.reduction = r;
-        k.prologue_size = k.body.size();
-        epilogue = true;
-        std::string e = r.scale == 1 ? "r0" : "r0 * " + literal(r.scale, ct);
-        k.body.push_back({ct, e});
+      const ScalarType out_dt = *n->output()->type()->tensor().dtype;
+      Operand result;
+      if (rop) {
+        result = expand_row_op(*rop, args, compute_ctype(out_dt), body);
       } else {
         const PointwiseRule& rule = *find_pointwise_rule(op_key(n));
         std::string ct = compute_ctype(out_dt);
@@ -391,21 +362,24 @@ class Lowerer {
         RT_CHECK(e.has_value(), "compile: internal error: ", op_key(n),
                  " was accepted but not emitted");
         std::string result_ct = rule.comparison ? "bool" : compute_ctype(out_dt);
-        k.body.push_back(
-            {result_ct, ct == result_ct ? *e : "static_cast<" + result_ct + ">(" + *e + ")"});
+        result = body.push(result_ct,
+                           ct == result_ct ? *e : "static_cast<" + result_ct + ">(" + *e + ")",
+                           row, args, out_dt);
       }
-      const std::string& rct = k.body.back().ctype;
-      vals[epilogue ? 1 : 0][n->output()] =
-          Operand{true, "t" + std::to_string(k.body.size() - 1), rct, out_dt, IValue()};
+      result.dtype = out_dt;
+      vals[n->output()] = result;
       // A value used after the group (or returned) is a kernel output.
       bool escapes = false;
       for (const jit::Use& u : n->output()->uses()) escapes |= !in_group.count(u.user);
       if (escapes) {
         const jit::TensorInfo& info = n->output()->type()->tensor();
-        std::vector<int64_t> osz = sizes_of(info), st = *info.strides;
-        if (!dense_strides(osz, st)) st = contiguous_strides(osz);
-        k.outputs.push_back({out_dt, osz, st});
-        k.stores.push_back(k.body.size() - 1);
+        const bool row_out = grp.row_values.count(n->output()) > 0;
+        KernelArg a{out_dt, sizes_of(info), *info.strides, {}, row_out};
+        if (!dense_strides(a.sizes, a.strides)) a.strides = contiguous_strides(a.sizes);
+        a.loop_strides = aligned_strides(a.sizes, a.strides, row_out ? a.sizes : k.sizes);
+        a.loop_strides.resize(row_out ? nout : k.sizes.size());
+        k.outputs.push_back(std::move(a));
+        k.stores.push_back(std::stoul(result.expr.substr(1)));
         kernel_outputs_.push_back(n->output());
       }
     }
@@ -454,15 +428,24 @@ LoweredGraph lower(const jit::Graph& g, const LoweringOptions& options) {
 std::string dump(const LoweredGraph& lg) {
   std::ostringstream os;
   for (const Kernel& k : lg.kernels) {
-    os << k.name << " over [" << join(k.sizes) << "]\n";
+    os << k.name << " over [" << join(k.sizes) << "]";
+    if (k.reduce_dims) os << ", rows of the last " << k.reduce_dims << " dims";
+    os << "\n";
+    auto per_row = [](bool row) { return row ? " (per row)" : ""; };
     for (size_t i = 0; i < k.inputs.size(); ++i)
       os << "  l" << i << " = load(in" << i << " : " << dtype_name(k.inputs[i].dtype) << "["
-         << join(k.inputs[i].sizes) << "], strides=[" << join(k.inputs[i].strides) << "])\n";
+         << join(k.inputs[i].sizes) << "], strides=[" << join(k.inputs[i].strides) << "])"
+         << per_row(k.inputs[i].row) << "\n";
+    for (size_t j = 0; j < k.reductions.size(); ++j)
+      os << "  r" << j << " : " << k.reductions[j].ctype << " = " << k.reductions[j].kind
+         << " over the row of t" << k.reductions[j].value << "\n";
     for (size_t i = 0; i < k.body.size(); ++i)
-      os << "  t" << i << " : " << k.body[i].ctype << " = " << k.body[i].expr << "\n";
+      os << "  t" << i << " : " << k.body[i].ctype << " = " << k.body[i].expr
+         << per_row(k.body[i].row) << "\n";
     for (size_t i = 0; i < k.outputs.size(); ++i)
       os << "  store(out" << i << " : " << dtype_name(k.outputs[i].dtype) << ", strides=["
-         << join(k.outputs[i].strides) << "], t" << k.stores[i] << ")\n";
+         << join(k.outputs[i].strides) << "], t" << k.stores[i] << ")"
+         << per_row(k.outputs[i].row) << "\n";
   }
   os << "wrapper:\n" << lg.graph->str(false);
   return os.str();
