@@ -1,6 +1,8 @@
 // Python bindings of retorch::compile (_C._compiler): a CompiledFunction built from a Python
-// tracer (retorch.jit.trace) and the eager function, with its options and introspection.
+// tracer (retorch.jit.trace) and the eager function, with its options and introspection; and
+// compiler::benchmark.
 #include "bindings.h"
+#include "retorch/compiler/Benchmark.h"
 #include "retorch/compiler/Compiler.h"
 
 namespace retorch::python {
@@ -50,6 +52,27 @@ void bind_compiler(py::module_& m) {
                              })
       .def_property_readonly("cache_hit",
                              [](const CompiledFunction& f) { return f.last().cache_hit; });
+  // benchmark(fn, warmup_ms, rep_ms, flush_cache) -> dict of seconds and counts
+  c.def(
+      "benchmark",
+      [](py::function fn, double warmup_ms, double rep_ms, bool flush_cache) {
+        BenchmarkOptions o;
+        o.warmup_ms = warmup_ms;
+        o.rep_ms = rep_ms;
+        o.flush_cache = flush_cache;
+        BenchmarkResult r = benchmark([&fn] { fn(); }, o);
+        py::dict d;
+        d["median"] = r.median;
+        d["p20"] = r.p20;
+        d["p80"] = r.p80;
+        d["min"] = r.min;
+        d["mean"] = r.mean;
+        d["warmup"] = r.warmup;
+        d["reps"] = r.reps;
+        return d;
+      },
+      py::arg("fn"), py::arg("warmup_ms") = 25.0, py::arg("rep_ms") = 100.0,
+      py::arg("flush_cache") = true);
 }
 
 }  // namespace retorch::python

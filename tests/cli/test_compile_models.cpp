@@ -1,9 +1,12 @@
 // The CLI's seed models (tools/cli/Models.h) trained through retorch::compile: 20 SGD steps give
-// the losses of the same model trained eagerly from the same initialization, to 1e-5.
+// the losses of the same model trained eagerly from the same initialization, to 1e-5; and
+// `retorch compile --model M --benchmark` reports kernels and timings.
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 
 #include "retorch/compiler/Compiler.h"
@@ -69,5 +72,30 @@ TEST_P(CompileModelsTest, TwentyStepsMatchEagerLosses) {
 
 INSTANTIATE_TEST_SUITE_P(SeedModels, CompileModelsTest,
                          ::testing::Values("mlp", "lenet", "convnet", "resnet"));
+
+// Runs the built `retorch` with args; returns the exit code (-1 on a signal) and the output.
+std::pair<int, std::string> run_cli(const std::string& args) {
+  std::string out;
+  FILE* p = ::popen((std::string(RETORCH_CLI) + " " + args + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {-1, out};
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  int st = ::pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+TEST_F(CompileModelsTest, CliCompilesAndBenchmarksAModel) {
+  auto [status, out] = run_cli("compile --model lenet --batch-size 8 --benchmark --source");
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("lenet, batch 8: "), std::string::npos) << out;
+  EXPECT_NE(out.find("max |compiled - eager| 0"), std::string::npos) << out;
+  EXPECT_NE(out.find("  cpp_fused_relu_0"), std::string::npos) << out;
+  EXPECT_NE(out.find("extern \"C\" void cpp_fused_relu_0"), std::string::npos) << out;
+  for (const char* line : {"eager     median", "compiled  median", "speedup   "})
+    EXPECT_NE(out.find(line), std::string::npos) << line << " missing in\n" << out;
+  auto [bad, err] = run_cli("compile --model lenet --batch-size 0");
+  EXPECT_NE(bad, 0);
+  EXPECT_NE(err.find("batch-size"), std::string::npos) << err;
+}
 
 }  // namespace

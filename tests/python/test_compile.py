@@ -249,3 +249,17 @@ def test_row_op_gradients_match_torch():
     want.sum().backward()
     close(rx.grad, tx.grad)
     close(rw.grad, tw.grad)
+
+
+def test_benchmark_harness():
+    calls = []
+    f = retorch.compile(lambda a: (a * 2 + 1).tanh())
+    a = retorch.randn(1000)
+    r = retorch.compiler.benchmark(lambda: calls.append(f(a)), warmup_ms=2, rep_ms=5)
+    assert r.reps >= 1 and r.warmup >= 1
+    assert len(calls) == 1 + 5 + r.warmup + r.reps  # first call, estimate, warm-up, timed
+    assert 0 < r.min <= r.p20 <= r.median <= r.p80
+    with pytest.raises(TypeError, match="callable"):
+        retorch.compiler.benchmark(3)
+    with pytest.raises(ValueError, match="rep_ms"):
+        retorch.compiler.benchmark(lambda: None, rep_ms=0)

@@ -1,5 +1,6 @@
-// The `retorch` command: `retorch train ...` (the training job), `retorch summary --model M` and
-// `retorch ir FILE [--passes a,b]` (read a JIT graph, run passes on it, print it).
+// The `retorch` command: `retorch train ...` (the training job), `retorch summary --model M`,
+// `retorch ir FILE [--passes a,b]` (read a JIT graph, run passes on it, print it) and
+// `retorch compile --model M [--benchmark]` (compile a model's forward, time it against eager).
 #include <CLI/CLI.hpp>
 #include <fstream>
 #include <iostream>
@@ -12,6 +13,7 @@
 #include "retorch/jit/PassRegistry.h"
 #include "retorch/jit/passes/PassManager.h"
 #include "retorch/nn/Summary.h"
+#include "tools/cli/CompileCmd.h"
 #include "tools/cli/Models.h"
 #include "tools/cli/Train.h"
 
@@ -95,6 +97,14 @@ int main(int argc, char** argv) {
   ir->add_option("file", ir_file, "graph text file (as Graph::str() prints it) or a jit::save archive")->required();
   ir->add_option("--passes", ir_passes, "comma-separated passes to run in order (e.g. lint)");
 
+  retorch::cli::CompileConfig cc;
+  CLI::App* comp = app.add_subcommand("compile", "compile a model's forward with retorch::compile");
+  comp->add_option("--model", cc.model, "model")->check(CLI::IsMember(models))->capture_default_str();
+  comp->add_option("--batch-size", cc.batch_size, "batch size of the random input")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  comp->add_flag("--benchmark", cc.benchmark, "time the compiled forward against eager");
+  comp->add_flag("--source", cc.source, "print the generated C++");
+
   CLI11_PARSE(app, argc, argv);
   c.shuffle = !no_shuffle;
   c.plot = !no_plot;
@@ -102,6 +112,7 @@ int main(int argc, char** argv) {
   try {
     if (*train) return retorch::cli::run_training(c);
     if (*ir) return run_ir(ir_file, ir_passes);
+    if (*comp) return retorch::cli::run_compile(cc);
     auto model = retorch::cli::make_model(summary_model);
     std::cout << *model << "\n" << retorch::nn::summary(*model, {1, 1, 28, 28}).to_string();
     return 0;
