@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "retorch/autograd/GradMode.h"
+#include "retorch/compiler/Backward.h"
 #include "retorch/compiler/CodeCache.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/jit/passes/Passes.h"
@@ -19,9 +20,9 @@ namespace retorch::compiler {
 // A kernel is specialized to the exact dtypes, sizes and strides its inputs had when it was
 // traced. Graph inputs are guarded before the call, but a kernel also reads values computed by
 // externs, and runs in graphs whose inputs may require grad. Each call therefore checks its
-// inputs (a few comparisons per tensor): on a mismatch, or when grad mode is on and an input
-// requires grad (generated kernels record no autograd), the kernel's own nodes run through the
-// interpreter instead, so results and gradients are always eager's.
+// inputs (a few comparisons per tensor): on a mismatch, or when grad mode is on, an input
+// requires grad and the kernel has no compiled backward (Note [Compiled backward]), the
+// kernel's own nodes run through the interpreter instead, so results and gradients are eager's.
 
 namespace {
 
@@ -57,21 +58,23 @@ bool debug_enabled() {
 }
 
 // The runner of one kernel call node (Note [Kernel fallback]).
-jit::NodeFn kernel_runner(const Kernel& k, void (*fn)(void* const*)) {
+jit::NodeFn kernel_runner(const Kernel& k, KernelFn fn, KernelFn backward_fn) {
   auto fallback = std::make_shared<std::once_flag>();
   auto interp = std::make_shared<std::unique_ptr<jit::Interpreter>>();
-  return [&k, fn, fallback, interp](Stack& stack) {
+  return [&k, fn, backward_fn, fallback, interp](Stack& stack) {
     const size_t ni = k.inputs.size(), base = stack.size() - ni;
-    bool ok = true;
+    bool ok = true, needs_grad = false;
     const bool grad = GradMode::is_enabled();
     std::vector<void*> args(ni + k.outputs.size());
     for (size_t i = 0; i < ni && ok; ++i) {
       const Tensor& t = stack[base + i].to_tensor();
       const KernelArg& a = k.inputs[i];
       ok = t.dtype() == a.dtype && t.device().is_cpu() && t.sizes().equals(a.sizes) &&
-           t.strides().equals(a.strides) && !(grad && t.requires_grad());
+           t.strides().equals(a.strides);
+      needs_grad |= grad && t.requires_grad();
       if (ok) args[i] = t.impl()->data();
     }
+    ok &= !needs_grad || backward_fn != nullptr;
     if (!ok) {
       std::call_once(*fallback, [&] { *interp = std::make_unique<jit::Interpreter>(*k.fallback); });
       std::vector<IValue> ins(stack.begin() + std::ptrdiff_t(base), stack.end());
@@ -86,6 +89,11 @@ jit::NodeFn kernel_runner(const Kernel& k, void (*fn)(void* const*)) {
       args[ni + o] = outs.back().impl()->data();
     }
     fn(args.data());
+    if (needs_grad) {
+      std::vector<Tensor> ins;
+      for (size_t i = 0; i < ni; ++i) ins.push_back(stack[base + i].to_tensor());
+      attach_backward(k, backward_fn, ins, outs);
+    }
     stack.resize(base);
     for (Tensor& t : outs) stack.emplace_back(std::move(t));
   };
@@ -148,8 +156,10 @@ struct CompiledFunction::State {
         lg, e->attrs, [&low, lib](const jit::Node& n) -> jit::NodeFn {
           if (n.kind() != kCppKernel) return {};
           const Kernel& k = low.kernels.at(size_t(n.attr("index").to_int()));
-          auto fn = reinterpret_cast<void (*)(void* const*)>(lib->symbol(k.name));
-          return kernel_runner(k, fn);
+          auto fn = reinterpret_cast<KernelFn>(lib->symbol(k.name));
+          KernelFn bwd = nullptr;
+          if (k.backward) bwd = reinterpret_cast<KernelFn>(lib->symbol(k.backward->name));
+          return kernel_runner(k, fn, bwd);
         });
     return e;
   }

@@ -223,6 +223,21 @@ RT_INLINE double rt_gelu(double x) { return 0.5 * x * (1.0 + rt_erf(x * 0.707106
 template <typename T> RT_INLINE T rt_gelu_tanh(T x) {
   return T(0.5) * x * (T(1) + rt_tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x)));
 }
+
+// Derivatives used by backward kernels (PointwiseGrads.cpp).
+template <typename T> RT_INLINE T rt_silu_grad(T x) {
+  T s = rt_sigmoid(x);
+  return s * (T(1) + x * (T(1) - s));
+}
+template <typename T> RT_INLINE T rt_gelu_grad(T x) {  // cdf + x * pdf
+  T cdf = T(0.5) * (T(1) + rt_erf(x * T(0.70710678118654752440)));
+  return cdf + x * rt_exp(T(-0.5) * x * x) * T(0.39894228040143267794);
+}
+template <typename T> RT_INLINE T rt_gelu_tanh_grad(T x) {
+  const T k = T(0.79788456080286535588), c = T(0.044715);
+  T t = rt_tanh(k * (x + c * x * x * x));
+  return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3) * c * x * x);
+}
 )PRELUDE";
 }
 

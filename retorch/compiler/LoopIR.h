@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "retorch/jit/IR.h"
@@ -31,6 +32,8 @@ struct Stmt {
   std::string expr;
   bool row = false;
   std::vector<size_t> loads, temps;
+  /// The local derivative with respect to each floating operand it reads ("l0"/"t3", expr).
+  std::vector<std::pair<std::string, std::string>> partials;
 };
 
 /// A reduction of a row kernel: `r<j> = kind over the reduced dims of t<value>`, read by later
@@ -60,8 +63,16 @@ struct Kernel {
   std::vector<Reduction> reductions;
   size_t reduce_dims = 0;
   /// The nodes as a standalone graph (inputs -> outputs), run by the interpreter when an input
-  /// does not match the guarded geometry or requires grad (Note [Kernel fallback]).
+  /// does not match the guarded geometry, or requires grad and there is no `backward`
+  /// (Note [Kernel fallback]).
   std::shared_ptr<jit::Graph> fallback;
+  /// Whether every floating statement has its partials (a pointwise kernel can have a backward).
+  bool differentiable = true;
+  /// The backward kernel (Note [Compiled backward]): its inputs are this kernel's inputs, then
+  /// the gradients of the outputs listed in `grad_of_outputs`; its outputs are the gradients,
+  /// over the whole iteration space, of the inputs listed in `grad_for_inputs`.
+  std::shared_ptr<Kernel> backward;
+  std::vector<size_t> grad_of_outputs, grad_for_inputs;
 };
 
 /// A lowered graph: `graph` is the traced graph with each kernel's nodes replaced by one

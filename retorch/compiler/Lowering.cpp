@@ -6,6 +6,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "retorch/compiler/Backward.h"
 #include "retorch/compiler/LoopIR.h"
 #include "retorch/compiler/RowOps.h"
 #include "retorch/core/Error.h"
@@ -63,11 +64,6 @@ bool dense_strides(const std::vector<int64_t>& sizes, const std::vector<int64_t>
   return true;
 }
 
-std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
-  std::vector<int64_t> s(sizes.size(), 1);
-  for (size_t i = sizes.size(); i-- > 1;) s[i - 1] = s[i] * std::max<int64_t>(sizes[i], 1);
-  return s;
-}
 
 // Whether n can be part of a kernel (independently of any group).
 bool lowerable(const jit::Node* n) {
@@ -94,16 +90,6 @@ bool lowerable(const jit::Node* n) {
   return true;
 }
 
-// An operand's loop strides over the iteration space `space`: right-aligned, 0 where it
-// broadcasts.
-std::vector<int64_t> aligned_strides(const std::vector<int64_t>& sizes,
-                                     const std::vector<int64_t>& strides,
-                                     const std::vector<int64_t>& space) {
-  std::vector<int64_t> st(space.size(), 0);
-  size_t off = space.size() - sizes.size();
-  for (size_t i = 0; i < sizes.size(); ++i) st[off + i] = sizes[i] == 1 ? 0 : strides[i];
-  return st;
-}
 
 struct Group {
   std::vector<const jit::Node*> nodes;
@@ -342,6 +328,7 @@ class Lowerer {
       const ScalarType out_dt = *n->output()->type()->tensor().dtype;
       Operand result;
       if (rop) {
+        k.differentiable = false;
         result = expand_row_op(*rop, args, compute_ctype(out_dt), body);
       } else {
         const PointwiseRule& rule = *find_pointwise_rule(op_key(n));
@@ -365,6 +352,17 @@ class Lowerer {
         result = body.push(result_ct,
                            ct == result_ct ? *e : "static_cast<" + result_ct + ">(" + *e + ")",
                            row, args, out_dt);
+        // The partials, for a backward kernel (Note [Compiled backward]).
+        const GradFn* grad = find_pointwise_grad(op_key(n));
+        std::optional<std::vector<std::string>> parts;
+        if (grad) parts = (*grad)(args, result.expr, ct);
+        if (parts) {
+          for (size_t j = 0; j < args.size() && j < parts->size(); ++j)
+            if (args[j].is_tensor && is_floating_type(args[j].dtype) && !(*parts)[j].empty())
+              k.body.back().partials.emplace_back(args[j].expr, "(" + (*parts)[j] + ")");
+        } else if (is_floating_type(out_dt)) {
+          k.differentiable = false;
+        }
       }
       result.dtype = out_dt;
       vals[n->output()] = result;
@@ -389,6 +387,7 @@ class Lowerer {
       if (shown++ < 6) k.name += "_" + nm;
     k.name += "_" + std::to_string(index);
     k.fallback = fallback_graph(grp);
+    k.backward = make_backward(k);
     return k;
   }
 

@@ -21,6 +21,11 @@ std::string literal(double v, const std::string& ct) {
   return ct + "(" + s + ")";
 }
 
+std::optional<double> number(const Operand& x) {
+  if (x.is_tensor || !x.constant.is_scalar()) return std::nullopt;
+  return x.constant.to_double();
+}
+
 std::string as_ctype(const Operand& x, const std::string& ct) {
   if (!x.is_tensor) {
     const IValue& c = x.constant;
@@ -36,12 +41,6 @@ namespace {
 
 using Args = std::vector<Operand>;
 using Out = std::optional<std::string>;
-
-// A number-valued constant argument (None and tensors are not numbers).
-std::optional<double> number(const Operand& x) {
-  if (x.is_tensor || !x.constant.is_scalar()) return std::nullopt;
-  return x.constant.to_double();
-}
 
 PointwiseRule unary_float(std::string fn) {
   return {[fn](const Args& a, const std::string& ct) -> Out {

@@ -35,6 +35,19 @@ struct PointwiseRule {
 /// The rule for an op key ("add.Tensor", "tanh"), or nullptr.
 const PointwiseRule* find_pointwise_rule(std::string_view op_key);
 
+/// The local derivatives of a node: one expression per argument of type `ct` (empty where the
+/// argument takes no gradient), given the arguments and the name of the node's result `y`; or
+/// nullopt when these constant arguments are not supported.
+using GradFn = std::function<std::optional<std::vector<std::string>>(
+    const std::vector<Operand>& args, const std::string& y, const std::string& ct)>;
+
+/// The derivative rule for an op key (PointwiseGrads.cpp), or nullptr: a kernel with a floating
+/// op that has none is not differentiated by the compiler (its nodes run eagerly under grad).
+const GradFn* find_pointwise_grad(std::string_view op_key);
+
+/// A number-valued constant argument (None and tensors are not numbers).
+std::optional<double> number(const Operand& x);
+
 /// `x` as an expression of type `ct` (a cast when the operand's type differs; constants as
 /// literals).
 std::string as_ctype(const Operand& x, const std::string& ct);

@@ -44,6 +44,21 @@ std::string compute_ctype(ScalarType t) {
   }
 }
 
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes) {
+  std::vector<int64_t> s(sizes.size(), 1);
+  for (size_t i = sizes.size(); i-- > 1;) s[i - 1] = s[i] * std::max<int64_t>(sizes[i], 1);
+  return s;
+}
+
+std::vector<int64_t> aligned_strides(const std::vector<int64_t>& sizes,
+                                     const std::vector<int64_t>& strides,
+                                     const std::vector<int64_t>& space) {
+  std::vector<int64_t> st(space.size(), 0);
+  size_t off = space.size() - sizes.size();
+  for (size_t i = 0; i < sizes.size(); ++i) st[off + i] = sizes[i] == 1 ? 0 : strides[i];
+  return st;
+}
+
 Operand BodyBuilder::push(const std::string& ctype, std::string expr, bool row,
                           const std::vector<Operand>& reads, ScalarType dtype) {
   Stmt s{ctype, std::move(expr), row, {}, {}};

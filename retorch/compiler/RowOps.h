@@ -1,5 +1,6 @@
 // Row ops: the reductions over trailing dims and the composite ops built from them (softmax,
-// log_softmax, layer_norm, rms_norm, var) that lower into row kernels; shared by Lowering.cpp.
+// log_softmax, layer_norm, rms_norm, var) that lower into row kernels; with the helpers
+// Lowering.cpp and Backward.cpp share.
 #pragma once
 #include <optional>
 #include <string>
@@ -17,6 +18,12 @@ const jit::TensorInfo* complete_tensor(const jit::Value* v);
 std::vector<int64_t> sizes_of(const jit::TensorInfo& info);
 /// The C++ type values of dtype t are computed in (float for 16-bit floats).
 std::string compute_ctype(ScalarType t);
+std::vector<int64_t> contiguous_strides(const std::vector<int64_t>& sizes);
+/// An operand's loop strides over the iteration space `space`: right-aligned, 0 where it
+/// broadcasts.
+std::vector<int64_t> aligned_strides(const std::vector<int64_t>& sizes,
+                                     const std::vector<int64_t>& strides,
+                                     const std::vector<int64_t>& space);
 
 /// Appends statements to a kernel body, recording what each reads.
 class BodyBuilder {

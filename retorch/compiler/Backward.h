@@ -1,0 +1,23 @@
+// Compiled backward: the backward kernel of a pointwise kernel (reverse-mode over its loop IR)
+// and the autograd node that runs it (Note [Compiled backward]).
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "retorch/compiler/LoopIR.h"
+#include "retorch/core/Tensor.h"
+
+namespace retorch::compiler {
+
+/// The backward kernel of k (named k.name + "_backward"), or nullptr when k has reductions, a
+/// floating statement without partials, or nothing to differentiate.
+std::shared_ptr<Kernel> make_backward(const Kernel& k);
+
+using KernelFn = void (*)(void* const*);
+
+/// Makes the kernel's outputs (computed from `inputs` by its forward) differentiable: their
+/// grad_fn runs k.backward through `backward_fn` on the saved inputs and the incoming gradients.
+void attach_backward(const Kernel& k, KernelFn backward_fn, const std::vector<Tensor>& inputs,
+                     const std::vector<Tensor>& outputs);
+
+}  // namespace retorch::compiler
