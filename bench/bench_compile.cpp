@@ -127,6 +127,22 @@ int main() {
                 "eager %.2f ms, compiled %.2f ms (%.2fx), %zu kernels\n",
                 cold, warm, te * 1e3, tc * 1e3, te / tc, f.last().lowered.kernels.size());
   }
+  // Forward and backward of layer_norm + gelu + residual (x, weight and bias require grad):
+  // compiled, one row kernel each way (Note [Compiled backward]), against eager.
+  {
+    rt::Tensor x = rt::randn({4096, 1024}).requires_grad_(), w = rt::randn({1024}).requires_grad_(),
+               b = rt::randn({1024}).requires_grad_(), gy = rt::randn({4096, 1024});
+    auto f = rt::compile(norm_gelu_residual);
+    auto step = [&](bool compiled) {
+      std::vector<rt::Tensor> in = {x, w, b};
+      rt::Tensor y = compiled ? f(in)[0] : norm_gelu_residual(in)[0];
+      y.backward(gy);
+    };
+    double te = bench::time_per_call([&] { step(false); }, 10);
+    double tc = bench::time_per_call([&] { step(true); }, 10);
+    std::printf("layer_norm + gelu + residual, forward + backward, 4096x1024: eager %.2f ms, "
+                "compiled %.2f ms (%.2fx)\n", te * 1e3, tc * 1e3, te / tc);
+  }
   // A training step (forward, cross-entropy, backward, SGD) of the seed ConvNet, batch 100:
   // compiled (ReLU kernels with generated backward kernels) against eager.
   {

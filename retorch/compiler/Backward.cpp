@@ -2,6 +2,8 @@
 // generated backward kernel, and the autograd node that calls it.
 #include "retorch/compiler/Backward.h"
 
+#include <cctype>
+
 #include "retorch/autograd/FunctionsManual.h"
 #include "retorch/autograd/GeneratedHelpers.h"
 #include "retorch/autograd/GradMode.h"
@@ -13,61 +15,151 @@
 namespace retorch::compiler {
 
 // Note [Compiled backward]
-// A pointwise kernel whose floating statements all have derivative rules (PointwiseGrads.cpp)
-// gets a backward kernel, generated into the same source. It reads the forward kernel's inputs
-// (the only tensors the autograd node saves: the forward's intermediates are registers, so
-// recomputing them costs less than saving them) and the gradients of the floating outputs;
-// recomputes the forward statements; then walks them in reverse, each statement's adjoint being
-// the sum of what its users contribute (adjoint * local derivative), seeded by the outputs'
-// gradients; and stores one gradient per floating input over the whole iteration space. The
-// node sums a broadcast input's gradient down to its shape (eager's sum_to) and returns nothing
-// for inputs that do not require grad. The backward kernel records no autograd itself, so a
-// graph built by backward(create_graph=True) through it raises, as torch.compile's does.
+// A kernel whose floating statements all have partials (PointwiseGrads.cpp for pointwise ops,
+// expand_row_op for row ops) gets a backward kernel, generated into the same source. It reads
+// the forward kernel's inputs (the only tensors the autograd node saves: the forward's
+// intermediates are registers, so recomputing them costs less than saving them) and the
+// gradients of the floating outputs; recomputes the forward statements (and reductions); then
+// walks them in reverse, each statement's adjoint being the sum of what its users contribute
+// (adjoint * partial), seeded by the outputs' gradients. A row value's adjoint reduces its
+// element contributions over the row: a new reduction of the backward kernel, after the
+// forward's, so a backward row kernel makes one more pass per row value it differentiates
+// (layer_norm: the forward's two, then two more). Through a reduction, a sum passes its row
+// adjoint to every element, a max to the elements equal to it, split between ties; softmax's
+// max is only a shift of the row, and passes nothing. The kernel stores one gradient per
+// floating input over the whole iteration space; the node sums a broadcast input's gradient
+// down to its shape (eager's sum_to) and returns nothing for inputs that do not require grad.
+// Inputs read once per row (epilogue operands) are not differentiated: such a kernel runs its
+// nodes eagerly under grad. The backward kernel records no autograd itself, so a graph built by
+// backward(create_graph=True) through it raises, as torch.compile's does.
+
+namespace {
+
+// The loads and temps an expression reads: its identifiers of the form l<k> or t<k>.
+std::vector<Operand> reads_of(const std::string& e) {
+  std::vector<Operand> out;
+  for (size_t i = 0; i < e.size();) {
+    if (!std::isalpha(static_cast<unsigned char>(e[i])) && e[i] != '_') {
+      ++i;
+      continue;
+    }
+    size_t j = i;
+    while (j < e.size() && (std::isalnum(static_cast<unsigned char>(e[j])) || e[j] == '_')) ++j;
+    const std::string id = e.substr(i, j - i);
+    if (id.size() > 1 && (id[0] == 'l' || id[0] == 't') &&
+        id.find_first_not_of("0123456789", 1) == std::string::npos)
+      out.push_back(Operand{true, id, "", kFloat, IValue()});
+    i = j;
+  }
+  return out;
+}
+
+}  // namespace
 
 std::shared_ptr<Kernel> make_backward(const Kernel& k) {
-  if (!k.reductions.empty() || !k.differentiable) return nullptr;
+  if (!k.differentiable) return nullptr;
   auto b = std::make_shared<Kernel>();
   b->name = k.name + "_backward";
   b->origins = k.origins;
   b->sizes = k.sizes;
+  b->reduce_dims = k.reduce_dims;
   b->inputs = k.inputs;
   b->input_ctypes = k.input_ctypes;
-  b->body = k.body;  // the forward, recomputed
-  const size_t ni = k.inputs.size();
-  auto dense = [&](ScalarType dt) {
-    KernelArg a{dt, k.sizes, contiguous_strides(k.sizes), {}, false};
-    a.loop_strides = aligned_strides(a.sizes, a.strides, k.sizes);
+  b->body = k.body;  // the forward, recomputed (its reductions too)
+  b->reductions = k.reductions;
+  BodyBuilder bb(*b);
+  const size_t ni = k.inputs.size(), nout = k.sizes.size() - k.reduce_dims;
+  // A contribution to an adjoint: adjoint * partial, per element or (row) once per row.
+  struct Term {
+    std::string expr;
+    std::vector<Operand> reads;
+    bool element;
+  };
+  std::vector<std::vector<Term>> adj_t(k.body.size()), adj_l(ni);
+  auto temp = [&](size_t s) { return Operand{true, "t" + std::to_string(s), k.body[s].ctype, kFloat, IValue()}; };
+  auto load = [&](size_t i) { return Operand{true, "l" + std::to_string(i), b->input_ctypes[i], kFloat, IValue()}; };
+  auto dense = [&](ScalarType dt, const std::vector<int64_t>& sizes, bool row) {
+    KernelArg a{dt, sizes, contiguous_strides(sizes), {}, row};
+    a.loop_strides = aligned_strides(a.sizes, a.strides, row ? sizes : k.sizes);
+    a.loop_strides.resize(row ? nout : k.sizes.size());
     return a;
   };
-  std::vector<std::vector<std::string>> adj_t(k.body.size()), adj_l(ni);
   for (size_t o = 0; o < k.outputs.size(); ++o) {
-    if (!is_floating_type(k.outputs[o].dtype)) continue;
+    const KernelArg& out = k.outputs[o];
+    if (!is_floating_type(out.dtype)) continue;
     b->grad_of_outputs.push_back(o);
-    b->inputs.push_back(dense(k.outputs[o].dtype));
-    b->input_ctypes.push_back(compute_ctype(k.outputs[o].dtype));
-    adj_t[k.stores[o]].push_back("l" + std::to_string(b->inputs.size() - 1));
+    b->inputs.push_back(dense(out.dtype, out.sizes, out.row));
+    b->input_ctypes.push_back(compute_ctype(out.dtype));
+    Operand g = load(b->inputs.size() - 1);
+    adj_t[k.stores[o]].push_back({g.expr, {g}, !out.row});
   }
-  auto push_sum = [&](const std::string& ct, const std::vector<std::string>& terms) {
+  std::vector<std::optional<size_t>> reduced_by(k.body.size());  // row statement r<j> -> j
+  for (size_t j = 0; j < k.reductions.size(); ++j) reduced_by[k.reductions[j].result] = j;
+  auto join = [](const std::string& x, const std::string& y) {
+    return x.empty() ? y : y.empty() ? x : x + " + " + y;
+  };
+  // The terms of one kind (element or row) summed, their reads appended to `reads`.
+  auto sum = [](const std::vector<Term>& terms, bool element, std::vector<Operand>& reads) {
     std::string e;
-    for (const std::string& t : terms) e += (e.empty() ? "" : " + ") + t;
-    b->body.push_back({ct, e, false, {}, {}, {}});
-    return "t" + std::to_string(b->body.size() - 1);
+    for (const Term& t : terms) {
+      if (t.element != element) continue;
+      e += (e.empty() ? "" : " + ") + t.expr;
+      reads.insert(reads.end(), t.reads.begin(), t.reads.end());
+    }
+    return e;
   };
   for (size_t s = k.body.size(); s-- > 0;) {
-    const std::string& ct = k.body[s].ctype;
-    if (adj_t[s].empty() || (ct != "float" && ct != "double")) continue;
-    const std::string a = push_sum(ct, adj_t[s]);
-    for (const auto& [operand, d] : k.body[s].partials) {
+    const Stmt& st = k.body[s];
+    if (adj_t[s].empty() || (st.ctype != "float" && st.ctype != "double")) continue;
+    // The adjoint of s: an element's sums every term (row terms broadcast over the row); a row
+    // value's reduces its element terms over the row first.
+    std::vector<Operand> er, rr;
+    const std::string elem_terms = sum(adj_t[s], true, er), row_terms = sum(adj_t[s], false, rr);
+    Operand a;
+    if (!st.row) {
+      er.insert(er.end(), rr.begin(), rr.end());
+      a = bb.push(st.ctype, join(elem_terms, row_terms), false, er, kFloat);
+    } else {
+      std::string total = row_terms;
+      if (!elem_terms.empty()) {
+        Operand red = bb.reduce("sum", bb.push(st.ctype, elem_terms, false, er, kFloat), st.ctype);
+        total = join(total, red.expr);
+        rr.push_back(red);
+      }
+      a = bb.push(st.ctype, total, true, rr, kFloat);
+    }
+    // Through s's partials to its operands.
+    for (const auto& [operand, d] : st.partials) {
       const size_t i = std::stoul(operand.substr(1));
-      (operand[0] == 'l' ? adj_l[i] : adj_t[i]).push_back(a + " * " + d);
+      std::vector<Operand> reads = reads_of(d);
+      reads.push_back(a);
+      (operand[0] == 'l' ? adj_l[i] : adj_t[i]).push_back({a.expr + " * " + d, reads, !st.row});
+    }
+    // Through a reduction to the value reduced: a sum passes its adjoint to every element, a
+    // max to the elements equal to it, split evenly between ties (as eager's amax).
+    if (!reduced_by[s] || !k.reductions[*reduced_by[s]].differentiable) continue;
+    const Reduction& red = k.reductions[*reduced_by[s]];
+    if (red.kind == "sum") {
+      adj_t[red.value].push_back({a.expr, {a}, false});
+    } else {
+      Operand v = temp(red.value);
+      Operand hit = bb.push(st.ctype, "(" + v.expr + " == " + temp(s).expr + " ? " +
+                                          literal(1, st.ctype) + " : " + literal(0, st.ctype) + ")",
+                            false, {v, temp(s)}, kFloat);
+      Operand ties = bb.reduce("sum", hit, st.ctype);
+      adj_t[red.value].push_back(
+          {a.expr + " * " + hit.expr + " / " + ties.expr, {a, hit, ties}, true});
     }
   }
   for (size_t i = 0; i < ni; ++i) {
     if (!is_floating_type(k.inputs[i].dtype) || adj_l[i].empty()) continue;
-    const std::string a = push_sum(k.input_ctypes[i], adj_l[i]);
+    if (k.inputs[i].row) return nullptr;  // read once per row: its eager nodes differentiate it
+    std::vector<Operand> reads;
+    const std::string e = sum(adj_l[i], true, reads), r = sum(adj_l[i], false, reads);
+    Operand g = bb.push(b->input_ctypes[i], join(e, r), false, reads, kFloat);
     b->grad_for_inputs.push_back(i);
-    b->outputs.push_back(dense(k.inputs[i].dtype));
-    b->stores.push_back(std::stoul(a.substr(1)));
+    b->outputs.push_back(dense(k.inputs[i].dtype, k.sizes, false));
+    b->stores.push_back(std::stoul(g.expr.substr(1)));
   }
   if (b->outputs.empty()) return nullptr;
   return b;

@@ -43,6 +43,8 @@ struct Reduction {
   size_t value = 0;  // the body statement reduced (not a row statement)
   std::string ctype;
   bool keep_nan = true;  // max: a NaN in the row makes the result NaN (false: NaN is skipped)
+  size_t result = 0;     // the row statement `r<j>`
+  bool differentiable = true;  // false: the backward treats the result as a constant
 };
 
 /// A fused loop: every output element of `sizes` computed by `body`, each output stored from

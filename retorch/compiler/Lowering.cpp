@@ -328,7 +328,6 @@ class Lowerer {
       const ScalarType out_dt = *n->output()->type()->tensor().dtype;
       Operand result;
       if (rop) {
-        k.differentiable = false;
         result = expand_row_op(*rop, args, compute_ctype(out_dt), body);
       } else {
         const PointwiseRule& rule = *find_pointwise_rule(op_key(n));

@@ -72,11 +72,23 @@ Operand BodyBuilder::push(const std::string& ctype, std::string expr, bool row,
 }
 
 Operand BodyBuilder::reduce(const std::string& kind, const Operand& v, const std::string& ct,
-                            bool keep_nan) {
+                            bool keep_nan, bool differentiable) {
   Operand val = v;
-  if (v.expr[0] == 'l' || v.ctype != ct) val = push(ct, as_ctype(v, ct), false, {v}, v.dtype);
+  if (v.expr[0] == 'l' || v.ctype != ct) {
+    val = push(ct, as_ctype(v, ct), false, {v}, v.dtype);
+    grad(val, v, literal(1, ct));
+  }
+  const size_t j = k_.reductions.size();
   k_.reductions.push_back({kind, std::stoul(val.expr.substr(1)), ct, keep_nan});
-  return push(ct, "r" + std::to_string(k_.reductions.size() - 1), true, {}, v.dtype);
+  Operand r = push(ct, "r" + std::to_string(j), true, {}, v.dtype);
+  k_.reductions[j].result = k_.body.size() - 1;
+  k_.reductions[j].differentiable = differentiable;
+  return r;
+}
+
+void BodyBuilder::grad(const Operand& stmt, const Operand& wrt, std::string d) {
+  if (!wrt.is_tensor || !is_floating_type(wrt.dtype)) return;
+  k_.body.at(std::stoul(stmt.expr.substr(1))).partials.emplace_back(wrt.expr, "(" + d + ")");
 }
 
 namespace {
@@ -182,11 +194,18 @@ Operand expand_row_op(const RowOp& op, const std::vector<Operand>& args, const s
   const Operand& x = args[0];
   const ScalarType dt = x.dtype;
   auto lit = [&](double v) { return literal(v, ct); };
-  auto elem = [&](std::string e, std::vector<Operand> reads) {
-    return b.push(ct, std::move(e), false, reads, dt);
+  // A statement and its partials (Note [Compiled backward]): {operand, d stmt / d operand}.
+  using Partials = std::vector<std::pair<Operand, std::string>>;
+  auto stmt = [&](bool row, std::string e, std::vector<Operand> reads, Partials partials) {
+    Operand t = b.push(ct, std::move(e), row, reads, dt);
+    for (auto& [wrt, d] : partials) b.grad(t, wrt, d == "self" ? t.expr : d);
+    return t;
   };
-  auto row = [&](std::string e, std::vector<Operand> reads) {
-    return b.push(ct, std::move(e), true, reads, dt);
+  auto elem = [&](std::string e, std::vector<Operand> reads, Partials partials) {
+    return stmt(false, std::move(e), std::move(reads), std::move(partials));
+  };
+  auto row = [&](std::string e, std::vector<Operand> reads, Partials partials) {
+    return stmt(true, std::move(e), std::move(reads), std::move(partials));
   };
   const std::string xs = as_ctype(x, ct);
   const std::string inv_n = lit(1.0 / double(op.count));
@@ -194,49 +213,58 @@ Operand expand_row_op(const RowOp& op, const std::vector<Operand>& args, const s
   if (op.kind == "amax") return b.reduce("max", x, ct);
   if (op.kind == "mean") {
     Operand s = b.reduce("sum", x, ct);
-    return row(s.expr + " * " + inv_n, {s});
+    return row(s.expr + " * " + inv_n, {s}, {{s, inv_n}});
   }
   if (op.kind == "softmax" || op.kind == "log_softmax") {
     // A NaN in the row needs no flag: exp(NaN - max) makes the sum, and so every output, NaN.
-    Operand m = b.reduce("max", x, ct, false);
-    Operand e = elem("rt_exp(" + xs + " - " + m.expr + ")", {x, m});
+    // The max only shifts the row (the result does not depend on it): no gradient flows to it.
+    Operand m = b.reduce("max", x, ct, false, false);
+    Operand e = elem("rt_exp(" + xs + " - " + m.expr + ")", {x, m}, {{x, "self"}});
     Operand s = b.reduce("sum", e, ct);
     if (op.kind == "log_softmax") {
-      Operand c = row(m.expr + " + rt_log(" + s.expr + ")", {m, s});
-      return elem("(" + xs + " - " + c.expr + ")", {x, c});
+      Operand c = row(m.expr + " + rt_log(" + s.expr + ")", {m, s}, {{s, lit(1) + " / " + s.expr}});
+      return elem("(" + xs + " - " + c.expr + ")", {x, c}, {{x, lit(1)}, {c, lit(-1)}});
     }
-    Operand inv = row(lit(1) + " / " + s.expr, {s});
-    return elem(e.expr + " * " + inv.expr, {e, inv});
+    Operand inv = row(lit(1) + " / " + s.expr, {s}, {});
+    b.grad(inv, s, "-" + inv.expr + " * " + inv.expr);
+    return elem(e.expr + " * " + inv.expr, {e, inv}, {{e, inv.expr}, {inv, e.expr}});
   }
-  if (op.kind == "rms_norm") {
-    Operand sq = elem(xs + " * " + xs, {x});
-    Operand s = b.reduce("sum", sq, ct);
-    Operand r = row("rt_rsqrt(" + s.expr + " * " + inv_n + " + " + lit(op.eps) + ")", {s});
-    Operand y = elem(xs + " * " + r.expr, {x, r});
-    if (args.size() > 2 && args[2].is_tensor)
-      y = elem(y.expr + " * " + as_ctype(args[2], ct), {y, args[2]});
+  // y * w and y + b for a norm's optional weight and bias.
+  auto affine = [&](Operand y, size_t w, size_t bias) {
+    if (w < args.size() && args[w].is_tensor) {
+      const std::string ws = as_ctype(args[w], ct);
+      y = elem(y.expr + " * " + ws, {y, args[w]}, {{y, ws}, {args[w], y.expr}});
+    }
+    if (bias < args.size() && args[bias].is_tensor)
+      y = elem(y.expr + " + " + as_ctype(args[bias], ct), {y, args[bias]},
+               {{y, lit(1)}, {args[bias], lit(1)}});
     return y;
+  };
+  if (op.kind == "rms_norm") {
+    Operand sq = elem(xs + " * " + xs, {x}, {{x, lit(2) + " * " + xs}});
+    Operand s = b.reduce("sum", sq, ct);
+    Operand r = row("rt_rsqrt(" + s.expr + " * " + inv_n + " + " + lit(op.eps) + ")", {s}, {});
+    b.grad(r, s, lit(-0.5) + " * " + r.expr + " * " + r.expr + " * " + r.expr + " * " + inv_n);
+    return affine(elem(xs + " * " + r.expr, {x, r}, {{x, r.expr}, {r, xs}}), 2, args.size());
   }
   // var and layer_norm: the mean, then the centered sum of squares (two passes over a row that
   // stays in cache: as accurate as Welford's update and cheaper per element).
   Operand s = b.reduce("sum", x, ct);
-  Operand m = row(s.expr + " * " + inv_n, {s});
-  Operand d = elem("(" + xs + " - " + m.expr + ")", {x, m});
-  Operand dd = elem(d.expr + " * " + d.expr, {d});
+  Operand m = row(s.expr + " * " + inv_n, {s}, {{s, inv_n}});
+  Operand d = elem("(" + xs + " - " + m.expr + ")", {x, m}, {{x, lit(1)}, {m, lit(-1)}});
+  Operand dd = elem(d.expr + " * " + d.expr, {d}, {{d, lit(2) + " * " + d.expr}});
   Operand ss = b.reduce("sum", dd, ct);
   if (op.kind == "var") {
     const int64_t dof = std::max<int64_t>(op.count - op.correction, 0);
-    return row(ss.expr + " * " + lit(dof == 0 ? std::numeric_limits<double>::infinity()
-                                                : 1.0 / double(dof)),
-               {ss});
+    const std::string inv_dof =
+        lit(dof == 0 ? std::numeric_limits<double>::infinity() : 1.0 / double(dof));
+    return row(ss.expr + " * " + inv_dof, {ss}, {{ss, inv_dof}});
   }
-  Operand rstd = row("rt_rsqrt(" + ss.expr + " * " + inv_n + " + " + lit(op.eps) + ")", {ss});
-  Operand y = elem(d.expr + " * " + rstd.expr, {d, rstd});
-  if (args.size() > 2 && args[2].is_tensor)
-    y = elem(y.expr + " * " + as_ctype(args[2], ct), {y, args[2]});
-  if (args.size() > 3 && args[3].is_tensor)
-    y = elem(y.expr + " + " + as_ctype(args[3], ct), {y, args[3]});
-  return y;
+  Operand rstd = row("rt_rsqrt(" + ss.expr + " * " + inv_n + " + " + lit(op.eps) + ")", {ss}, {});
+  b.grad(rstd, ss,
+         lit(-0.5) + " * " + rstd.expr + " * " + rstd.expr + " * " + rstd.expr + " * " + inv_n);
+  Operand y = elem(d.expr + " * " + rstd.expr, {d, rstd}, {{d, rstd.expr}, {rstd, d.expr}});
+  return affine(y, 2, 3);
 }
 
 }  // namespace retorch::compiler

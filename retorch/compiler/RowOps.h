@@ -33,9 +33,11 @@ class BodyBuilder {
   Operand push(const std::string& ctype, std::string expr, bool row,
                const std::vector<Operand>& reads, ScalarType dtype);
   /// The reduction (`kind`: "sum" or "max") of the element operand v, as a row temp of type ct;
-  /// keep_nan: see Reduction.
+  /// keep_nan, differentiable: see Reduction.
   Operand reduce(const std::string& kind, const Operand& v, const std::string& ct,
-                 bool keep_nan = true);
+                 bool keep_nan = true, bool differentiable = true);
+  /// Records d(stmt)/d(wrt) = d for the backward (nothing when wrt is a constant or not floating).
+  void grad(const Operand& stmt, const Operand& wrt, std::string d);
 
  private:
   Kernel& k_;

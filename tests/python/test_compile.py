@@ -210,7 +210,11 @@ def test_layer_norm_gelu_residual_is_one_kernel():
     cf = retorch.compile(f(retorch, retorch.nn.functional))
     close(cf(rx, rw, rb), f(torch, torch.nn.functional)(tx, tw, tb), rtol=1e-5, atol=1e-5)
     assert cf.kernel_names == ["cpp_fused_add_gelu_layer_norm_0"]
-    assert cf.source.count("reduction(+:") == 2  # the mean, then the centered squares
+    fwd = cf.source.split("void cpp_fused_add_gelu_layer_norm_0(")[1].split('extern "C"')[0]
+    bwd = cf.source.split("void cpp_fused_add_gelu_layer_norm_0_backward(")[1]
+    assert fwd.count("reduction(+:") == 2  # the mean, then the centered squares
+    # The backward recomputes both, then reduces the adjoints of rstd and of the mean.
+    assert bwd.count("reduction(+:") == 4
     assert "rows of the last 1 dims" in cf.loop_ir
 
 
@@ -233,22 +237,37 @@ def test_softmax_special_rows_and_bfloat16_match_torch():
         close(g.to(retorch.float32), w.to(torch.float32), rtol=1e-2, atol=1e-2)
 
 
-def test_row_op_gradients_match_torch():
-    rng = np.random.default_rng(7)
-    x, w = rng.standard_normal((7, 30)).astype(np.float64), rng.standard_normal(30)
+def row_grad_ops(lib, F):
+    def g(x, w, b, z):
+        n = x.shape[-1]
+        e = (x - x.amax(-1, keepdim=True)).exp()
+        rms = x * ((x * x).mean(-1, keepdim=True) + 1e-6).rsqrt() * w
+        return (F.softmax(x, -1) * z, F.log_softmax(x, dim=-1),
+                F.gelu(F.layer_norm(x, [n], w, b)) + x, x.var(-1), e / e.sum(-1, keepdim=True),
+                rms, x.amax(-1) * 2, x.sum(-1).tanh())
+    return g
 
-    def f(lib, F):
-        return lambda x, w: (F.softmax(x, -1) * F.layer_norm(x, [30], w)).sum(-1).tanh()
-    rx, rw = (retorch.from_numpy(a.copy()).requires_grad_() for a in (x, w))
-    tx, tw = (torch.from_numpy(a.copy()).requires_grad_() for a in (x, w))
-    cf = retorch.compile(f(retorch, retorch.nn.functional))
-    out = cf(rx, rw)
-    want = f(torch, torch.nn.functional)(tx, tw)
-    close(out, want)
-    out.sum().backward()
-    want.sum().backward()
-    close(rx.grad, tx.grad)
-    close(rw.grad, tw.grad)
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_row_op_gradients_match_torch(dtype):
+    rng = np.random.default_rng(7)
+    arrs = [rng.standard_normal(s).astype(dtype) for s in [(6, 20, 24), (24,), (24,), (6, 20, 24)]]
+    arrs[0][0, 0, :3] = 5.0  # a row whose max is tied: amax splits its gradient
+    rs = [retorch.from_numpy(a.copy()).requires_grad_() for a in arrs]
+    ts = [torch.from_numpy(a.copy()).requires_grad_() for a in arrs]
+    cf = retorch.compile(row_grad_ops(retorch, retorch.nn.functional))
+    got = cf(*rs)
+    want = row_grad_ops(torch, torch.nn.functional)(*ts)
+    assert cf.kernel_names == ["cpp_fused_add_amax_div_exp_gelu_layer_norm_0"]
+    assert all(g.grad_fn.name() == "CompiledKernelBackward" for g in got)
+    ws = [rng.standard_normal(tuple(o.shape)).astype(dtype) for o in want]
+    sum((o * torch.from_numpy(w)).sum() for o, w in zip(want, ws)).backward()
+    sum((o * retorch.from_numpy(w.copy())).sum() for o, w in zip(got, ws)).backward()
+    tol = 1e-9 if dtype == np.float64 else 3e-4
+    for g, w in zip(got, want):
+        close(g, w, rtol=tol, atol=tol)
+    for r, t in zip(rs, ts):
+        close(r.grad, t.grad, rtol=tol, atol=tol)
 
 
 def test_benchmark_harness():

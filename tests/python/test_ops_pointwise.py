@@ -618,6 +618,18 @@ def test_sum_mean_dtype(rng):
         grads(lambda L, x: L.mean(x, dtype=getattr(L, out)).to(L.float32), P(rng, (3, 4)))
 
 
+@pytest.mark.parametrize("dt", FLOATS)
+def test_sum_over_leading_dims(rng, dt):
+    """Column sums (Note [Column sums]): leading dims of contiguous inputs, keepdim or not, a
+    block boundary (600 columns), empty rows; mean too."""
+    for shape, dims in [((300, 600), 0), ((4, 5, 600), (0, 1)), ((6, 3, 2, 7), (-4, 1)),
+                        ((0, 5), 0), ((7, 1), 0)]:
+        x = P(rng, shape, dt)
+        for keep in (False, True):
+            both(lambda L, x: x.sum(dims, keepdim=keep), x, what=f"sum {shape} {dims} {dt}")
+            both(lambda L, x: x.mean(dims, keepdim=keep), x, what=f"mean {shape} {dims} {dt}")
+
+
 # ---------------------------------------------------------------- float16 / bfloat16 audit
 
 def _x(rng, dt, shape=(3, 4), **kw):
