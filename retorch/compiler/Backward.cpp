@@ -167,27 +167,33 @@ std::shared_ptr<Kernel> make_backward(const Kernel& k) {
 
 namespace {
 
+// Owns what it runs: the backward kernel's loop IR and the loaded library holding its code, so
+// a gradient outlives the compiled function that made it.
 struct CompiledKernelBackward final : autograd::Node {
-  CompiledKernelBackward(const Kernel& k, KernelFn fn) : k_(k), fn_(fn) {}
+  CompiledKernelBackward(std::shared_ptr<const Kernel> b, KernelFn fn,
+                         std::shared_ptr<const void> library)
+      : b_(std::move(b)), fn_(fn), library_(std::move(library)) {}
   std::string name() const override { return "CompiledKernelBackward"; }
 
   autograd::variable_list apply(autograd::variable_list&& grads) override {
-    RT_CHECK(!GradMode::is_enabled(), "compile: ", k_.name, " has a compiled backward, which "
-             "cannot be differentiated again (backward with create_graph=True); call the "
-             "function uncompiled for higher-order gradients");
-    const Kernel& b = *k_.backward;
-    RT_CHECK(!inputs_.empty() || k_.inputs.empty(), "compile: ", name(), " (", k_.name,
-             "): trying to backward through the graph a second time; use retain_graph=True");
+    const Kernel& b = *b_;
+    const size_t ni = b.inputs.size() - b.grad_of_outputs.size();  // the forward's inputs
+    RT_CHECK(!GradMode::is_enabled(), "compile: ", b.name, " cannot be differentiated again "
+             "(backward with create_graph=True through a compiled kernel); call the function "
+             "uncompiled for higher-order gradients");
+    RT_CHECK(inputs_.size() == ni, "compile: ", b.name, ": trying to backward through the graph "
+             "a second time (or directly access saved tensors after they have already been "
+             "freed); specify retain_graph=True the first time");
     std::vector<Tensor> keep;
-    std::vector<void*> args;
     for (const autograd::SavedVariable& v : inputs_) keep.push_back(v.unpack());
     for (size_t j = 0; j < b.grad_of_outputs.size(); ++j) {
-      const KernelArg& a = b.inputs[k_.inputs.size() + j];
+      const KernelArg& a = b.inputs[ni + j];
       Tensor g = grads.at(b.grad_of_outputs[j]);
       if (!g.defined()) g = zeros(a.sizes, TensorOptions(a.dtype));
       else if (g.dtype() != a.dtype || !g.is_contiguous()) g = g.to(a.dtype).contiguous();
       keep.push_back(g);
     }
+    std::vector<void*> args;
     for (const Tensor& t : keep) args.push_back(t.impl()->data());
     std::vector<Tensor> outs;
     for (const KernelArg& a : b.outputs) {
@@ -195,27 +201,30 @@ struct CompiledKernelBackward final : autograd::Node {
       args.push_back(outs.back().impl()->data());
     }
     fn_(args.data());
-    autograd::variable_list result(k_.inputs.size());
+    autograd::variable_list result(ni);
     for (size_t j = 0; j < b.grad_for_inputs.size(); ++j) {
       const size_t i = b.grad_for_inputs[j];
       if (!should_compute_output(i)) continue;
-      const std::vector<int64_t>& shape = k_.inputs[i].sizes;
+      const std::vector<int64_t>& shape = b.inputs[i].sizes;
       result[i] = shape == b.sizes ? outs[j] : sum_to(outs[j], shape);
     }
     return result;
   }
   void release_variables() override { inputs_.clear(); }
 
-  const Kernel& k_;
+  std::shared_ptr<const Kernel> b_;
   KernelFn fn_;
+  std::shared_ptr<const void> library_;
   std::vector<autograd::SavedVariable> inputs_;
 };
 
 }  // namespace
 
-void attach_backward(const Kernel& k, KernelFn backward_fn, const std::vector<Tensor>& inputs,
+void attach_backward(std::shared_ptr<const Kernel> backward, KernelFn backward_fn,
+                     std::shared_ptr<const void> library, const std::vector<Tensor>& inputs,
                      const std::vector<Tensor>& outputs) {
-  auto node = std::make_shared<CompiledKernelBackward>(k, backward_fn);
+  auto node = std::make_shared<CompiledKernelBackward>(std::move(backward), backward_fn,
+                                                       std::move(library));
   std::vector<autograd::Edge> edges;
   for (const Tensor& t : inputs) {
     node->inputs_.emplace_back(t, false);

@@ -15,9 +15,11 @@ std::shared_ptr<Kernel> make_backward(const Kernel& k);
 
 using KernelFn = void (*)(void* const*);
 
-/// Makes the kernel's outputs (computed from `inputs` by its forward) differentiable: their
-/// grad_fn runs k.backward through `backward_fn` on the saved inputs and the incoming gradients.
-void attach_backward(const Kernel& k, KernelFn backward_fn, const std::vector<Tensor>& inputs,
+/// Makes a kernel's outputs (computed from `inputs` by its forward) differentiable: their
+/// grad_fn runs `backward` (the kernel's backward) through `backward_fn` on the saved inputs and
+/// the incoming gradients; it keeps `library` (the code's owner) alive as long as it lives.
+void attach_backward(std::shared_ptr<const Kernel> backward, KernelFn backward_fn,
+                     std::shared_ptr<const void> library, const std::vector<Tensor>& inputs,
                      const std::vector<Tensor>& outputs);
 
 }  // namespace retorch::compiler

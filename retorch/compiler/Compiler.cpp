@@ -58,10 +58,11 @@ bool debug_enabled() {
 }
 
 // The runner of one kernel call node (Note [Kernel fallback]).
-jit::NodeFn kernel_runner(const Kernel& k, KernelFn fn, KernelFn backward_fn) {
+jit::NodeFn kernel_runner(const Kernel& k, KernelFn fn, KernelFn backward_fn,
+                          std::shared_ptr<const Library> lib) {
   auto fallback = std::make_shared<std::once_flag>();
   auto interp = std::make_shared<std::unique_ptr<jit::Interpreter>>();
-  return [&k, fn, backward_fn, fallback, interp](Stack& stack) {
+  return [&k, fn, backward_fn, lib, fallback, interp](Stack& stack) {
     const size_t ni = k.inputs.size(), base = stack.size() - ni;
     bool ok = true, needs_grad = false;
     const bool grad = GradMode::is_enabled();
@@ -92,7 +93,7 @@ jit::NodeFn kernel_runner(const Kernel& k, KernelFn fn, KernelFn backward_fn) {
     if (needs_grad) {
       std::vector<Tensor> ins;
       for (size_t i = 0; i < ni; ++i) ins.push_back(stack[base + i].to_tensor());
-      attach_backward(k, backward_fn, ins, outs);
+      attach_backward(k.backward, backward_fn, lib, ins, outs);
     }
     stack.resize(base);
     for (Tensor& t : outs) stack.emplace_back(std::move(t));
@@ -151,7 +152,7 @@ struct CompiledFunction::State {
     const jit::Graph& lg = *e->info.lowered.graph;
     e->has_self = !lg.inputs().empty() && lg.inputs()[0]->type()->kind() == jit::TypeKind::kClass;
     const LoweredGraph& low = e->info.lowered;
-    Library* lib = e->lib.get();
+    std::shared_ptr<const Library> lib = e->lib;
     e->interp = std::make_unique<jit::Interpreter>(
         lg, e->attrs, [&low, lib](const jit::Node& n) -> jit::NodeFn {
           if (n.kind() != kCppKernel) return {};
@@ -159,7 +160,7 @@ struct CompiledFunction::State {
           auto fn = reinterpret_cast<KernelFn>(lib->symbol(k.name));
           KernelFn bwd = nullptr;
           if (k.backward) bwd = reinterpret_cast<KernelFn>(lib->symbol(k.backward->name));
-          return kernel_runner(k, fn, bwd);
+          return kernel_runner(k, fn, bwd, lib);
         });
     return e;
   }

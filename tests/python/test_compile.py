@@ -248,26 +248,33 @@ def row_grad_ops(lib, F):
     return g
 
 
+def compile_both(make, arrs):
+    """make(lib, F) compiled by retorch and run eagerly by torch on leaf copies of arrs."""
+    rs = [retorch.from_numpy(a.copy()).requires_grad_() for a in arrs]
+    ts = [torch.from_numpy(a.copy()).requires_grad_() for a in arrs]
+    cf = retorch.compile(make(retorch, retorch.nn.functional))
+    return cf, rs, ts, cf(*rs), make(torch, torch.nn.functional)(*ts)
+
+
+def close_values_and_grads(rs, ts, got, want, tol):
+    for g, w in zip(got, want):
+        close(g, w, rtol=tol, atol=tol)
+    for r, t in zip(rs, ts):
+        close(r.grad, t.grad, rtol=tol, atol=tol)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_row_op_gradients_match_torch(dtype):
     rng = np.random.default_rng(7)
     arrs = [rng.standard_normal(s).astype(dtype) for s in [(6, 20, 24), (24,), (24,), (6, 20, 24)]]
     arrs[0][0, 0, :3] = 5.0  # a row whose max is tied: amax splits its gradient
-    rs = [retorch.from_numpy(a.copy()).requires_grad_() for a in arrs]
-    ts = [torch.from_numpy(a.copy()).requires_grad_() for a in arrs]
-    cf = retorch.compile(row_grad_ops(retorch, retorch.nn.functional))
-    got = cf(*rs)
-    want = row_grad_ops(torch, torch.nn.functional)(*ts)
+    cf, rs, ts, got, want = compile_both(row_grad_ops, arrs)
     assert cf.kernel_names == ["cpp_fused_add_amax_div_exp_gelu_layer_norm_0"]
     assert all(g.grad_fn.name() == "CompiledKernelBackward" for g in got)
     ws = [rng.standard_normal(tuple(o.shape)).astype(dtype) for o in want]
     sum((o * torch.from_numpy(w)).sum() for o, w in zip(want, ws)).backward()
     sum((o * retorch.from_numpy(w.copy())).sum() for o, w in zip(got, ws)).backward()
-    tol = 1e-9 if dtype == np.float64 else 3e-4
-    for g, w in zip(got, want):
-        close(g, w, rtol=tol, atol=tol)
-    for r, t in zip(rs, ts):
-        close(r.grad, t.grad, rtol=tol, atol=tol)
+    close_values_and_grads(rs, ts, got, want, 1e-9 if dtype == np.float64 else 3e-4)
 
 
 def test_benchmark_harness():
@@ -302,11 +309,7 @@ def grad_roots(lib):
 def test_compiled_backward_matches_torch(dtype):
     rng = np.random.default_rng(8)
     arrs = [rng.standard_normal(s).astype(dtype) for s in [(40, 33), (33,), (40, 1)]]
-    rs = [retorch.from_numpy(x.copy()).requires_grad_() for x in arrs]
-    ts = [torch.from_numpy(x.copy()).requires_grad_() for x in arrs]
-    cf = retorch.compile(grad_chain(retorch, retorch.nn.functional))
-    got = cf(*rs)
-    want = grad_chain(torch, torch.nn.functional)(*ts)
+    cf, rs, ts, got, want = compile_both(grad_chain, arrs)
     # The kernels with derivative rules differentiate through generated backward kernels; the
     # one with maximum (no rule) runs its nodes eagerly.
     assert got[0].grad_fn.name() == "CompiledKernelBackward"
@@ -314,11 +317,7 @@ def test_compiled_backward_matches_torch(dtype):
     assert "_backward(void* const* args)" in cf.source
     grad_roots(retorch)(got).backward()
     grad_roots(torch)(want).backward()
-    tol = 1e-5 if dtype == np.float64 else 2e-4
-    for g, w in zip(got, want):
-        close(g, w, rtol=tol, atol=tol)
-    for r, t in zip(rs, ts):
-        close(r.grad, t.grad, rtol=tol, atol=tol)
+    close_values_and_grads(rs, ts, got, want, 1e-5 if dtype == np.float64 else 2e-4)
 
 
 def test_compiled_backward_errors_like_torch():
@@ -333,3 +332,13 @@ def test_compiled_backward_errors_like_torch():
         y.sum().backward()
     with pytest.raises(RuntimeError, match="create_graph"):
         retorch.autograd.grad(cf(a).sum(), a, create_graph=True)
+
+
+def test_gradient_outlives_the_compiled_function():
+    import gc
+    a = retorch.randn(6, 7, requires_grad=True)
+    z = retorch.compile(lambda x: (x * 3).sin())(a)  # the compiled function is dropped here
+    gc.collect()
+    assert z.grad_fn.name() == "CompiledKernelBackward"
+    (g,) = retorch.autograd.grad(z.sum(), a)  # its node keeps the kernel's code loaded
+    close(g, 3 * (a * 3).cos(), rtol=1e-5, atol=1e-5)
