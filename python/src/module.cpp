@@ -18,6 +18,7 @@ void bind_autograd_function(py::module_& m);
 void bind_memory_format(py::module_& m, py::class_<Tensor>& cls);
 void bind_jit(py::module_& m);
 void bind_compiler(py::module_& m);
+void bind_profiler(py::module_& m);
 
 namespace {
 
@@ -132,6 +133,7 @@ PYBIND11_MODULE(_C, m) {
   bind_dlpack(m, cls);
   bind_jit(m);
   bind_compiler(m);
+  bind_profiler(m);
 
   // Grad modes.
   m.def("is_grad_enabled", &GradMode::is_enabled);

@@ -1,0 +1,60 @@
+// Python bindings of the profiler (_C._profiler): a Profile session, record_function ranges,
+// statistics as dicts, the tables and the Chrome trace (retorch/profiler.py wraps them).
+#include "bindings.h"
+#include "retorch/profiler/Profiler.h"
+
+namespace retorch::python {
+
+void bind_profiler(py::module_& m) {
+  using namespace retorch::profiler;
+  py::module_ p = m.def_submodule("_profiler", "the profiler behind retorch.profiler");
+  py::class_<Profile>(p, "Profile")
+      .def(py::init([](bool record_shapes) {
+             ProfilerOptions o;
+             o.record_shapes = record_shapes;
+             return std::make_unique<Profile>(o);
+           }),
+           py::arg("record_shapes") = false)
+      .def("stop", &Profile::stop)
+      .def_property_readonly("active", &Profile::active)
+      .def("events",
+           [](const Profile& prof) {
+             py::list out;
+             for (const Event& e : prof.events()) {
+               py::dict d;
+               d["name"] = e.name;
+               d["kind"] = e.kind;
+               d["shapes"] = e.shapes;
+               d["start_ns"] = e.start_ns;
+               d["end_ns"] = e.end_ns;
+               d["self_ns"] = e.self_ns;
+               d["depth"] = e.depth;
+               out.append(d);
+             }
+             return out;
+           })
+      .def("key_averages",
+           [](const Profile& prof, bool by_shape, const std::string& sort_by) {
+             py::list out;
+             for (const EventStats& s : prof.key_averages(by_shape, sort_by)) {
+               py::dict d;
+               d["key"] = s.name;
+               d["input_shapes"] = s.shapes;
+               d["count"] = s.count;
+               d["cpu_time_total"] = s.total_ns / 1e3;  // microseconds, as torch
+               d["self_cpu_time_total"] = s.self_ns / 1e3;
+               d["cpu_time"] = s.avg_ns / 1e3;
+               out.append(d);
+             }
+             return out;
+           },
+           py::arg("group_by_input_shape") = false, py::arg("sort_by") = "self_cpu_time_total")
+      .def("table", &Profile::table, py::arg("sort_by") = "self_cpu_time_total",
+           py::arg("row_limit") = -1, py::arg("group_by_input_shape") = false)
+      .def("kernel_summary", &Profile::kernel_summary, py::arg("row_limit") = -1)
+      .def("chrome_trace", &Profile::chrome_trace)
+      .def("export_chrome_trace", &Profile::export_chrome_trace, py::arg("path"));
+  py::class_<RecordFunction>(p, "RecordFunction").def(py::init<std::string>(), py::arg("name"));
+}
+
+}  // namespace retorch::python

@@ -1,0 +1,93 @@
+// The profiler: records every op called through the dispatcher (the Profiler-key fallback) and
+// every record_function range while a Profile is active, then prints tables like PyTorch's
+// key_averages().table() and Nsight's kernel summary, and exports a Chrome/Perfetto trace.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace retorch::profiler {
+
+struct ProfilerOptions {
+  bool record_shapes = false;  // keep each op's input shapes ("[[2, 3], [3]]")
+};
+
+/// One recorded range: an op ("aten::mm") or a user range (record_function).
+struct Event {
+  std::string name;
+  std::string kind;    // "op" or "user_annotation"
+  std::string shapes;  // input shapes when record_shapes, else ""
+  int64_t start_ns = 0, end_ns = 0;  // since the profile started
+  int64_t self_ns = 0;               // minus the events nested directly inside it
+  uint64_t thread = 0;               // a small per-thread number (1, 2, ...)
+  int depth = 0;                     // nesting on its thread (0: outermost)
+  int64_t duration_ns() const { return end_ns - start_ns; }
+};
+
+/// Per-name (and optionally per-shape) statistics of a profile.
+struct EventStats {
+  std::string name, shapes;
+  int64_t count = 0;
+  double total_ns = 0, self_ns = 0, avg_ns = 0, median_ns = 0, min_ns = 0, max_ns = 0,
+         stddev_ns = 0;
+};
+
+/// How key_averages() sorts: "self_cpu_time_total" (default), "cpu_time_total", "count",
+/// "cpu_time_avg", "name"; unknown keys are an error naming the choices.
+std::vector<EventStats> sort_stats(std::vector<EventStats> stats, const std::string& sort_by);
+
+/// A profiling session; only one may be active at a time (an error otherwise). Ops are recorded
+/// on the thread that started it (where the autograd engine also runs backward).
+class Profile {
+ public:
+  explicit Profile(ProfilerOptions options = {});
+  ~Profile();
+  Profile(const Profile&) = delete;
+  Profile& operator=(const Profile&) = delete;
+
+  /// Stops recording (idempotent; must run on the starting thread).
+  void stop();
+  bool active() const;
+  /// The events recorded so far, in order of their end.
+  std::vector<Event> events() const;
+  /// Statistics per name (and per input shapes when group_by_input_shape), sorted.
+  std::vector<EventStats> key_averages(bool group_by_input_shape = false,
+                                       const std::string& sort_by = "self_cpu_time_total") const;
+  /// PyTorch-style table: Name, Self CPU %, Self CPU, CPU total %, CPU total, CPU time avg,
+  /// # of Calls (and Input Shapes when grouped by them); row_limit < 0 prints every row.
+  std::string table(const std::string& sort_by = "self_cpu_time_total", int row_limit = -1,
+                    bool group_by_input_shape = false) const;
+  /// Nsight's kernel summary: Time %, Total Time, Instances, Avg, Med, Min, Max, StdDev, Name
+  /// over the ops' self times (what each op's own kernel took), most expensive first.
+  std::string kernel_summary(int row_limit = -1) const;
+  /// Chrome trace JSON ("X" events with microsecond ts/dur), loadable in Perfetto.
+  std::string chrome_trace() const;
+  void export_chrome_trace(const std::string& path) const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+/// A named range in the active profile (a no-op without one), like torch's record_function.
+class RecordFunction {
+ public:
+  explicit RecordFunction(std::string name);
+  ~RecordFunction();
+  RecordFunction(const RecordFunction&) = delete;
+  RecordFunction& operator=(const RecordFunction&) = delete;
+
+ private:
+  std::shared_ptr<Profile::State> state_;
+  size_t slot_ = 0;
+};
+
+/// Median and sample standard deviation (n - 1; 0 for fewer than two values).
+double median(std::vector<double> v);
+double stddev(const std::vector<double>& v);
+/// A duration in human units: "850 ns", "12.345 μs", "3.210 ms", "1.500 s".
+std::string format_time(double ns);
+
+}  // namespace retorch::profiler

@@ -1,0 +1,152 @@
+// The profiler: a known program yields exactly its ops with counts and shapes; record_function
+// ranges nest; the Chrome trace parses and is well formed; statistics and tables.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "retorch/profiler/Profiler.h"
+#include "retorch/retorch.h"
+
+using namespace retorch;
+namespace prof = retorch::profiler;
+
+namespace {
+
+// The ops the program itself called (depth 0); what their kernels call through the dispatcher
+// nests inside them, as in PyTorch's profiler.
+std::map<std::string, int64_t> top_level_counts(const prof::Profile& p) {
+  std::map<std::string, int64_t> c;
+  for (const prof::Event& e : p.events())
+    if (e.depth == 0) ++c[e.name];
+  return c;
+}
+
+TEST(Profiler, KnownProgramYieldsItsOpsCountsAndShapes) {
+  Tensor a = randn({4, 5}), b = randn({5, 6}), c = randn({6, 3});
+  prof::ProfilerOptions o;
+  o.record_shapes = true;
+  prof::Profile p(o);
+  Tensor x = mm(a, b), y = mm(x, c), z = mm(a, b);
+  Tensor s = add(x, z);
+  Tensor t = add(s, 1.5);
+  p.stop();
+  std::map<std::string, int64_t> want = {{"aten::mm", 3}, {"aten::add", 2}};
+  EXPECT_EQ(top_level_counts(p), want);
+  std::map<std::string, int64_t> all;
+  for (const prof::EventStats& st : p.key_averages()) all[st.name] = st.count;
+  EXPECT_EQ(all["aten::mm"], 3);
+  EXPECT_EQ(all["aten::add"], 2);
+  std::vector<prof::EventStats> by_shape = p.key_averages(true);
+  std::map<std::pair<std::string, std::string>, int64_t> shapes;
+  for (const prof::EventStats& st : by_shape) shapes[{st.name, st.shapes}] = st.count;
+  EXPECT_EQ((shapes[{"aten::mm", "[[4, 5], [5, 6]]"}]), 2);
+  EXPECT_EQ((shapes[{"aten::mm", "[[4, 6], [6, 3]]"}]), 1);
+  EXPECT_EQ((shapes[{"aten::add", "[[4, 6], [4, 6], []]"}]), 1);
+  // After stop nothing more is recorded.
+  const size_t n = p.events().size();
+  Tensor u = mm(a, b);
+  EXPECT_EQ(p.events().size(), n);
+}
+
+TEST(Profiler, RecordFunctionRangesNestAndSelfTimesAddUp) {
+  Tensor a = randn({64, 64});
+  prof::Profile p;
+  {
+    prof::RecordFunction outer("outer");
+    {
+      prof::RecordFunction inner("inner");
+      Tensor b = mm(a, a);
+    }
+    Tensor c = mm(a, a) + a;
+  }
+  p.stop();
+  std::vector<prof::Event> ev = p.events();
+  std::map<std::string, prof::Event> by;
+  for (const prof::Event& e : ev) by[e.name] = e;
+  ASSERT_TRUE(by.count("outer") && by.count("inner"));
+  EXPECT_EQ(by["outer"].depth, 0);
+  EXPECT_EQ(by["inner"].depth, 1);
+  EXPECT_EQ(by["outer"].kind, "user_annotation");
+  EXPECT_LE(by["outer"].start_ns, by["inner"].start_ns);
+  EXPECT_GE(by["outer"].end_ns, by["inner"].end_ns);
+  int64_t self_sum = 0;
+  for (const prof::Event& e : ev) {
+    EXPECT_GE(e.self_ns, 0) << e.name;
+    EXPECT_LE(e.self_ns, e.duration_ns()) << e.name;
+    self_sum += e.self_ns;
+  }
+  // Self times partition the outermost range: no time is counted twice.
+  EXPECT_EQ(self_sum, by["outer"].duration_ns());
+}
+
+TEST(Profiler, ChromeTraceParsesAndIsWellFormed) {
+  Tensor a = randn({32, 32});
+  prof::Profile p(prof::ProfilerOptions{true});
+  {
+    prof::RecordFunction r("step");
+    for (int i = 0; i < 3; ++i) a = (a.matmul(a) * 0.01).relu();
+  }
+  p.stop();
+  nlohmann::json doc = nlohmann::json::parse(p.chrome_trace());
+  const auto& events = doc.at("traceEvents");
+  ASSERT_EQ(events.size(), p.events().size());
+  std::vector<std::pair<double, double>> spans;
+  for (const auto& e : events) {
+    EXPECT_EQ(e.at("ph"), "X");
+    EXPECT_GE(e.at("dur").get<double>(), 0.0);
+    EXPECT_TRUE(e.at("name").is_string());
+    spans.emplace_back(e.at("ts").get<double>(), e.at("ts").get<double>() + e.at("dur").get<double>());
+  }
+  // On one thread, any two events are disjoint or one contains the other.
+  for (size_t i = 0; i < spans.size(); ++i)
+    for (size_t j = 0; j < spans.size(); ++j) {
+      auto [a0, a1] = spans[i];
+      auto [b0, b1] = spans[j];
+      bool disjoint = a1 <= b0 || b1 <= a0, nested = (a0 <= b0 && b1 <= a1) || (b0 <= a0 && a1 <= b1);
+      EXPECT_TRUE(disjoint || nested) << i << " " << j;
+    }
+}
+
+TEST(Profiler, StatisticsAndUnits) {
+  EXPECT_DOUBLE_EQ(prof::median({3, 1, 2}), 2);
+  EXPECT_DOUBLE_EQ(prof::median({4, 1, 3, 2}), 2.5);
+  EXPECT_DOUBLE_EQ(prof::median({}), 0);
+  EXPECT_NEAR(prof::stddev({2, 4, 4, 4, 5, 5, 7, 9}), std::sqrt(32.0 / 7.0), 1e-12);
+  EXPECT_DOUBLE_EQ(prof::stddev({5}), 0);
+  EXPECT_EQ(prof::format_time(850), "850 ns");
+  EXPECT_EQ(prof::format_time(12345), "12.345 μs");
+  EXPECT_EQ(prof::format_time(3.21e6), "3.210 ms");
+  EXPECT_EQ(prof::format_time(1.5e9), "1.500 s");
+}
+
+TEST(Profiler, TablesAndErrors) {
+  Tensor a = randn({16, 16});
+  prof::Profile p;
+  for (int i = 0; i < 4; ++i) a = mm(a, a).tanh();
+  EXPECT_THROW(prof::Profile second, Error);  // one at a time
+  p.stop();
+  std::string t = p.table("cpu_time_total", 1);
+  for (const char* col : {"Name", "Self CPU %", "Self CPU", "CPU total %", "CPU total",
+                          "CPU time avg", "# of Calls", "Self CPU time total: "})
+    EXPECT_NE(t.find(col), std::string::npos) << col << " in\n" << t;
+  EXPECT_EQ(t.find("aten::tanh") == std::string::npos || t.find("aten::mm") == std::string::npos,
+            true) << "row_limit 1 prints one row:\n" << t;
+  std::string k = p.kernel_summary();
+  for (const char* col : {"Time %", "Total Time", "Instances", "Avg", "Med", "Min", "Max",
+                          "StdDev", "Name", "aten::mm", "aten::tanh"})
+    EXPECT_NE(k.find(col), std::string::npos) << col << " in\n" << k;
+  try {
+    p.table("bogus");
+    FAIL() << "an unknown sort key must raise";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("self_cpu_time_total"), std::string::npos);
+  }
+  prof::Profile again;  // the first one stopped: a new one may start
+  EXPECT_TRUE(again.active());
+}
+
+}  // namespace

@@ -1,0 +1,82 @@
+"""retorch.profiler against torch.profiler: the same program yields the same ops with the same
+counts; record_function nests (also as a decorator); the Chrome trace loads; errors."""
+import json
+
+import pytest
+import torch
+
+import retorch
+from retorch.profiler import profile, record_function
+
+
+def program(lib, a):
+    for _ in range(3):
+        a = (a @ a * 0.01 + a).relu()
+    return a
+
+
+def counts(names, keys):
+    return {k: sum(1 for n in names if n == k) for k in keys}
+
+
+def test_ops_and_counts_match_torch():
+    keys = ["aten::matmul", "aten::mm", "aten::mul", "aten::add", "aten::relu"]
+    ra, ta = retorch.randn(32, 32), torch.randn(32, 32)
+    with profile(record_shapes=True) as p:
+        with record_function("step"):
+            program(retorch, ra)
+    with torch.profiler.profile(record_shapes=True) as tp:
+        with torch.profiler.record_function("step"):
+            program(torch, ta)
+    got = counts([e["name"] for e in p.events()], keys)
+    want = counts([e.name for e in tp.events()], keys)
+    assert got == want == {k: 3 for k in keys}
+    avg = {r["key"]: r for r in p.key_averages()}
+    assert avg["step"]["count"] == 1
+    top = [e for e in p.events() if e["depth"] == 1]  # directly inside "step"
+    assert {e["name"] for e in top} == {"aten::matmul", "aten::mul", "aten::add", "aten::relu"}
+    assert avg["step"]["cpu_time_total"] >= sum(e["end_ns"] - e["start_ns"] for e in top) / 1e3
+    shaped = {(r["key"], r["input_shapes"]) for r in p.key_averages(group_by_input_shape=True)}
+    assert ("aten::mm", "[[32, 32], [32, 32]]") in shaped
+    table = p.key_averages().table(sort_by="cpu_time_total", row_limit=3)
+    assert "Self CPU time total:" in table and "# of Calls" in table
+    assert len([ln for ln in table.splitlines() if "aten::" in ln or "step" in ln]) == 3
+    summary = p.kernel_summary()
+    assert summary.splitlines()[1].split() == ["Time", "%", "Total", "Time", "Instances", "Avg",
+                                               "Med", "Min", "Max", "StdDev", "Name"]
+
+
+def test_record_function_decorator_and_chrome_trace(tmp_path):
+    @record_function("forward")
+    def forward(x):
+        return (x * 2).exp()
+
+    with profile() as p:
+        with record_function("outer"):
+            forward(retorch.ones(4))
+    ev = {e["name"]: e for e in p.events()}
+    assert ev["outer"]["depth"] == 0 and ev["forward"]["depth"] == 1 and ev["aten::exp"]["depth"] == 2
+    path = tmp_path / "trace.json"
+    p.export_chrome_trace(path)
+    doc = json.loads(path.read_text())
+    names = [e["name"] for e in doc["traceEvents"]]
+    assert {"outer", "forward", "aten::mul", "aten::exp"} <= set(names)
+    for e in doc["traceEvents"]:
+        assert e["ph"] == "X" and e["dur"] >= 0
+
+
+def test_errors():
+    with profile():
+        with pytest.raises(RuntimeError, match="already active"):
+            with profile():
+                pass
+    with pytest.raises(RuntimeError, match="not been started"):
+        profile().key_averages()
+    with profile() as p:
+        retorch.ones(2) + 1
+    with pytest.raises(RuntimeError, match="sort_by"):
+        p.key_averages().table(sort_by="bogus")
+    # Nothing is recorded after the block.
+    n = len(p.events())
+    retorch.ones(2) * 3
+    assert len(p.events()) == n
