@@ -46,8 +46,9 @@ class profile:
     def key_averages(self, group_by_input_shape=False):
         return _KeyAverages(self._session(), group_by_input_shape)
 
-    def kernel_summary(self, row_limit=-1):
-        return self._session().kernel_summary(row_limit)
+    def kernel_summary(self, row_limit=-1, by_op=False):
+        """Nsight's kernel summary of the kernel launches, by kernel name or by issuing op."""
+        return self._session().kernel_summary(row_limit, by_op)
 
     def export_chrome_trace(self, path):
         self._session().export_chrome_trace(str(path))

@@ -29,6 +29,7 @@ void bind_profiler(py::module_& m) {
                d["end_ns"] = e.end_ns;
                d["self_ns"] = e.self_ns;
                d["depth"] = e.depth;
+               d["op"] = e.op;
                out.append(d);
              }
              return out;
@@ -51,7 +52,8 @@ void bind_profiler(py::module_& m) {
            py::arg("group_by_input_shape") = false, py::arg("sort_by") = "self_cpu_time_total")
       .def("table", &Profile::table, py::arg("sort_by") = "self_cpu_time_total",
            py::arg("row_limit") = -1, py::arg("group_by_input_shape") = false)
-      .def("kernel_summary", &Profile::kernel_summary, py::arg("row_limit") = -1)
+      .def("kernel_summary", &Profile::kernel_summary, py::arg("row_limit") = -1,
+           py::arg("by_op") = false)
       .def("chrome_trace", &Profile::chrome_trace)
       .def("export_chrome_trace", &Profile::export_chrome_trace, py::arg("path"));
   py::class_<RecordFunction>(p, "RecordFunction").def(py::init<std::string>(), py::arg("name"));

@@ -112,10 +112,34 @@ void OperatorHandle::call_boxed(Stack* stack) const {
   redispatch_boxed((ks | tls.included) - tls.excluded, stack);
 }
 
+// Note [Launch hook]
+// A backend kernel (one registered for CPU or CUDA) is a launch: the unit the launch manager
+// records, times, counts and captures. The dispatcher checks one atomic pointer per call; while
+// it is null (no observer, no capture) the typed kernel runs as before, so the check is all an
+// unobserved launch pays. While a hook is installed, backend calls are boxed and handed to it
+// (it runs them through run_kernel); composite and fallback kernels are not launches.
+std::atomic<LaunchHook> detail::g_launch_hook{nullptr};
+
+void set_launch_hook(LaunchHook hook) { detail::g_launch_hook.store(hook); }
+
+void run_kernel(const OperatorHandle& op, const KernelFunction& k, DispatchKeySet ks,
+                Stack* stack) {
+  if (k.unboxed) k.adapter(k.unboxed, ks, stack);
+  else k.boxed(op, ks, stack);
+}
+
+bool OperatorHandle::is_launch(DispatchKeySet ks) const {
+  uint64_t candidates = ks.raw() & (kernel_mask_ | Dispatcher::singleton().fallback_mask());
+  if (candidates == 0) return false;
+  int k = 63 - __builtin_clzll(candidates);
+  return ((kernel_mask_ >> k) & 1) && (k == int(DispatchKey::CPU) || k == int(DispatchKey::CUDA));
+}
+
 void OperatorHandle::redispatch_boxed(DispatchKeySet ks, Stack* stack) const {
   const KernelFunction& k = lookup(ks);
-  if (k.unboxed) k.adapter(k.unboxed, ks, stack);
-  else k.boxed(*this, ks, stack);
+  LaunchHook hook = detail::g_launch_hook.load(std::memory_order_relaxed);
+  if (hook != nullptr && is_launch(ks)) return hook(*this, k, ks, stack);
+  run_kernel(*this, k, ks, stack);
 }
 
 Dispatcher& Dispatcher::singleton() {

@@ -1,5 +1,6 @@
 // The dispatcher: per-operator kernel tables indexed by DispatchKey, boxed fallbacks, boxing.
 #pragma once
+#include <atomic>
 #include <functional>
 #include <memory>
 #include <string>
@@ -65,6 +66,19 @@ inline KernelFunction make_boxed_kernel(BoxedKernel f) {
   return k;
 }
 
+class OperatorHandle;
+/// Sees every call of a backend (CPU, CUDA) kernel, boxed, while installed: it must run the
+/// kernel (`run_kernel`). The launch manager (retorch/runtime) installs one while it has
+/// observers or is capturing (Note [Launch hook] in Dispatcher.cpp).
+using LaunchHook = void (*)(const OperatorHandle& op, const KernelFunction& k, DispatchKeySet ks,
+                            Stack* stack);
+namespace detail {
+extern std::atomic<LaunchHook> g_launch_hook;
+}
+void set_launch_hook(LaunchHook hook);
+/// Runs a kernel on a boxed stack (what a launch hook does to launch it).
+void run_kernel(const OperatorHandle& op, const KernelFunction& k, DispatchKeySet ks, Stack* stack);
+
 class OperatorHandle {
  public:
   explicit OperatorHandle(OpSchema schema) : schema_(schema) {}
@@ -87,15 +101,19 @@ class OperatorHandle {
   template <typename R, typename... Args>
   R redispatch(DispatchKeySet ks, Args... args) const {
     const KernelFunction& k = lookup(ks);
-    if (k.unboxed)
+    LaunchHook hook = detail::g_launch_hook.load(std::memory_order_relaxed);
+    if (k.unboxed && (hook == nullptr || !is_launch(ks)))
       return reinterpret_cast<R (*)(DispatchKeySet, Args...)>(k.unboxed)(
           ks, std::forward<Args>(args)...);
     Stack stack;
     stack.reserve(sizeof...(Args));
     (stack.emplace_back(IValue(args)), ...);
-    k.boxed(*this, ks, &stack);
+    if (k.unboxed) hook(*this, k, ks, &stack);
+    else k.boxed(*this, ks, &stack);
     return ReturnConv<R>::pop(stack);
   }
+  /// Whether a call on ks runs a backend kernel (CPU or CUDA) of this op: a launch.
+  bool is_launch(DispatchKeySet ks) const;
   /// Boxed call by a stack of all arguments; keys come from the tensors on the stack.
   void call_boxed(Stack* stack) const;
   void redispatch_boxed(DispatchKeySet ks, Stack* stack) const;

@@ -15,6 +15,7 @@
 
 #include "retorch/core/Error.h"
 #include "retorch/dispatch/Dispatcher.h"
+#include "retorch/runtime/LaunchManager.h"
 
 namespace retorch::profiler {
 
@@ -26,7 +27,9 @@ namespace retorch::profiler {
 // minus that of the events directly inside it, so a table's self times add up to the profiled
 // time without double counting. Without an active profile the key is in no key set and costs
 // nothing. Only the starting thread records (its open-event stack needs no lock); finished events
-// go to a vector under a mutex, since a profile may be read from another thread.
+// go to a vector under a mutex, since a profile may be read from another thread. The profile is
+// also a launch observer (Note [Launch manager]): each backend kernel launch becomes a "kernel"
+// event inside the op that issued it, so an op's self time is its overhead around its kernels.
 
 struct Profile::State {
   ProfilerOptions options;
@@ -41,6 +44,8 @@ struct Profile::State {
     int64_t children_ns = 0;
   };
   std::vector<Open> open;
+  std::vector<size_t> kernel_slots;  // the launches open on the owner thread
+  std::shared_ptr<runtime::LaunchObserver> launches;  // records kernel events while active
 
   int64_t now() const {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -105,6 +110,26 @@ std::string shapes_of(const Stack& stack, size_t first) {
   return os.str();
 }
 
+// The profiler as a launch observer: each kernel launch on the profiling thread is a "kernel"
+// event nested in the op that issued it (its time is the op's time in the kernel).
+class KernelRecorder : public runtime::LaunchObserver {
+ public:
+  explicit KernelRecorder(Profile::State* s) : s_(s) {}
+  void before(const runtime::LaunchRecord& r) override {
+    if (std::this_thread::get_id() != s_->owner || !s_->active) return;
+    s_->kernel_slots.push_back(s_->begin(r.name, "kernel", ""));
+    s_->open.back().event.op = r.op;
+  }
+  void after(const runtime::LaunchRecord&, int64_t) override {
+    if (std::this_thread::get_id() != s_->owner || !s_->active || s_->kernel_slots.empty()) return;
+    s_->end(s_->kernel_slots.back());
+    s_->kernel_slots.pop_back();
+  }
+
+ private:
+  Profile::State* s_;
+};
+
 void profiler_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
   Profile::State* s = g_active.load(std::memory_order_acquire);
   if (s == nullptr || std::this_thread::get_id() != s->owner)
@@ -139,6 +164,8 @@ Profile::Profile(ProfilerOptions options) : state_(std::make_shared<State>()) {
   LocalDispatchKeySet& tls = tls_local_dispatch_key_set();
   state_->had_key = tls.included.has(DispatchKey::Profiler);
   tls.included = tls.included | DispatchKeySet(DispatchKey::Profiler);
+  state_->launches = std::make_shared<KernelRecorder>(state_.get());
+  runtime::LaunchManager::get().add_observer(state_->launches);
 }
 
 Profile::~Profile() {
@@ -150,7 +177,9 @@ void Profile::stop() {
   if (!s.active) return;
   RT_CHECK(std::this_thread::get_id() == s.owner,
            "profiler: stop() must run on the thread that started the profile");
+  runtime::LaunchManager::get().remove_observer(s.launches);
   s.end(0);  // ranges still open end here
+  s.kernel_slots.clear();
   s.active = false;
   g_active.store(nullptr, std::memory_order_release);
   {
@@ -176,7 +205,7 @@ std::string Profile::chrome_trace() const {
   for (const Event& e : this->events()) {
     nlohmann::ordered_json j;
     j["name"] = e.name;
-    j["cat"] = e.kind == "op" ? "cpu_op" : "user_annotation";
+    j["cat"] = e.kind == "op" ? "cpu_op" : e.kind == "kernel" ? "kernel" : "user_annotation";
     j["ph"] = "X";
     j["ts"] = double(e.start_ns) / 1e3;
     j["dur"] = double(e.duration_ns()) / 1e3;

@@ -13,11 +13,13 @@ struct ProfilerOptions {
   bool record_shapes = false;  // keep each op's input shapes ("[[2, 3], [3]]")
 };
 
-/// One recorded range: an op ("aten::mm") or a user range (record_function).
+/// One recorded range: an op ("aten::mm"), a kernel launch ("cpu::mm") or a user range
+/// (record_function).
 struct Event {
   std::string name;
-  std::string kind;    // "op" or "user_annotation"
+  std::string kind;    // "op", "kernel" or "user_annotation"
   std::string shapes;  // input shapes when record_shapes, else ""
+  std::string op;      // a kernel's issuing op ("aten::mm"), else ""
   int64_t start_ns = 0, end_ns = 0;  // since the profile started
   int64_t self_ns = 0;               // minus the events nested directly inside it
   uint64_t thread = 0;               // a small per-thread number (1, 2, ...)
@@ -58,9 +60,10 @@ class Profile {
   /// # of Calls (and Input Shapes when grouped by them); row_limit < 0 prints every row.
   std::string table(const std::string& sort_by = "self_cpu_time_total", int row_limit = -1,
                     bool group_by_input_shape = false) const;
-  /// Nsight's kernel summary: Time %, Total Time, Instances, Avg, Med, Min, Max, StdDev, Name
-  /// over the ops' self times (what each op's own kernel took), most expensive first.
-  std::string kernel_summary(int row_limit = -1) const;
+  /// Nsight's kernel summary: Time %, Total Time, Instances, Avg, Med, Min, Max, StdDev, Name,
+  /// most expensive first, over the kernel launches' self times, grouped by kernel name or
+  /// (`by_op`) by the op that issued them.
+  std::string kernel_summary(int row_limit = -1, bool by_op = false) const;
   /// Chrome trace JSON ("X" events with microsecond ts/dur), loadable in Perfetto.
   std::string chrome_trace() const;
   void export_chrome_trace(const std::string& path) const;

@@ -38,13 +38,15 @@ std::string format_time(double ns) {
 
 namespace {
 
-// Statistics of groups of events, in order of first appearance.
-std::vector<EventStats> group(const std::vector<Event>& events, bool by_shape, bool ops_only) {
+// Statistics of groups of events (all, or those of one kind), in order of first appearance;
+// `self` takes each event's self time as its sample (else its duration).
+std::vector<EventStats> group(const std::vector<Event>& events, bool by_shape,
+                              const std::string& kind, bool self) {
   std::map<std::pair<std::string, std::string>, size_t> index;
   std::vector<EventStats> stats;
   std::vector<std::vector<double>> durations;
   for (const Event& e : events) {
-    if (ops_only && e.kind != "op") continue;
+    if (!kind.empty() && e.kind != kind) continue;
     auto key = std::make_pair(e.name, by_shape ? e.shapes : std::string());
     auto [it, fresh] = index.emplace(key, stats.size());
     if (fresh) {
@@ -55,7 +57,7 @@ std::vector<EventStats> group(const std::vector<Event>& events, bool by_shape, b
     ++s.count;
     s.total_ns += double(e.duration_ns());
     s.self_ns += double(e.self_ns);
-    durations[it->second].push_back(double(ops_only ? e.self_ns : e.duration_ns()));
+    durations[it->second].push_back(double(self ? e.self_ns : e.duration_ns()));
   }
   for (size_t i = 0; i < stats.size(); ++i) {
     const std::vector<double>& d = durations[i];
@@ -135,7 +137,7 @@ std::vector<EventStats> sort_stats(std::vector<EventStats> stats, const std::str
 
 std::vector<EventStats> Profile::key_averages(bool group_by_input_shape,
                                               const std::string& sort_by) const {
-  return sort_stats(group(events(), group_by_input_shape, false), sort_by);
+  return sort_stats(group(events(), group_by_input_shape, "", false), sort_by);
 }
 
 std::string Profile::table(const std::string& sort_by, int row_limit,
@@ -157,18 +159,25 @@ std::string Profile::table(const std::string& sort_by, int row_limit,
          "\n";
 }
 
-std::string Profile::kernel_summary(int row_limit) const {
-  std::vector<EventStats> stats = sort_stats(group(events(), false, true), "self_cpu_time_total");
+std::string Profile::kernel_summary(int row_limit, bool by_op) const {
+  // Kernel self times (a kernel whose op calls another op's kernel does not count it twice),
+  // named by kernel or by the op that issued it.
+  std::vector<Event> ev = events();
+  if (by_op)
+    for (Event& e : ev)
+      if (e.kind == "kernel") e.name = e.op;
+  std::vector<EventStats> stats = sort_stats(group(ev, false, "kernel", true), "self_cpu_time_total");
+  auto time = [](const EventStats& s) { return s.self_ns; };
   double total = 0;
-  for (const EventStats& s : stats) total += s.self_ns;
+  for (const EventStats& s : stats) total += time(s);
   std::vector<std::vector<std::string>> rows = {
       {"Time %", "Total Time", "Instances", "Avg", "Med", "Min", "Max", "StdDev", "Name"}};
   for (const EventStats& s : stats) {
     if (row_limit >= 0 && int(rows.size()) > row_limit) break;
     char pct[16];
-    std::snprintf(pct, sizeof pct, "%.1f", total > 0 ? 100 * s.self_ns / total : 0.0);
-    rows.push_back({pct, format_time(s.self_ns), std::to_string(s.count),
-                    format_time(s.self_ns / double(s.count)), format_time(s.median_ns),
+    std::snprintf(pct, sizeof pct, "%.1f", total > 0 ? 100 * time(s) / total : 0.0);
+    rows.push_back({pct, format_time(time(s)), std::to_string(s.count),
+                    format_time(time(s) / double(s.count)), format_time(s.median_ns),
                     format_time(s.min_ns), format_time(s.max_ns), format_time(s.stddev_ns),
                     s.name});
   }

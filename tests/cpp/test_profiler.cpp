@@ -137,7 +137,7 @@ TEST(Profiler, TablesAndErrors) {
             true) << "row_limit 1 prints one row:\n" << t;
   std::string k = p.kernel_summary();
   for (const char* col : {"Time %", "Total Time", "Instances", "Avg", "Med", "Min", "Max",
-                          "StdDev", "Name", "aten::mm", "aten::tanh"})
+                          "StdDev", "Name", "cpu::mm", "cpu::tanh"})
     EXPECT_NE(k.find(col), std::string::npos) << col << " in\n" << k;
   try {
     p.table("bogus");

@@ -40,10 +40,15 @@ def test_ops_and_counts_match_torch():
     assert ("aten::mm", "[[32, 32], [32, 32]]") in shaped
     table = p.key_averages().table(sort_by="cpu_time_total", row_limit=3)
     assert "Self CPU time total:" in table and "# of Calls" in table
-    assert len([ln for ln in table.splitlines() if "aten::" in ln or "step" in ln]) == 3
+    rules = [i for i, ln in enumerate(table.splitlines()) if ln.startswith("---")]
+    assert rules[2] - rules[1] - 1 == 3  # row_limit rows between the header and the end
+    # Kernel launches are events too, inside their ops: mm's kernel under aten::mm.
+    kernels = [e for e in p.events() if e["name"] == "cpu::mm"]
+    assert len(kernels) == 3 and all(k["op"] == "aten::mm" for k in kernels)
     summary = p.kernel_summary()
     assert summary.splitlines()[1].split() == ["Time", "%", "Total", "Time", "Instances", "Avg",
                                                "Med", "Min", "Max", "StdDev", "Name"]
+    assert "cpu::mm" in summary and "aten::mm" in p.kernel_summary(by_op=True)
 
 
 def test_record_function_decorator_and_chrome_trace(tmp_path):
