@@ -2,6 +2,7 @@
 #include "retorch/autograd/Engine.h"
 
 #include <cmath>
+#include <optional>
 #include <queue>
 #include <sstream>
 #include <unordered_map>
@@ -10,6 +11,7 @@
 #include "retorch/autograd/FunctionsManual.h"
 #include "retorch/autograd/GradMode.h"
 #include "retorch/generated/Functions.h"
+#include "retorch/profiler/Profiler.h"
 
 namespace retorch::autograd {
 
@@ -151,6 +153,8 @@ void execute(const std::vector<Edge>& roots, const variable_list& root_grads, Gr
     }
     variable_list outs;
     if (run) {
+      std::optional<profiler::RecordFunction> range;  // named like PyTorch's, when profiling
+      if (profiler::is_profiling()) range.emplace("autograd::engine::evaluate_function: " + n->name());
       outs = n->apply(std::move(inputs));
       if (AnomalyMode::is_enabled()) check_anomaly(*n, outs);
       if (!task.keep_graph) n->release_variables();

@@ -10,6 +10,7 @@
 
 #include "retorch/autograd/GradMode.h"
 #include "retorch/generated/Functions.h"
+#include "retorch/profiler/Profiler.h"
 
 namespace retorch::optim {
 
@@ -83,6 +84,7 @@ Tensor Optimizer::step(const LossClosure& closure) {
     loss = closure();
   }
   NoGradGuard no_grad;
+  profiler::RecordFunction range("Optimizer.step");  // as PyTorch's optimizers label it
   for (auto& group : param_groups_) {
     for (auto& p : group.params()) {
       const Tensor& g = p.grad();
@@ -96,6 +98,7 @@ Tensor Optimizer::step(const LossClosure& closure) {
 
 void Optimizer::zero_grad(bool set_to_none) {
   NoGradGuard no_grad;
+  profiler::RecordFunction range("Optimizer.zero_grad");
   for (auto& group : param_groups_) {
     for (auto& p : group.params()) {
       if (!p.grad().defined()) continue;

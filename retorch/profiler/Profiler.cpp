@@ -227,6 +227,8 @@ void Profile::export_chrome_trace(const std::string& path) const {
   RT_CHECK(f.good(), "profiler: writing the trace to '", path, "' failed");
 }
 
+bool is_profiling() { return g_active.load(std::memory_order_relaxed) != nullptr; }
+
 RecordFunction::RecordFunction(std::string name) {
   if (g_active.load(std::memory_order_acquire) == nullptr) return;  // the common case: cheap
   {

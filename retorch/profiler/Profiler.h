@@ -87,6 +87,9 @@ class RecordFunction {
   size_t slot_ = 0;
 };
 
+/// Whether a profile is active (one atomic load: for callers that build range names).
+bool is_profiling();
+
 /// Median and sample standard deviation (n - 1; 0 for fewer than two values).
 double median(std::vector<double> v);
 double stddev(const std::vector<double>& v);
