@@ -142,12 +142,30 @@ void OperatorHandle::redispatch_boxed(DispatchKeySet ks, Stack* stack) const {
   run_kernel(*this, k, ks, stack);
 }
 
+namespace {
+// Constant-initialized, so usable from any static initializer (Note [Dispatcher ready hook]).
+void (*g_ready_hook)() = nullptr;
+std::atomic<bool> g_built{false};
+}  // namespace
+
+// Note [Dispatcher ready hook]
+// Code that must run ops as soon as the library can (RETORCH_PROFILE starts a profile) cannot do
+// so from its own static initializer: the generated registrations may not have run yet. It sets
+// a hook instead, which the first call of singleton() runs once the tables are built (the check
+// costs one relaxed load per call afterwards).
+void Dispatcher::set_ready_hook(void (*hook)()) {
+  if (g_built.load()) hook();
+  else g_ready_hook = hook;
+}
+
 Dispatcher& Dispatcher::singleton() {
   static Dispatcher* d = [] {
     auto* disp = new Dispatcher();
     register_generated_ops(*disp);
     return disp;
   }();
+  if (!g_built.load(std::memory_order_relaxed) && !g_built.exchange(true) && g_ready_hook)
+    g_ready_hook();
   return *d;
 }
 

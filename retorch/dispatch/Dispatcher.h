@@ -130,6 +130,9 @@ class OperatorHandle {
 class Dispatcher {
  public:
   static Dispatcher& singleton();
+  /// Runs hook once the operator tables are built: now if they are, else at the end of the
+  /// first singleton() call (Note [Dispatcher ready hook]).
+  static void set_ready_hook(void (*hook)());
   /// Registers an operator; the handle stays valid for the life of the process.
   OperatorHandle& register_op(const OpSchema& schema);
   /// Finds "add" / "add.Tensor" / "aten::add.Tensor"; nullptr if unknown.

@@ -83,8 +83,9 @@ namespace {
 // The active session: a raw pointer for the fallback's check, and an owning pointer that
 // record_function ranges share (so a range never outlives its session's state).
 std::atomic<Profile::State*> g_active{nullptr};
-std::mutex g_session_mu;
-std::shared_ptr<Profile::State> g_session;
+// Never destroyed: a profile may stop during static destruction (Note [RETORCH_PROFILE]).
+std::mutex& g_session_mu = *new std::mutex;
+std::shared_ptr<Profile::State>& g_session = *new std::shared_ptr<Profile::State>;
 
 std::string shapes_of(const Stack& stack, size_t first) {
   std::ostringstream os;

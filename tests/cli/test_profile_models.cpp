@@ -1,10 +1,18 @@
 // The profiler on the seed ConvNet's training step: its table lists the layers' ops and their
-// backward kernels, and the time it accounts for matches the measured step.
+// backward kernels, and the time it accounts for matches the measured step; and
+// `retorch profile -- <command>` (RETORCH_PROFILE) profiles another program.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <map>
+
+#include <nlohmann/json.hpp>
 
 #include "retorch/profiler/Profiler.h"
 #include "retorch/retorch.h"
@@ -66,6 +74,36 @@ TEST(ProfileModels, ConvNetStepListsItsKernelsAndAccountsForItsTime) {
     best = std::max(best, covered(q, w));
   }
   EXPECT_GE(best, 0.95) << p.table("cpu_time_total", 30);
+}
+
+std::pair<int, std::string> run(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (p == nullptr) return {-1, out};
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
+  int st = ::pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+TEST(ProfileModels, ProfileCommandProfilesAnotherProgram) {
+  const std::string cli = RETORCH_CLI;
+  auto trace = std::filesystem::temp_directory_path() /
+               ("retorch_profile_" + std::to_string(::getpid()) + ".json");
+  auto [status, out] =
+      run(cli + " profile --output " + trace.string() + " -- " + cli + " summary --model mlp");
+  ASSERT_EQ(status, 0) << out;
+  EXPECT_NE(out.find("Linear"), std::string::npos) << out;  // the command's own output
+  EXPECT_NE(out.find("retorch profile (RETORCH_PROFILE=" + trace.string() + "): kernels"),
+            std::string::npos) << out;
+  EXPECT_NE(out.find("Time %  Total Time  Instances"), std::string::npos) << out;
+  std::ifstream f(trace);
+  nlohmann::json doc = nlohmann::json::parse(f);
+  EXPECT_GT(doc.at("traceEvents").size(), 0u);
+  std::filesystem::remove(trace);
+  auto [bad, err] = run(cli + " profile -- /nonexistent/program");
+  EXPECT_NE(bad, 0);
+  EXPECT_NE(err.find("cannot run '/nonexistent/program'"), std::string::npos) << err;
 }
 
 }  // namespace

@@ -1,7 +1,13 @@
 // The `retorch` command: `retorch train ...` (the training job), `retorch summary --model M`,
 // `retorch ir FILE [--passes a,b]` (read a JIT graph, run passes on it, print it) and
-// `retorch compile --model M [--benchmark]` (compile a model's forward, time it against eager).
+// `retorch compile --model M [--benchmark]` (compile a model's forward, time it against eager) and
+// `retorch profile [--output trace.json] -- <command>` (run a command under RETORCH_PROFILE).
 #include <CLI/CLI.hpp>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -105,6 +111,15 @@ int main(int argc, char** argv) {
   comp->add_flag("--benchmark", cc.benchmark, "time the compiled forward against eager");
   comp->add_flag("--source", cc.source, "print the generated C++");
 
+  std::string profile_output = "retorch_profile.json";
+  std::vector<std::string> profile_cmd;
+  CLI::App* prof = app.add_subcommand(
+      "profile", "run a retorch program with RETORCH_PROFILE set: it prints the kernel table at "
+                 "exit and writes a Chrome trace");
+  prof->add_option("--output", profile_output, "where the trace goes")->capture_default_str();
+  prof->add_option("command", profile_cmd, "the command (after --), e.g. retorch train ...")
+      ->required()->expected(-1);
+
   CLI11_PARSE(app, argc, argv);
   c.shuffle = !no_shuffle;
   c.plot = !no_plot;
@@ -113,6 +128,15 @@ int main(int argc, char** argv) {
     if (*train) return retorch::cli::run_training(c);
     if (*ir) return run_ir(ir_file, ir_passes);
     if (*comp) return retorch::cli::run_compile(cc);
+    if (*prof) {
+      // The child profiles itself (Note [RETORCH_PROFILE]); this process only hands over.
+      ::setenv("RETORCH_PROFILE", profile_output.c_str(), 1);
+      std::vector<char*> args;
+      for (std::string& a : profile_cmd) args.push_back(a.data());
+      args.push_back(nullptr);
+      ::execvp(args[0], args.data());
+      RT_ERROR("profile: cannot run '", profile_cmd[0], "': ", std::strerror(errno));
+    }
     auto model = retorch::cli::make_model(summary_model);
     std::cout << *model << "\n" << retorch::nn::summary(*model, {1, 1, 28, 28}).to_string();
     return 0;
