@@ -20,20 +20,37 @@ class _KeyAverages(list):
         return self._profile.table(sort_by or "self_cpu_time_total", row_limit, self._by_shape)
 
 
-class profile:
-    """A profiling session as a context manager (torch.profiler.profile); one at a time."""
+def schedule(*, wait, warmup, active, repeat=0, skip_first=0):
+    """torch.profiler.schedule: per cycle `wait` steps unrecorded, `warmup` recorded and
+    discarded, `active` recorded; `repeat` cycles (0: until the profile stops)."""
+    if skip_first:
+        raise NotImplementedError("profiler.schedule: skip_first is not supported yet")
+    return (int(wait), int(warmup), int(active), int(repeat))
 
-    def __init__(self, record_shapes=False):
+
+class profile:
+    """A profiling session as a context manager (torch.profiler.profile); one at a time. With a
+    `schedule`, call `step()` after each training step; `on_trace_ready(prof)` runs when an
+    active window ends."""
+
+    def __init__(self, record_shapes=False, schedule=None, on_trace_ready=None):
         self.record_shapes = record_shapes
+        self.schedule = schedule
+        self.on_trace_ready = on_trace_ready
         self._p = None
 
     def __enter__(self):
-        self._p = _C._profiler.Profile(bool(self.record_shapes))
+        self._p = _C._profiler.Profile(bool(self.record_shapes), self.schedule)
         return self
 
     def __exit__(self, *exc):
-        self._p.stop()
+        if self._p.stop() and self.on_trace_ready is not None:
+            self.on_trace_ready(self)
         return False
+
+    def step(self):
+        if self._session().step() and self.on_trace_ready is not None:
+            self.on_trace_ready(self)
 
     def _session(self):
         if self._p is None:
@@ -50,8 +67,14 @@ class profile:
         """Nsight's kernel summary of the kernel launches, by kernel name or by issuing op."""
         return self._session().kernel_summary(row_limit, by_op)
 
-    def export_chrome_trace(self, path):
-        self._session().export_chrome_trace(str(path))
+    def export_chrome_trace(self, path, merge_identical=False, max_events=1000000):
+        """Writes the trace; merge_identical folds repeated consecutive events into one (with a
+        count), max_events caps its size (0: no cap; a note says what was dropped)."""
+        self._session().export_chrome_trace(str(path), merge_identical, max_events)
+
+    def export_table_csv(self, path, group_by_input_shape=False):
+        with open(path, "w") as f:
+            f.write(self._session().table_csv(group_by_input_shape))
 
 
 class record_function:

@@ -9,13 +9,19 @@ void bind_profiler(py::module_& m) {
   using namespace retorch::profiler;
   py::module_ p = m.def_submodule("_profiler", "the profiler behind retorch.profiler");
   py::class_<Profile>(p, "Profile")
-      .def(py::init([](bool record_shapes) {
+      // schedule: (wait, warmup, active, repeat) or None
+      .def(py::init([](bool record_shapes, std::optional<std::vector<int64_t>> schedule) {
              ProfilerOptions o;
              o.record_shapes = record_shapes;
+             if (schedule) {
+               RT_CHECK(schedule->size() == 4, "profiler: schedule needs 4 numbers");
+               o.schedule = Schedule{(*schedule)[0], (*schedule)[1], (*schedule)[2], (*schedule)[3]};
+             }
              return std::make_unique<Profile>(o);
            }),
-           py::arg("record_shapes") = false)
+           py::arg("record_shapes") = false, py::arg("schedule") = py::none())
       .def("stop", &Profile::stop)
+      .def("step", &Profile::step)
       .def_property_readonly("active", &Profile::active)
       .def("events",
            [](const Profile& prof) {
@@ -54,8 +60,17 @@ void bind_profiler(py::module_& m) {
            py::arg("row_limit") = -1, py::arg("group_by_input_shape") = false)
       .def("kernel_summary", &Profile::kernel_summary, py::arg("row_limit") = -1,
            py::arg("by_op") = false)
-      .def("chrome_trace", &Profile::chrome_trace)
-      .def("export_chrome_trace", &Profile::export_chrome_trace, py::arg("path"));
+      .def("chrome_trace",
+           [](const Profile& prof, bool merge, size_t max_events) {
+             return prof.chrome_trace(TraceOptions{merge, max_events});
+           },
+           py::arg("merge_identical") = false, py::arg("max_events") = 1000000)
+      .def("export_chrome_trace",
+           [](const Profile& prof, const std::string& path, bool merge, size_t max_events) {
+             prof.export_chrome_trace(path, TraceOptions{merge, max_events});
+           },
+           py::arg("path"), py::arg("merge_identical") = false, py::arg("max_events") = 1000000)
+      .def("table_csv", &Profile::table_csv, py::arg("group_by_input_shape") = false);
   py::class_<RecordFunction>(p, "RecordFunction").def(py::init<std::string>(), py::arg("name"));
 }
 

@@ -4,7 +4,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <iostream>
 #include <chrono>
 #include <fstream>
 #include <mutex>
@@ -36,6 +38,8 @@ struct Profile::State {
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   std::thread::id owner = std::this_thread::get_id();
   bool active = true;
+  bool recording = true;  // false in a schedule's wait steps
+  int64_t step_num = 0;
   bool had_key = false;  // the thread already included the Profiler key (left as it was)
   mutable std::mutex mu;
   std::vector<Event> events;
@@ -111,6 +115,17 @@ std::string shapes_of(const Stack& stack, size_t first) {
   return os.str();
 }
 
+enum class Phase { kNone, kWarmup, kActive };
+
+// The schedule's phase of a step (no schedule: always recording).
+Phase phase_at(const std::optional<Schedule>& sc, int64_t step) {
+  if (!sc) return Phase::kActive;
+  const int64_t cycle = sc->wait + sc->warmup + sc->active;
+  if (cycle <= 0 || (sc->repeat > 0 && step >= sc->repeat * cycle)) return Phase::kNone;
+  const int64_t p = step % cycle;
+  return p < sc->wait ? Phase::kNone : p < sc->wait + sc->warmup ? Phase::kWarmup : Phase::kActive;
+}
+
 // The profiler as a launch observer: each kernel launch on the profiling thread is a "kernel"
 // event nested in the op that issued it (its time is the op's time in the kernel).
 class KernelRecorder : public runtime::LaunchObserver {
@@ -118,12 +133,13 @@ class KernelRecorder : public runtime::LaunchObserver {
   explicit KernelRecorder(Profile::State* s) : s_(s) {}
   void before(const runtime::LaunchRecord& r) override {
     if (std::this_thread::get_id() != s_->owner || !s_->active) return;
+    if (!s_->recording) return s_->kernel_slots.push_back(SIZE_MAX);
     s_->kernel_slots.push_back(s_->begin(r.name, "kernel", ""));
     s_->open.back().event.op = r.op;
   }
   void after(const runtime::LaunchRecord&, int64_t) override {
     if (std::this_thread::get_id() != s_->owner || !s_->active || s_->kernel_slots.empty()) return;
-    s_->end(s_->kernel_slots.back());
+    if (s_->kernel_slots.back() != SIZE_MAX) s_->end(s_->kernel_slots.back());
     s_->kernel_slots.pop_back();
   }
 
@@ -133,7 +149,7 @@ class KernelRecorder : public runtime::LaunchObserver {
 
 void profiler_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
   Profile::State* s = g_active.load(std::memory_order_acquire);
-  if (s == nullptr || std::this_thread::get_id() != s->owner)
+  if (s == nullptr || std::this_thread::get_id() != s->owner || !s->recording)
     return op.redispatch_boxed(ks.below(DispatchKey::Profiler), stack);
   const size_t nargs = size_t(op.schema().num_args);
   std::string shapes;
@@ -154,6 +170,12 @@ Profile::Profile(ProfilerOptions options) : state_(std::make_shared<State>()) {
   std::call_once(once, [] {
     Dispatcher::singleton().register_fallback(DispatchKey::Profiler, profiler_fallback);
   });
+  if (options.schedule) {
+    const Schedule& sc = *options.schedule;
+    RT_CHECK(sc.wait >= 0 && sc.warmup >= 0 && sc.active > 0 && sc.repeat >= 0,
+             "profiler: schedule needs wait >= 0, warmup >= 0, active > 0 and repeat >= 0, got "
+             "wait=", sc.wait, " warmup=", sc.warmup, " active=", sc.active, " repeat=", sc.repeat);
+  }
   state_->options = options;
   State* expected = nullptr;
   RT_CHECK(g_active.compare_exchange_strong(expected, state_.get()),
@@ -167,15 +189,18 @@ Profile::Profile(ProfilerOptions options) : state_(std::make_shared<State>()) {
   tls.included = tls.included | DispatchKeySet(DispatchKey::Profiler);
   state_->launches = std::make_shared<KernelRecorder>(state_.get());
   runtime::LaunchManager::get().add_observer(state_->launches);
+  state_->recording = phase_at(options.schedule, 0) != Phase::kNone;
+  // With a schedule the steps are ranges from the start: "ProfilerStep#0" until step().
+  if (options.schedule && state_->recording) state_->begin("ProfilerStep#0", "user_annotation", "");
 }
 
 Profile::~Profile() {
   if (state_->active && std::this_thread::get_id() == state_->owner) stop();
 }
 
-void Profile::stop() {
+bool Profile::stop() {
   State& s = *state_;
-  if (!s.active) return;
+  if (!s.active) return false;
   RT_CHECK(std::this_thread::get_id() == s.owner,
            "profiler: stop() must run on the thread that started the profile");
   runtime::LaunchManager::get().remove_observer(s.launches);
@@ -191,6 +216,28 @@ void Profile::stop() {
     LocalDispatchKeySet& tls = tls_local_dispatch_key_set();
     tls.included = tls.included - DispatchKeySet(DispatchKey::Profiler);
   }
+  return phase_at(s.options.schedule, s.step_num) == Phase::kActive;
+}
+
+bool Profile::step() {
+  State& s = *state_;
+  RT_CHECK(std::this_thread::get_id() == s.owner,
+           "profiler: step() must run on the thread that started the profile");
+  if (!s.active) return false;
+  const Phase before = phase_at(s.options.schedule, s.step_num);
+  s.end(0);  // the step's ranges end with it
+  const Phase after = phase_at(s.options.schedule, ++s.step_num);
+  const bool ready = before == Phase::kActive && after != Phase::kActive;
+  // A new window's recording starts clean: warmup steps are discarded, and the last window's
+  // events stay readable until then.
+  if ((after == Phase::kWarmup && before != Phase::kWarmup) ||
+      (after == Phase::kActive && before != Phase::kActive)) {
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.events.clear();
+  }
+  s.recording = after != Phase::kNone;
+  if (s.recording) s.begin("ProfilerStep#" + std::to_string(s.step_num), "user_annotation", "");
+  return ready;
 }
 
 bool Profile::active() const { return state_->active; }
@@ -200,10 +247,31 @@ std::vector<Event> Profile::events() const {
   return state_->events;
 }
 
-std::string Profile::chrome_trace() const {
+std::string Profile::chrome_trace(const TraceOptions& options) const {
+  std::vector<Event> ev = events();
+  std::stable_sort(ev.begin(), ev.end(), [](const Event& a, const Event& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.depth < b.depth;
+  });
   nlohmann::ordered_json events = nlohmann::ordered_json::array();
   const int pid = int(::getpid());
-  for (const Event& e : this->events()) {
+  // merge_identical: the last event emitted at each depth, extended while the same event
+  // follows it directly (a new event at a depth ends the runs below it).
+  std::vector<std::pair<size_t, const Event*>> last;
+  size_t dropped = 0;
+  for (const Event& e : ev) {
+    const size_t d = size_t(e.depth);
+    if (last.size() <= d) last.resize(d + 1, {SIZE_MAX, nullptr});
+    if (options.merge_identical && last[d].second && last[d].second->name == e.name &&
+        last[d].second->kind == e.kind && last[d].first != SIZE_MAX) {
+      nlohmann::ordered_json& j = events[last[d].first];
+      j["dur"] = double(e.end_ns) / 1e3 - j["ts"].get<double>();
+      j["args"]["count"] = j["args"].value("count", 1) + 1;
+      continue;
+    }
+    if (options.max_events > 0 && events.size() >= options.max_events) {
+      ++dropped;
+      continue;
+    }
     nlohmann::ordered_json j;
     j["name"] = e.name;
     j["cat"] = e.kind == "op" ? "cpu_op" : e.kind == "kernel" ? "kernel" : "user_annotation";
@@ -212,8 +280,25 @@ std::string Profile::chrome_trace() const {
     j["dur"] = double(e.duration_ns()) / 1e3;
     j["pid"] = pid;
     j["tid"] = e.thread;
+    j["args"] = nlohmann::ordered_json::object();
     if (!e.shapes.empty()) j["args"]["Input Dims"] = e.shapes;
     events.push_back(std::move(j));
+    last[d] = {events.size() - 1, &e};
+    for (size_t deeper = d + 1; deeper < last.size(); ++deeper) last[deeper] = {SIZE_MAX, nullptr};
+  }
+  if (dropped > 0) {
+    std::string note = "trace truncated: " + std::to_string(dropped) + " events after the first " +
+                       std::to_string(options.max_events) + " dropped (raise max_events, or "
+                       "merge identical events)";
+    nlohmann::ordered_json j;
+    j["name"] = note;
+    j["ph"] = "i";
+    j["s"] = "g";
+    j["ts"] = ev.empty() ? 0.0 : double(ev.back().end_ns) / 1e3;
+    j["pid"] = pid;
+    j["tid"] = 1;
+    events.push_back(std::move(j));
+    std::cerr << "retorch.profiler: " << note << "\n";
   }
   nlohmann::ordered_json doc;
   doc["traceEvents"] = std::move(events);
@@ -221,10 +306,10 @@ std::string Profile::chrome_trace() const {
   return doc.dump();
 }
 
-void Profile::export_chrome_trace(const std::string& path) const {
+void Profile::export_chrome_trace(const std::string& path, const TraceOptions& options) const {
   std::ofstream f(path, std::ios::binary);
   RT_CHECK(f.good(), "profiler: cannot write the trace to '", path, "'");
-  f << chrome_trace();
+  f << chrome_trace(options);
   RT_CHECK(f.good(), "profiler: writing the trace to '", path, "' failed");
 }
 
@@ -236,7 +321,7 @@ RecordFunction::RecordFunction(std::string name) {
     std::lock_guard<std::mutex> lock(g_session_mu);
     state_ = g_session;
   }
-  if (!state_ || std::this_thread::get_id() != state_->owner) {
+  if (!state_ || std::this_thread::get_id() != state_->owner || !state_->recording) {
     state_.reset();
     return;
   }

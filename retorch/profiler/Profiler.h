@@ -4,13 +4,31 @@
 #pragma once
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace retorch::profiler {
 
+/// torch.profiler.schedule: per cycle, `wait` steps unrecorded, `warmup` steps recorded and
+/// discarded, `active` steps recorded; `repeat` cycles (0: until the profile stops).
+struct Schedule {
+  int64_t wait = 0, warmup = 0, active = 1, repeat = 0;
+};
+
 struct ProfilerOptions {
   bool record_shapes = false;  // keep each op's input shapes ("[[2, 3], [3]]")
+  /// With a schedule, Profile::step() marks step boundaries and recording follows the schedule;
+  /// without one every step is recorded.
+  std::optional<Schedule> schedule;
+};
+
+/// What chrome_trace() keeps: identical consecutive events (same name and nesting, one after
+/// the other) merged into one with a "count", and at most max_events events (0: all), the rest
+/// dropped with a note in the trace and on stderr.
+struct TraceOptions {
+  bool merge_identical = false;
+  size_t max_events = 1000000;
 };
 
 /// One recorded range: an op ("aten::mm"), a kernel launch ("cpu::mm") or a user range
@@ -48,8 +66,13 @@ class Profile {
   Profile(const Profile&) = delete;
   Profile& operator=(const Profile&) = delete;
 
-  /// Stops recording (idempotent; must run on the starting thread).
-  void stop();
+  /// Stops recording (idempotent; must run on the starting thread). Returns whether it ended an
+  /// active window of the schedule (a trace is ready).
+  bool stop();
+  /// Ends step N and begins step N + 1 (each recorded step is a "ProfilerStep#N" range); with a
+  /// schedule, moves to the next step's phase. Returns whether an active window just ended (a
+  /// trace is ready: its events stay readable until the next window begins).
+  bool step();
   bool active() const;
   /// The events recorded so far, in order of their end.
   std::vector<Event> events() const;
@@ -65,8 +88,10 @@ class Profile {
   /// (`by_op`) by the op that issued them.
   std::string kernel_summary(int row_limit = -1, bool by_op = false) const;
   /// Chrome trace JSON ("X" events with microsecond ts/dur), loadable in Perfetto.
-  std::string chrome_trace() const;
-  void export_chrome_trace(const std::string& path) const;
+  std::string chrome_trace(const TraceOptions& options = {}) const;
+  void export_chrome_trace(const std::string& path, const TraceOptions& options = {}) const;
+  /// key_averages() as CSV (times in microseconds), for spreadsheets.
+  std::string table_csv(bool group_by_input_shape = false) const;
 
   struct State;
 

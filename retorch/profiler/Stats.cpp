@@ -159,6 +159,32 @@ std::string Profile::table(const std::string& sort_by, int row_limit,
          "\n";
 }
 
+std::string Profile::table_csv(bool group_by_input_shape) const {
+  std::vector<EventStats> stats = key_averages(group_by_input_shape);
+  double self_total = 0;
+  for (const EventStats& s : stats) self_total += s.self_ns;
+  auto quoted = [](const std::string& v) {  // RFC 4180: quotes doubled inside quotes
+    std::string q = "\"";
+    for (char c : v) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+    return q + "\"";
+  };
+  std::ostringstream os;
+  os << "Name,Self CPU %,Self CPU (us),CPU total %,CPU total (us),CPU time avg (us),# of Calls";
+  if (group_by_input_shape) os << ",Input Shapes";
+  os << "\n";
+  char buf[160];
+  for (const EventStats& s : stats) {
+    std::snprintf(buf, sizeof buf, ",%.2f,%.3f,%.2f,%.3f,%.3f,%lld",
+                  self_total > 0 ? 100 * s.self_ns / self_total : 0.0, s.self_ns / 1e3,
+                  self_total > 0 ? 100 * s.total_ns / self_total : 0.0, s.total_ns / 1e3,
+                  s.avg_ns / 1e3, static_cast<long long>(s.count));
+    os << quoted(s.name) << buf;
+    if (group_by_input_shape) os << "," << quoted(s.shapes);
+    os << "\n";
+  }
+  return os.str();
+}
+
 std::string Profile::kernel_summary(int row_limit, bool by_op) const {
   // Kernel self times (a kernel whose op calls another op's kernel does not count it twice),
   // named by kernel or by the op that issued it.

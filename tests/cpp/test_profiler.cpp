@@ -149,4 +149,57 @@ TEST(Profiler, TablesAndErrors) {
   EXPECT_TRUE(again.active());
 }
 
+TEST(Profiler, ScheduleRecordsActiveStepsOnly) {
+  Tensor a = randn({8, 8});
+  prof::ProfilerOptions o;
+  o.schedule = prof::Schedule{1, 1, 2, 1};  // wait 1, warmup 1, active 2, one cycle
+  prof::Profile p(o);
+  std::vector<bool> ready;
+  for (int step = 0; step < 6; ++step) {
+    for (int i = 0; i <= step; ++i) a = mm(a, a).tanh();  // step N runs N + 1 mms
+    ready.push_back(p.step());
+  }
+  EXPECT_EQ(ready, (std::vector<bool>{false, false, false, true, false, false}));
+  EXPECT_FALSE(p.stop());
+  // Steps 2 and 3 were active: 3 + 4 mms, each step a "ProfilerStep#N" range.
+  std::map<std::string, int64_t> c;
+  for (const prof::Event& e : p.events()) ++c[e.name];
+  EXPECT_EQ(c["aten::mm"], 7);
+  EXPECT_EQ(c["ProfilerStep#2"], 1);
+  EXPECT_EQ(c["ProfilerStep#3"], 1);
+  EXPECT_EQ(c.count("ProfilerStep#1"), 0u);  // warmup: discarded
+  prof::ProfilerOptions bad;
+  bad.schedule = prof::Schedule{0, 0, 0, 0};
+  EXPECT_THROW(prof::Profile q(bad), Error);
+}
+
+TEST(Profiler, TraceMergesIdenticalEventsCapsItsSizeAndExportsCsv) {
+  Tensor a = randn({4, 4});
+  prof::Profile p;
+  for (int i = 0; i < 50; ++i) a = a * 1.0;  // 50 identical consecutive muls
+  Tensor b = a.exp();
+  p.stop();
+  auto names = [](const nlohmann::json& doc) {
+    std::map<std::string, int64_t> c;
+    for (const auto& e : doc.at("traceEvents")) ++c[e.at("name").get<std::string>()];
+    return c;
+  };
+  nlohmann::json full = nlohmann::json::parse(p.chrome_trace());
+  EXPECT_EQ(names(full)["aten::mul"], 50);
+  nlohmann::json merged = nlohmann::json::parse(p.chrome_trace({true, 0}));
+  EXPECT_EQ(names(merged)["aten::mul"], 1);
+  EXPECT_EQ(names(merged)["aten::exp"], 1);
+  for (const auto& e : merged.at("traceEvents"))
+    if (e.at("name") == "aten::mul") EXPECT_EQ(e.at("args").at("count"), 50);
+  nlohmann::json capped = nlohmann::json::parse(p.chrome_trace({false, 10}));
+  const auto& ev = capped.at("traceEvents");
+  ASSERT_EQ(ev.size(), 11u);  // 10 events and the note
+  EXPECT_NE(ev.back().at("name").get<std::string>().find("trace truncated"), std::string::npos);
+  std::string csv = p.table_csv();
+  EXPECT_EQ(csv.substr(0, csv.find('\n')),
+            "Name,Self CPU %,Self CPU (us),CPU total %,CPU total (us),CPU time avg (us),# of Calls");
+  EXPECT_NE(csv.find("\"aten::mul\","), std::string::npos) << csv;
+  EXPECT_NE(csv.find(",50\n"), std::string::npos) << csv;
+}
+
 }  // namespace

@@ -85,3 +85,24 @@ def test_errors():
     n = len(p.events())
     retorch.ones(2) * 3
     assert len(p.events()) == n
+
+
+def test_schedule_step_and_csv(tmp_path):
+    ready = []
+    a = retorch.randn(8, 8)
+    sched = retorch.profiler.schedule(wait=1, warmup=1, active=2, repeat=1)
+    with profile(schedule=sched, on_trace_ready=lambda prof: ready.append(len(prof.events()))) as p:
+        for step in range(6):
+            for _ in range(step + 1):
+                a = (a @ a).tanh()
+            p.step()
+    assert len(ready) == 1  # one active window
+    names = [e["name"] for e in p.events()]
+    assert names.count("aten::matmul") == 3 + 4  # steps 2 and 3
+    assert "ProfilerStep#2" in names and "ProfilerStep#1" not in names
+    csv_path = tmp_path / "table.csv"
+    p.export_table_csv(csv_path)
+    import csv
+    rows = list(csv.reader(open(csv_path)))
+    assert rows[0][0] == "Name" and rows[0][-1] == "# of Calls"
+    assert {r[0]: int(r[-1]) for r in rows[1:]}["aten::matmul"] == 7
