@@ -33,14 +33,17 @@ class profile:
     `schedule`, call `step()` after each training step; `on_trace_ready(prof)` runs when an
     active window ends."""
 
-    def __init__(self, record_shapes=False, schedule=None, on_trace_ready=None):
+    def __init__(self, record_shapes=False, schedule=None, on_trace_ready=None,
+                 profile_memory=False):
         self.record_shapes = record_shapes
         self.schedule = schedule
         self.on_trace_ready = on_trace_ready
+        self.profile_memory = profile_memory
         self._p = None
 
     def __enter__(self):
-        self._p = _C._profiler.Profile(bool(self.record_shapes), self.schedule)
+        self._p = _C._profiler.Profile(bool(self.record_shapes), self.schedule,
+                                       bool(self.profile_memory))
         return self
 
     def __exit__(self, *exc):
@@ -72,6 +75,10 @@ class profile:
         count), max_events caps its size (0: no cap; a note says what was dropped)."""
         self._session().export_chrome_trace(str(path), merge_identical, max_events)
 
+    def memory_events(self):
+        """profile_memory: (ns since start, bytes +/-, allocated, reserved) per allocator event."""
+        return self._session().memory_events()
+
     def export_table_csv(self, path, group_by_input_shape=False):
         with open(path, "w") as f:
             f.write(self._session().table_csv(group_by_input_shape))
@@ -98,3 +105,8 @@ class record_function:
             with record_function(self.name):
                 return fn(*args, **kwargs)
         return wrapped
+
+
+def memory_summary(device="cpu"):
+    """The device allocator's statistics as text (torch.cuda.memory_summary's layout)."""
+    return _C._profiler.memory_summary(str(device))

@@ -10,16 +10,19 @@ void bind_profiler(py::module_& m) {
   py::module_ p = m.def_submodule("_profiler", "the profiler behind retorch.profiler");
   py::class_<Profile>(p, "Profile")
       // schedule: (wait, warmup, active, repeat) or None
-      .def(py::init([](bool record_shapes, std::optional<std::vector<int64_t>> schedule) {
+      .def(py::init([](bool record_shapes, std::optional<std::vector<int64_t>> schedule,
+                       bool profile_memory) {
              ProfilerOptions o;
              o.record_shapes = record_shapes;
+             o.profile_memory = profile_memory;
              if (schedule) {
                RT_CHECK(schedule->size() == 4, "profiler: schedule needs 4 numbers");
                o.schedule = Schedule{(*schedule)[0], (*schedule)[1], (*schedule)[2], (*schedule)[3]};
              }
              return std::make_unique<Profile>(o);
            }),
-           py::arg("record_shapes") = false, py::arg("schedule") = py::none())
+           py::arg("record_shapes") = false, py::arg("schedule") = py::none(),
+           py::arg("profile_memory") = false)
       .def("stop", &Profile::stop)
       .def("step", &Profile::step)
       .def_property_readonly("active", &Profile::active)
@@ -36,6 +39,8 @@ void bind_profiler(py::module_& m) {
                d["self_ns"] = e.self_ns;
                d["depth"] = e.depth;
                d["op"] = e.op;
+               d["mem_bytes"] = e.mem_bytes;
+               d["self_mem_bytes"] = e.self_mem_bytes;
                out.append(d);
              }
              return out;
@@ -70,7 +75,15 @@ void bind_profiler(py::module_& m) {
              prof.export_chrome_trace(path, TraceOptions{merge, max_events});
            },
            py::arg("path"), py::arg("merge_identical") = false, py::arg("max_events") = 1000000)
-      .def("table_csv", &Profile::table_csv, py::arg("group_by_input_shape") = false);
+      .def("table_csv", &Profile::table_csv, py::arg("group_by_input_shape") = false)
+      .def("memory_events", [](const Profile& prof) {
+        py::list out;
+        for (const MemoryRecord& m : prof.memory_events())
+          out.append(py::make_tuple(m.ts_ns, m.bytes, m.allocated_bytes, m.reserved_bytes));
+        return out;
+      });
+  p.def("memory_summary", [](const std::string& device) { return memory_summary(Device(device)); },
+        py::arg("device") = "cpu");
   py::class_<RecordFunction>(p, "RecordFunction").def(py::init<std::string>(), py::arg("name"));
 }
 

@@ -1,6 +1,8 @@
 // CPU caching allocator: rounds requests to size classes and keeps freed blocks for reuse.
 #include "retorch/core/Allocator.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <mutex>
@@ -29,6 +31,13 @@ size_t round_size(size_t n) {
   return (n + step - 1) / step * step;
 }
 
+std::atomic<MemoryObserver> g_memory_observer{nullptr};
+
+void notify(int64_t bytes, const AllocatorStats& after) {
+  if (MemoryObserver o = g_memory_observer.load(std::memory_order_relaxed))
+    o(MemoryEvent{Device(kCPU), bytes, after.allocated_bytes, after.reserved_bytes});
+}
+
 class CachingCPUAllocator final : public Allocator {
  public:
   CachingCPUAllocator() {
@@ -39,9 +48,11 @@ class CachingCPUAllocator final : public Allocator {
   DataPtr allocate(size_t nbytes) override {
     size_t sz = round_size(nbytes == 0 ? 1 : nbytes);
     void* p = nullptr;
+    AllocatorStats after;
     {
       std::lock_guard<std::mutex> g(mu_);
       stats_.num_allocs++;
+      stats_.total_allocated_bytes += int64_t(sz);
       auto it = free_.find(sz);
       if (it != free_.end() && !it->second.empty()) {
         p = it->second.back();
@@ -54,7 +65,9 @@ class CachingCPUAllocator final : public Allocator {
       if (!p) {
         stats_.num_os_allocs++;
         stats_.reserved_bytes += sz;
+        stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
       }
+      after = stats_;
     }
     if (!p) {
       p = std::aligned_alloc(kAlign, sz);
@@ -66,6 +79,7 @@ class CachingCPUAllocator final : public Allocator {
                  " bytes.");
       }
     }
+    notify(int64_t(sz), after);
     return DataPtr(p, sz, this, &CachingCPUAllocator::free_block, Device(kCPU));
   }
 
@@ -92,17 +106,24 @@ class CachingCPUAllocator final : public Allocator {
     static_cast<CachingCPUAllocator*>(ctx)->release(p, sz);
   }
   void release(void* p, size_t sz) {
+    AllocatorStats after;
+    bool cached = false;
     {
       std::lock_guard<std::mutex> g(mu_);
       stats_.allocated_bytes -= sz;
+      stats_.num_frees++;
+      stats_.total_freed_bytes += int64_t(sz);
       if (caching_ && cached_ + sz <= kMaxCachedBytes) {
         free_[sz].push_back(p);
         cached_ += sz;
-        return;
+        cached = true;
+      } else {
+        stats_.reserved_bytes -= sz;
       }
-      stats_.reserved_bytes -= sz;
+      after = stats_;
     }
-    std::free(p);
+    if (!cached) std::free(p);
+    notify(-int64_t(sz), after);
   }
 
   mutable std::mutex mu_;
@@ -115,6 +136,8 @@ class CachingCPUAllocator final : public Allocator {
 Allocator* g_device_allocators[2] = {nullptr, nullptr};
 
 }  // namespace
+
+void set_memory_observer(MemoryObserver o) { g_memory_observer.store(o); }
 
 Allocator* cpu_allocator() {
   // Leaked on purpose: tensors in static storage may be freed after main returns.

@@ -50,9 +50,25 @@ struct AllocatorStats {
   int64_t allocated_bytes = 0;       // in use by tensors now
   int64_t reserved_bytes = 0;        // in use + cached for reuse
   int64_t peak_allocated_bytes = 0;  // high-water mark of allocated_bytes
+  int64_t peak_reserved_bytes = 0;   // high-water mark of reserved_bytes
+  int64_t total_allocated_bytes = 0;  // every allocation's bytes, summed
+  int64_t total_freed_bytes = 0;
   int64_t num_allocs = 0;            // calls to allocate
+  int64_t num_frees = 0;
   int64_t num_os_allocs = 0;         // allocations that went to the OS (cache misses)
 };
+
+/// One allocation (bytes > 0) or free (bytes < 0) and the allocator's totals after it.
+struct MemoryEvent {
+  Device device;
+  int64_t bytes = 0;
+  int64_t allocated_bytes = 0;
+  int64_t reserved_bytes = 0;
+};
+/// Sees every allocation and free while set (the profiler's memory view); nullptr stops it.
+/// Unset, an allocation pays one relaxed atomic load for it.
+using MemoryObserver = void (*)(const MemoryEvent&);
+void set_memory_observer(MemoryObserver o);
 
 class Allocator {
  public:

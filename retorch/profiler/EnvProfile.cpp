@@ -15,7 +15,8 @@ namespace retorch::profiler {
 namespace {
 
 // Note [RETORCH_PROFILE]
-// A static object of the library: constructed when the library loads (before main, or at
+// RETORCH_PROFILE_MEMORY=1 records memory too. A static object of the library: constructed when
+// the library loads (before main, or at
 // `import retorch`), it arranges for a profile to start when the dispatcher is first built (on
 // the thread of the program's first op) if RETORCH_PROFILE names a file; destroyed at exit, it
 // stops the profile, writes the trace and prints the kernel summary. `retorch profile --
@@ -48,7 +49,10 @@ EnvProfile env_profile;
 
 void EnvProfile::start() {
   try {
-    env_profile.profile_ = std::make_unique<Profile>();
+    ProfilerOptions o;
+    const char* memory = std::getenv("RETORCH_PROFILE_MEMORY");
+    o.profile_memory = memory != nullptr && *memory != '\0' && std::string(memory) != "0";
+    env_profile.profile_ = std::make_unique<Profile>(o);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "RETORCH_PROFILE: not profiling: %s\n", e.what());
   }

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "retorch/core/Allocator.h"
 #include "retorch/core/Error.h"
 #include "retorch/dispatch/Dispatcher.h"
 #include "retorch/runtime/LaunchManager.h"
@@ -46,7 +47,9 @@ struct Profile::State {
   struct Open {
     Event event;
     int64_t children_ns = 0;
+    int64_t children_mem = 0;
   };
+  std::vector<MemoryRecord> memory;  // under mu
   std::vector<Open> open;
   std::vector<size_t> kernel_slots;  // the launches open on the owner thread
   std::shared_ptr<runtime::LaunchObserver> launches;  // records kernel events while active
@@ -75,7 +78,11 @@ struct Profile::State {
       open.pop_back();
       o.event.end_ns = t;
       o.event.self_ns = o.event.duration_ns() - o.children_ns;
-      if (!open.empty()) open.back().children_ns += o.event.duration_ns();
+      o.event.mem_bytes = o.event.self_mem_bytes + o.children_mem;
+      if (!open.empty()) {
+        open.back().children_ns += o.event.duration_ns();
+        open.back().children_mem += o.event.mem_bytes;
+      }
       std::lock_guard<std::mutex> lock(mu);
       events.push_back(std::move(o.event));
     }
@@ -113,6 +120,19 @@ std::string shapes_of(const Stack& stack, size_t first) {
   }
   os << "]";
   return os.str();
+}
+
+// profile_memory: every allocator event joins the timeline; on the profiling thread its bytes
+// also count for the innermost open event (its self memory).
+void on_memory(const MemoryEvent& m) {
+  Profile::State* s = g_active.load(std::memory_order_acquire);
+  if (s == nullptr || !s->options.profile_memory || !s->recording) return;
+  {
+    std::lock_guard<std::mutex> lock(s->mu);
+    s->memory.push_back({s->now(), m.bytes, m.allocated_bytes, m.reserved_bytes});
+  }
+  if (std::this_thread::get_id() == s->owner && !s->open.empty())
+    s->open.back().event.self_mem_bytes += m.bytes;
 }
 
 enum class Phase { kNone, kWarmup, kActive };
@@ -189,6 +209,7 @@ Profile::Profile(ProfilerOptions options) : state_(std::make_shared<State>()) {
   tls.included = tls.included | DispatchKeySet(DispatchKey::Profiler);
   state_->launches = std::make_shared<KernelRecorder>(state_.get());
   runtime::LaunchManager::get().add_observer(state_->launches);
+  if (options.profile_memory) set_memory_observer(&on_memory);
   state_->recording = phase_at(options.schedule, 0) != Phase::kNone;
   // With a schedule the steps are ranges from the start: "ProfilerStep#0" until step().
   if (options.schedule && state_->recording) state_->begin("ProfilerStep#0", "user_annotation", "");
@@ -204,6 +225,7 @@ bool Profile::stop() {
   RT_CHECK(std::this_thread::get_id() == s.owner,
            "profiler: stop() must run on the thread that started the profile");
   runtime::LaunchManager::get().remove_observer(s.launches);
+  if (s.options.profile_memory) set_memory_observer(nullptr);
   s.end(0);  // ranges still open end here
   s.kernel_slots.clear();
   s.active = false;
@@ -234,6 +256,7 @@ bool Profile::step() {
       (after == Phase::kActive && before != Phase::kActive)) {
     std::lock_guard<std::mutex> lock(s.mu);
     s.events.clear();
+    s.memory.clear();
   }
   s.recording = after != Phase::kNone;
   if (s.recording) s.begin("ProfilerStep#" + std::to_string(s.step_num), "user_annotation", "");
@@ -241,6 +264,12 @@ bool Profile::step() {
 }
 
 bool Profile::active() const { return state_->active; }
+bool Profile::profiles_memory() const { return state_->options.profile_memory; }
+
+std::vector<MemoryRecord> Profile::memory_events() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->memory;
+}
 
 std::vector<Event> Profile::events() const {
   std::lock_guard<std::mutex> lock(state_->mu);
@@ -285,6 +314,16 @@ std::string Profile::chrome_trace(const TraceOptions& options) const {
     events.push_back(std::move(j));
     last[d] = {events.size() - 1, &e};
     for (size_t deeper = d + 1; deeper < last.size(); ++deeper) last[deeper] = {SIZE_MAX, nullptr};
+  }
+  for (const MemoryRecord& m : memory_events()) {  // Perfetto draws these as a counter track
+    nlohmann::ordered_json j;
+    j["name"] = "CPU memory";
+    j["ph"] = "C";
+    j["ts"] = double(m.ts_ns) / 1e3;
+    j["pid"] = pid;
+    j["args"]["allocated"] = m.allocated_bytes;
+    j["args"]["reserved"] = m.reserved_bytes;
+    events.push_back(std::move(j));
   }
   if (dropped > 0) {
     std::string note = "trace truncated: " + std::to_string(dropped) + " events after the first " +

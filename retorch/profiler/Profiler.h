@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "retorch/core/Device.h"
+
 namespace retorch::profiler {
 
 /// torch.profiler.schedule: per cycle, `wait` steps unrecorded, `warmup` steps recorded and
@@ -18,6 +20,8 @@ struct Schedule {
 
 struct ProfilerOptions {
   bool record_shapes = false;  // keep each op's input shapes ("[[2, 3], [3]]")
+  /// Record allocator events: a memory timeline, and the bytes each op allocates (CPU Mem).
+  bool profile_memory = false;
   /// With a schedule, Profile::step() marks step boundaries and recording follows the schedule;
   /// without one every step is recorded.
   std::optional<Schedule> schedule;
@@ -38,6 +42,7 @@ struct Event {
   std::string kind;    // "op", "kernel" or "user_annotation"
   std::string shapes;  // input shapes when record_shapes, else ""
   std::string op;      // a kernel's issuing op ("aten::mm"), else ""
+  int64_t mem_bytes = 0, self_mem_bytes = 0;  // allocated minus freed inside it (profile_memory)
   int64_t start_ns = 0, end_ns = 0;  // since the profile started
   int64_t self_ns = 0;               // minus the events nested directly inside it
   uint64_t thread = 0;               // a small per-thread number (1, 2, ...)
@@ -45,10 +50,18 @@ struct Event {
   int64_t duration_ns() const { return end_ns - start_ns; }
 };
 
+/// One allocator event of a profile_memory profile: bytes allocated (> 0) or freed (< 0) and
+/// the device allocator's totals after it.
+struct MemoryRecord {
+  int64_t ts_ns = 0;
+  int64_t bytes = 0, allocated_bytes = 0, reserved_bytes = 0;
+};
+
 /// Per-name (and optionally per-shape) statistics of a profile.
 struct EventStats {
   std::string name, shapes;
   int64_t count = 0;
+  int64_t mem_bytes = 0, self_mem_bytes = 0;
   double total_ns = 0, self_ns = 0, avg_ns = 0, median_ns = 0, min_ns = 0, max_ns = 0,
          stddev_ns = 0;
 };
@@ -74,6 +87,8 @@ class Profile {
   /// trace is ready: its events stay readable until the next window begins).
   bool step();
   bool active() const;
+  /// Whether it records memory (ProfilerOptions::profile_memory).
+  bool profiles_memory() const;
   /// The events recorded so far, in order of their end.
   std::vector<Event> events() const;
   /// Statistics per name (and per input shapes when group_by_input_shape), sorted.
@@ -92,6 +107,8 @@ class Profile {
   void export_chrome_trace(const std::string& path, const TraceOptions& options = {}) const;
   /// key_averages() as CSV (times in microseconds), for spreadsheets.
   std::string table_csv(bool group_by_input_shape = false) const;
+  /// The allocator events of a profile_memory profile, in order (all threads).
+  std::vector<MemoryRecord> memory_events() const;
 
   struct State;
 
@@ -114,6 +131,12 @@ class RecordFunction {
 
 /// Whether a profile is active (one atomic load: for callers that build range names).
 bool is_profiling();
+
+/// The device allocator's statistics as text, like torch.cuda.memory_summary: allocated and
+/// reserved bytes (current, peak, total allocated, total freed) and allocation counts.
+std::string memory_summary(Device device = Device(kCPU));
+/// Bytes in PyTorch's table units: "512 b", "1.50 Kb", "3.25 Mb", "1.00 Gb".
+std::string format_bytes(int64_t bytes);
 
 /// Median and sample standard deviation (n - 1; 0 for fewer than two values).
 double median(std::vector<double> v);

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <sstream>
 
+#include "retorch/core/Allocator.h"
 #include "retorch/core/Error.h"
 #include "retorch/profiler/Profiler.h"
 
@@ -25,6 +26,44 @@ double stddev(const std::vector<double>& v) {
   double ss = 0;
   for (double x : v) ss += (x - mean) * (x - mean);
   return std::sqrt(ss / double(v.size() - 1));
+}
+
+std::string format_bytes(int64_t bytes) {
+  char buf[32];
+  const double b = double(bytes), a = std::abs(b);
+  if (a < 1024) std::snprintf(buf, sizeof buf, "%lld b", static_cast<long long>(bytes));
+  else if (a < 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.2f Kb", b / 1024);
+  else if (a < 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f Mb", b / (1024.0 * 1024));
+  else std::snprintf(buf, sizeof buf, "%.2f Gb", b / (1024.0 * 1024 * 1024));
+  return buf;
+}
+
+std::string memory_summary(Device device) {
+  const AllocatorStats st = allocator_for(device)->stats();
+  std::ostringstream os;
+  os << "|===========================================================================|\n"
+     << "|                  retorch memory summary, device " << device << "\n"
+     << "|---------------------------------------------------------------------------|\n";
+  char line[200];
+  std::snprintf(line, sizeof line, "| %-22s | %12s | %12s | %12s | %12s |\n", "Metric", "Cur Usage",
+                "Peak Usage", "Tot Alloc", "Tot Freed");
+  os << line << "|---------------------------------------------------------------------------|\n";
+  std::snprintf(line, sizeof line, "| %-22s | %12s | %12s | %12s | %12s |\n", "Allocated memory",
+                format_bytes(st.allocated_bytes).c_str(), format_bytes(st.peak_allocated_bytes).c_str(),
+                format_bytes(st.total_allocated_bytes).c_str(), format_bytes(st.total_freed_bytes).c_str());
+  os << line;
+  std::snprintf(line, sizeof line, "| %-22s | %12s | %12s | %12s | %12s |\n", "Reserved memory",
+                format_bytes(st.reserved_bytes).c_str(), format_bytes(st.peak_reserved_bytes).c_str(),
+                "", "");
+  os << line;
+  std::snprintf(line, sizeof line, "| %-22s | %12lld | %12s | %12lld | %12lld |\n", "Allocations",
+                static_cast<long long>(st.num_allocs - st.num_frees), "",
+                static_cast<long long>(st.num_allocs), static_cast<long long>(st.num_frees));
+  os << line;
+  std::snprintf(line, sizeof line, "| %-22s | %12s | %12s | %12lld | %12s |\n",
+                "OS allocations (misses)", "", "", static_cast<long long>(st.num_os_allocs), "");
+  os << line << "|===========================================================================|\n";
+  return os.str();
 }
 
 std::string format_time(double ns) {
@@ -57,6 +96,8 @@ std::vector<EventStats> group(const std::vector<Event>& events, bool by_shape,
     ++s.count;
     s.total_ns += double(e.duration_ns());
     s.self_ns += double(e.self_ns);
+    s.mem_bytes += e.mem_bytes;
+    s.self_mem_bytes += e.self_mem_bytes;
     durations[it->second].push_back(double(self ? e.self_ns : e.duration_ns()));
   }
   for (size_t i = 0; i < stats.size(); ++i) {
@@ -145,14 +186,20 @@ std::string Profile::table(const std::string& sort_by, int row_limit,
   std::vector<EventStats> stats = key_averages(group_by_input_shape, sort_by);
   double self_total = 0;
   for (const EventStats& s : stats) self_total += s.self_ns;
+  const bool memory = profiles_memory();
   std::vector<std::vector<std::string>> rows = {{"Name", "Self CPU %", "Self CPU", "CPU total %",
-                                                 "CPU total", "CPU time avg", "# of Calls"}};
+                                                 "CPU total", "CPU time avg"}};
+  if (memory) rows[0].insert(rows[0].end(), {"CPU Mem", "Self CPU Mem"});
+  rows[0].push_back("# of Calls");
   if (group_by_input_shape) rows[0].push_back("Input Shapes");
   for (const EventStats& s : stats) {
     if (row_limit >= 0 && int(rows.size()) > row_limit) break;
     rows.push_back({s.name, percent(s.self_ns, self_total), torch_time(s.self_ns),
                     percent(s.total_ns, self_total), torch_time(s.total_ns),
-                    torch_time(s.avg_ns), std::to_string(s.count)});
+                    torch_time(s.avg_ns)});
+    if (memory)
+      rows.back().insert(rows.back().end(), {format_bytes(s.mem_bytes), format_bytes(s.self_mem_bytes)});
+    rows.back().push_back(std::to_string(s.count));
     if (group_by_input_shape) rows.back().push_back(s.shapes);
   }
   return render(rows, group_by_input_shape) + "Self CPU time total: " + torch_time(self_total) +

@@ -100,7 +100,19 @@ TEST(ProfileModels, ProfileCommandProfilesAnotherProgram) {
   std::ifstream f(trace);
   nlohmann::json doc = nlohmann::json::parse(f);
   EXPECT_GT(doc.at("traceEvents").size(), 0u);
+  // With a memory plot: the child records memory, the parent plots the trace's counters.
+  auto png = std::filesystem::temp_directory_path() /
+             ("retorch_profile_mem_" + std::to_string(::getpid()) + ".png");
+  auto [mstatus, mout] = run(cli + " profile --output " + trace.string() + " --memory-plot " +
+                             png.string() + " -- " + cli + " compile --model mlp --batch-size 8");
+  ASSERT_EQ(mstatus, 0) << mout;
+  EXPECT_NE(mout.find("memory timeline: " + png.string()), std::string::npos) << mout;
+  std::ifstream img(png, std::ios::binary);
+  char magic[8] = {};
+  img.read(magic, 8);
+  EXPECT_EQ(std::string(magic + 1, 3), "PNG");
   std::filesystem::remove(trace);
+  std::filesystem::remove(png);
   auto [bad, err] = run(cli + " profile -- /nonexistent/program");
   EXPECT_NE(bad, 0);
   EXPECT_NE(err.find("cannot run '/nonexistent/program'"), std::string::npos) << err;

@@ -202,4 +202,41 @@ TEST(Profiler, TraceMergesIdenticalEventsCapsItsSizeAndExportsCsv) {
   EXPECT_NE(csv.find(",50\n"), std::string::npos) << csv;
 }
 
+TEST(Profiler, MemoryTimelineAndPerOpBytes) {
+  Tensor a = randn({256, 256});  // 256 KiB
+  prof::ProfilerOptions o;
+  o.profile_memory = true;
+  prof::Profile p(o);
+  Tensor b = mm(a, a);
+  Tensor c = b + 1;
+  b = Tensor();  // freed
+  p.stop();
+  std::vector<prof::MemoryRecord> mem = p.memory_events();
+  ASSERT_GE(mem.size(), 3u);
+  bool freed = false;
+  for (size_t i = 1; i < mem.size(); ++i) {
+    EXPECT_GE(mem[i].ts_ns, mem[i - 1].ts_ns);
+    EXPECT_LE(mem[i].allocated_bytes, mem[i].reserved_bytes);
+    freed |= mem[i].bytes <= -256 * 256 * 4;
+  }
+  EXPECT_TRUE(freed) << "b's buffer going back to the allocator is an event";
+  int64_t mm_mem = -1;
+  for (const prof::Event& e : p.events())
+    if (e.name == "aten::mm") mm_mem = e.mem_bytes;
+  EXPECT_GE(mm_mem, 256 * 256 * 4);  // its output (at least; size classes round up)
+  std::string t = p.table();
+  EXPECT_NE(t.find("CPU Mem"), std::string::npos) << t;
+  EXPECT_NE(t.find("Self CPU Mem"), std::string::npos) << t;
+  nlohmann::json doc = nlohmann::json::parse(p.chrome_trace());
+  int counters = 0;
+  for (const auto& e : doc.at("traceEvents")) counters += e.at("ph") == "C";
+  EXPECT_EQ(size_t(counters), mem.size());
+  std::string summary = prof::memory_summary();
+  for (const char* row : {"Allocated memory", "Reserved memory", "Allocations", "Peak Usage"})
+    EXPECT_NE(summary.find(row), std::string::npos) << row << " in\n" << summary;
+  EXPECT_EQ(prof::format_bytes(512), "512 b");
+  EXPECT_EQ(prof::format_bytes(1536), "1.50 Kb");
+  EXPECT_EQ(prof::format_bytes(-3 * 1024 * 1024), "-3.00 Mb");
+}
+
 }  // namespace

@@ -106,3 +106,15 @@ def test_schedule_step_and_csv(tmp_path):
     rows = list(csv.reader(open(csv_path)))
     assert rows[0][0] == "Name" and rows[0][-1] == "# of Calls"
     assert {r[0]: int(r[-1]) for r in rows[1:]}["aten::matmul"] == 7
+
+
+def test_profile_memory_and_summary():
+    a = retorch.randn(128, 128)
+    with profile(profile_memory=True) as p:
+        b = a @ a
+        del b
+    mem = p.memory_events()
+    assert any(e[1] >= 128 * 128 * 4 for e in mem) and any(e[1] <= -128 * 128 * 4 for e in mem)
+    assert "Self CPU Mem" in p.key_averages().table()
+    summary = retorch.profiler.memory_summary()
+    assert "Allocated memory" in summary and "Reserved memory" in summary

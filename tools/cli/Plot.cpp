@@ -1,4 +1,5 @@
-// plot_learning_curves: two PLplot panels (loss, accuracy) on the pngcairo device.
+// plot_learning_curves (two PLplot panels: loss, accuracy) and plot_memory_timeline (allocated
+// and reserved bytes over time), on the pngcairo device.
 #include "tools/cli/Plot.h"
 
 #include <plplot.h>
@@ -40,12 +41,14 @@ bool has_device(const char* name) {
   return false;
 }
 
-void check_series(const char* name, const std::vector<double>& s, size_t epochs) {
+// `unit`: what one x value is ("epoch", "event"), for the messages.
+void check_series(const char* name, const std::vector<double>& s, size_t n,
+                  const char* unit = "epoch") {
   if (s.empty()) return;
-  RT_CHECK_VALUE(s.size() == epochs, "plot_learning_curves: ", name, " has ", s.size(),
-                 " values but train_loss has ", epochs, " (one per epoch)");
+  RT_CHECK_VALUE(s.size() == n, "plot: ", name, " has ", s.size(), " values but the x axis has ",
+                 n, " (one per ", unit, ")");
   for (size_t i = 0; i < s.size(); ++i) {
-    RT_CHECK_VALUE(std::isfinite(s[i]), "plot_learning_curves: ", name, " at epoch ", i + 1,
+    RT_CHECK_VALUE(std::isfinite(s[i]), "plot: ", name, " at ", unit, " ", i + 1,
                    " is not finite (", s[i], ")");
   }
 }
@@ -97,8 +100,8 @@ class PlotSession {
 
 void draw_panel(double xmin, double xmax, const std::vector<double>& x,
                 const std::vector<double>& train, const std::vector<double>& test, Range yr,
-                double vp_bottom, double vp_top, const char* ylabel, bool xlabel, double xtick,
-                PLINT legend_corner) {
+                double vp_bottom, double vp_top, const char* ylabel, const char* xlabel,
+                double xtick, PLINT legend_corner, const char* names[2] = nullptr) {
   plvpor(0.11, 0.96, vp_bottom, vp_top);
   plwind(xmin, xmax, yr.lo, yr.hi);
   plcol0(kGrid);
@@ -108,7 +111,7 @@ void draw_panel(double xmin, double xmax, const std::vector<double>& x,
   plwidth(1.0);
   plbox("bcnst", xtick, 1, "bcnstv", 0.0, 0);
   plmtex("l", 4.2, 0.5, 0.5, ylabel);
-  if (xlabel) plmtex("b", 3.0, 0.5, 0.5, "epoch");
+  if (xlabel) plmtex("b", 3.0, 0.5, 0.5, xlabel);
   struct Series {
     const std::vector<double>* y;
     PLINT color, style;
@@ -125,7 +128,7 @@ void draw_panel(double xmin, double xmax, const std::vector<double>& x,
     if (x.size() <= 30) plpoin(PLINT(x.size()), x.data(), s.y->data(), 4);
   }
   // Legend inside the panel, in the corner the curves usually leave empty.
-  const char* text[2] = {"train", "test"};
+  const char* text[2] = {names ? names[0] : "train", names ? names[1] : "test"};
   PLINT opts[2] = {PL_LEGEND_LINE, PL_LEGEND_LINE};
   PLINT text_colors[2] = {kInk, kInk};
   PLINT line_colors[2] = {kTrainColor, kTestColor};
@@ -139,29 +142,10 @@ void draw_panel(double xmin, double xmax, const std::vector<double>& x,
            nullptr, line_colors, line_styles, line_widths, nullptr, nullptr, nullptr, nullptr);
 }
 
-}  // namespace
-
-void plot_learning_curves(const std::string& png_path, const std::string& title,
-                          const LearningCurves& c, int width, int height) {
-  size_t epochs = c.train_loss.size();
-  RT_CHECK_VALUE(epochs >= 1, "plot_learning_curves: train_loss is empty (nothing to plot)");
-  check_series("test_loss", c.test_loss, epochs);
-  check_series("train_loss", c.train_loss, epochs);
-  check_series("train_accuracy", c.train_accuracy, epochs);
-  check_series("test_accuracy", c.test_accuracy, epochs);
-  RT_CHECK_VALUE(width >= 200 && height >= 200 && width <= 10000 && height <= 10000,
-                 "plot_learning_curves: image size ", width, "x", height,
-                 " is outside 200..10000 pixels");
-  // See Note [PLplot errors]: an unopenable file would make PLplot prompt or exit.
-  std::FILE* probe = std::fopen(png_path.c_str(), "wb");
-  RT_CHECK(probe != nullptr, "plot_learning_curves: cannot write '", png_path,
-           "': ", std::strerror(errno));
-  std::fclose(probe);
-
-  std::lock_guard<std::mutex> lock(g_plplot_mutex);
-  RT_CHECK(has_device("pngcairo"), "plot_learning_curves: PLplot's pngcairo device is missing ",
+// Checks the device, then opens a white pngcairo page with this file's colors.
+void open_png(PlotSession& session, const std::string& png_path, int width, int height) {
+  RT_CHECK(has_device("pngcairo"), "plot: PLplot's pngcairo device is missing ",
            "(install plplot-driver-cairo)");
-  PlotSession session(png_path);
   plsdev("pngcairo");
   plsfnam(png_path.c_str());
   plspage(0, 0, width, height, 0, 0);
@@ -174,6 +158,58 @@ void plot_learning_curves(const std::string& png_path, const std::string& title,
   session.check("opening");
   pladv(0);
   plschr(0, 1.0);
+}
+
+void probe_writable(const std::string& png_path, const char* what) {
+  // See Note [PLplot errors]: an unopenable file would make PLplot prompt or exit.
+  std::FILE* probe = std::fopen(png_path.c_str(), "wb");
+  RT_CHECK(probe != nullptr, what, ": cannot write '", png_path, "': ", std::strerror(errno));
+  std::fclose(probe);
+}
+
+}  // namespace
+
+void plot_memory_timeline(const std::string& png_path, const std::string& title,
+                          const std::vector<double>& time_ms, const std::vector<double>& allocated_mb,
+                          const std::vector<double>& reserved_mb, int width, int height) {
+  RT_CHECK_VALUE(!time_ms.empty(), "plot_memory_timeline: no memory events (nothing to plot)");
+  check_series("allocated_mb", allocated_mb, time_ms.size(), "event");
+  check_series("reserved_mb", reserved_mb, time_ms.size(), "event");
+  check_series("time_ms", time_ms, time_ms.size(), "event");
+  probe_writable(png_path, "plot_memory_timeline");
+  std::lock_guard<std::mutex> lock(g_plplot_mutex);
+  PlotSession session(png_path);
+  open_png(session, png_path, width, height);
+  double t0 = time_ms.front(), t1 = std::max(time_ms.back(), t0 + 1e-3);
+  Range yr = y_range(allocated_mb, reserved_mb);
+  yr.lo = std::min(yr.lo, 0.0);
+  const char* names[2] = {"allocated", "reserved"};
+  draw_panel(t0, t1, time_ms, allocated_mb, reserved_mb, yr, 0.12, 0.88, "MB", "time (ms)", 0.0,
+             PL_POSITION_TOP, names);
+  plcol0(kInk);
+  plschr(0, 1.3);
+  plmtex("t", 1.5, 0.5, 0.5, title.c_str());
+  session.check("drawing");
+  session.end();
+  session.check("writing");
+}
+
+void plot_learning_curves(const std::string& png_path, const std::string& title,
+                          const LearningCurves& c, int width, int height) {
+  size_t epochs = c.train_loss.size();
+  RT_CHECK_VALUE(epochs >= 1, "plot_learning_curves: train_loss is empty (nothing to plot)");
+  check_series("test_loss", c.test_loss, epochs);
+  check_series("train_loss", c.train_loss, epochs);
+  check_series("train_accuracy", c.train_accuracy, epochs);
+  check_series("test_accuracy", c.test_accuracy, epochs);
+  RT_CHECK_VALUE(width >= 200 && height >= 200 && width <= 10000 && height <= 10000,
+                 "plot_learning_curves: image size ", width, "x", height,
+                 " is outside 200..10000 pixels");
+  probe_writable(png_path, "plot_learning_curves");
+
+  std::lock_guard<std::mutex> lock(g_plplot_mutex);
+  PlotSession session(png_path);
+  open_png(session, png_path, width, height);
 
   std::vector<double> x(epochs);
   for (size_t i = 0; i < epochs; ++i) x[i] = double(i + 1);
@@ -182,14 +218,14 @@ void plot_learning_curves(const std::string& png_path, const std::string& title,
   double xmin = 1.0 - xpad, xmax = double(epochs) + xpad;
   double xtick = std::max(1.0, std::ceil(double(epochs) / 10.0));
   draw_panel(xmin, xmax, x, c.train_loss, c.test_loss, y_range(c.train_loss, c.test_loss), 0.56,
-             0.92, "loss", false, xtick, PL_POSITION_TOP);
+             0.92, "loss", nullptr, xtick, PL_POSITION_TOP);
   plcol0(kInk);
   plschr(0, 1.3);
   plmtex("t", 1.5, 0.5, 0.5, title.c_str());
   plschr(0, 1.0);
   if (!c.train_accuracy.empty() || !c.test_accuracy.empty()) {
     draw_panel(xmin, xmax, x, c.train_accuracy, c.test_accuracy,
-               y_range(c.train_accuracy, c.test_accuracy), 0.10, 0.46, "accuracy", true, xtick,
+               y_range(c.train_accuracy, c.test_accuracy), 0.10, 0.46, "accuracy", "epoch", xtick,
                PL_POSITION_BOTTOM);
   }
   session.check("drawing");

@@ -1,4 +1,5 @@
-// Learning-curve chart for `retorch train`: loss and accuracy per epoch, written as a PNG.
+// Charts written as PNGs through PLplot: `retorch train`'s learning curves (loss and accuracy
+// per epoch) and `retorch profile`'s memory timeline.
 #pragma once
 #include <string>
 #include <vector>
@@ -16,5 +17,11 @@ struct LearningCurves {
 /// Draws loss (top panel) and accuracy (bottom panel) against epoch into png_path via PLplot.
 void plot_learning_curves(const std::string& png_path, const std::string& title,
                           const LearningCurves& curves, int width = 1000, int height = 800);
+
+/// Draws allocated and reserved memory (MB) against time (ms) into png_path via PLplot.
+void plot_memory_timeline(const std::string& png_path, const std::string& title,
+                          const std::vector<double>& time_ms, const std::vector<double>& allocated_mb,
+                          const std::vector<double>& reserved_mb, int width = 1000,
+                          int height = 500);
 
 }  // namespace retorch::cli

@@ -3,11 +3,7 @@
 // `retorch compile --model M [--benchmark]` (compile a model's forward, time it against eager) and
 // `retorch profile [--output trace.json] -- <command>` (run a command under RETORCH_PROFILE).
 #include <CLI/CLI.hpp>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -21,6 +17,7 @@
 #include "retorch/nn/Summary.h"
 #include "tools/cli/CompileCmd.h"
 #include "tools/cli/Models.h"
+#include "tools/cli/ProfileCmd.h"
 #include "tools/cli/Train.h"
 
 namespace {
@@ -111,13 +108,14 @@ int main(int argc, char** argv) {
   comp->add_flag("--benchmark", cc.benchmark, "time the compiled forward against eager");
   comp->add_flag("--source", cc.source, "print the generated C++");
 
-  std::string profile_output = "retorch_profile.json";
-  std::vector<std::string> profile_cmd;
+  retorch::cli::ProfileConfig pc;
   CLI::App* prof = app.add_subcommand(
       "profile", "run a retorch program with RETORCH_PROFILE set: it prints the kernel table at "
                  "exit and writes a Chrome trace");
-  prof->add_option("--output", profile_output, "where the trace goes")->capture_default_str();
-  prof->add_option("command", profile_cmd, "the command (after --), e.g. retorch train ...")
+  prof->add_option("--output", pc.output, "where the trace goes")->capture_default_str();
+  prof->add_option("--memory-plot", pc.memory_plot,
+                   "also record memory and plot allocated/reserved bytes over time to this PNG");
+  prof->add_option("command", pc.command, "the command (after --), e.g. retorch train ...")
       ->required()->expected(-1);
 
   CLI11_PARSE(app, argc, argv);
@@ -128,15 +126,7 @@ int main(int argc, char** argv) {
     if (*train) return retorch::cli::run_training(c);
     if (*ir) return run_ir(ir_file, ir_passes);
     if (*comp) return retorch::cli::run_compile(cc);
-    if (*prof) {
-      // The child profiles itself (Note [RETORCH_PROFILE]); this process only hands over.
-      ::setenv("RETORCH_PROFILE", profile_output.c_str(), 1);
-      std::vector<char*> args;
-      for (std::string& a : profile_cmd) args.push_back(a.data());
-      args.push_back(nullptr);
-      ::execvp(args[0], args.data());
-      RT_ERROR("profile: cannot run '", profile_cmd[0], "': ", std::strerror(errno));
-    }
+    if (*prof) return retorch::cli::run_profile(pc);
     auto model = retorch::cli::make_model(summary_model);
     std::cout << *model << "\n" << retorch::nn::summary(*model, {1, 1, 28, 28}).to_string();
     return 0;
