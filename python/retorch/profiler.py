@@ -34,16 +34,17 @@ class profile:
     active window ends."""
 
     def __init__(self, record_shapes=False, schedule=None, on_trace_ready=None,
-                 profile_memory=False):
+                 profile_memory=False, with_stack=False):
         self.record_shapes = record_shapes
         self.schedule = schedule
         self.on_trace_ready = on_trace_ready
         self.profile_memory = profile_memory
+        self.with_stack = with_stack
         self._p = None
 
     def __enter__(self):
         self._p = _C._profiler.Profile(bool(self.record_shapes), self.schedule,
-                                       bool(self.profile_memory))
+                                       bool(self.profile_memory), bool(self.with_stack))
         return self
 
     def __exit__(self, *exc):

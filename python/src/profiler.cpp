@@ -5,16 +5,39 @@
 
 namespace retorch::python {
 
+namespace {
+
+// The Python frames of the calling thread, innermost first: with_stack profiles call this on
+// each op the user calls (with the GIL held: ops are called from Python).
+std::vector<std::string> python_stack() {
+  std::vector<std::string> out;
+  if (!Py_IsInitialized() || !PyGILState_Check()) return out;
+  for (PyFrameObject* f = PyEval_GetFrame(); f != nullptr; ) {
+    PyCodeObject* code = PyFrame_GetCode(f);
+    std::string file = py::str(code->co_filename), name = py::str(code->co_name);
+    out.push_back(file + "(" + std::to_string(PyFrame_GetLineNumber(f)) + "): " + name);
+    Py_DECREF(code);
+    PyFrameObject* back = PyFrame_GetBack(f);
+    if (f != PyEval_GetFrame()) Py_DECREF(f);
+    f = back;
+  }
+  return out;
+}
+
+}  // namespace
+
 void bind_profiler(py::module_& m) {
   using namespace retorch::profiler;
+  set_stack_provider(&python_stack);
   py::module_ p = m.def_submodule("_profiler", "the profiler behind retorch.profiler");
   py::class_<Profile>(p, "Profile")
       // schedule: (wait, warmup, active, repeat) or None
       .def(py::init([](bool record_shapes, std::optional<std::vector<int64_t>> schedule,
-                       bool profile_memory) {
+                       bool profile_memory, bool with_stack) {
              ProfilerOptions o;
              o.record_shapes = record_shapes;
              o.profile_memory = profile_memory;
+             o.with_stack = with_stack;
              if (schedule) {
                RT_CHECK(schedule->size() == 4, "profiler: schedule needs 4 numbers");
                o.schedule = Schedule{(*schedule)[0], (*schedule)[1], (*schedule)[2], (*schedule)[3]};
@@ -22,7 +45,7 @@ void bind_profiler(py::module_& m) {
              return std::make_unique<Profile>(o);
            }),
            py::arg("record_shapes") = false, py::arg("schedule") = py::none(),
-           py::arg("profile_memory") = false)
+           py::arg("profile_memory") = false, py::arg("with_stack") = false)
       .def("stop", &Profile::stop)
       .def("step", &Profile::step)
       .def_property_readonly("active", &Profile::active)
@@ -41,6 +64,7 @@ void bind_profiler(py::module_& m) {
                d["op"] = e.op;
                d["mem_bytes"] = e.mem_bytes;
                d["self_mem_bytes"] = e.self_mem_bytes;
+               d["stack"] = e.stack;
                out.append(d);
              }
              return out;

@@ -94,6 +94,7 @@ namespace {
 // The active session: a raw pointer for the fallback's check, and an owning pointer that
 // record_function ranges share (so a range never outlives its session's state).
 std::atomic<Profile::State*> g_active{nullptr};
+std::atomic<StackProvider> g_stack_provider{nullptr};
 // Never destroyed: a profile may stop during static destruction (Note [RETORCH_PROFILE]).
 std::mutex& g_session_mu = *new std::mutex;
 std::shared_ptr<Profile::State>& g_session = *new std::shared_ptr<Profile::State>;
@@ -175,6 +176,11 @@ void profiler_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack
   std::string shapes;
   if (s->options.record_shapes && stack->size() >= nargs) shapes = shapes_of(*stack, stack->size() - nargs);
   const size_t slot = s->begin("aten::" + std::string(op.schema().name), "op", std::move(shapes));
+  // The user's frames go with the ops the user called (not those a composite or a kernel
+  // called): the outermost op, or one directly inside a record_function range.
+  const bool user_call = slot == 0 || s->open[slot - 1].event.kind == "user_annotation";
+  if (s->options.with_stack && user_call)
+    if (StackProvider provider = g_stack_provider.load()) s->open[slot].event.stack = provider();
   struct Close {
     Profile::State* s;
     size_t slot;
@@ -311,6 +317,7 @@ std::string Profile::chrome_trace(const TraceOptions& options) const {
     j["tid"] = e.thread;
     j["args"] = nlohmann::ordered_json::object();
     if (!e.shapes.empty()) j["args"]["Input Dims"] = e.shapes;
+    if (!e.stack.empty()) j["args"]["Call stack"] = e.stack;
     events.push_back(std::move(j));
     last[d] = {events.size() - 1, &e};
     for (size_t deeper = d + 1; deeper < last.size(); ++deeper) last[deeper] = {SIZE_MAX, nullptr};
@@ -353,6 +360,8 @@ void Profile::export_chrome_trace(const std::string& path, const TraceOptions& o
 }
 
 bool is_profiling() { return g_active.load(std::memory_order_relaxed) != nullptr; }
+
+void set_stack_provider(StackProvider provider) { g_stack_provider.store(provider); }
 
 RecordFunction::RecordFunction(std::string name) {
   if (g_active.load(std::memory_order_acquire) == nullptr) return;  // the common case: cheap

@@ -22,6 +22,9 @@ struct ProfilerOptions {
   bool record_shapes = false;  // keep each op's input shapes ("[[2, 3], [3]]")
   /// Record allocator events: a memory timeline, and the bytes each op allocates (CPU Mem).
   bool profile_memory = false;
+  /// Record the caller's stack with each op (from the stack provider: the Python module installs
+  /// one giving the Python frames; without one, nothing is recorded).
+  bool with_stack = false;
   /// With a schedule, Profile::step() marks step boundaries and recording follows the schedule;
   /// without one every step is recorded.
   std::optional<Schedule> schedule;
@@ -43,6 +46,7 @@ struct Event {
   std::string shapes;  // input shapes when record_shapes, else ""
   std::string op;      // a kernel's issuing op ("aten::mm"), else ""
   int64_t mem_bytes = 0, self_mem_bytes = 0;  // allocated minus freed inside it (profile_memory)
+  std::vector<std::string> stack;  // with_stack: the user's frames, innermost first
   int64_t start_ns = 0, end_ns = 0;  // since the profile started
   int64_t self_ns = 0;               // minus the events nested directly inside it
   uint64_t thread = 0;               // a small per-thread number (1, 2, ...)
@@ -131,6 +135,11 @@ class RecordFunction {
 
 /// Whether a profile is active (one atomic load: for callers that build range names).
 bool is_profiling();
+
+/// Returns the user's current call stack, innermost frame first ("file.py(12): fn").
+using StackProvider = std::vector<std::string> (*)();
+/// Installs the stack provider with_stack profiles use (the Python bindings install one).
+void set_stack_provider(StackProvider provider);
 
 /// The device allocator's statistics as text, like torch.cuda.memory_summary: allocated and
 /// reserved bytes (current, peak, total allocated, total freed) and allocation counts.

@@ -118,3 +118,21 @@ def test_profile_memory_and_summary():
     assert "Self CPU Mem" in p.key_averages().table()
     summary = retorch.profiler.memory_summary()
     assert "Allocated memory" in summary and "Reserved memory" in summary
+
+
+def helper_that_multiplies(a):
+    return a * 3
+
+
+def test_with_stack_records_the_callers_frames():
+    a = retorch.ones(4)
+    with profile(with_stack=True) as p:
+        helper_that_multiplies(a)
+    (mul,) = [e for e in p.events() if e["name"] == "aten::mul"]
+    assert "helper_that_multiplies" in mul["stack"][0] and "test_profiler.py" in mul["stack"][0]
+    assert any("test_with_stack_records_the_callers_frames" in f for f in mul["stack"])
+    kernels = [e for e in p.events() if e["kind"] == "kernel"]
+    assert kernels and all(not k["stack"] for k in kernels)  # only the user's calls carry one
+    with profile() as q:
+        helper_that_multiplies(a)
+    assert all(not e["stack"] for e in q.events())
