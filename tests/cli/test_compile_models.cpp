@@ -4,15 +4,14 @@
 // `retorch compile --model M --benchmark` reports kernels and timings.
 #include <gtest/gtest.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <set>
 
 #include "retorch/compiler/Compiler.h"
 #include "retorch/retorch.h"
+#include "tests/cli/CliRun.h"
 #include "tools/cli/Models.h"
 
 using namespace retorch;
@@ -93,18 +92,11 @@ INSTANTIATE_TEST_SUITE_P(SeedModels, CompileModelsTest,
                          ::testing::Values("mlp", "lenet", "convnet", "resnet"));
 
 // Runs the built `retorch` with args; returns the exit code (-1 on a signal) and the output.
-std::pair<int, std::string> run_cli(const std::string& args) {
-  std::string out;
-  FILE* p = ::popen((std::string(RETORCH_CLI) + " " + args + " 2>&1").c_str(), "r");
-  if (p == nullptr) return {-1, out};
-  char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof(buf), p)) > 0;) out.append(buf, n);
-  int st = ::pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
-}
 
 TEST_F(CompileModelsTest, CliCompilesAndBenchmarksAModel) {
-  auto [status, out] = run_cli("compile --model lenet --batch-size 8 --benchmark --source");
+  const std::string cli = RETORCH_CLI;
+  auto [status, out] =
+      cli_test::run_command(cli + " compile --model lenet --batch-size 8 --benchmark --source");
   ASSERT_EQ(status, 0) << out;
   EXPECT_NE(out.find("lenet, batch 8: "), std::string::npos) << out;
   EXPECT_NE(out.find("max |compiled - eager| 0"), std::string::npos) << out;
@@ -112,7 +104,7 @@ TEST_F(CompileModelsTest, CliCompilesAndBenchmarksAModel) {
   EXPECT_NE(out.find("extern \"C\" void cpp_fused_relu_0"), std::string::npos) << out;
   for (const char* line : {"eager     median", "compiled  median", "speedup   "})
     EXPECT_NE(out.find(line), std::string::npos) << line << " missing in\n" << out;
-  auto [bad, err] = run_cli("compile --model lenet --batch-size 0");
+  auto [bad, err] = cli_test::run_command(cli + " compile --model lenet --batch-size 0");
   EXPECT_NE(bad, 0);
   EXPECT_NE(err.find("batch-size"), std::string::npos) << err;
 }
