@@ -39,7 +39,7 @@ struct Profile::State {
   std::chrono::steady_clock::time_point t0 = std::chrono::steady_clock::now();
   std::thread::id owner = std::this_thread::get_id();
   bool active = true;
-  bool recording = true;  // false in a schedule's wait steps
+  std::atomic<bool> recording{true};  // false in a schedule's wait steps (read by any thread)
   int64_t step_num = 0;
   bool had_key = false;  // the thread already included the Profiler key (left as it was)
   mutable std::mutex mu;
@@ -126,7 +126,11 @@ std::string shapes_of(const Stack& stack, size_t first) {
 // profile_memory: every allocator event joins the timeline; on the profiling thread its bytes
 // also count for the innermost open event (its self memory).
 void on_memory(const MemoryEvent& m) {
-  Profile::State* s = g_active.load(std::memory_order_acquire);
+  std::shared_ptr<Profile::State> s;  // any thread: hold the session while using it
+  {
+    std::lock_guard<std::mutex> lock(g_session_mu);
+    s = g_session;
+  }
   if (s == nullptr || !s->options.profile_memory || !s->recording) return;
   {
     std::lock_guard<std::mutex> lock(s->mu);
@@ -149,23 +153,27 @@ Phase phase_at(const std::optional<Schedule>& sc, int64_t step) {
 
 // The profiler as a launch observer: each kernel launch on the profiling thread is a "kernel"
 // event nested in the op that issued it (its time is the op's time in the kernel).
+// Launches run on any thread: the recorder holds its session weakly and locks it per launch.
 class KernelRecorder : public runtime::LaunchObserver {
  public:
-  explicit KernelRecorder(Profile::State* s) : s_(s) {}
+  explicit KernelRecorder(std::weak_ptr<Profile::State> s) : session_(std::move(s)) {}
   void before(const runtime::LaunchRecord& r) override {
-    if (std::this_thread::get_id() != s_->owner || !s_->active) return;
-    if (!s_->recording) return s_->kernel_slots.push_back(SIZE_MAX);
-    s_->kernel_slots.push_back(s_->begin(r.name, "kernel", ""));
-    s_->open.back().event.op = r.op;
+    std::shared_ptr<Profile::State> s = session_.lock();
+    if (!s || std::this_thread::get_id() != s->owner || !s->active) return;
+    if (!s->recording) return s->kernel_slots.push_back(SIZE_MAX);
+    s->kernel_slots.push_back(s->begin(r.name, "kernel", ""));
+    s->open.back().event.op = r.op;
   }
   void after(const runtime::LaunchRecord&, int64_t) override {
-    if (std::this_thread::get_id() != s_->owner || !s_->active || s_->kernel_slots.empty()) return;
-    if (s_->kernel_slots.back() != SIZE_MAX) s_->end(s_->kernel_slots.back());
-    s_->kernel_slots.pop_back();
+    std::shared_ptr<Profile::State> s = session_.lock();
+    if (!s || std::this_thread::get_id() != s->owner || !s->active || s->kernel_slots.empty())
+      return;
+    if (s->kernel_slots.back() != SIZE_MAX) s->end(s->kernel_slots.back());
+    s->kernel_slots.pop_back();
   }
 
  private:
-  Profile::State* s_;
+  std::weak_ptr<Profile::State> session_;
 };
 
 void profiler_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
@@ -213,7 +221,7 @@ Profile::Profile(ProfilerOptions options) : state_(std::make_shared<State>()) {
   LocalDispatchKeySet& tls = tls_local_dispatch_key_set();
   state_->had_key = tls.included.has(DispatchKey::Profiler);
   tls.included = tls.included | DispatchKeySet(DispatchKey::Profiler);
-  state_->launches = std::make_shared<KernelRecorder>(state_.get());
+  state_->launches = std::make_shared<KernelRecorder>(state_);
   runtime::LaunchManager::get().add_observer(state_->launches);
   if (options.profile_memory) set_memory_observer(&on_memory);
   state_->recording = phase_at(options.schedule, 0) != Phase::kNone;
