@@ -21,8 +21,8 @@ namespace retorch::runtime {
 // results; replay calls the kernels directly on the same arguments — no key computation, no
 // autograd or profiler layers — and writes each result into the tensor the capture returned, so
 // a captured sequence reads and writes the same buffers each time, like a CUDA graph. (A few CPU
-// kernels still call helper ops through the dispatcher — mm's unsqueezes, a reduction's permute
-// — and those dispatch on replay too.) On CPU a launch is synchronous; CUDA launches will go
+// kernels still call helper ops through the dispatcher — a reduction's permute — and those
+// dispatch on replay too.) On CPU a launch is synchronous; CUDA launches will go
 // through the same records with their stream.
 
 struct LaunchGraph::Launch {
