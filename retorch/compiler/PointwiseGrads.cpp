@@ -2,7 +2,6 @@
 // derivative of its result with respect to each argument, as C++ expressions (the same formulas
 // as the ops' entries in ops.yaml; rt_*_grad helpers are in the prelude, CppPrelude.cpp).
 #include <cmath>
-#include <set>
 #include <unordered_map>
 
 #include "retorch/compiler/PointwiseRules.h"
@@ -77,11 +76,8 @@ const std::unordered_map<std::string_view, GradFn>& grads() {
       return p;
     });
     // Tensor and Scalar overloads share a rule (a constant operand takes no gradient).
-    static std::set<std::string> names;
-    for (const char* overload : {".Tensor", ".Scalar"}) {
-      auto key = [&](const char* name) {
-        return std::string_view(*names.emplace(std::string(name) + overload).first);
-      };
+    for (const char* overload : {"Tensor", "Scalar"}) {
+      auto key = [&](const char* name) { return overload_key(name, overload); };
       for (double sign : {1.0, -1.0})
         m.emplace(key(sign > 0 ? "add" : "sub"),
                   [sign](const Args& a, const std::string&, const std::string& ct) -> Partials {

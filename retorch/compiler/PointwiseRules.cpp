@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <set>
 #include <unordered_map>
 
@@ -24,6 +25,13 @@ std::string literal(double v, const std::string& ct) {
 std::optional<double> number(const Operand& x) {
   if (x.is_tensor || !x.constant.is_scalar()) return std::nullopt;
   return x.constant.to_double();
+}
+
+std::string_view overload_key(const char* name, const char* overload) {
+  static std::mutex mu;  // the rule and derivative tables may be built on two threads at once
+  static std::set<std::string> keys;
+  std::lock_guard<std::mutex> lock(mu);
+  return *keys.emplace(std::string(name) + "." + overload).first;
 }
 
 std::string as_ctype(const Operand& x, const std::string& ct) {
@@ -131,12 +139,8 @@ const std::unordered_map<std::string_view, PointwiseRule>& rules() {
                                     },
                                     true});
     // Tensor and Scalar overloads share a rule: a scalar is a constant operand (a literal).
-    // Their keys are built here and kept in `names`, so the table's string_views stay valid.
-    static std::set<std::string> names;
-    for (const char* overload : {".Tensor", ".Scalar"}) {
-      auto key = [&](const char* name) {
-        return std::string_view(*names.emplace(std::string(name) + overload).first);
-      };
+    for (const char* overload : {"Tensor", "Scalar"}) {
+      auto key = [&](const char* name) { return overload_key(name, overload); };
       m.emplace(key("add"), add_like("+"));
       m.emplace(key("sub"), add_like("-"));
       m.emplace(key("mul"), binary_infix("*"));

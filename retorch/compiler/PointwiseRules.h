@@ -45,6 +45,10 @@ using GradFn = std::function<std::optional<std::vector<std::string>>(
 /// op that has none is not differentiated by the compiler (its nodes run eagerly under grad).
 const GradFn* find_pointwise_grad(std::string_view op_key);
 
+/// "name.overload" as a string_view that lives for the process: the tables' keys for the
+/// Tensor and Scalar overloads, which share one rule each.
+std::string_view overload_key(const char* name, const char* overload);
+
 /// A number-valued constant argument (None and tensors are not numbers).
 std::optional<double> number(const Operand& x);
 
