@@ -46,13 +46,15 @@ test-install: setup
 test: test-cpp test-python test-asan test-install
 
 bench: build
-	cmake --build $(BUILD) -j $(JOBS) --target bench_ops bench_overhead bench_jit bench_compile
+	cmake --build $(BUILD) -j $(JOBS) --target bench_ops bench_overhead bench_jit bench_compile bench_quant
 	./$(BUILD)/bench/bench_ops
 	./$(BUILD)/bench/bench_overhead --benchmark_min_time=0.2
 	./$(BUILD)/bench/bench_jit
 	./$(BUILD)/bench/bench_compile
+	./$(BUILD)/bench/bench_quant
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_python.py
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_nn.py
+	PYTHONPATH=$(CURDIR)/python:$(CURDIR)/.deps/python $(PY) bench/bench_llm.py
 
 # docs/ops.md, the operator coverage table (tests fail when it is stale).
 docs:

@@ -45,7 +45,11 @@ pip_target() {
 # tensorboard's event-file reader checks the SummaryWriter tests; it needs only protobuf and absl
 # besides numpy, so the server's dependencies (grpcio, werkzeug, ...) are skipped.
 # tests/python/conftest.py puts .deps/python on sys.path.
-pip_target python tensorboard==2.20.0 protobuf==6.33.5 absl-py==2.3.1
+# The LLM tests' oracles: Hugging Face transformers (LlamaForCausalLM on Debian's torch), the
+# tokenizers package (jinja2 for its chat templates), and llama.cpp's gguf writer/dequantizer.
+pip_target python tensorboard==2.20.0 protobuf==6.33.5 absl-py==2.3.1 \
+  transformers==4.44.2 tokenizers==0.19.1 huggingface-hub==0.23.4 safetensors==0.4.3 \
+  regex==2024.5.15 tqdm==4.66.4 filelock==3.15.4 gguf==0.17.1 jinja2==3.1.4 markupsafe==2.1.5
 
 # The PEP 517 backend of pyproject.toml with its dependencies (Debian's python3-packaging is too
 # old for it), for `make test-install`: pip builds the wheel with --no-build-isolation and

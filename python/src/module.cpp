@@ -19,6 +19,9 @@ void bind_memory_format(py::module_& m, py::class_<Tensor>& cls);
 void bind_jit(py::module_& m);
 void bind_compiler(py::module_& m);
 void bind_profiler(py::module_& m);
+void bind_gguf(py::module_& m);
+void bind_tokenizer(py::module_& m);
+void bind_llm(py::module_& m);
 
 namespace {
 
@@ -134,6 +137,9 @@ PYBIND11_MODULE(_C, m) {
   bind_jit(m);
   bind_compiler(m);
   bind_profiler(m);
+  bind_gguf(m);
+  bind_tokenizer(m);
+  bind_llm(m);
 
   // Grad modes.
   m.def("is_grad_enabled", &GradMode::is_enabled);

@@ -16,6 +16,7 @@
 #include "retorch/jit/passes/PassManager.h"
 #include "retorch/nn/Summary.h"
 #include "tools/cli/CompileCmd.h"
+#include "tools/cli/LlmCmd.h"
 #include "tools/cli/Models.h"
 #include "tools/cli/ProfileCmd.h"
 #include "tools/cli/Train.h"
@@ -118,6 +119,40 @@ int main(int argc, char** argv) {
   prof->add_option("command", pc.command, "the command (after --), e.g. retorch train ...")
       ->required()->expected(-1);
 
+  retorch::cli::GenerateConfig gc;
+  CLI::App* gen = app.add_subcommand(
+      "generate", "stream a Llama-family model's continuation of a prompt (HF directory or .gguf)");
+  gen->add_option("--model", gc.model, "HF model directory or .gguf file")->required();
+  gen->add_option("--prompt", gc.prompt, "the prompt text")->required();
+  gen->add_flag("--chat", gc.chat, "wrap the prompt in the model's chat template");
+  gen->add_option("--system", gc.system, "system message (with --chat)");
+  gen->add_option("--max-new-tokens", gc.max_new_tokens, "tokens to generate")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  gen->add_option("--temperature", gc.temperature, "0 for greedy")->capture_default_str();
+  gen->add_option("--top-k", gc.top_k, "keep the k most likely tokens (0: off)")
+      ->capture_default_str();
+  gen->add_option("--top-p", gc.top_p, "nucleus sampling mass (1: off)")->capture_default_str();
+  gen->add_option("--min-p", gc.min_p, "drop tokens below min-p x the top probability")
+      ->capture_default_str();
+  gen->add_option("--repetition-penalty", gc.repetition_penalty, "1: off")->capture_default_str();
+  gen->add_option("--seed", gc.seed, "sampling seed")->capture_default_str();
+  gen->add_option("--dtype", gc.dtype, "dense weights as float32 or bfloat16")
+      ->check(CLI::IsMember({"float32", "bfloat16"}))->capture_default_str();
+
+  retorch::cli::BenchLlmConfig bc;
+  CLI::App* bench = app.add_subcommand(
+      "bench-llm", "prefill and decode throughput of a Llama model against the hardware bounds");
+  bench->add_option("--model", bc.model, "checkpoint path, or a random-weight preset (110m, 1b)")
+      ->capture_default_str();
+  bench->add_option("--format", bc.format, "weights of a preset")
+      ->check(CLI::IsMember({"f32", "bf16", "q8_0", "q4_0"}))->capture_default_str();
+  bench->add_option("--batch", bc.batch, "sequences")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  bench->add_option("--prompt-len", bc.prompt_len, "prompt tokens per sequence")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  bench->add_option("--gen-len", bc.gen_len, "generated tokens per sequence")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+
   CLI11_PARSE(app, argc, argv);
   c.shuffle = !no_shuffle;
   c.plot = !no_plot;
@@ -127,6 +162,8 @@ int main(int argc, char** argv) {
     if (*ir) return run_ir(ir_file, ir_passes);
     if (*comp) return retorch::cli::run_compile(cc);
     if (*prof) return retorch::cli::run_profile(pc);
+    if (*gen) return retorch::cli::run_generate(gc);
+    if (*bench) return retorch::cli::run_bench_llm(bc);
     auto model = retorch::cli::make_model(summary_model);
     std::cout << *model << "\n" << retorch::nn::summary(*model, {1, 1, 28, 28}).to_string();
     return 0;

@@ -59,6 +59,12 @@ void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, T al
 // it saves.
 constexpr double kSplitWork = 1 << 20;
 
+// Note [GEMV for one row]
+// A product with one row (M == 1, the decode step of a language model) reads each element of B
+// once and does one multiply-add with it: it is bound by memory bandwidth, and OpenBLAS's SGEMM
+// (0.3.21) still packs B into its panel format first, reading and writing B again. cblas_?gemv
+// streams B directly; the threads split B's columns (rows of a linear layer's weight).
+
 // Calls f(i0, i1) for blocks of [0, n) (multiples of `align` but for the last), one per thread.
 template <typename F>
 void split_blocks(int64_t n, int64_t parts, int64_t align, const F& f) {
@@ -88,6 +94,25 @@ void blas_batched(const Tensor& a, const Tensor& b, Tensor& out, double alpha, d
   BlasSingleThreaded single;  // Note [GEMM threading]
   const int64_t threads = get_num_threads();
   const double work = double(B) * double(M) * double(N) * double(K);
+  if (M == 1 && B == 1) {
+    // One row (an LLM decode step): GEMV streams B once; SGEMM would first pack all of it.
+    // bench-llm 110m f32 decode: see Note [GEMV for one row].
+    int64_t inc = A.trans ? A.ld : 1;
+    auto gemv = [&](int64_t j0, int64_t j1) {
+      const T* b0 = bp + (Bm.trans ? j0 * Bm.ld : j0);
+      int rows = int(Bm.trans ? j1 - j0 : K), cols = int(Bm.trans ? K : j1 - j0);
+      auto t = Bm.trans ? CblasNoTrans : CblasTrans;
+      if constexpr (std::is_same_v<T, float>)
+        cblas_sgemv(CblasRowMajor, t, rows, cols, float(alpha), b0, int(Bm.ld), ap, int(inc),
+                    float(beta), op + j0, 1);
+      else
+        cblas_dgemv(CblasRowMajor, t, rows, cols, alpha, b0, int(Bm.ld), ap, int(inc), beta,
+                    op + j0, 1);
+    };
+    if (threads == 1 || work < kSplitWork) gemv(0, N);
+    else split_blocks(N, threads, 16, gemv);
+    return;
+  }
   if (threads == 1 || work < kSplitWork) {
     for (int64_t i = 0; i < B; ++i) block(i, 0, M, 0, N);
   } else if (B >= 2 * threads || B * std::min<int64_t>(M, N) < 32 * threads) {

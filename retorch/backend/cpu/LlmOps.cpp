@@ -1,0 +1,266 @@
+// LLM inference kernels: fused RMSNorm(+residual), SiLU-and-mul, rotary embedding, paged attention.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "retorch/backend/cpu/Parallel.h"
+#include "retorch/backend/cpu/VecMath.h"
+#include "retorch/core/Dtypes.h"
+#include "retorch/generated/Functions.h"
+#include "retorch/generated/Kernels.h"
+
+namespace retorch::cpu {
+namespace {
+
+// The kernels compute in float32; other floating inputs are converted on the way in and the
+// results converted back, so bfloat16/float16 models run through the same loops.
+Tensor as_float(const Tensor& t, const char* op, const char* arg) {
+  RT_CHECK_TYPE(is_floating_type(t.dtype()), op, ": expected a floating point '", arg,
+                "', got ", t.dtype(), " of shape ", t.sizes());
+  return t.to(kFloat).contiguous();
+}
+
+std::vector<int64_t> int_values(const Tensor& t, const char* op, const char* arg) {
+  RT_CHECK_TYPE(t.dtype() == kLong || t.dtype() == kInt, op, ": expected an int64 or int32 '",
+                arg, "', got ", t.dtype());
+  Tensor c = t.to(kLong).contiguous();
+  const int64_t* p = c.data_ptr<int64_t>();
+  return std::vector<int64_t>(p, p + c.numel());
+}
+
+}  // namespace
+
+std::tuple<Tensor, Tensor> fused_rms_norm(const Tensor& input, const std::optional<Tensor>& residual,
+                                          const Tensor& weight, double eps) {
+  RT_CHECK(input.dim() >= 1, "fused_rms_norm: expected input with at least 1 dim, got shape ",
+           input.sizes());
+  int64_t H = input.size(-1);
+  RT_CHECK(weight.dim() == 1 && weight.size(0) == H, "fused_rms_norm: weight of shape ",
+           weight.sizes(), " does not match input of shape ", input.sizes());
+  bool has_res = residual.has_value() && residual->defined();
+  if (has_res)
+    RT_CHECK(residual->sizes() == input.sizes(), "fused_rms_norm: residual of shape ",
+             residual->sizes(), " does not match input of shape ", input.sizes());
+  Tensor x = as_float(input, "fused_rms_norm", "input");
+  Tensor r = has_res ? as_float(*residual, "fused_rms_norm", "residual") : Tensor();
+  Tensor w = as_float(weight, "fused_rms_norm", "weight");
+  Tensor out = empty(input.sizes(), TensorOptions().dtype(kFloat));
+  Tensor h = has_res ? empty(input.sizes(), TensorOptions().dtype(kFloat)) : x;
+  int64_t rows = H == 0 ? 0 : x.numel() / H;
+  const float* xp = x.data_ptr<float>();
+  const float* rp = has_res ? r.data_ptr<float>() : nullptr;
+  const float* wp = w.data_ptr<float>();
+  float* op = out.data_ptr<float>();
+  float* hp = h.data_ptr<float>();
+  float feps = float(eps);
+  parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(H, 1)),
+               [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const float* xr = xp + i * H;
+      float* hr = hp + i * H;
+      if (rp) {
+        const float* rr = rp + i * H;
+        _Pragma("omp simd")
+        for (int64_t j = 0; j < H; ++j) hr[j] = xr[j] + rr[j];
+      }
+      float ss = 0;
+      _Pragma("omp simd reduction(+ : ss)")
+      for (int64_t j = 0; j < H; ++j) ss += hr[j] * hr[j];
+      // The order of HF's LlamaRMSNorm: (h * rsqrt(mean + eps)) * weight.
+      float inv = 1.0f / std::sqrt(ss / float(H) + feps);
+      float* orow = op + i * H;
+      _Pragma("omp simd")
+      for (int64_t j = 0; j < H; ++j) orow[j] = (hr[j] * inv) * wp[j];
+    }
+  });
+  ScalarType dt = input.dtype();
+  if (!has_res) h = input;  // residual_out is the input itself when there is no residual
+  return {out.to(dt), h.to(dt)};
+}
+
+Tensor silu_and_mul(const Tensor& input) {
+  RT_CHECK(input.dim() >= 1 && input.size(-1) % 2 == 0, "silu_and_mul: expected an even last "
+           "dim (gate then up halves), got shape ", input.sizes());
+  Tensor x = as_float(input, "silu_and_mul", "input");
+  int64_t D = input.size(-1) / 2;
+  std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
+  shape.back() = D;
+  Tensor out = empty(shape, TensorOptions().dtype(kFloat));
+  int64_t rows = D == 0 ? 0 : x.numel() / (2 * D);
+  const float* xp = x.data_ptr<float>();
+  float* op = out.data_ptr<float>();
+  parallel_for(0, rows, std::max<int64_t>(1, 16384 / std::max<int64_t>(D, 1)),
+               [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const float* gate = xp + i * 2 * D;
+      const float* up = gate + D;
+      float* o = op + i * D;
+      if (!vec_unary(VecFn::kSilu, gate, o, D))
+        for (int64_t j = 0; j < D; ++j) o[j] = gate[j] / (1.0f + std::exp(-gate[j]));
+      _Pragma("omp simd")
+      for (int64_t j = 0; j < D; ++j) o[j] *= up[j];
+    }
+  });
+  return out.to(input.dtype());
+}
+
+// Note [Rotary embedding layouts]
+// cos_sin_cache row p holds cos(p * f_i) for i < rot/2, then sin(p * f_i). The non-interleaved
+// ("neox", Hugging Face's rotate_half) layout rotates the pair (x[i], x[i + rot/2]); the
+// interleaved (GPT-J, llama.cpp's "normal" rope) layout rotates (x[2i], x[2i+1]). Dimensions
+// past rot (partial rotary) pass through unchanged.
+Tensor rotary_embedding(const Tensor& input, const Tensor& positions, const Tensor& cos_sin_cache,
+                        bool interleaved) {
+  RT_CHECK(input.dim() >= 2, "rotary_embedding: expected input [..., heads, head_dim], got shape ",
+           input.sizes());
+  RT_CHECK(cos_sin_cache.dim() == 2 && cos_sin_cache.size(1) % 2 == 0 &&
+               cos_sin_cache.size(1) <= input.size(-1),
+           "rotary_embedding: cos_sin_cache of shape ", cos_sin_cache.sizes(),
+           " must be [max_positions, rot] with an even rot <= head_dim of input ", input.sizes());
+  std::vector<int64_t> lead(input.sizes().begin(), input.sizes().end() - 2);
+  RT_CHECK(positions.sizes() == IntArrayRef(lead), "rotary_embedding: positions of shape ",
+           positions.sizes(), " must match the leading dims of input ", input.sizes());
+  std::vector<int64_t> pos = int_values(positions, "rotary_embedding", "positions");
+  int64_t P = cos_sin_cache.size(0);
+  for (int64_t p : pos)
+    RT_CHECK_INDEX(p >= 0 && p < P, "rotary_embedding: position ", p,
+                   " is outside the cos/sin cache of ", P, " positions");
+  Tensor x = as_float(input, "rotary_embedding", "input");
+  Tensor cs = as_float(cos_sin_cache, "rotary_embedding", "cos_sin_cache");
+  Tensor out = x.clone();
+  int64_t H = input.size(-2), D = input.size(-1), half = cs.size(1) / 2;
+  int64_t T = int64_t(pos.size());
+  const float* xp = x.data_ptr<float>();
+  const float* cp = cs.data_ptr<float>();
+  float* op = out.data_ptr<float>();
+  parallel_for(0, T * H, std::max<int64_t>(1, 8192 / std::max<int64_t>(D, 1)),
+               [&](int64_t b, int64_t e) {
+    for (int64_t th = b; th < e; ++th) {
+      const float* c = cp + pos[size_t(th / H)] * 2 * half;
+      const float* s = c + half;
+      const float* xr = xp + th * D;
+      float* o = op + th * D;
+      if (interleaved) {
+        for (int64_t i = 0; i < half; ++i) {
+          float x1 = xr[2 * i], x2 = xr[2 * i + 1];
+          o[2 * i] = x1 * c[i] - x2 * s[i];
+          o[2 * i + 1] = x2 * c[i] + x1 * s[i];
+        }
+      } else {
+        _Pragma("omp simd")
+        for (int64_t i = 0; i < half; ++i) {
+          float x1 = xr[i], x2 = xr[i + half];
+          o[i] = x1 * c[i] - x2 * s[i];
+          o[i + half] = x2 * c[i] + x1 * s[i];
+        }
+      }
+    }
+  });
+  return out.to(input.dtype());
+}
+
+// Note [Paged attention]
+// Query token t belongs to sequence query_seq[t] and sits at position query_pos[t]; it attends to
+// that sequence's keys at positions max(0, pos - window + 1) ..= pos (causal; window < 0 means
+// unbounded). Key j of sequence s lives in block block_tables[s][j / block_size] at row
+// j % block_size of the cache. Prefill, chunked prefill and decode are all this one rule with
+// different (seq, pos) lists. Each (token, head) runs a one-pass online softmax (running max and
+// sum, rescaling the accumulator), so scores are never materialized.
+Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tensor& value_cache,
+                       const Tensor& block_tables, const Tensor& query_seq,
+                       const Tensor& query_pos, double scale, int64_t sliding_window) {
+  const char* op = "paged_attention";
+  RT_CHECK(query.dim() == 3, op, ": expected query [tokens, heads, head_dim], got shape ",
+           query.sizes());
+  RT_CHECK(key_cache.dim() == 4 && value_cache.sizes() == key_cache.sizes() &&
+               key_cache.size(3) == query.size(2),
+           op, ": key_cache ", key_cache.sizes(), " and value_cache ", value_cache.sizes(),
+           " must both be [blocks, block_size, kv_heads, head_dim] with the head_dim of query ",
+           query.sizes());
+  RT_CHECK_TYPE(key_cache.dtype() == kFloat && value_cache.dtype() == kFloat &&
+                    key_cache.is_contiguous() && value_cache.is_contiguous(),
+                op, ": the KV cache must be contiguous float32, got ", key_cache.dtype(), " and ",
+                value_cache.dtype());
+  RT_CHECK(block_tables.dim() == 2, op, ": expected block_tables [seqs, max_blocks], got shape ",
+           block_tables.sizes());
+  int64_t T = query.size(0), Hq = query.size(1), D = query.size(2);
+  int64_t NB = key_cache.size(0), BS = key_cache.size(1), Hkv = key_cache.size(2);
+  RT_CHECK(Hkv > 0 && Hq % Hkv == 0, op, ": query heads (", Hq,
+           ") must be a multiple of the cache's kv heads (", Hkv, ")");
+  RT_CHECK(query_seq.dim() == 1 && query_pos.dim() == 1 && query_seq.size(0) == T &&
+               query_pos.size(0) == T,
+           op, ": query_seq ", query_seq.sizes(), " and query_pos ", query_pos.sizes(),
+           " must be 1-D with one entry per query token (", T, ")");
+  std::vector<int64_t> seq = int_values(query_seq, op, "query_seq");
+  std::vector<int64_t> pos = int_values(query_pos, op, "query_pos");
+  std::vector<int64_t> table = int_values(block_tables, op, "block_tables");
+  int64_t S = block_tables.size(0), MB = block_tables.size(1);
+  for (int64_t t = 0; t < T; ++t) {
+    int64_t s = seq[size_t(t)], p = pos[size_t(t)];
+    RT_CHECK_INDEX(s >= 0 && s < S, op, ": query_seq[", t, "] = ", s, " is outside the ", S,
+                   " rows of block_tables");
+    RT_CHECK_INDEX(p >= 0 && p / BS < MB, op, ": query_pos[", t, "] = ", p,
+                   " needs more than the ", MB, " blocks of a block_tables row");
+    for (int64_t j = 0; j <= p / BS; ++j) {
+      int64_t blk = table[size_t(s * MB + j)];
+      RT_CHECK_INDEX(blk >= 0 && blk < NB, op, ": block_tables[", s, "][", j, "] = ", blk,
+                     " is outside the cache's ", NB, " blocks");
+    }
+  }
+  Tensor q = as_float(query, op, "query");
+  Tensor out = empty({T, Hq, D}, TensorOptions().dtype(kFloat));
+  const float* qp = q.data_ptr<float>();
+  const float* kp = key_cache.data_ptr<float>();
+  const float* vp = value_cache.data_ptr<float>();
+  float* outp = out.data_ptr<float>();
+  int64_t group = Hq / Hkv;
+  float fscale = float(scale);
+  // Threads only pay off when there is real work: about 64k multiply-adds per chunk.
+  int64_t keys = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    int64_t p = pos[size_t(t)];
+    keys += sliding_window > 0 ? std::min(p + 1, sliding_window) : p + 1;
+  }
+  int64_t work_per_item = std::max<int64_t>(1, 2 * keys * D / std::max<int64_t>(T, 1));
+  parallel_for(0, T * Hq, std::max<int64_t>(1, 65536 / work_per_item), [&](int64_t b, int64_t e) {
+    std::vector<float> acc(static_cast<size_t>(D));
+    for (int64_t th = b; th < e; ++th) {
+      int64_t t = th / Hq, h = th % Hq, kvh = h / group;
+      int64_t s = seq[size_t(t)], p = pos[size_t(t)];
+      int64_t lo = sliding_window > 0 ? std::max<int64_t>(0, p - sliding_window + 1) : 0;
+      const float* qr = qp + th * D;
+      const int64_t* row = table.data() + s * MB;
+      std::fill(acc.begin(), acc.end(), 0.0f);
+      float m = -std::numeric_limits<float>::infinity(), l = 0;
+      for (int64_t j = lo; j <= p; ++j) {
+        int64_t off = ((row[j / BS] * BS + j % BS) * Hkv + kvh) * D;
+        const float* kr = kp + off;
+        float dot = 0;
+        _Pragma("omp simd reduction(+ : dot)")
+        for (int64_t d = 0; d < D; ++d) dot += qr[d] * kr[d];
+        float sc = dot * fscale;
+        const float* vr = vp + off;
+        if (sc > m) {
+          // A new maximum rescales what was accumulated so far.
+          float c = std::exp(m - sc);
+          l = l * c + 1.0f;
+          _Pragma("omp simd")
+          for (int64_t d = 0; d < D; ++d) acc[size_t(d)] = acc[size_t(d)] * c + vr[d];
+          m = sc;
+        } else {
+          float w = std::exp(sc - m);
+          l += w;
+          _Pragma("omp simd")
+          for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += w * vr[d];
+        }
+      }
+      float* o = outp + th * D;
+      float inv = l > 0 ? 1.0f / l : 0.0f;
+      for (int64_t d = 0; d < D; ++d) o[d] = acc[size_t(d)] * inv;
+    }
+  });
+  return out.to(query.dtype());
+}
+
+}  // namespace retorch::cpu

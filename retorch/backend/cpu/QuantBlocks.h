@@ -1,0 +1,99 @@
+// GGUF block-quantized formats (Q8_0, Q4_0, Q4_K, Q6_K, raw F32/F16/BF16 rows): their sizes,
+// the reference quantizers and dequantizers, and the integer dot products of quantized_linear.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace retorch::cpu::quant {
+
+// ggml's type ids, as GGUF files store them.
+constexpr int64_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ4_K = 12, kQ6_K = 14, kBF16 = 30;
+constexpr int64_t kQK = 32;    // values per Q8_0 / Q4_0 block
+constexpr int64_t kQKK = 256;  // values per K-quant super-block
+
+// Note [Block formats]
+// A quantized row of K values is K / block blocks laid end to end; nothing is aligned (a Q8_0
+// block is 34 bytes), so every multi-byte field is read with memcpy. Per block:
+//   Q8_0 (34 B):  fp16 d, int8 q[32];                            x = d * q
+//   Q4_0 (18 B):  fp16 d, uint8 qs[16];                          x = d * (nibble - 8),
+//                 value j < 16 in the low nibble of qs[j], value j + 16 in its high nibble
+//   Q4_K (144 B): fp16 d, fp16 dmin, uint8 scales[12], uint8 qs[128]; eight sub-blocks of 32
+//                 with 6-bit scale sc and min m packed in `scales`;  x = (d*sc) * nibble - dmin*m.
+//                 Byte j of chunk c (qs[32c + j]) holds value 64c + j (low nibble) and
+//                 64c + 32 + j (high nibble).
+//   Q6_K (210 B): uint8 ql[128], uint8 qh[64], int8 scales[16], fp16 d; sixteen groups of 16
+//                 values; x = (d * scales[v / 16]) * (q6 - 32) with q6 = 4 low bits from ql and 2
+//                 high bits from qh (see dequantize_q6_k for the bit positions).
+// The dequantizers evaluate exactly these float32 expressions in this order (no FMA: the files
+// are compiled with -ffp-contract=off), which is what gguf-py's numpy code does, so the results
+// agree bit for bit. The quantizers reproduce gguf-py's quantize byte for byte: its numpy ports
+// of ggml's reference quantize_row_q8_0_ref / q4_0_ref (Q4_0 rounds x * id + 8.5 as gguf-py
+// does, in double; ggml's own result there depends on whether its build fuses the multiply-add).
+
+/// Block size and bytes per block of a qtype this file handles (F32/F16/BF16 are 1-value blocks).
+struct QTypeInfo {
+  const char* name;
+  int64_t block;
+  int64_t bytes;
+};
+
+/// The info of a supported qtype, or nullptr.
+const QTypeInfo* qtype_info(int64_t qtype);
+/// "Q4_0", "F16", ...; "type <id>" for unknown ids (for error messages).
+std::string qtype_name(int64_t qtype);
+/// Bytes of one row of `cols` values (cols must be a multiple of the block size).
+inline int64_t row_bytes(const QTypeInfo& info, int64_t cols) {
+  return cols / info.block * info.bytes;
+}
+
+/// Quantizes n values (n a multiple of the block) of x into y: Q8_0, Q4_0, F32, F16 or BF16.
+void quantize_row(int64_t qtype, const float* x, uint8_t* y, int64_t n);
+/// Dequantizes n values of any supported qtype from x into y.
+void dequantize_row(int64_t qtype, const uint8_t* x, float* y, int64_t n);
+/// dequantize_row in portable C++ only (the same bits; tests compare the two).
+void dequantize_row_scalar(int64_t qtype, const uint8_t* x, float* y, int64_t n);
+
+// Note [Activation quantization]
+// quantized_linear at small batch reads each weight byte once, so it runs at memory speed only
+// if the arithmetic per weight block is a handful of instructions. As llama.cpp does, the input
+// row is quantized once per call to 8 bits with one float scale per block (32 values for
+// Q8_0/Q4_0 weights, 256 for K-quants, whose block sums per 16 values are kept too), and each
+// weight block is dotted with it in integers (AVX2 maddubs/madd), scaled once per block. The
+// rounding of the input to 8 bits is the only error beyond float summation order: each input
+// value moves by at most amax(its block) / 254, so an output moves by at most
+// sum over blocks of amax / 254 * sum |w| in that block (tests check exactly this bound). The
+// scales stay float32 (llama.cpp rounds Q8_0's to fp16), and a block holding NaN gets a NaN
+// scale, so NaN inputs still poison their outputs.
+
+/// One input row quantized for the integer dot products (see Note [Activation quantization]).
+struct ActRow {
+  const int8_t* q;     // K values, in [-127, 127]
+  const float* d;      // one scale per block (32 or 256 values)
+  const int16_t* sum;  // sum of q per 32 (32-blocks) or per 16 (256-blocks)
+  const float* dsum;   // 32-blocks: d * sum per block (Q4_0's -8 offset in float); else unused
+};
+
+/// The activation block size a weight qtype's dot product wants (32 or 256), or 0 for the
+/// float qtypes (F32/F16/BF16 weights are dotted in float).
+int64_t act_block(int64_t qtype);
+/// Quantizes n values of x into q/d/sum (and dsum for 32-blocks) with blocks of `block` (32 or
+/// 256); sum takes n / 32 (32-blocks) or n / 16 (256-blocks) entries, dsum n / 32.
+void quantize_act(const float* x, int64_t n, int64_t block, int8_t* q, float* d, int16_t* sum,
+                  float* dsum);
+
+/// Dot product of a quantized weight row of K values with a quantized input row.
+using DotFn = float (*)(int64_t K, const uint8_t* w, const ActRow& a);
+/// The dot product for qtype (AVX2 when the CPU has it, else scalar); nullptr for float qtypes.
+DotFn dot_fn(int64_t qtype);
+/// The portable scalar dot product for qtype (tests compare the two).
+DotFn dot_fn_scalar(int64_t qtype);
+
+/// The AVX2 kernels (QuantAvx2.cpp): nullptr when the build or the CPU lacks AVX2/FMA/F16C.
+DotFn dot_fn_avx2(int64_t qtype);
+/// dequantize_row with AVX2 (the same bits); false (nothing written) without AVX2 or for the
+/// float qtypes.
+bool dequantize_row_avx2(int64_t qtype, const uint8_t* x, float* y, int64_t n);
+/// sum(x[i] * y[i]) over n floats with AVX2/FMA; false (nothing computed) without AVX2.
+bool dot_f32_avx2(const float* x, const float* y, int64_t n, float* out);
+
+}  // namespace retorch::cpu::quant

@@ -1,0 +1,216 @@
+// The Llama modules' forward passes (see Model.h) over the paged KV cache.
+#include "retorch/models/llama/Model.h"
+
+#include <cmath>
+#include <cstring>
+#include <ostream>
+
+#include "retorch/autograd/GradMode.h"
+#include "retorch/core/Error.h"
+#include "retorch/generated/Functions.h"
+
+namespace retorch::llama {
+
+QLinearImpl::QLinearImpl(Tensor weight, Tensor bias, int64_t qtype, int64_t in_features)
+    : Module("retorch::llama::QLinear"), qtype_(qtype) {
+  RT_CHECK_VALUE(weight.dim() == 2, "QLinear: expected a 2-D weight, got shape ", weight.sizes());
+  RT_CHECK_VALUE(qtype < 0 ? is_floating_type(weight.dtype()) : weight.dtype() == kByte,
+                 "QLinear: a ", qtype < 0 ? "dense" : "quantized", " weight cannot be ",
+                 weight.dtype());
+  in_features_ = qtype < 0 ? weight.size(1) : in_features;
+  if (qtype < 0 && (weight.dtype() == kBFloat16 || weight.dtype() == kHalf)) {
+    // 16-bit weights run as ggml's BF16/F16 rows through quantized_linear, which widens them in
+    // registers: linear() would widen the whole matrix to float32 in memory on every call, and
+    // a decode step is bound by the bytes it reads.
+    qtype_ = weight.dtype() == kBFloat16 ? 30 : 1;
+    Tensor c = weight.contiguous();
+    Tensor bytes = empty({c.size(0), c.size(1) * 2}, TensorOptions().dtype(kByte));
+    std::memcpy(bytes.data_ptr<uint8_t>(), c.impl()->data(), size_t(c.numel()) * 2);
+    weight = bytes;
+  }
+  weight_ = register_parameter("weight", std::move(weight), false);
+  if (bias.defined()) {
+    RT_CHECK_VALUE(bias.dim() == 1 && bias.size(0) == weight_.size(0), "QLinear: bias of shape ",
+                   bias.sizes(), " does not match weight ", weight_.sizes());
+    bias_ = register_parameter("bias", std::move(bias), false);
+  }
+}
+
+Tensor QLinearImpl::forward(const Tensor& input) {
+  std::optional<Tensor> b = bias_.defined() ? std::optional<Tensor>(bias_) : std::nullopt;
+  if (qtype_ >= 0) return quantized_linear(input.to(kFloat), weight_, qtype_, in_features_, b);
+  return linear(input.to(weight_.dtype()), weight_, b ? std::optional<Tensor>(b->to(weight_.dtype()))
+                                                   : std::nullopt);
+}
+
+int64_t QLinearImpl::weight_bytes() const {
+  int64_t n = weight_.numel() * int64_t(element_size(weight_.dtype()));
+  if (bias_.defined()) n += bias_.numel() * int64_t(element_size(bias_.dtype()));
+  return n;
+}
+
+void QLinearImpl::pretty_print(std::ostream& os) const {
+  os << "retorch::llama::QLinear(in_features=" << in_features_
+     << ", out_features=" << weight_.size(0) << ", bias=" << (bias_.defined() ? "true" : "false");
+  if (qtype_ >= 0) os << ", qtype=" << qtype_;
+  os << ")";
+}
+
+QEmbeddingImpl::QEmbeddingImpl(Tensor weight, int64_t qtype, int64_t dim)
+    : Module("retorch::llama::QEmbedding"), qtype_(qtype) {
+  RT_CHECK_VALUE(weight.dim() == 2, "QEmbedding: expected a 2-D table, got shape ",
+                 weight.sizes());
+  dim_ = qtype < 0 ? weight.size(1) : dim;
+  weight_ = register_parameter("weight", std::move(weight), false);
+}
+
+Tensor QEmbeddingImpl::forward(const Tensor& ids) {
+  RT_CHECK_INDEX(ids.numel() == 0 || (ids.min().item<int64_t>() >= 0 &&
+                                      ids.max().item<int64_t>() < weight_.size(0)),
+                 "QEmbedding: token ids must be in [0, ", weight_.size(0), ")");
+  Tensor rows = weight_.index_select(0, ids.reshape({-1}));
+  if (qtype_ >= 0) return dequantize_blocks(rows, qtype_, dim_);
+  return rows.to(kFloat);
+}
+
+LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& config, QLinear qkv_proj,
+                                       QLinear o_proj)
+    : Module("retorch::llama::LlamaAttention"), config_(config) {
+  int64_t D = config.head_dim;
+  RT_CHECK_VALUE(qkv_proj->out_features() == (config.num_heads + 2 * config.num_kv_heads) * D &&
+                     o_proj->in_features() == config.num_heads * D,
+                 "LlamaAttention: projections of ", qkv_proj->out_features(), " and ",
+                 o_proj->in_features(), " features do not match ", config.num_heads, "+2x",
+                 config.num_kv_heads, " heads of ", D);
+  qkv_proj_ = register_module("qkv_proj", std::move(qkv_proj));
+  o_proj_ = register_module("o_proj", std::move(o_proj));
+}
+
+Tensor LlamaAttentionImpl::forward(const Tensor& x, const ForwardBatch& batch,
+                                   const Tensor& cos_sin, const Tensor& key_cache,
+                                   const Tensor& value_cache) {
+  int64_t T = x.size(0), Hq = config_.num_heads, Hkv = config_.num_kv_heads;
+  int64_t D = config_.head_dim;
+  Tensor qkv = qkv_proj_(x);
+  Tensor q = qkv.narrow(1, 0, Hq * D).reshape({T, Hq, D});
+  Tensor k = qkv.narrow(1, Hq * D, Hkv * D).reshape({T, Hkv, D});
+  Tensor v = qkv.narrow(1, (Hq + Hkv) * D, Hkv * D).reshape({T, Hkv, D});
+  bool il = config_.rope_interleaved;
+  q = rotary_embedding(q, batch.positions, cos_sin, il);
+  k = rotary_embedding(k, batch.positions, cos_sin, il);
+  // See Note [Paged KV cache]: each token's key and value go to its slot before attention reads.
+  key_cache.view({-1, Hkv, D}).index_copy_(0, batch.slots, k);
+  value_cache.view({-1, Hkv, D}).index_copy_(0, batch.slots, v.to(kFloat));
+  Tensor o = paged_attention(q, key_cache, value_cache, batch.block_tables, batch.query_seq,
+                             batch.positions, 1.0 / std::sqrt(double(D)), config_.sliding_window);
+  return o_proj_(o.view({T, Hq * D}));
+}
+
+LlamaMlpImpl::LlamaMlpImpl(QLinear gate_up_proj, QLinear down_proj)
+    : Module("retorch::llama::LlamaMlp") {
+  gate_up_proj_ = register_module("gate_up_proj", std::move(gate_up_proj));
+  down_proj_ = register_module("down_proj", std::move(down_proj));
+}
+
+Tensor LlamaMlpImpl::forward(const Tensor& x) {
+  return down_proj_(silu_and_mul(gate_up_proj_(x)));
+}
+
+LlamaRmsNormImpl::LlamaRmsNormImpl(Tensor weight, double eps)
+    : Module("retorch::llama::LlamaRmsNorm"), eps_(eps) {
+  RT_CHECK_VALUE(weight.dim() == 1, "LlamaRmsNorm: expected a 1-D weight, got shape ",
+                 weight.sizes());
+  weight_ = register_parameter("weight", std::move(weight), false);
+}
+
+std::tuple<Tensor, Tensor> LlamaRmsNormImpl::forward(const Tensor& x,
+                                                     const std::optional<Tensor>& residual) {
+  return fused_rms_norm(x, residual, weight_, eps_);
+}
+
+LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& config, LlamaLayer layer)
+    : Module("retorch::llama::LlamaDecoderLayer") {
+  self_attn_ = register_module("self_attn", std::move(layer.attn));
+  mlp_ = register_module("mlp", std::move(layer.mlp));
+  input_layernorm_ = register_module(
+      "input_layernorm", LlamaRmsNorm(std::move(layer.input_norm), config.rms_norm_eps));
+  post_attention_layernorm_ = register_module(
+      "post_attention_layernorm",
+      LlamaRmsNorm(std::move(layer.post_attention_norm), config.rms_norm_eps));
+}
+
+std::tuple<Tensor, Tensor> LlamaDecoderLayerImpl::forward(
+    const Tensor& h, const std::optional<Tensor>& residual, const ForwardBatch& batch,
+    const Tensor& cos_sin, const Tensor& key_cache, const Tensor& value_cache) {
+  auto [x, r] = input_layernorm_(h, residual);
+  Tensor a = self_attn_(x, batch, cos_sin, key_cache, value_cache);
+  auto [x2, r2] = post_attention_layernorm_(a, r);
+  return {mlp_(x2), r2};
+}
+
+int64_t LlamaDecoderLayerImpl::weight_bytes() const {
+  int64_t n = 0;
+  for (const auto& parent : {self_attn_->children(), mlp_->children()})
+    for (const auto& m : parent) n += static_cast<const QLinearImpl&>(*m).weight_bytes();
+  for (const Tensor& t : {input_layernorm_->parameters()[0], post_attention_layernorm_->parameters()[0]})
+    n += t.numel() * int64_t(element_size(t.dtype()));
+  return n;
+}
+
+LlamaForCausalLMImpl::LlamaForCausalLMImpl(LlamaConfig config, QEmbedding embed,
+                                           std::vector<LlamaLayer> layers, Tensor norm,
+                                           QLinear lm_head)
+    : Module("retorch::llama::LlamaForCausalLM"), config_(std::move(config)) {
+  config_.validate();
+  RT_CHECK_VALUE(int64_t(layers.size()) == config_.num_layers, "LlamaForCausalLM: got ",
+                 layers.size(), " layers for a config of ", config_.num_layers);
+  // HF's module tree: embed_tokens, layers.N.{self_attn,mlp,...}, norm, lm_head.
+  embed_ = register_module("embed_tokens", std::move(embed));
+  auto list = register_module("layers", std::make_shared<nn::Module>("retorch::nn::ModuleList"));
+  for (size_t i = 0; i < layers.size(); ++i)
+    layers_.push_back(list->register_module(std::to_string(i),
+                                            LlamaDecoderLayer(config_, std::move(layers[i]))));
+  norm_ = register_module("norm", LlamaRmsNorm(std::move(norm), config_.rms_norm_eps));
+  lm_head_ = register_module("lm_head", std::move(lm_head));
+  eval();
+}
+
+const Tensor& LlamaForCausalLMImpl::cos_sin(int64_t max_pos) {
+  if (!cos_sin_.defined() || cos_sin_.size(0) <= max_pos) {
+    int64_t n = std::max<int64_t>(256, cos_sin_.defined() ? 2 * cos_sin_.size(0) : 0);
+    while (n <= max_pos) n *= 2;
+    cos_sin_ = rope_cos_sin_cache(config_, n);
+  }
+  return cos_sin_;
+}
+
+Tensor LlamaForCausalLMImpl::forward(const ForwardBatch& batch, KvCache& cache) {
+  InferenceMode guard;
+  RT_CHECK(batch.tokens.dim() == 1 && batch.positions.sizes() == batch.tokens.sizes() &&
+               batch.slots.sizes() == batch.tokens.sizes() &&
+               batch.query_seq.sizes() == batch.tokens.sizes(),
+           "LlamaForCausalLM: tokens ", batch.tokens.sizes(), ", positions ",
+           batch.positions.sizes(), ", query_seq ", batch.query_seq.sizes(), " and slots ",
+           batch.slots.sizes(), " must be 1-D of one length");
+  int64_t max_pos = batch.positions.numel() ? batch.positions.max().item<int64_t>() : 0;
+  const Tensor& cs = cos_sin(max_pos);
+  Tensor h = embed_(batch.tokens);
+  std::optional<Tensor> residual;
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    auto [out, r] = layers_[i](h, residual, batch, cs, cache.key(int64_t(i)),
+                               cache.value(int64_t(i)));
+    h = std::move(out);
+    residual = std::move(r);
+  }
+  Tensor x = std::get<0>(norm_(h, residual));
+  if (batch.logit_rows.defined()) x = x.index_select(0, batch.logit_rows);
+  return lm_head_(x);
+}
+
+int64_t LlamaForCausalLMImpl::weight_bytes_per_token() const {
+  int64_t n = lm_head_->weight_bytes() + config_.hidden_size * 4;
+  for (const LlamaDecoderLayer& l : layers_) n += l->weight_bytes();
+  return n;
+}
+
+}  // namespace retorch::llama

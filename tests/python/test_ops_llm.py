@@ -1,0 +1,164 @@
+"""Oracle tests for the LLM kernels (fused RMSNorm, SiLU-and-mul, rotary, paged attention) against
+the same math written in torch."""
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import retorch
+
+# test name -> the ops.yaml entries it covers (checked by test_op_coverage.py).
+CUSTOM = {
+    "test_fused_rms_norm": ["fused_rms_norm"],
+    "test_silu_and_mul": ["silu_and_mul"],
+    "test_rotary_embedding": ["rotary_embedding"],
+    "test_paged_attention": ["paged_attention"],
+}
+
+
+def R(a):
+    return retorch.from_numpy(np.ascontiguousarray(a))
+
+
+def N(t):
+    return t.numpy()
+
+
+def close(r, t, rtol=1e-5, atol=1e-5):
+    np.testing.assert_allclose(N(r), t.numpy(), rtol=rtol, atol=atol)
+
+
+@pytest.mark.parametrize("shape", [(1, 8), (5, 64), (2, 3, 96), (4, 0)])
+@pytest.mark.parametrize("with_residual", [False, True])
+def test_fused_rms_norm(rng, shape, with_residual):
+    x = rng.standard_normal(shape).astype(np.float32)
+    res = rng.standard_normal(shape).astype(np.float32)
+    w = rng.standard_normal(shape[-1]).astype(np.float32)
+    tx, tr, tw = map(torch.from_numpy, (x, res, w))
+    h = tx + tr if with_residual else tx
+    # HF's LlamaRMSNorm.
+    expect = tw * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6))
+    out, hout = retorch.fused_rms_norm(R(x), R(res) if with_residual else None, R(w), 1e-6)
+    close(out, expect)
+    close(hout, h)
+
+
+def test_fused_rms_norm_half_and_errors(rng):
+    x = rng.standard_normal((3, 16)).astype(np.float32)
+    w = rng.standard_normal(16).astype(np.float32)
+    out, _ = retorch.fused_rms_norm(R(x).to(retorch.bfloat16), None, R(w), 1e-5)
+    assert out.dtype == retorch.bfloat16
+    t = torch.from_numpy(x).bfloat16().float()
+    expect = torch.from_numpy(w) * (t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + 1e-5))
+    np.testing.assert_allclose(N(out.float()), expect.numpy(), rtol=2e-2, atol=2e-2)
+    with pytest.raises(RuntimeError, match=r"fused_rms_norm: weight of shape \[8\]"):
+        retorch.fused_rms_norm(R(x), None, R(w[:8]), 1e-5)
+    with pytest.raises(RuntimeError, match="residual of shape"):
+        retorch.fused_rms_norm(R(x), R(x[:2]), R(w), 1e-5)
+    with pytest.raises(TypeError, match="floating point 'input'"):
+        retorch.fused_rms_norm(R(x).long(), None, R(w), 1e-5)
+
+
+@pytest.mark.parametrize("shape", [(1, 2), (7, 128), (2, 3, 5000), (0, 4)])
+def test_silu_and_mul(rng, shape):
+    x = (rng.standard_normal(shape) * 4).astype(np.float32)
+    t = torch.from_numpy(x)
+    d = shape[-1] // 2
+    close(retorch.silu_and_mul(R(x)), F.silu(t[..., :d]) * t[..., d:], rtol=1e-5, atol=1e-6)
+    with pytest.raises(RuntimeError, match="silu_and_mul: expected an even last dim"):
+        retorch.silu_and_mul(R(np.zeros((2, 3), np.float32)))
+
+
+def rope_cache(n, rot, theta=10000.0):
+    inv = 1.0 / (theta ** (torch.arange(0, rot, 2, dtype=torch.int64).float() / rot))
+    ang = torch.arange(n).float()[:, None] * inv[None, :]
+    return torch.cat([ang.cos(), ang.sin()], dim=-1)
+
+
+def torch_rope(x, pos, cache, interleaved):
+    rot = cache.shape[1]
+    cos, sin = cache[pos, : rot // 2], cache[pos, rot // 2:]
+    cos, sin = cos[:, None, :], sin[:, None, :]
+    xr, rest = x[..., :rot], x[..., rot:]
+    if interleaved:
+        x1, x2 = xr[..., 0::2], xr[..., 1::2]
+        o = torch.stack([x1 * cos - x2 * sin, x2 * cos + x1 * sin], dim=-1).flatten(-2)
+    else:
+        # HF's rotate_half form: x * cat(cos, cos) + rotate_half(x) * cat(sin, sin).
+        c, s = torch.cat([cos, cos], -1), torch.cat([sin, sin], -1)
+        x1, x2 = xr[..., : rot // 2], xr[..., rot // 2:]
+        o = xr * c + torch.cat([-x2, x1], -1) * s
+    return torch.cat([o, rest], -1)
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("rot", [16, 8])
+def test_rotary_embedding(rng, interleaved, rot):
+    T, H, D = 6, 3, 16
+    x = rng.standard_normal((T, H, D)).astype(np.float32)
+    pos = np.array([0, 5, 1, 31, 7, 2], np.int64)
+    cache = rope_cache(32, rot)
+    out = retorch.rotary_embedding(R(x), R(pos), R(cache.numpy()), interleaved)
+    close(out, torch_rope(torch.from_numpy(x), torch.from_numpy(pos), cache, interleaved))
+    with pytest.raises(IndexError, match="position 32 is outside the cos/sin cache of 32"):
+        retorch.rotary_embedding(R(x), R(np.full(T, 32, np.int64)), R(cache.numpy()), False)
+    with pytest.raises(RuntimeError, match="positions of shape"):
+        retorch.rotary_embedding(R(x), R(pos[:2]), R(cache.numpy()), False)
+
+
+def torch_attention(q, keys, values, pos, window):
+    """Causal GQA attention for one sequence's queries at `pos` over keys [L, Hkv, D]."""
+    T, Hq, D = q.shape
+    group = Hq // keys.shape[1]
+    k = keys.repeat_interleave(group, dim=1)
+    v = values.repeat_interleave(group, dim=1)
+    s = torch.einsum("thd,lhd->htl", q, k) / D ** 0.5
+    j = torch.arange(keys.shape[0])
+    mask = j[None, :] <= pos[:, None]
+    if window > 0:
+        mask &= j[None, :] > pos[:, None] - window
+    s = s.masked_fill(~mask[None], float("-inf"))
+    return torch.einsum("htl,lhd->thd", s.softmax(-1), v)
+
+
+@pytest.mark.parametrize("Hq,Hkv", [(4, 4), (4, 2), (6, 1)])
+@pytest.mark.parametrize("window", [-1, 3])
+def test_paged_attention(rng, Hq, Hkv, window):
+    D, BS, NB = 8, 4, 12
+    lens = [5, 9, 1]  # three sequences scattered over shuffled blocks
+    kc = np.zeros((NB, BS, Hkv, D), np.float32)
+    vc = np.zeros((NB, BS, Hkv, D), np.float32)
+    free = list(rng.permutation(NB))
+    tables, keys, vals = [], [], []
+    for L in lens:
+        blocks = [free.pop() for _ in range((L + BS - 1) // BS)]
+        k = rng.standard_normal((L, Hkv, D)).astype(np.float32)
+        v = rng.standard_normal((L, Hkv, D)).astype(np.float32)
+        for p in range(L):
+            kc[blocks[p // BS], p % BS] = k[p]
+            vc[blocks[p // BS], p % BS] = v[p]
+        tables.append(blocks + [0] * (3 - len(blocks)))
+        keys.append(torch.from_numpy(k))
+        vals.append(torch.from_numpy(v))
+    # Every position of every sequence as a query, in one mixed batch.
+    qseq = np.array([s for s, L in enumerate(lens) for _ in range(L)], np.int64)
+    qpos = np.array([p for L in lens for p in range(L)], np.int64)
+    q = rng.standard_normal((len(qseq), Hq, D)).astype(np.float32)
+    out = retorch.paged_attention(R(q), R(kc), R(vc), R(np.array(tables, np.int64)), R(qseq),
+                                  R(qpos), 1 / D ** 0.5, window)
+    tq = torch.from_numpy(q)
+    for s in range(len(lens)):
+        rows = np.nonzero(qseq == s)[0]
+        expect = torch_attention(tq[rows], keys[s], vals[s], torch.from_numpy(qpos[rows]), window)
+        np.testing.assert_allclose(N(out)[rows], expect.numpy(), rtol=1e-5, atol=1e-5)
+    bad = np.array(tables, np.int64)
+    bad[1, 0] = NB
+    with pytest.raises(IndexError, match=r"block_tables\[1\]\[0\] = 12 is outside"):
+        retorch.paged_attention(R(q), R(kc), R(vc), R(bad), R(qseq), R(qpos), 1.0, -1)
+    with pytest.raises(IndexError, match="query_pos"):
+        retorch.paged_attention(R(q), R(kc), R(vc), R(np.array(tables, np.int64)), R(qseq),
+                                R(qpos + 12), 1.0, -1)
+    if Hq % 4 == 0:
+        with pytest.raises(RuntimeError, match="multiple of the cache's kv heads"):
+            retorch.paged_attention(R(q[:, :3]), R(kc), R(vc), R(np.array(tables, np.int64)),
+                                    R(qseq), R(qpos), 1.0, -1)
