@@ -39,7 +39,7 @@ LlamaConfig config_from_dict(const py::dict& d) {
 SamplingParams sampling_params(double temperature, int64_t top_k, double top_p, double min_p,
                                double repetition_penalty, int64_t max_new_tokens,
                                std::vector<int64_t> stop_token_ids, bool ignore_eos,
-                               uint64_t seed) {
+                               uint64_t seed, std::vector<std::string> stop_strings = {}) {
   SamplingParams p;
   p.temperature = temperature;
   p.top_k = top_k;
@@ -50,6 +50,7 @@ SamplingParams sampling_params(double temperature, int64_t top_k, double top_p, 
   p.stop_token_ids = std::move(stop_token_ids);
   p.ignore_eos = ignore_eos;
   p.seed = seed;
+  p.stop_strings = std::move(stop_strings);
   return p;
 }
 
@@ -106,13 +107,22 @@ void bind_llm(py::module_& m) {
           "add_request",
           [](Engine& e, const std::vector<int64_t>& prompt, double temperature, int64_t top_k,
              double top_p, double min_p, double repetition_penalty, int64_t max_new_tokens,
-             std::vector<int64_t> stop_token_ids, bool ignore_eos, uint64_t seed) {
+             std::vector<int64_t> stop_token_ids, bool ignore_eos, uint64_t seed,
+             std::vector<std::string> stop_strings) {
             return e.add_request(prompt, sampling_params(temperature, top_k, top_p, min_p,
                                                          repetition_penalty, max_new_tokens,
                                                          std::move(stop_token_ids), ignore_eos,
-                                                         seed));
+                                                         seed, std::move(stop_strings)));
           },
-          py::arg("prompt"), SAMPLING_ARGS)
+          py::arg("prompt"), SAMPLING_ARGS, py::arg("stop_strings") = std::vector<std::string>{})
+      .def(
+          "set_tokenizer",
+          [](Engine& e, const Tokenizer& tok) {
+            e.set_detokenizer([tok](const std::vector<int64_t>& ids) {
+              return tok.decode(std::vector<int32_t>(ids.begin(), ids.end()), true);
+            });
+          },
+          py::arg("tokenizer"), "decode with this tokenizer for stop strings")
       .def("step",
            [](Engine& e) {
              std::vector<StepToken> out;

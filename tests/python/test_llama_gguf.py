@@ -17,7 +17,7 @@ def permute(w, n_head):
             .swapaxes(1, 2).reshape(w.shape))
 
 
-def write_gguf(model, path, qtype=None, arch="llama", with_vocab=False):
+def write_gguf(model, path, qtype=None, arch="llama", with_vocab=False, mixed=False):
     """The HF model as llama.cpp's convert_hf_to_gguf.py lays it out. Returns the HF state dict
     with every quantized weight replaced by its dequantized values (the reference weights)."""
     c = model.config
@@ -52,9 +52,10 @@ def write_gguf(model, path, qtype=None, arch="llama", with_vocab=False):
     def put(gname, hname, arr):
         ref[hname] = arr
         if qtype is not None and arr.ndim == 2:
-            qb = gguf.quants.quantize(arr, qtype)
-            ref[hname] = gguf.quants.dequantize(qb, qtype).reshape(arr.shape)
-            w.add_tensor(gname, qb, raw_shape=qb.shape, raw_dtype=qtype)
+            qt = Q.Q4_0 if mixed and ("attn_v" in gname or "ffn_up" in gname) else qtype
+            qb = gguf.quants.quantize(arr, qt)
+            ref[hname] = gguf.quants.dequantize(qb, qt).reshape(arr.shape)
+            w.add_tensor(gname, qb, raw_shape=qb.shape, raw_dtype=qt)
         else:
             w.add_tensor(gname, arr)
 
@@ -105,15 +106,19 @@ def test_gguf_float32_logits_match_transformers(tmp_path, kind, arch):
     assert rel_err(got, expect) < 1e-4
 
 
-@pytest.mark.parametrize("qtype", [Q.Q8_0, Q.Q4_0])
-def test_gguf_quantized_logits_match_dequantized_transformers(tmp_path, qtype):
+@pytest.mark.parametrize("qtype,mixed", [(Q.Q8_0, False), (Q.Q4_0, False), (Q.Q8_0, True)])
+def test_gguf_quantized_logits_match_dequantized_transformers(tmp_path, qtype, mixed):
     # hidden 64 / intermediate 96 are multiples of the 32-value blocks.
     model = hf_model("gqa", seed=4)
-    ref = write_gguf(model, tmp_path / "q.gguf", qtype=qtype)
+    ref = write_gguf(model, tmp_path / "q.gguf", qtype=qtype, mixed=mixed)
     model.load_state_dict(ref)
     with torch.no_grad():
         expect = model(torch.tensor([PROMPT])).logits[0].numpy()
     m = llm.load(tmp_path / "q.gguf")
+    names = m.state_dict().keys()
+    # Parts stored in one format are fused into one projection; mixed formats stay apart.
+    assert ("layers.0.self_attn.v_proj.weight" in names) == mixed
+    assert ("layers.0.mlp.gate_up_proj.weight" in names) == (not mixed)
     got = llm.Engine(m).forward_all(PROMPT).numpy()
     # Few rows (decode, short prompts) take the integer path, which rounds activations to 8-bit
     # blocks before the dot products: a few percent on these deliberately large random weights.

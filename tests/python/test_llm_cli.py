@@ -74,3 +74,31 @@ def test_bench_llm_and_errors(tmp_path):
     bad = subprocess.run([CLI, "bench-llm", "--model", "7b"], capture_output=True, text=True,
                          timeout=60)
     assert bad.returncode == 1 and "nor a preset (110m, 1b)" in bad.stderr
+
+
+def test_stop_strings(tmp_path):
+    import retorch.llm as llm
+    model, tok = write_checkpoint(tmp_path / "m")
+    prompt = "the dog"
+    ids = tok.encode(prompt).ids
+    with torch.no_grad():
+        out = model.generate(torch.tensor([ids]), do_sample=False, max_new_tokens=12,
+                             min_new_tokens=12, pad_token_id=1)[0, len(ids):].tolist()
+    full = tok.decode(out, skip_special_tokens=True)
+    stop = full[len(full) // 2: len(full) // 2 + 3]
+    # Generation ends with the first token whose text completes the stop string (kept, as HF's
+    # StopStringCriteria keeps it).
+    k = next(k for k in range(1, 13) if stop in tok.decode(out[:k], skip_special_tokens=True))
+    m = llm.load(tmp_path / "m")
+    rtok = llm.load_tokenizer(tmp_path / "m")
+    got = llm.generate(m, [ids], max_new_tokens=12, temperature=0.0, ignore_eos=True,
+                       tokenizer=rtok, stop_strings=[stop])[0]
+    assert got == out[:k]
+    done = subprocess.run([CLI, "generate", "--model", str(tmp_path / "m"), "--prompt", prompt,
+                           "--temperature", "0", "--max-new-tokens", "12", "--stop", stop],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    if 1 not in out[:k]:  # (the CLI also stops at EOS)
+        assert done.stdout.rstrip("\n") == prompt + tok.decode(out[:k], skip_special_tokens=True)
+    with pytest.raises(ValueError, match="stop strings need"):
+        llm.generate(m, [ids], max_new_tokens=2, stop_strings=["x"])

@@ -106,10 +106,14 @@ int run_generate(const GenerateConfig& c) {
   sp.max_new_tokens = c.max_new_tokens;
   sp.seed = c.seed;
   for (int32_t id : tok.stop_ids()) sp.stop_token_ids.push_back(id);
+  sp.stop_strings = c.stop;
   EngineOptions o;
   o.max_seqs = 1;
   o.max_context = int64_t(prompt.size()) + c.max_new_tokens + 1;
   Engine engine(model, o);
+  engine.set_detokenizer([&tok](const std::vector<int64_t>& ids) {
+    return tok.decode(std::vector<int32_t>(ids.begin(), ids.end()), true);
+  });
   engine.add_request(prompt, sp);
   StreamDecoder stream(tok, /*skip_special_tokens=*/true, ids32);
   if (!c.chat) std::cout << c.prompt << std::flush;

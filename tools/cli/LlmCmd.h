@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace retorch::cli {
 
@@ -18,6 +19,7 @@ struct GenerateConfig {
   double min_p = 0.0;
   double repetition_penalty = 1.0;
   uint64_t seed = 0;
+  std::vector<std::string> stop;  // stop strings
   std::string dtype = "float32";
 };
 

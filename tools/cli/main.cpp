@@ -136,6 +136,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   gen->add_option("--repetition-penalty", gc.repetition_penalty, "1: off")->capture_default_str();
   gen->add_option("--seed", gc.seed, "sampling seed")->capture_default_str();
+  gen->add_option("--stop", gc.stop, "stop once the output contains this text (repeatable)");
   gen->add_option("--dtype", gc.dtype, "dense weights as float32 or bfloat16")
       ->check(CLI::IsMember({"float32", "bfloat16"}))->capture_default_str();
 

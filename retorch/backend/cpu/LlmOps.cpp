@@ -165,8 +165,9 @@ Tensor rotary_embedding(const Tensor& input, const Tensor& positions, const Tens
 // that sequence's keys at positions max(0, pos - window + 1) ..= pos (causal; window < 0 means
 // unbounded). Key j of sequence s lives in block block_tables[s][j / block_size] at row
 // j % block_size of the cache. Prefill, chunked prefill and decode are all this one rule with
-// different (seq, pos) lists. Each (token, head) runs a one-pass online softmax (running max and
-// sum, rescaling the accumulator), so scores are never materialized.
+// different (seq, pos) lists. Each (token, head) runs a one-pass online softmax over the blocks
+// (running max and sum, rescaling the accumulator when the max grows), so at most one block of
+// scores exists at a time.
 Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tensor& value_cache,
                        const Tensor& block_tables, const Tensor& query_seq,
                        const Tensor& query_pos, double scale, int64_t sliding_window) {
@@ -224,7 +225,7 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
   }
   int64_t work_per_item = std::max<int64_t>(1, 2 * keys * D / std::max<int64_t>(T, 1));
   parallel_for(0, T * Hq, std::max<int64_t>(1, 65536 / work_per_item), [&](int64_t b, int64_t e) {
-    std::vector<float> acc(static_cast<size_t>(D));
+    std::vector<float> acc(static_cast<size_t>(D)), sc(static_cast<size_t>(BS));
     for (int64_t th = b; th < e; ++th) {
       int64_t t = th / Hq, h = th % Hq, kvh = h / group;
       int64_t s = seq[size_t(t)], p = pos[size_t(t)];
@@ -233,24 +234,33 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
       const int64_t* row = table.data() + s * MB;
       std::fill(acc.begin(), acc.end(), 0.0f);
       float m = -std::numeric_limits<float>::infinity(), l = 0;
-      for (int64_t j = lo; j <= p; ++j) {
-        int64_t off = ((row[j / BS] * BS + j % BS) * Hkv + kvh) * D;
-        const float* kr = kp + off;
-        float dot = 0;
-        _Pragma("omp simd reduction(+ : dot)")
-        for (int64_t d = 0; d < D; ++d) dot += qr[d] * kr[d];
-        float sc = dot * fscale;
-        const float* vr = vp + off;
-        if (sc > m) {
-          // A new maximum rescales what was accumulated so far.
-          float c = std::exp(m - sc);
-          l = l * c + 1.0f;
+      // A block of keys at a time: its scores, one rescale of the accumulator if the running max
+      // grew, then the vectorized exp of the block and the weighted values.
+      for (int64_t blk = lo / BS; blk <= p / BS; ++blk) {
+        int64_t j0 = std::max(lo, blk * BS), j1 = std::min(p + 1, (blk + 1) * BS);
+        const float* kb = kp + ((row[blk] * BS + j0 % BS) * Hkv + kvh) * D;
+        const float* vb = vp + ((row[blk] * BS + j0 % BS) * Hkv + kvh) * D;
+        int64_t n = j1 - j0, stride = Hkv * D;
+        float bm = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < n; ++j) {
+          const float* kr = kb + j * stride;
+          float dot = 0;
+          _Pragma("omp simd reduction(+ : dot)")
+          for (int64_t d = 0; d < D; ++d) dot += qr[d] * kr[d];
+          sc[size_t(j)] = dot * fscale;
+          bm = std::max(bm, sc[size_t(j)]);
+        }
+        if (bm > m) {
+          float c = std::exp(m - bm);  // 0 on the first block (m = -inf)
+          l *= c;
           _Pragma("omp simd")
-          for (int64_t d = 0; d < D; ++d) acc[size_t(d)] = acc[size_t(d)] * c + vr[d];
-          m = sc;
-        } else {
-          float w = std::exp(sc - m);
-          l += w;
+          for (int64_t d = 0; d < D; ++d) acc[size_t(d)] *= c;
+          m = bm;
+        }
+        l += vec_exp_shift_sum(sc.data(), m, sc.data(), n);
+        for (int64_t j = 0; j < n; ++j) {
+          const float* vr = vb + j * stride;
+          float w = sc[size_t(j)];
           _Pragma("omp simd")
           for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += w * vr[d];
         }

@@ -52,6 +52,8 @@ int64_t Engine::add_request(const std::vector<int64_t>& prompt, const SamplingPa
   for (int64_t t : prompt)
     RT_CHECK_INDEX(t >= 0 && t < vocab, "Engine.add_request: token id ", t,
                    " is outside the vocabulary of ", vocab);
+  RT_CHECK_VALUE(params.stop_strings.empty() || detokenize_, "Engine.add_request: stop strings "
+                 "need the engine to decode tokens (Engine::set_detokenizer, or a tokenizer)");
   int64_t id = next_id_++;
   Sequence s{prompt, int64_t(prompt.size()), 0, {}, Sampler(params), false, id};
   seqs_.emplace(id, std::move(s));
@@ -61,6 +63,18 @@ int64_t Engine::add_request(const std::vector<int64_t>& prompt, const SamplingPa
 bool Engine::has_unfinished() const {
   for (const auto& [id, s] : seqs_)
     if (!s.finished) return true;
+  return false;
+}
+
+bool Engine::hits_stop_string(const Sequence& s) const {
+  const std::vector<std::string>& stops = s.sampler.params().stop_strings;
+  if (stops.empty()) return false;
+  // The whole generated text is decoded each step: exact across token boundaries (a stop
+  // string may span tokens), and cheap next to a forward pass.
+  std::string text = detokenize_(std::vector<int64_t>(s.tokens.begin() + s.prompt_len,
+                                                      s.tokens.end()));
+  for (const std::string& stop : stops)
+    if (!stop.empty() && text.find(stop) != std::string::npos) return true;
   return false;
 }
 
@@ -161,7 +175,7 @@ std::vector<StepToken> Engine::step() {
     auto in = [&](const std::vector<int64_t>& v) {
       return std::find(v.begin(), v.end(), t.token) != v.end();
     };
-    if ((!p.ignore_eos && in(eos)) || in(p.stop_token_ids)) {
+    if ((!p.ignore_eos && in(eos)) || in(p.stop_token_ids) || hits_stop_string(s)) {
       finish(s, t, "stop");
     } else if (int64_t(s.tokens.size()) - s.prompt_len >= p.max_new_tokens ||
                int64_t(s.tokens.size()) >= options_.max_context) {

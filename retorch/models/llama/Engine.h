@@ -1,6 +1,7 @@
 // The generation engine: continuous batching of many sequences over one model and a paged cache.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -61,6 +62,10 @@ class Engine {
   const std::vector<int64_t>& tokens(int64_t seq_id) const;
   /// Forgets a finished sequence.
   void release(int64_t seq_id);
+  /// The text of a sequence's generated tokens, for stop strings (usually a tokenizer's decode).
+  using Detokenizer = std::function<std::string(const std::vector<int64_t>& ids)>;
+  /// Enables SamplingParams::stop_strings: a sequence stops once its generated text contains one.
+  void set_detokenizer(Detokenizer fn) { detokenize_ = std::move(fn); }
   /// Logits [n, vocab] for every position of `ids`, run as one sequence (tests, perplexity).
   Tensor forward_all(const std::vector<int64_t>& ids);
 
@@ -79,6 +84,7 @@ class Engine {
     int64_t order = 0;  // arrival, for first-come scheduling
   };
   void finish(Sequence& s, StepToken& out, const char* reason);
+  bool hits_stop_string(const Sequence& s) const;
 
   LlamaForCausalLM model_;
   EngineOptions options_;
@@ -86,6 +92,7 @@ class Engine {
   std::map<int64_t, Sequence> seqs_;
   int64_t next_id_ = 0;
   EngineStats stats_;
+  Detokenizer detokenize_;
 };
 
 }  // namespace retorch::llama

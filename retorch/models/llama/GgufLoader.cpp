@@ -98,23 +98,28 @@ class Reader {
     return f_.find_tensor(name) ? vector(name, n) : Tensor();
   }
 
-  // Several weights stacked along rows: one fused projection (all quantized alike, or dense).
-  QLinear fused(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
-                int64_t cols, const std::vector<std::string>& bias_names) const {
-    std::vector<Tensor> parts, biases;
-    int64_t qtype = -2;
+  // Several weights stacked along rows into one fused projection when they share a format;
+  // otherwise the parts as they are (see QLinearParts).
+  QLinearParts fused(const std::vector<std::string>& names, const std::vector<int64_t>& rows,
+                     int64_t cols, const std::vector<std::string>& bias_names) const {
+    std::vector<Weight> ws;
+    std::vector<Tensor> biases;
+    bool same = true;
     for (size_t i = 0; i < names.size(); ++i) {
-      Weight w = weight(names[i], rows[i], cols);
-      RT_CHECK_VALUE(qtype == -2 || qtype == w.qtype, "load_llama: ", f_.path(), ": '",
-                     names[i], "' is stored as type ", w.qtype, " unlike ", names[0],
-                     " (", qtype, "); fused projections need one type");
-      qtype = w.qtype;
-      parts.push_back(w.data);
-      if (!bias_names.empty()) biases.push_back(vector(bias_names[i], rows[i]));
+      ws.push_back(weight(names[i], rows[i], cols));
+      same = same && ws[i].qtype == ws[0].qtype;
+      biases.push_back(bias_names.empty() ? Tensor() : vector(bias_names[i], rows[i]));
     }
-    Tensor b = biases.empty() ? Tensor() : cat(biases, 0);
-    Tensor data = parts.size() == 1 ? parts[0] : cat(parts, 0);
-    return QLinear(data, b, qtype, cols);
+    if (!same || ws.size() == 1) {
+      QLinearParts parts;
+      for (size_t i = 0; i < ws.size(); ++i)
+        parts.push_back(QLinear(ws[i].data, biases[i], ws[i].qtype, cols));
+      return parts;
+    }
+    std::vector<Tensor> data;
+    for (const Weight& w : ws) data.push_back(w.data);
+    Tensor b = bias_names.empty() ? Tensor() : cat(biases, 0);
+    return {QLinear(cat(data, 0), b, ws[0].qtype, cols)};
   }
 
  private:
@@ -136,11 +141,11 @@ LlamaForCausalLM load_llama_gguf(const std::string& path, const LoadOptions& opt
     std::vector<std::string> qkv_bias;
     if (c.qkv_bias) qkv_bias = {p + "attn_q.bias", p + "attn_k.bias", p + "attn_v.bias"};
     LlamaLayer l;
-    QLinear qkv = r.fused({p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
+    QLinearParts qkv = r.fused({p + "attn_q.weight", p + "attn_k.weight", p + "attn_v.weight"},
                           {c.num_heads * D, c.num_kv_heads * D, c.num_kv_heads * D}, H, qkv_bias);
     std::vector<std::string> o_bias;
     if (c.o_bias) o_bias = {p + "attn_output.bias"};
-    QLinear o = r.fused({p + "attn_output.weight"}, {H}, c.num_heads * D, o_bias);
+    QLinear o = r.fused({p + "attn_output.weight"}, {H}, c.num_heads * D, o_bias)[0];
     l.attn = LlamaAttention(c, qkv, o);
     std::vector<std::string> gu_bias, down_bias;
     if (c.mlp_bias) {
@@ -148,14 +153,14 @@ LlamaForCausalLM load_llama_gguf(const std::string& path, const LoadOptions& opt
       down_bias = {p + "ffn_down.bias"};
     }
     l.mlp = LlamaMlp(r.fused({p + "ffn_gate.weight", p + "ffn_up.weight"}, {I, I}, H, gu_bias),
-                     r.fused({p + "ffn_down.weight"}, {H}, I, down_bias));
+                     r.fused({p + "ffn_down.weight"}, {H}, I, down_bias)[0]);
     l.input_norm = r.vector(p + "attn_norm.weight", H);
     l.post_attention_norm = r.vector(p + "ffn_norm.weight", H);
     layers.push_back(std::move(l));
   }
   Weight emb = r.weight("token_embd.weight", c.vocab_size, H);
   QLinear head = c.tie_word_embeddings ? QLinear(emb.data, Tensor(), emb.qtype, H)
-                                       : r.fused({"output.weight"}, {c.vocab_size}, H, {});
+                                       : r.fused({"output.weight"}, {c.vocab_size}, H, {})[0];
   return LlamaForCausalLM(c, QEmbedding(emb.data, emb.qtype, H), std::move(layers),
                           r.vector("output_norm.weight", H), head);
 }

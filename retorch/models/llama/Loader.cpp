@@ -97,9 +97,10 @@ LlamaForCausalLM build_from_hf(const LlamaConfig& c, const TensorMap& m, const s
       down_b = w(mp + "down_proj.bias").to(kFloat);
     }
     LlamaLayer l;
-    l.attn = LlamaAttention(c, QLinear(qkv, qkv_b), QLinear(w(a + "o_proj.weight").to(dtype), o_b));
-    l.mlp = LlamaMlp(QLinear(gate_up, gate_up_b), QLinear(w(mp + "down_proj.weight").to(dtype),
-                                                          down_b));
+    l.attn = LlamaAttention(c, QLinearParts{QLinear(qkv, qkv_b)},
+                            QLinear(w(a + "o_proj.weight").to(dtype), o_b));
+    l.mlp = LlamaMlp(QLinearParts{QLinear(gate_up, gate_up_b)},
+                     QLinear(w(mp + "down_proj.weight").to(dtype), down_b));
     l.input_norm = w(p + "input_layernorm.weight").to(kFloat);
     l.post_attention_norm = w(p + "post_attention_layernorm.weight").to(kFloat);
     layers.push_back(std::move(l));
@@ -137,9 +138,10 @@ LlamaForCausalLM random_llama(const LlamaConfig& c, ScalarType dtype, int64_t qt
   std::vector<LlamaLayer> layers;
   for (int64_t i = 0; i < c.num_layers; ++i) {
     LlamaLayer l;
-    l.attn = LlamaAttention(c, weight((c.num_heads + 2 * c.num_kv_heads) * D, H),
+    l.attn = LlamaAttention(c, QLinearParts{weight((c.num_heads + 2 * c.num_kv_heads) * D, H)},
                             weight(H, c.num_heads * D));
-    l.mlp = LlamaMlp(weight(2 * c.intermediate_size, H), weight(H, c.intermediate_size));
+    l.mlp = LlamaMlp(QLinearParts{weight(2 * c.intermediate_size, H)},
+                     weight(H, c.intermediate_size));
     l.input_norm = ones({H});
     l.post_attention_norm = ones({H});
     layers.push_back(std::move(l));

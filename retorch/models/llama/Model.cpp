@@ -73,16 +73,42 @@ Tensor QEmbeddingImpl::forward(const Tensor& ids) {
   return rows.to(kFloat);
 }
 
-LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& config, QLinear qkv_proj,
+namespace {
+
+int64_t out_features(const QLinearParts& parts) {
+  int64_t n = 0;
+  for (const QLinear& p : parts) n += p->out_features();
+  return n;
+}
+
+// Registers one fused part under `fused` or several under `names`.
+void register_parts(nn::Module& m, const QLinearParts& parts, const char* fused,
+                    const std::vector<const char*>& names) {
+  RT_CHECK_VALUE(parts.size() == 1 || parts.size() == names.size(), m.name(), ": expected 1 or ",
+                 names.size(), " projections, got ", parts.size());
+  for (size_t i = 0; i < parts.size(); ++i)
+    m.register_module(parts.size() == 1 ? fused : names[i], parts[i]);
+}
+
+Tensor run_parts(const QLinearParts& parts, const Tensor& x) {
+  if (parts.size() == 1) return parts[0](x);
+  std::vector<Tensor> outs;
+  for (const QLinear& p : parts) outs.push_back(p(x));
+  return cat(outs, -1);
+}
+
+}  // namespace
+
+LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& config, QLinearParts qkv,
                                        QLinear o_proj)
-    : Module("retorch::llama::LlamaAttention"), config_(config) {
+    : Module("retorch::llama::LlamaAttention"), config_(config), qkv_(std::move(qkv)) {
   int64_t D = config.head_dim;
-  RT_CHECK_VALUE(qkv_proj->out_features() == (config.num_heads + 2 * config.num_kv_heads) * D &&
+  RT_CHECK_VALUE(out_features(qkv_) == (config.num_heads + 2 * config.num_kv_heads) * D &&
                      o_proj->in_features() == config.num_heads * D,
-                 "LlamaAttention: projections of ", qkv_proj->out_features(), " and ",
+                 "LlamaAttention: projections of ", out_features(qkv_), " and ",
                  o_proj->in_features(), " features do not match ", config.num_heads, "+2x",
                  config.num_kv_heads, " heads of ", D);
-  qkv_proj_ = register_module("qkv_proj", std::move(qkv_proj));
+  register_parts(*this, qkv_, "qkv_proj", {"q_proj", "k_proj", "v_proj"});
   o_proj_ = register_module("o_proj", std::move(o_proj));
 }
 
@@ -91,7 +117,7 @@ Tensor LlamaAttentionImpl::forward(const Tensor& x, const ForwardBatch& batch,
                                    const Tensor& value_cache) {
   int64_t T = x.size(0), Hq = config_.num_heads, Hkv = config_.num_kv_heads;
   int64_t D = config_.head_dim;
-  Tensor qkv = qkv_proj_(x);
+  Tensor qkv = run_parts(qkv_, x);
   Tensor q = qkv.narrow(1, 0, Hq * D).reshape({T, Hq, D});
   Tensor k = qkv.narrow(1, Hq * D, Hkv * D).reshape({T, Hkv, D});
   Tensor v = qkv.narrow(1, (Hq + Hkv) * D, Hkv * D).reshape({T, Hkv, D});
@@ -99,21 +125,23 @@ Tensor LlamaAttentionImpl::forward(const Tensor& x, const ForwardBatch& batch,
   q = rotary_embedding(q, batch.positions, cos_sin, il);
   k = rotary_embedding(k, batch.positions, cos_sin, il);
   // See Note [Paged KV cache]: each token's key and value go to its slot before attention reads.
-  key_cache.view({-1, Hkv, D}).index_copy_(0, batch.slots, k);
-  value_cache.view({-1, Hkv, D}).index_copy_(0, batch.slots, v.to(kFloat));
+  // (index_put_ writes in place; index_copy_ is a composite that would copy the whole cache.)
+  std::vector<std::optional<Tensor>> at{batch.slots};
+  key_cache.view({-1, Hkv, D}).index_put_(at, k);
+  value_cache.view({-1, Hkv, D}).index_put_(at, v.to(kFloat));
   Tensor o = paged_attention(q, key_cache, value_cache, batch.block_tables, batch.query_seq,
                              batch.positions, 1.0 / std::sqrt(double(D)), config_.sliding_window);
   return o_proj_(o.view({T, Hq * D}));
 }
 
-LlamaMlpImpl::LlamaMlpImpl(QLinear gate_up_proj, QLinear down_proj)
-    : Module("retorch::llama::LlamaMlp") {
-  gate_up_proj_ = register_module("gate_up_proj", std::move(gate_up_proj));
+LlamaMlpImpl::LlamaMlpImpl(QLinearParts gate_up, QLinear down_proj)
+    : Module("retorch::llama::LlamaMlp"), gate_up_(std::move(gate_up)) {
+  register_parts(*this, gate_up_, "gate_up_proj", {"gate_proj", "up_proj"});
   down_proj_ = register_module("down_proj", std::move(down_proj));
 }
 
 Tensor LlamaMlpImpl::forward(const Tensor& x) {
-  return down_proj_(silu_and_mul(gate_up_proj_(x)));
+  return down_proj_(silu_and_mul(run_parts(gate_up_, x)));
 }
 
 LlamaRmsNormImpl::LlamaRmsNormImpl(Tensor weight, double eps)

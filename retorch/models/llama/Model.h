@@ -61,29 +61,35 @@ class QEmbeddingImpl : public nn::Module {
 };
 RETORCH_MODULE(QEmbedding);
 
+/// Projections whose outputs are used side by side: one fused weight (q|k|v, gate|up) or, when
+/// the checkpoint stores the parts in different formats (GGUF Q4_K_M mixes Q4_K and Q6_K), the
+/// parts, whose outputs are concatenated.
+using QLinearParts = std::vector<QLinear>;
+
 /// Grouped-query attention with rotary positions over the paged cache; q, k and v are one fused
-/// projection (qkv_proj), loaded from the checkpoint's three.
+/// projection (qkv_proj) unless the checkpoint's three differ in format (q_proj, k_proj, v_proj).
 class LlamaAttentionImpl : public nn::Module {
  public:
-  LlamaAttentionImpl(const LlamaConfig& config, QLinear qkv_proj, QLinear o_proj);
+  LlamaAttentionImpl(const LlamaConfig& config, QLinearParts qkv, QLinear o_proj);
   Tensor forward(const Tensor& x, const ForwardBatch& batch, const Tensor& cos_sin,
                  const Tensor& key_cache, const Tensor& value_cache);
 
  private:
   LlamaConfig config_;
-  QLinear qkv_proj_{nullptr};
+  QLinearParts qkv_;
   QLinear o_proj_{nullptr};
 };
 RETORCH_MODULE(LlamaAttention);
 
-/// SwiGLU: down(silu(gate(x)) * up(x)), gate and up fused into one projection (gate_up_proj).
+/// SwiGLU: down(silu(gate(x)) * up(x)), gate and up fused into one projection (gate_up_proj)
+/// unless they differ in format (gate_proj, up_proj).
 class LlamaMlpImpl : public nn::Module {
  public:
-  LlamaMlpImpl(QLinear gate_up_proj, QLinear down_proj);
+  LlamaMlpImpl(QLinearParts gate_up, QLinear down_proj);
   Tensor forward(const Tensor& x) override;
 
  private:
-  QLinear gate_up_proj_{nullptr};
+  QLinearParts gate_up_;
   QLinear down_proj_{nullptr};
 };
 RETORCH_MODULE(LlamaMlp);
