@@ -1,6 +1,7 @@
 """LLM inference throughput: retorch.llm against PyTorch eager running transformers'
 LlamaForCausalLM on the same configuration, in one run, with the hardware bounds (decode: copy
-bandwidth / weight bytes per token; prefill: the float32 GEMM peak). Random weights.
+bandwidth / weight bytes per token, and with the KV cache's bytes added; prefill: the float32
+GEMM peak). Random weights.
 
     PYTHONPATH=python:.deps/python /usr/bin/python3 bench/bench_llm.py [--sizes 110m,1b]
         [--formats f32,bf16,q8_0,q4_0] [--prompt-len 512] [--gen-len 32]
@@ -94,7 +95,8 @@ def main():
     print(f"copy bandwidth {bw / 1e9:.1f} GB/s, float32 GEMM peak {peak / 1e9:.1f} GFLOP/s, "
           f"torch {torch.__version__} threads {torch.get_num_threads()}")
     print(f"{'model':6} {'format':6} | {'prefill tok/s':>13} {'torch':>7} {'ratio':>6} "
-          f"{'% peak':>6} | {'decode tok/s':>12} {'torch':>7} {'ratio':>6} {'% bound':>7}")
+          f"{'% peak':>6} | {'decode tok/s':>12} {'torch':>7} {'ratio':>6} {'% bound':>7} "
+          f"{'+KV':>5}")
     for size in a.sizes.split(","):
         cfg = PRESETS[size]
         for fmt in a.formats.split(","):
@@ -104,13 +106,16 @@ def main():
             H, L, V = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
             Hkv = cfg["num_key_value_heads"] * H // cfg["num_attention_heads"]
             flops = 2 * (L * (2 * H * H + 2 * H * Hkv + 3 * H * cfg["intermediate_size"]) + V * H)
+            # A decode step also reads the keys and values of its context (float32 cache).
+            kv = 2 * L * Hkv * 4 * (a.prompt_len + a.gen_len // 2)
 
             def f(x, w=7, p=1):
                 return f"{x:{w}.{p}f}" if x else f"{'n/a':>{w}}"
 
             print(f"{size:6} {fmt:6} | {f(pre, 13)} {f(tpre)} {f(tpre and pre / tpre, 6, 2)} "
                   f"{f(100 * pre * flops / peak, 6, 0)} | {f(dec, 12, 2)} {f(tdec, 7, 2)} "
-                  f"{f(tdec and dec / tdec, 6, 2)} {f(100 * dec * nbytes / bw, 7, 0)}")
+                  f"{f(tdec and dec / tdec, 6, 2)} {f(100 * dec * nbytes / bw, 7, 0)} "
+                  f"{f(100 * dec * (nbytes + kv) / bw, 5, 0)}")
 
 
 if __name__ == "__main__":

@@ -194,6 +194,8 @@ def test_quantized_linear_values(rng):
         check_linear(rng, qt, 1, 1, k, with_bias=False)
         check_linear(rng, qt, 2, 9, k, batch=(4, 3))     # batch dims: 24 rows -> GEMM path
         check_linear(rng, qt, 1, 9, k, batch=(3,))       # 3 rows -> integer path
+        if qt in (GT.F16, GT.BF16, GT.F32):
+            check_linear(rng, qt, 1, 7, 45)  # one row, 45 columns: the widening dot's tail
 
 
 def test_quantized_linear_layouts(rng):

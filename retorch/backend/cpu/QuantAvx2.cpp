@@ -364,6 +364,33 @@ bool dot_f32_avx2(const float* x, const float* y, int64_t n, float* out) {
   return true;
 }
 
+bool dot_half_avx2(int64_t qtype, const float* x, const uint8_t* w, int64_t n, float* out) {
+  if (!have_avx2() || (qtype != kBF16 && qtype != kF16)) return false;
+  // 8 weights per load, widened in registers (bfloat16: the top half of a float32; float16:
+  // F16C), so the row is read from memory once and never written out as float32.
+  auto widen = [qtype](const uint8_t* p) {
+    __m128i h = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    if (qtype == kF16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+  };
+  __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                   _mm256_setzero_ps()};
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32)
+    for (int k = 0; k < 4; ++k)
+      acc[k] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i + 8 * k), widen(w + 2 * (i + 8 * k)), acc[k]);
+  for (; i + 8 <= n; i += 8)
+    acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(x + i), widen(w + 2 * i), acc[0]);
+  float s = hsum(_mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3])));
+  if (i < n) {
+    float tail[8];
+    dequantize_row(qtype, w + 2 * i, tail, n - i);
+    for (int64_t j = i; j < n; ++j) s += x[j] * tail[j - i];
+  }
+  *out = s;
+  return true;
+}
+
 #else  // no AVX2 in this build: the scalar kernels run
 
 DotFn dot_fn_avx2(int64_t) {
@@ -373,6 +400,9 @@ bool dequantize_row_avx2(int64_t, const uint8_t*, float*, int64_t) {
   return false;
 }
 bool dot_f32_avx2(const float*, const float*, int64_t, float*) {
+  return false;
+}
+bool dot_half_avx2(int64_t, const float*, const uint8_t*, int64_t, float*) {
   return false;
 }
 

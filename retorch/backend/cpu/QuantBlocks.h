@@ -95,5 +95,8 @@ DotFn dot_fn_avx2(int64_t qtype);
 bool dequantize_row_avx2(int64_t qtype, const uint8_t* x, float* y, int64_t n);
 /// sum(x[i] * y[i]) over n floats with AVX2/FMA; false (nothing computed) without AVX2.
 bool dot_f32_avx2(const float* x, const float* y, int64_t n, float* out);
+/// sum(x[i] * w[i]) over n floats and n BF16/F16 weights widened in registers; false without
+/// AVX2/F16C or for another qtype.
+bool dot_half_avx2(int64_t qtype, const float* x, const uint8_t* w, int64_t n, float* out);
 
 }  // namespace retorch::cpu::quant

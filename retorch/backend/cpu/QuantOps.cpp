@@ -98,6 +98,8 @@ void float_rows_path(int64_t qtype, const float* x, int64_t M, int64_t K, const 
   parallel_for(0, N, row_grain(rb * M), [&](int64_t n0, int64_t n1) {
     std::vector<float> row(static_cast<size_t>(K));
     for (int64_t n = n0; n < n1; ++n) {
+      // One row (decode) of 16-bit weights: widened inside the dot product, never stored.
+      if (M == 1 && dot_half_avx2(qtype, x, w + n * rb, K, out + n)) continue;
       dequantize_row(qtype, w + n * rb, row.data(), K);
       for (int64_t m = 0; m < M; ++m) out[m * N + n] = dot_float(x + m * K, row.data(), K);
     }
