@@ -184,10 +184,22 @@ float dot_q4_k(int64_t K, const uint8_t* w, const ActRow& a) {
   return hsum(acc) - _mm_cvtss_f32(m);
 }
 
+// The 128 6-bit values (0..63, unsigned) of one half of a Q6_K block as four vectors of 32
+// bytes: low nibbles from `ql` (64 bytes), high two bits from `qh` (32 bytes). 16-bit shifts
+// move bits across the bytes of a lane only into the bits masked off.
+inline void q6_k_half(const uint8_t* ql, const uint8_t* qh, __m256i v[4]) {
+  const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
+  const __m256i hb = load32(qh), l0 = load32(ql), l1 = load32(ql + 32);
+  v[0] = _mm256_or_si256(_mm256_and_si256(l0, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30));
+  v[1] = _mm256_or_si256(_mm256_and_si256(l1, m4), _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30));
+  v[2] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4), _mm256_and_si256(hb, m30));
+  v[3] = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
+                         _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30));
+}
+
 // Q6_K super-block: the 6-bit values (0..63) are assembled unsigned; the -32 offset comes off as
 // 32 * sum over groups of scale * sum(x), from the input's sums per 16.
 float dot_q6_k(int64_t K, const uint8_t* w, const ActRow& a) {
-  const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
   __m256 acc = _mm256_setzero_ps();
   for (int64_t b = 0; b < K / kQKK; ++b, w += 210) {
     for (int l = 0; l < 210; l += 64) prefetch(w + l);  // Note [Weight prefetch]
@@ -199,16 +211,8 @@ float dot_q6_k(int64_t K, const uint8_t* w, const ActRow& a) {
     sumi = _mm256_sub_epi32(_mm256_setzero_si256(), sumi);
     for (int h = 0; h < 2; ++h) {
       const uint8_t* ql = w + 64 * h;
-      const __m256i hb = load32(w + 128 + 32 * h), l0 = load32(ql), l1 = load32(ql + 32);
-      // 16-bit shifts move bits across the bytes of a lane only into the bits masked off.
-      const __m256i v[4] = {_mm256_or_si256(_mm256_and_si256(l0, m4),
-                                            _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30)),
-                            _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                            _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30)),
-                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                            _mm256_and_si256(hb, m30)),
-                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                            _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30))};
+      __m256i v[4];
+      q6_k_half(ql, w + 128 + 32 * h, v);
       // The scales of groups 8h..8h+7 in both halves; bytes 0-15 of v[k] are group 8h + 2k and
       // bytes 16-31 group 8h + 2k + 1.
       const __m256i sch = h == 0 ? _mm256_permute2x128_si256(sc, sc, 0x00)
@@ -278,21 +282,13 @@ void dequant_q4_k(const uint8_t* x, float* y, int64_t n) {
 }
 
 void dequant_q6_k(const uint8_t* x, float* y, int64_t n) {
-  const __m256i m4 = _mm256_set1_epi8(0x0f), m30 = _mm256_set1_epi8(0x30);
   const __m256i m32 = _mm256_set1_epi8(32);
   for (int64_t b = 0; b < n / kQKK; ++b, x += 210) {
     const float d = fp16(x + 208);
     for (int h = 0; h < 2; ++h, y += 128) {
       const uint8_t* ql = x + 64 * h;
-      const __m256i hb = load32(x + 128 + 32 * h), l0 = load32(ql), l1 = load32(ql + 32);
-      const __m256i v[4] = {_mm256_or_si256(_mm256_and_si256(l0, m4),
-                                            _mm256_and_si256(_mm256_slli_epi16(hb, 4), m30)),
-                            _mm256_or_si256(_mm256_and_si256(l1, m4),
-                                            _mm256_and_si256(_mm256_slli_epi16(hb, 2), m30)),
-                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l0, 4), m4),
-                                            _mm256_and_si256(hb, m30)),
-                            _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(l1, 4), m4),
-                                            _mm256_and_si256(_mm256_srli_epi16(hb, 2), m30))};
+      __m256i v[4];
+      q6_k_half(ql, x + 128 + 32 * h, v);
       for (int k = 0; k < 4; ++k) {
         // Values 32k..32k+31 of this half: groups 8h + 2k (first 16) and 8h + 2k + 1.
         const __m256i q = _mm256_sub_epi8(v[k], m32);
