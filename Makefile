@@ -54,11 +54,14 @@ bench: build
 	./$(BUILD)/bench/bench_quant
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_python.py
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_nn.py
+	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_devices.py
 	PYTHONPATH=$(CURDIR)/python:$(CURDIR)/.deps/python $(PY) bench/bench_llm.py
 
-# docs/ops.md, the operator coverage table (tests fail when it is stale).
-docs:
+# docs/ops.md, the operator coverage table, and docs/devices.md, the device compatibility matrix
+# (tests fail when either is stale).
+docs: build
 	$(PY) tools/codegen/gen_docs.py
+	./$(BUILD)/tools/retorch devices --matrix --markdown > docs/devices.md
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) build-wheel build-pip-test

@@ -8,12 +8,9 @@
 #include "retorch/generated/Functions.h"
 #include "retorch/data/DataLoader.h"
 #include "retorch/data/Mnist.h"
+#include "retorch/device/DeviceApi.h"
+#include "retorch/device/DeviceFallback.h"
 #include "retorch/io/Checkpoint.h"
 #include "retorch/nn/nn.h"
 #include "retorch/optim/optim.h"
 #include "retorch/ops/TensorOperators.h"
-
-namespace retorch::cuda {
-bool is_available();
-int device_count();
-}  // namespace retorch::cuda

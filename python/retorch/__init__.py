@@ -95,10 +95,22 @@ def numel(t):
     return t.numel()
 
 
-class cuda:  # noqa: N801  (namespace like torch.cuda)
-    @staticmethod
-    def is_available():
-        return _C._cuda_is_available()
+from . import cuda, mps, xpu  # noqa: E402,F401  (torch.cuda, torch.mps, torch.xpu)
+from ._C import Stream, Event  # noqa: E402,F401
+from ._C import (set_device_fallback, get_device_fallback, set_device_fallback_placement,  # noqa: E402,F401,E501
+                 get_device_fallback_placement, set_device_fallback_order,
+                 get_device_fallback_order, device_fallback_stats, reset_device_fallback_stats,
+                 device_fallback_report, compat_matrix)
+
+
+def get_rng_state():
+    """The default CPU generator's state as a uint8 tensor (torch.get_rng_state)."""
+    return _C._device_get_rng_state("cpu", -1)
+
+
+def set_rng_state(new_state):
+    """Restores a state from get_rng_state (torch.set_rng_state)."""
+    _C._device_set_rng_state("cpu", new_state, -1)
 
 
 Size = tuple

@@ -22,6 +22,7 @@ void bind_profiler(py::module_& m);
 void bind_gguf(py::module_& m);
 void bind_tokenizer(py::module_& m);
 void bind_llm(py::module_& m);
+void bind_device(py::module_& m);
 
 namespace {
 
@@ -140,6 +141,7 @@ PYBIND11_MODULE(_C, m) {
   bind_gguf(m);
   bind_tokenizer(m);
   bind_llm(m);
+  bind_device(m);
 
   // Grad modes.
   m.def("is_grad_enabled", &GradMode::is_enabled);
@@ -183,7 +185,6 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_default_dtype", &set_default_dtype);
   m.def("get_num_threads", &get_num_threads);
   m.def("set_num_threads", &set_num_threads);
-  m.def("_cuda_is_available", &cuda::is_available);
   m.def("_cpu_memory_stats", []() {
     AllocatorStats s = cpu_allocator()->stats();
     py::dict d;

@@ -52,7 +52,7 @@ void bind_profiler(py::module_& m) {
       .def("events",
            [](const Profile& prof) {
              py::list out;
-             for (const Event& e : prof.events()) {
+             for (const profiler::Event& e : prof.events()) {
                py::dict d;
                d["name"] = e.name;
                d["kind"] = e.kind;

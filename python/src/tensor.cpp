@@ -262,8 +262,9 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
       })
       .def("tolist", [](const Tensor& t) {
             retorch::detail::notify_value_read(t);  // the JIT tracer warns: the trace freezes it
-            return to_numpy(t.detach().is_contiguous() ? t.detach() : t.detach().contiguous())
-                .attr("tolist")();
+            Tensor c = t.detach();
+            if (!c.is_cpu()) c = c.to(Device(kCPU));  // like torch: tolist() reads any device
+            return to_numpy(c.is_contiguous() ? c : c.contiguous()).attr("tolist")();
           })
       .def("numpy", [](const Tensor& t) { return to_numpy(t); })
       .def("__array__", [](const Tensor& t, py::object dtype) {

@@ -133,7 +133,7 @@ class CachingCPUAllocator final : public Allocator {
   AllocatorStats stats_;
 };
 
-Allocator* g_device_allocators[2] = {nullptr, nullptr};
+Allocator* g_device_allocators[kNumDeviceTypes] = {};
 
 }  // namespace
 

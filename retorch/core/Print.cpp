@@ -127,7 +127,7 @@ std::string Tensor::toString() const {
   const char* data = static_cast<const char*>(cpu.impl()->data());
   bool summarize = numel() > kThreshold;
   std::vector<double> vals;
-  if (numel() > 0) collect(data, sizes(), strides(), 0, t, summarize, vals);
+  if (numel() > 0) collect(data, cpu.sizes(), cpu.strides(), 0, t, summarize, vals);
 
   Formatter f;
   f.floating = is_floating_type(t);
@@ -157,7 +157,7 @@ std::string Tensor::toString() const {
   if (numel() == 0) {
     os << "[]";
   } else {
-    render(data, sizes(), strides(), 0, t, summarize, f, 7, os);
+    render(data, cpu.sizes(), cpu.strides(), 0, t, summarize, f, 7, os);
   }
   std::vector<std::string> suffix;
   if (numel() == 0 && dim() != 1) {
@@ -167,7 +167,7 @@ std::string Tensor::toString() const {
     s << (dim() == 1 ? ",)" : ")");
     suffix.push_back(s.str());
   }
-  if (is_cuda()) suffix.push_back("device='" + device().str() + "'");
+  if (!is_cpu()) suffix.push_back("device='" + device().str() + "'");
   bool default_type = t == default_dtype() || t == kLong || t == kBool;
   if (!default_type) suffix.push_back("dtype=torch." + std::string(dtype_name(t)));
   if (grad_fn()) suffix.push_back("grad_fn=<" + autograd::node_name(grad_fn()) + ">");

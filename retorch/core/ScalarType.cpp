@@ -84,13 +84,31 @@ Device::Device(std::string_view spec) {
   if (colon != std::string_view::npos) t = spec.substr(0, colon);
   if (t == "cpu") type = kCPU;
   else if (t == "cuda") type = kCUDA;
-  else RT_ERROR("Expected one of cpu, cuda device type at start of device string: ", spec);
+  else if (t == "mps") type = kMPS;
+  else if (t == "xpu") type = kXPU;
+  else if (t == "meta") type = kMeta;
+  else RT_ERROR("Expected one of cpu, cuda, mps, xpu, meta device type at start of device string: ",
+                spec);
   if (colon != std::string_view::npos) {
     std::string idx(spec.substr(colon + 1));
     RT_CHECK(!idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos,
              "Invalid device string: '", spec, "'");
+    RT_CHECK(idx.size() <= 3 && std::stoi(idx) <= 127, "Invalid device string: '", spec,
+             "' (device index out of range)");
     index = int8_t(std::stoi(idx));
   }
+}
+
+namespace {
+thread_local int8_t tls_current_index[kNumDeviceTypes] = {};
+}
+
+int8_t current_device_index(DeviceType t) { return tls_current_index[int(t)]; }
+void set_current_device_index(DeviceType t, int8_t index) { tls_current_index[int(t)] = index; }
+
+Device Device::canonical() const {
+  if (!has_index()) return Device(type);
+  return Device(type, index < 0 ? current_device_index(type) : index);
 }
 
 std::string Device::str() const {
@@ -101,7 +119,16 @@ std::string Device::str() const {
 
 std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
 
-std::string_view device_type_name(DeviceType t) { return t == kCUDA ? "cuda" : "cpu"; }
+std::string_view device_type_name(DeviceType t) {
+  switch (t) {
+    case kCPU: return "cpu";
+    case kCUDA: return "cuda";
+    case kMPS: return "mps";
+    case kXPU: return "xpu";
+    case kMeta: return "meta";
+  }
+  return "unknown";
+}
 
 namespace detail {
 void throw_error(ErrorKind kind, const std::string& msg) { throw Error(kind, msg); }

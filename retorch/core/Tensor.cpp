@@ -177,7 +177,7 @@ Tensor from_blob(void* data, IntArrayRef sizes, ScalarType dtype) {
 
 Tensor alias_with_geometry(const Tensor& self, IntArrayRef sizes, IntArrayRef strides,
                            int64_t offset) {
-  auto impl = make_intrusive<TensorImpl>(self.impl()->storage(), self.dtype());
+  auto impl = make_intrusive<TensorImpl>(self.impl()->storage(), self.dtype(), self.device());
   impl->set_sizes_and_strides(sizes, strides, offset);
   return Tensor(std::move(impl));
 }

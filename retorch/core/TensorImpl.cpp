@@ -11,8 +11,15 @@ namespace retorch {
 
 void AutogradMetaDeleter::operator()(AutogradMeta* m) const { delete m; }
 
-TensorImpl::TensorImpl(Storage storage, ScalarType dtype) : storage_(std::move(storage)), dtype_(dtype) {
-  key_set_ = DispatchKeySet(storage_->device().is_cuda() ? DispatchKey::CUDA : DispatchKey::CPU);
+TensorImpl::TensorImpl(Storage storage, ScalarType dtype)
+    : storage_(std::move(storage)), dtype_(dtype), device_(storage_->device()) {
+  key_set_ = device_key_set(device_.type);
+  refresh();
+}
+
+TensorImpl::TensorImpl(Storage storage, ScalarType dtype, Device device)
+    : storage_(std::move(storage)), dtype_(dtype), device_(device) {
+  key_set_ = device_key_set(device_.type);
   refresh();
 }
 
@@ -25,7 +32,8 @@ void TensorImpl::set_data_from(const TensorImpl& other) {
   strides_ = other.strides_;
   storage_offset_ = other.storage_offset_;
   dtype_ = other.dtype_;
-  key_set_ = DispatchKeySet(storage_->device().is_cuda() ? DispatchKey::CUDA : DispatchKey::CPU);
+  device_ = other.device_;
+  key_set_ = device_key_set(device_.type);
   if (autograd) key_set_ = key_set_.add(DispatchKey::Autograd);
   refresh();
 }

@@ -18,6 +18,9 @@ struct AutogradMetaDeleter {
 class TensorImpl : public intrusive_target {
  public:
   TensorImpl(Storage storage, ScalarType dtype);
+  /// A tensor that reports `device` while its storage lives elsewhere: how the device fallback
+  /// hands results back on the device the program asked for (Note [Device routing]).
+  TensorImpl(Storage storage, ScalarType dtype, Device device);
   TensorImpl(const TensorImpl&) = delete;
   ~TensorImpl();
 
@@ -28,7 +31,8 @@ class TensorImpl : public intrusive_target {
   int64_t storage_offset() const { return storage_offset_; }
   ScalarType dtype() const { return dtype_; }
   size_t itemsize() const { return element_size(dtype_); }
-  Device device() const { return storage_->device(); }
+  /// The device the program sees (the storage's, unless the device fallback set it).
+  Device device() const { return device_; }
   const Storage& storage() const { return storage_; }
   bool is_contiguous() const { return is_contiguous_; }
   DispatchKeySet key_set() const { return key_set_; }
@@ -78,6 +82,7 @@ class TensorImpl : public intrusive_target {
   std::unique_ptr<AutogradMeta, AutogradMetaDeleter> autograd_meta_;
   DispatchKeySet key_set_;
   ScalarType dtype_;
+  Device device_;
   bool is_contiguous_ = true;
   bool is_wrapped_number_ = false;
 };

@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <ostream>
 
+#include "retorch/core/Device.h"
 #include "retorch/dispatch/DispatchKey.h"
 
 namespace retorch {
@@ -42,6 +43,18 @@ class DispatchKeySet {
 static_assert(sizeof(DispatchKeySet) == 8, "DispatchKeySet must stay one machine word");
 
 std::ostream& operator<<(std::ostream& os, DispatchKeySet ks);
+
+/// The backend keys: the ones a device contributes to a tensor's key set.
+constexpr DispatchKeySet kBackendKeys{DispatchKey::CPU, DispatchKey::CUDA, DispatchKey::Meta,
+                                      DispatchKey::MPS, DispatchKey::XPU};
+namespace detail {
+extern DispatchKeySet g_device_keys[kNumDeviceTypes];
+}
+/// The keys of tensors on a device type: its backend key, plus DeviceFallback while the device
+/// has no backend here (See Note [Device routing] in retorch/device/DeviceFallback.cpp).
+inline DispatchKeySet device_key_set(DeviceType t) { return detail::g_device_keys[int(t)]; }
+/// Called by a backend that finds its device at start-up: its tensors then dispatch to it.
+void set_device_key_set(DeviceType t, DispatchKeySet ks);
 
 /// Thread-local keys added to (included) and removed from (excluded) every dispatch.
 struct LocalDispatchKeySet {

@@ -11,6 +11,9 @@ std::string_view dispatch_key_name(DispatchKey k) {
     case DispatchKey::Undefined: return "Undefined";
     case DispatchKey::CPU: return "CPU";
     case DispatchKey::CUDA: return "CUDA";
+    case DispatchKey::Meta: return "Meta";
+    case DispatchKey::MPS: return "MPS";
+    case DispatchKey::XPU: return "XPU";
     case DispatchKey::DeviceFallback: return "DeviceFallback";
     case DispatchKey::Autograd: return "Autograd";
     case DispatchKey::Tracer: return "Tracer";
@@ -32,6 +35,18 @@ std::ostream& operator<<(std::ostream& os, DispatchKeySet ks) {
   }
   return os << ")";
 }
+
+// Constant-initialized (usable from static initializers). Without a backend, cuda, mps and xpu
+// tensors carry DeviceFallback; meta has its own kernels; cpu is always here.
+DispatchKeySet detail::g_device_keys[kNumDeviceTypes] = {
+    DispatchKeySet(DispatchKey::CPU),
+    DispatchKeySet({DispatchKey::CUDA, DispatchKey::DeviceFallback}),
+    DispatchKeySet({DispatchKey::MPS, DispatchKey::DeviceFallback}),
+    DispatchKeySet({DispatchKey::XPU, DispatchKey::DeviceFallback}),
+    DispatchKeySet(DispatchKey::Meta),
+};
+
+void set_device_key_set(DeviceType t, DispatchKeySet ks) { detail::g_device_keys[int(t)] = ks; }
 
 LocalDispatchKeySet& tls_local_dispatch_key_set() {
   static thread_local LocalDispatchKeySet tls;
@@ -76,10 +91,21 @@ void OperatorHandle::set_kernel(DispatchKey k, KernelFunction f) {
 const KernelFunction& OperatorHandle::lookup(DispatchKeySet ks) const {
   const Dispatcher& d = Dispatcher::singleton();
   uint64_t candidates = ks.raw() & (kernel_mask_ | d.fallback_mask());
-  if (__builtin_expect(candidates == 0, 0)) raise_no_kernel(ks);
+  if (__builtin_expect(candidates == 0, 0)) return lookup_missing(ks);
   int k = 63 - __builtin_clzll(candidates);
   if ((kernel_mask_ >> k) & 1) return kernels_[k];
   return d.fallback(DispatchKey(k));
+}
+
+// A device with a backend that lacks this op: the device fallback routes the call (See Note
+// [Device routing]); cpu has every kernel there is, and meta never falls back (no data).
+const KernelFunction& OperatorHandle::lookup_missing(DispatchKeySet ks) const {
+  const Dispatcher& d = Dispatcher::singleton();
+  DispatchKeySet backends = ks & kBackendKeys;
+  bool routable = !(backends - DispatchKeySet({DispatchKey::CPU, DispatchKey::Meta})).empty();
+  if (routable && d.fallback(DispatchKey::DeviceFallback).valid())
+    return d.fallback(DispatchKey::DeviceFallback);
+  raise_no_kernel(ks);
 }
 
 void OperatorHandle::raise_no_kernel(DispatchKeySet ks) const {
@@ -105,9 +131,9 @@ void OperatorHandle::call_boxed(Stack* stack) const {
     if (v.is_tensor()) ks = ks | key_set_of(v.to_tensor());
     else if (v.is_tensor_list()) ks = ks | key_set_of(TensorList(v.to_tensor_list()));
     else if (std::holds_alternative<Device>(v.payload()))
-      ks = ks | DispatchKeySet(v.to_device().is_cuda() ? DispatchKey::CUDA : DispatchKey::CPU);
+      ks = ks | device_key_set(v.to_device().type);
   }
-  if (ks.below(DispatchKey::DeviceFallback).empty()) ks = ks | DispatchKeySet(DispatchKey::CPU);
+  if ((ks & kBackendKeys).empty()) ks = ks | DispatchKeySet(DispatchKey::CPU);
   const auto& tls = tls_local_dispatch_key_set();
   redispatch_boxed((ks | tls.included) - tls.excluded, stack);
 }
@@ -132,7 +158,7 @@ bool OperatorHandle::is_launch(DispatchKeySet ks) const {
   uint64_t candidates = ks.raw() & (kernel_mask_ | Dispatcher::singleton().fallback_mask());
   if (candidates == 0) return false;
   int k = 63 - __builtin_clzll(candidates);
-  return ((kernel_mask_ >> k) & 1) && (k == int(DispatchKey::CPU) || k == int(DispatchKey::CUDA));
+  return ((kernel_mask_ >> k) & 1) && ((kBackendKeys.raw() >> k) & 1);
 }
 
 void OperatorHandle::redispatch_boxed(DispatchKeySet ks, Stack* stack) const {
@@ -158,10 +184,15 @@ void Dispatcher::set_ready_hook(void (*hook)()) {
   else g_ready_hook = hook;
 }
 
+namespace detail {
+void register_device_fallback(Dispatcher& d);  // retorch/device/DeviceFallback.cpp
+}
+
 Dispatcher& Dispatcher::singleton() {
   static Dispatcher* d = [] {
     auto* disp = new Dispatcher();
     register_generated_ops(*disp);
+    detail::register_device_fallback(*disp);
     return disp;
   }();
   if (!g_built.load(std::memory_order_relaxed) && !g_built.exchange(true) && g_ready_hook)

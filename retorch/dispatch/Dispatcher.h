@@ -88,6 +88,11 @@ class OperatorHandle {
 
   void set_kernel(DispatchKey k, KernelFunction f);
   bool has_kernel(DispatchKey k) const { return (kernel_mask_ >> uint8_t(k)) & 1; }
+  const KernelFunction& kernel(DispatchKey k) const { return kernels_[uint8_t(k)]; }
+  /// Marks the backend kernels as one device-independent kernel (a composite of other ops, or
+  /// a view): it runs on tensors of any device, so the device fallback never reroutes it.
+  void set_device_independent(bool v) { device_independent_ = v; }
+  bool device_independent() const { return device_independent_; }
   DispatchKeySet kernel_keys() const { return DispatchKeySet(kernel_mask_, 0); }
 
   /// Full dispatch: applies the thread-local include/exclude sets to ks.
@@ -120,10 +125,12 @@ class OperatorHandle {
 
  private:
   const KernelFunction& lookup(DispatchKeySet ks) const;
+  const KernelFunction& lookup_missing(DispatchKeySet ks) const;
   [[noreturn]] void raise_no_kernel(DispatchKeySet ks) const;
 
   OpSchema schema_;
   uint64_t kernel_mask_ = 0;
+  bool device_independent_ = false;
   KernelFunction kernels_[64];
 };
 

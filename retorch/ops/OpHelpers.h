@@ -7,17 +7,14 @@
 
 namespace retorch::detail {
 
-inline DispatchKeySet backend_keys() {
-  return DispatchKeySet({DispatchKey::CPU, DispatchKey::CUDA});
-}
-/// An explicit device argument picks the backend.
+/// An explicit device argument joins the tensors' keys (as in PyTorch, the highest backend
+/// wins: _to_copy from cpu to cuda and from cuda to cpu both dispatch to cuda).
 inline DispatchKeySet apply_device(DispatchKeySet ks, const std::optional<Device>& d) {
-  if (!d) return ks;
-  return (ks - backend_keys()) | DispatchKeySet(d->is_cuda() ? DispatchKey::CUDA : DispatchKey::CPU);
+  return d ? ks | device_key_set(d->type) : ks;
 }
 /// Calls with no tensor and no device run on the CPU.
 inline DispatchKeySet ensure_backend(DispatchKeySet ks) {
-  return (ks & backend_keys()).empty() ? ks | DispatchKeySet(DispatchKey::CPU) : ks;
+  return (ks & kBackendKeys).empty() ? ks | DispatchKeySet(DispatchKey::CPU) : ks;
 }
 [[noreturn]] void raise_undefined(const char* op, const char* arg);
 /// Required tensor arguments must be defined (an undefined one would have no device).

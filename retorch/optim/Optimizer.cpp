@@ -313,7 +313,14 @@ void check_fusable(const Tensor& param, const Tensor& grad, const char* optimize
                 dtype_name(param.dtype()));
   RT_CHECK(grad.sizes().vec() == param.sizes().vec(), optimizer, ": gradient shape ",
            shape_str(grad.sizes()), " does not match parameter shape ", shape_str(param.sizes()));
-  RT_CHECK(param.is_cpu(), optimizer, ": only CPU parameters are supported for now");
+  // The fused loops read memory directly: parameters on a device without a backend live in
+  // host memory too (See Note [Device routing]), device memory needs that device's kernels.
+  RT_CHECK(param.impl()->storage()->device().is_cpu() && grad.impl()->storage()->device().is_cpu(),
+           optimizer, ": parameters in ", param.device(),
+           " memory are not supported yet (only host memory: cpu, or a device run through the "
+           "device fallback)");
+  RT_CHECK(grad.device() == param.device(), optimizer, ": gradient on ", grad.device(),
+           " but parameter on ", param.device());
 }
 
 Tensor step_tensor(double v) {

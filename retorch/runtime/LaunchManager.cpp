@@ -50,10 +50,15 @@ LaunchManager::State& state();
 
 LaunchRecord make_record(const OperatorHandle& op, DispatchKeySet ks, const Stack& stack) {
   LaunchRecord r;
-  const bool cuda = ks.has(DispatchKey::CUDA) && !ks.has(DispatchKey::CPU);
-  r.name = std::string(cuda ? "cuda::" : "cpu::") + std::string(op.schema().name);
+  switch ((ks & kBackendKeys).highest()) {
+    case DispatchKey::CUDA: r.device = Device(kCUDA, 0); break;
+    case DispatchKey::MPS: r.device = Device(kMPS, 0); break;
+    case DispatchKey::XPU: r.device = Device(kXPU, 0); break;
+    case DispatchKey::Meta: r.device = Device(kMeta); break;
+    default: r.device = Device(kCPU); break;
+  }
+  r.name = std::string(device_type_name(r.device.type)) + "::" + std::string(op.schema().name);
   r.op = "aten::" + std::string(op.schema().name);
-  r.device = cuda ? Device(DeviceType::CUDA, 0) : Device(DeviceType::CPU);
   const size_t nargs = std::min(stack.size(), size_t(op.schema().num_args));
   for (size_t i = stack.size() - nargs; i < stack.size(); ++i) {
     if (!stack[i].is_tensor() || !stack[i].to_tensor().defined()) continue;

@@ -25,13 +25,16 @@ def to_retorch_source(src):
     return src
 
 
-def run(name, lib, monkeypatch, tmp_path, snapshots):
+def run(name, lib, monkeypatch, tmp_path, snapshots, transform=None):
     """Runs example `name` against lib; optimizers record (torch) or restore (retorch) the
-    initial parameter values, so both runs start from the same weights."""
+    initial parameter values, so both runs start from the same weights. transform, if given,
+    edits the (converted) source first."""
     with open(os.path.join(HERE, name + ".py")) as f:
         src = f.read()
     if lib is retorch:
         src = to_retorch_source(src)
+    if transform is not None:
+        src = transform(src)
     for opt_name in ("SGD", "Adam", "AdamW", "RMSprop"):
         real = getattr(lib.optim, opt_name)
 
@@ -60,14 +63,8 @@ def run(name, lib, monkeypatch, tmp_path, snapshots):
     return namespace
 
 
-@pytest.mark.parametrize("name", EXAMPLES)
-def test_example_matches_torch(name, monkeypatch, tmp_path, capsys):
-    snapshots = []
-    ref = run(name, torch, monkeypatch, tmp_path, snapshots)
-    got = run(name, retorch, monkeypatch, tmp_path, snapshots)
-    assert not snapshots, "retorch created fewer optimizers than torch"
-    out = capsys.readouterr().out
-    assert "Traceback" not in out
+def check_same_training(ref, got):
+    """Asserts that a retorch run of an example trained like the torch run."""
     assert len(got["losses"]) == len(ref["losses"]) > 0
     np.testing.assert_allclose(got["losses"], ref["losses"], rtol=1e-4, atol=1e-4)
     for key in ("grads", "eval_logits", "shapes", "accuracy", "predicted"):
@@ -86,6 +83,17 @@ def test_example_matches_torch(name, monkeypatch, tmp_path, capsys):
         else:
             np.testing.assert_allclose(np.asarray(b, dtype=np.float64),
                                        np.asarray(a, dtype=np.float64), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_matches_torch(name, monkeypatch, tmp_path, capsys):
+    snapshots = []
+    ref = run(name, torch, monkeypatch, tmp_path, snapshots)
+    got = run(name, retorch, monkeypatch, tmp_path, snapshots)
+    assert not snapshots, "retorch created fewer optimizers than torch"
+    out = capsys.readouterr().out
+    assert "Traceback" not in out
+    check_same_training(ref, got)
 
 
 def test_examples_exist():

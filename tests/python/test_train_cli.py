@@ -92,7 +92,11 @@ def test_first_20_steps_match_pytorch(tmp_path):
         loss.backward()
         opt.step()
         theirs.append(loss.item())
-    np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4)
+    # Step 1 agrees to float rounding; afterwards Adam turns summation-order differences (torch's
+    # AVX-512 kernels vs ours) into parameter steps of up to lr, so the losses drift apart
+    # slowly (1.9e-4 by step 20 on an AVX-512 machine), far below a step's change (~0.1).
+    np.testing.assert_allclose(ours[:1], theirs[:1], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-3, atol=1e-3)
 
 
 def test_resume_is_exact(tmp_path):

@@ -72,16 +72,17 @@ struct EvalResult {
   double loss = 0, accuracy = 0;
 };
 
-EvalResult evaluate(nn::Module& model, data::DataLoader& loader) {
+EvalResult evaluate(nn::Module& model, data::DataLoader& loader, Device device) {
   NoGradGuard no_grad;
   const bool was_training = model.is_training();
   model.eval();
   double loss = 0;
   int64_t correct = 0, seen = 0;
   for (data::Example& batch : loader) {
-    Tensor out = model.forward(batch.data);
-    loss += cross_entropy(out, batch.target, std::nullopt, -100, "sum").item<double>();
-    correct += out.argmax(1).eq(batch.target).sum().item<int64_t>();
+    Tensor target = batch.target.to(device);
+    Tensor out = model.forward(batch.data.to(device));
+    loss += cross_entropy(out, target, std::nullopt, -100, "sum").item<double>();
+    correct += out.argmax(1).eq(target).sum().item<int64_t>();
     seen += batch.target.size(0);
   }
   model.train(was_training);
@@ -147,6 +148,10 @@ int run_training(const TrainConfig& c) {
   RT_CHECK(metrics.good(), "cannot write ", c.out_dir, "/metrics.jsonl");
 
   std::cout << *model << "\n" << nn::summary(*model, {1, 1, 28, 28}).to_string();
+  // After the summary (which runs a cpu input through it): parameters keep their identity, so
+  // the optimizer and its restored state follow.
+  const Device device = Device(c.device).canonical();
+  if (!device.is_cpu()) model->to(device);
   std::cout << "training " << c.model << " on " << c.dataset << " (" << train_set->size()
             << " train / " << test_set->size() << " test images), " << c.optimizer << " lr " << c.lr
             << ", batch " << c.batch_size << ", " << c.epochs << " epochs, seed " << c.seed << "\n";
@@ -189,7 +194,8 @@ int run_training(const TrainConfig& c) {
     double loss_sum = 0;
     int64_t correct = 0, seen = 0, steps = 0;
     for (data::Example& batch : train_loader) {
-      Tensor out = model->forward(batch.data);
+      batch.target = batch.target.to(device);
+      Tensor out = model->forward(batch.data.to(device));
       Tensor loss = cross_entropy(out, batch.target);
       opt->zero_grad();
       loss.backward();
@@ -239,7 +245,7 @@ int run_training(const TrainConfig& c) {
       break;
     }
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    EvalResult test = evaluate(*model, test_loader);
+    EvalResult test = evaluate(*model, test_loader, device);
     const double train_loss = loss_sum / double(std::max<int64_t>(seen, 1));
     const double train_acc = double(correct) / double(std::max<int64_t>(seen, 1));
     std::cout << std::fixed << std::setprecision(4) << "epoch " << epoch << ": train loss "

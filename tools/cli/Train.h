@@ -29,6 +29,9 @@ struct TrainConfig {
   int64_t test_limit = -1;         // use only the first N test images
   bool shuffle = true;
   int64_t workers = 1;             // data-loading threads
+  // Where the model and batches live: cpu, or cuda/mps/xpu (without that backend here, ops run
+  // on cpu through the device fallback and give the cpu run's numbers).
+  std::string device = "cpu";
   int64_t log_interval = 50;       // steps between step records in metrics.jsonl
   bool plot = true;
   bool tensorboard = true;

@@ -1,7 +1,8 @@
 // The `retorch` command: `retorch train ...` (the training job), `retorch summary --model M`,
 // `retorch ir FILE [--passes a,b]` (read a JIT graph, run passes on it, print it) and
 // `retorch compile --model M [--benchmark]` (compile a model's forward, time it against eager) and
-// `retorch profile [--output trace.json] -- <command>` (run a command under RETORCH_PROFILE).
+// `retorch profile [--output trace.json] -- <command>` (run a command under RETORCH_PROFILE) and
+// `retorch devices [--matrix] [--report -- <command>]` (device routing and its counters).
 #include <CLI/CLI.hpp>
 
 #include <fstream>
@@ -16,6 +17,7 @@
 #include "retorch/jit/passes/PassManager.h"
 #include "retorch/nn/Summary.h"
 #include "tools/cli/CompileCmd.h"
+#include "tools/cli/DevicesCmd.h"
 #include "tools/cli/LlmCmd.h"
 #include "tools/cli/Models.h"
 #include "tools/cli/ProfileCmd.h"
@@ -87,6 +89,9 @@ int main(int argc, char** argv) {
   bool no_shuffle = false, no_plot = false, no_tb = false;
   train->add_flag("--no-shuffle", no_shuffle, "visit training images in file order");
   train->add_option("--workers", c.workers, "data-loading threads")->capture_default_str();
+  train->add_option("--device", c.device,
+                    "cpu, or cuda/mps/xpu (run through the device fallback where absent)")
+      ->capture_default_str();
   train->add_option("--log-interval", c.log_interval, "steps between step records in metrics.jsonl")
       ->capture_default_str();
   train->add_flag("--no-plot", no_plot, "do not draw the learning-curve PNG");
@@ -118,6 +123,16 @@ int main(int argc, char** argv) {
                    "also record memory and plot allocated/reserved bytes over time to this PNG");
   prof->add_option("command", pc.command, "the command (after --), e.g. retorch train ...")
       ->required()->expected(-1);
+
+  retorch::cli::DevicesConfig dc;
+  CLI::App* dev = app.add_subcommand(
+      "devices", "device availability and routing, the op compatibility matrix, fallback reports");
+  dev->add_flag("--matrix", dc.matrix, "print for each op how cpu/cuda/mps/xpu/meta run it");
+  dev->add_flag("--markdown", dc.markdown, "the matrix as Markdown (docs/devices.md)");
+  dev->add_flag("--report", dc.report,
+                "run the command (after --) with RETORCH_DEVICE_REPORT=1: its fallback counters "
+                "print at exit");
+  dev->add_option("command", dc.command, "the command for --report")->expected(-1);
 
   retorch::cli::GenerateConfig gc;
   CLI::App* gen = app.add_subcommand(
@@ -163,6 +178,7 @@ int main(int argc, char** argv) {
     if (*ir) return run_ir(ir_file, ir_passes);
     if (*comp) return retorch::cli::run_compile(cc);
     if (*prof) return retorch::cli::run_profile(pc);
+    if (*dev) return retorch::cli::run_devices(dc);
     if (*gen) return retorch::cli::run_generate(gc);
     if (*bench) return retorch::cli::run_bench_llm(bc);
     auto model = retorch::cli::make_model(summary_model);

@@ -279,10 +279,13 @@ def gen_register(entries):
             for key, fn in e.dispatch.items():
                 name, lines = backend_adapter(op, key, fn)
                 adapters += lines
-                keys = {'CPU': ['CPU'], 'CUDA': ['CUDA'], 'Any': ['CPU', 'CUDA'],
-                        'Composite': ['CPU', 'CUDA']}[key]
+                # Composites and views work on any device: registered for every backend.
+                every = ['CPU', 'CUDA', 'Meta', 'MPS', 'XPU']
+                keys = {'CPU': ['CPU'], 'CUDA': ['CUDA'], 'Any': every, 'Composite': every}[key]
                 for k in keys:
                     regs.append(f'    h.set_kernel(DispatchKey::{k}, make_kernel(&{name}));')
+                if key in ('Any', 'Composite'):
+                    regs.append('    h.set_device_independent(true);')
             regs.append('  }')
             idx += 1
     c = HEADER + '// Registers every operator of ops.yaml and its backend kernels with the dispatcher.\n'

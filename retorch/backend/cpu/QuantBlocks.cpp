@@ -144,6 +144,12 @@ void dequantize_q6_k(const uint8_t* x, float* y, int64_t n) {
 
 // ---- scalar dot products with a quantized input row (Note [Activation quantization])
 
+// GCC 12.2 vectorizes this signed-by-signed byte dot product into AVX-512 VNNI's vpdpbusd, which
+// multiplies unsigned by signed bytes: wrong sums on CPUs with VNNI under -march=native. The
+// scalar reference stays scalar there (the AVX2 kernel is the fast path).
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-vectorize")))
+#endif
 float dot_q8_0(int64_t K, const uint8_t* w, const ActRow& a) {
   float sum = 0.0f;
   for (int64_t b = 0; b < K / kQK; ++b, w += 34) {

@@ -85,9 +85,7 @@ Tensor to_dtype(const Tensor& self, ScalarType dtype, bool non_blocking, bool co
 }
 Tensor to_device(const Tensor& self, std::optional<Device> device, std::optional<ScalarType> dtype,
                  bool non_blocking, bool copy) {
-  Device d = device.value_or(self.device());
-  if (d.is_cuda() && d.index < 0) d.index = 0;
-  if (d.is_cpu()) d.index = -1;  // CPU tensors carry no device index
+  Device d = device.value_or(self.device()).canonical();
   ScalarType t = dtype.value_or(self.dtype());
   if (d == self.device() && t == self.dtype() && !copy) return self;
   return retorch::_to_copy(self, t, d);

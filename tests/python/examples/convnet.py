@@ -3,6 +3,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+# Device configuration (the tutorial's line; retorch runs it on cuda without a GPU, see
+# test_devices.py)
+device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+
 num_epochs = 2
 num_classes = 10
 batch_size = 8
@@ -36,15 +40,15 @@ class ConvNet(nn.Module):
         return out
 
 
-model = ConvNet(num_classes)
+model = ConvNet(num_classes).to(device)
 criterion = nn.CrossEntropyLoss()
 optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
 
 losses = []
 for epoch in range(num_epochs):
     for i in range(0, len(images_all), batch_size):
-        images = torch.from_numpy(images_all[i:i + batch_size])
-        labels = torch.from_numpy(labels_all[i:i + batch_size])
+        images = torch.from_numpy(images_all[i:i + batch_size]).to(device)
+        labels = torch.from_numpy(labels_all[i:i + batch_size]).to(device)
         outputs = model(images)
         loss = criterion(outputs, labels)
         optimizer.zero_grad()
@@ -54,6 +58,6 @@ for epoch in range(num_epochs):
 
 model.eval()
 with torch.no_grad():
-    outputs = model(torch.from_numpy(images_all))
+    outputs = model(torch.from_numpy(images_all).to(device))
     _, predicted = torch.max(outputs.data, 1)
     eval_logits = outputs.flatten().tolist()

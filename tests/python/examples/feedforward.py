@@ -3,6 +3,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+# Device configuration (the tutorial's line; retorch runs it on cuda without a GPU, see
+# test_devices.py)
+device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+
 input_size = 784
 hidden_size = 64
 num_classes = 10
@@ -32,7 +36,7 @@ class NeuralNet(nn.Module):
         return out
 
 
-model = NeuralNet(input_size, hidden_size, num_classes)
+model = NeuralNet(input_size, hidden_size, num_classes).to(device)
 criterion = nn.CrossEntropyLoss()
 optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
 
@@ -40,7 +44,8 @@ losses = []
 total_step = len(train_loader)
 for epoch in range(num_epochs):
     for i, (images, labels) in enumerate(train_loader):
-        images = images.reshape(-1, 28 * 28)
+        images = images.reshape(-1, 28 * 28).to(device)
+        labels = labels.to(device)
         outputs = model(images)
         loss = criterion(outputs, labels)
 
@@ -55,7 +60,8 @@ with torch.no_grad():
     correct = 0
     total = 0
     for images, labels in train_loader:
-        images = images.reshape(-1, 28 * 28)
+        images = images.reshape(-1, 28 * 28).to(device)
+        labels = labels.to(device)
         outputs = model(images)
         _, predicted = torch.max(outputs.data, 1)
         total += labels.size(0)

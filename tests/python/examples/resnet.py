@@ -3,6 +3,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+# Device configuration (the tutorial's line; retorch runs it on cuda without a GPU, see
+# test_devices.py)
+device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+
 num_epochs = 2
 batch_size = 4
 learning_rate = 0.001
@@ -80,7 +84,7 @@ class ResNet(nn.Module):
         return out
 
 
-model = ResNet(ResidualBlock, [2, 2, 2])
+model = ResNet(ResidualBlock, [2, 2, 2]).to(device)
 criterion = nn.CrossEntropyLoss()
 optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
 
@@ -94,8 +98,8 @@ losses = []
 curr_lr = learning_rate
 for epoch in range(num_epochs):
     for i in range(0, len(images_all), batch_size):
-        images = torch.from_numpy(images_all[i:i + batch_size])
-        labels = torch.from_numpy(labels_all[i:i + batch_size])
+        images = torch.from_numpy(images_all[i:i + batch_size]).to(device)
+        labels = torch.from_numpy(labels_all[i:i + batch_size]).to(device)
         outputs = model(images)
         loss = criterion(outputs, labels)
         optimizer.zero_grad()
@@ -107,4 +111,4 @@ for epoch in range(num_epochs):
 
 model.eval()
 with torch.no_grad():
-    eval_logits = model(torch.from_numpy(images_all)).flatten().tolist()
+    eval_logits = model(torch.from_numpy(images_all).to(device)).flatten().tolist()

@@ -3,6 +3,10 @@ import numpy as np
 import torch
 import torch.nn as nn
 
+# Device configuration (the tutorial's line; retorch runs it on cuda without a GPU, see
+# test_devices.py)
+device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
+
 sequence_length = 28
 input_size = 28
 hidden_size = 32
@@ -26,14 +30,14 @@ class RNN(nn.Module):
         self.fc = nn.Linear(hidden_size, num_classes)
 
     def forward(self, x):
-        h0 = torch.zeros(self.num_layers, x.size(0), self.hidden_size)
-        c0 = torch.zeros(self.num_layers, x.size(0), self.hidden_size)
+        h0 = torch.zeros(self.num_layers, x.size(0), self.hidden_size).to(x.device)
+        c0 = torch.zeros(self.num_layers, x.size(0), self.hidden_size).to(x.device)
         out, _ = self.lstm(x, (h0, c0))
         out = self.fc(out[:, -1, :])
         return out
 
 
-model = RNN(input_size, hidden_size, num_layers, num_classes)
+model = RNN(input_size, hidden_size, num_layers, num_classes).to(device)
 criterion = nn.CrossEntropyLoss()
 optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
 
@@ -41,8 +45,8 @@ losses = []
 for epoch in range(num_epochs):
     for i in range(0, len(images_all), batch_size):
         images = torch.from_numpy(images_all[i:i + batch_size]).reshape(-1, sequence_length,
-                                                                         input_size)
-        labels = torch.from_numpy(labels_all[i:i + batch_size])
+                                                                         input_size).to(device)
+        labels = torch.from_numpy(labels_all[i:i + batch_size]).to(device)
         outputs = model(images)
         loss = criterion(outputs, labels)
         optimizer.zero_grad()

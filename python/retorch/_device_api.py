@@ -1,0 +1,130 @@
+"""The torch.cuda-shaped API of one device type, shared by retorch.cuda, retorch.mps, retorch.xpu.
+
+Without the device (always for mps and xpu; for cuda without the CUDA backend or a GPU) the
+functions answer truthfully: is_available() is False, device_count() 0, streams are always idle,
+events time the host clock, memory queries report 0 bytes (tensors "on" the device live in host
+memory), and random ops draw from the CPU generator, so seeding acts on it. Tensors and modules
+moved to the device still work: the device fallback runs their ops on the CPU.
+"""
+import contextlib
+
+from . import _C
+
+Stream = _C.Stream
+Event = _C.Event
+
+
+def _install(ns, kind):
+    """Defines the device API of `kind` ("cuda", "mps", "xpu") in the module namespace ns."""
+
+    def _index(device):
+        if device is None:
+            return -1
+        if isinstance(device, int):
+            return device
+        d = _C.device(device) if isinstance(device, str) else device
+        if d.type != kind:
+            raise ValueError(f"Expected a {kind} device, but got: {d}")
+        return -1 if d.index is None else d.index
+
+    def is_available():
+        return _C._device_available(kind)
+
+    def device_count():
+        return _C._device_count(kind)
+
+    def is_initialized():
+        return is_available()
+
+    def current_device():
+        return _C._current_device(kind)
+
+    def set_device(device):
+        _C._set_device(kind, _index(device))
+
+    def synchronize(device=None):
+        _C._synchronize(kind, _index(device))
+
+    def current_stream(device=None):
+        return _C._current_stream(kind, _index(device))
+
+    def default_stream(device=None):
+        return _C._default_stream(kind, _index(device))
+
+    @contextlib.contextmanager
+    def stream(s):
+        """Makes s the current stream for the block (None leaves the current one)."""
+        if s is None:
+            yield
+            return
+        prev = current_stream(s.device.index)
+        _C._set_stream(s)
+        try:
+            yield
+        finally:
+            _C._set_stream(prev)
+
+    def set_stream(s):
+        _C._set_stream(s)
+
+    class device:  # noqa: N801  (torch.cuda.device)
+        """Context manager that makes `idx` the current device for the block."""
+
+        def __init__(self, idx):
+            self.idx = _index(idx)
+            self.prev = -1
+
+        def __enter__(self):
+            self.prev = current_device()
+            if self.idx >= 0:
+                set_device(self.idx)
+
+        def __exit__(self, *exc):
+            if self.idx >= 0:
+                set_device(self.prev)
+            return False
+
+    def manual_seed(seed):
+        _C._device_manual_seed(kind, int(seed))
+
+    manual_seed_all = manual_seed
+
+    def get_rng_state(device=None):
+        return _C._device_get_rng_state(kind, _index(device))
+
+    def set_rng_state(new_state, device=None):
+        _C._device_set_rng_state(kind, new_state, _index(device))
+
+    def get_rng_state_all():
+        return [get_rng_state(i) for i in range(max(device_count(), 1))]
+
+    def set_rng_state_all(new_states):
+        for i, s in enumerate(new_states):
+            set_rng_state(s, i)
+
+    def memory_allocated(device=None):
+        return _C._memory_stat(kind, "allocated", _index(device))
+
+    def max_memory_allocated(device=None):
+        return _C._memory_stat(kind, "max_allocated", _index(device))
+
+    def memory_reserved(device=None):
+        return _C._memory_stat(kind, "reserved", _index(device))
+
+    def max_memory_reserved(device=None):
+        return _C._memory_stat(kind, "max_reserved", _index(device))
+
+    def reset_peak_memory_stats(device=None):
+        _C._reset_peak_memory_stats(kind, _index(device))
+
+    def empty_cache():
+        _C._empty_cache(kind)
+
+    def memory_summary(device=None, abbreviated=False):
+        return _C._memory_summary(kind, _index(device))
+
+    for name, value in list(locals().items()):
+        if not name.startswith("_") and name not in ("ns", "kind"):
+            ns[name] = value
+    ns["Stream"] = Stream
+    ns["Event"] = Event

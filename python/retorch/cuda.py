@@ -1,0 +1,5 @@
+"""retorch.cuda: torch.cuda's device API (see retorch/_device_api.py for its behaviour without a device)."""
+from ._device_api import _install
+
+_install(globals(), "cuda")
+del _install

@@ -1,0 +1,5 @@
+"""retorch.mps: torch.mps's device API (see retorch/_device_api.py for its behaviour without a device)."""
+from ._device_api import _install
+
+_install(globals(), "mps")
+del _install

@@ -1,0 +1,183 @@
+// The device API: per-type availability, current device and stream, events, RNG and memory
+// queries; truthful answers without a backend (Note [Device API without a device]).
+#include "retorch/device/DeviceApi.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "retorch/core/Allocator.h"
+#include "retorch/core/Error.h"
+#include "retorch/core/Generator.h"
+#include "retorch/device/DeviceFallback.h"
+#include "retorch/profiler/Profiler.h"
+
+namespace retorch {
+
+namespace detail {
+// From the CUDA backend, or backend/no_cuda when it is not built.
+bool cuda_backend_available();
+int cuda_backend_device_count();
+}  // namespace detail
+
+// Note [Device API without a device]
+// Without a backend a device type still "works" through the device fallback (Note [Device
+// routing]), so its API answers as the fallback behaves, never pretending a device exists:
+// is_available() is false and device_count() 0; current/set device track the index that
+// tensors asked for "cuda" get; streams are always idle and events time the host clock (work
+// runs as it is issued); memory queries report 0 bytes, since those tensors live in host memory
+// and the cpu allocator counts them; random ops draw from the CPU default generator, so seeding
+// and RNG state act on it and a program gives the numbers it gives on cpu.
+
+bool device_available(DeviceType type) {
+  if (type == kCPU) return true;
+  if (type == kCUDA) return detail::cuda_backend_available();
+  return false;
+}
+
+int device_count(DeviceType type) {
+  if (type == kCPU) return 1;
+  if (type == kCUDA) return detail::cuda_backend_device_count();
+  return 0;
+}
+
+DeviceGuard::DeviceGuard(Device d) : type_(d.type), previous_(current_device_index(d.type)) {
+  if (d.has_index() && d.index >= 0) set_current_device_index(d.type, d.index);
+}
+DeviceGuard::~DeviceGuard() { set_current_device_index(type_, previous_); }
+
+namespace {
+int64_t host_now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+thread_local Stream tls_stream[kNumDeviceTypes];
+thread_local bool tls_stream_set[kNumDeviceTypes] = {};
+
+Device device_at(DeviceType type, int index) {
+  return Device(type, int8_t(index < 0 ? current_device_index(type) : index));
+}
+}  // namespace
+
+void Event::record(const Stream& stream) {
+  (void)stream;
+  recorded_ = true;
+  host_ns_ = host_now_ns();
+}
+
+double Event::elapsed_time(const Event& end) const {
+  RT_CHECK(enable_timing_ && end.enable_timing_,
+           "Event.elapsed_time: both events must be created with enable_timing=True");
+  RT_CHECK(recorded_ && end.recorded_,
+           "Event.elapsed_time: both events must be recorded before calculating elapsed time");
+  return double(end.host_ns_ - host_ns_) / 1e6;
+}
+
+namespace device_api {
+
+void check_index(DeviceType type, int index, const char* fn) {
+  RT_CHECK_VALUE(index >= -1 && index < 128, device_type_name(type), ".", fn,
+                 ": invalid device index ", index);
+  if (device_available(type))
+    RT_CHECK_VALUE(index < device_count(type), device_type_name(type), ".", fn,
+                   ": invalid device ordinal ", index, " (", device_count(type),
+                   " devices available)");
+}
+
+int current_device(DeviceType type) { return current_device_index(type); }
+
+void set_device(DeviceType type, int index) {
+  RT_CHECK_VALUE(index >= 0, device_type_name(type), ".set_device: expected a device index >= 0, got ",
+                 index);
+  check_index(type, index, "set_device");
+  set_current_device_index(type, int8_t(index));
+}
+
+void synchronize(DeviceType type, int index) { check_index(type, index, "synchronize"); }
+
+Stream default_stream(DeviceType type, int index) {
+  check_index(type, index, "default_stream");
+  return Stream(device_at(type, index));
+}
+
+Stream current_stream(DeviceType type, int index) {
+  check_index(type, index, "current_stream");
+  const Device d = device_at(type, index);
+  if (tls_stream_set[int(type)] && tls_stream[int(type)].device() == d) return tls_stream[int(type)];
+  return Stream(d);
+}
+
+void set_stream(const Stream& s) {
+  tls_stream[int(s.device().type)] = s;
+  tls_stream_set[int(s.device().type)] = true;
+}
+
+void manual_seed(DeviceType type, uint64_t seed) {
+  if (!device_available(type) || type == kCPU) default_generator().manual_seed(seed);
+}
+
+Tensor get_rng_state(DeviceType type, int index) {
+  check_index(type, index, "get_rng_state");
+  const std::array<uint64_t, 2> s = default_generator().get_state();
+  Tensor t = make_empty({int64_t(sizeof s)}, kByte);
+  std::memcpy(t.data_ptr(), s.data(), sizeof s);
+  return t;
+}
+
+void set_rng_state(DeviceType type, const Tensor& state, int index) {
+  check_index(type, index, "set_rng_state");
+  std::array<uint64_t, 2> s{};
+  RT_CHECK_TYPE(state.defined() && state.dtype() == kByte, device_type_name(type),
+                ".set_rng_state: expected a torch.uint8 tensor, got ",
+                state.defined() ? dtype_name(state.dtype()) : "an undefined tensor");
+  RT_CHECK_VALUE(state.numel() == int64_t(sizeof s), device_type_name(type),
+                 ".set_rng_state: expected a state of ", sizeof s, " bytes, got ", state.numel());
+  Tensor c = state.to(Device(kCPU)).contiguous();
+  std::memcpy(s.data(), c.data_ptr(), sizeof s);
+  default_generator().set_state(s);
+}
+
+namespace {
+// One field of the device allocator's statistics; 0 without a device (Note [Device API without
+// a device]).
+int64_t memory_stat(DeviceType type, int index, int64_t AllocatorStats::*field) {
+  check_index(type, index, "memory statistics");
+  if (!device_available(type) || type == kCPU) return 0;
+  return allocator_for(device_at(type, index))->stats().*field;
+}
+}  // namespace
+
+int64_t memory_allocated(DeviceType type, int index) {
+  return memory_stat(type, index, &AllocatorStats::allocated_bytes);
+}
+int64_t max_memory_allocated(DeviceType type, int index) {
+  return memory_stat(type, index, &AllocatorStats::peak_allocated_bytes);
+}
+int64_t memory_reserved(DeviceType type, int index) {
+  return memory_stat(type, index, &AllocatorStats::reserved_bytes);
+}
+int64_t max_memory_reserved(DeviceType type, int index) {
+  return memory_stat(type, index, &AllocatorStats::peak_reserved_bytes);
+}
+
+void reset_peak_memory_stats(DeviceType type, int index) {
+  check_index(type, index, "reset_peak_memory_stats");
+  if (device_available(type) && type != kCPU)
+    allocator_for(device_at(type, index))->reset_peak_stats();
+}
+
+void empty_cache(DeviceType type) {
+  if (device_available(type) && type != kCPU) allocator_for(Device(type, 0))->empty_cache();
+}
+
+std::string memory_summary(DeviceType type, int index) {
+  check_index(type, index, "memory_summary");
+  if (device_available(type)) return profiler::memory_summary(device_at(type, index));
+  return std::string("No ") + std::string(device_type_name(type)) +
+         " device: tensors on it run through the device fallback and live in host memory, which "
+         "memory_summary('cpu') describes.\n";
+}
+
+}  // namespace device_api
+
+}  // namespace retorch
