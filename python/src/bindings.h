@@ -14,6 +14,8 @@ namespace py = pybind11;
 namespace retorch::python {
 /// Converts varargs sizes (2, 3) or a single sequence ((2, 3)) to ints.
 std::vector<int64_t> pyargs_to_ints(const py::args& args);
+/// None, a device or a device string ("cuda:1") as an optional Device.
+std::optional<Device> optional_device(const py::object& device);
 }  // namespace retorch::python
 
 namespace pybind11::detail {

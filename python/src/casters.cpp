@@ -119,6 +119,12 @@ bool type_caster<retorch::ArrayRef<std::optional<retorch::Tensor>>>::load(handle
 
 namespace retorch::python {
 
+std::optional<Device> optional_device(const py::object& device) {
+  if (device.is_none()) return std::nullopt;
+  if (py::isinstance<py::str>(device)) return Device(device.cast<std::string>());
+  return device.cast<Device>();
+}
+
 std::vector<int64_t> pyargs_to_ints(const py::args& args) {
   std::vector<int64_t> out;
   if (args.size() == 1 && !PyLong_Check(args[0].ptr())) {

@@ -67,9 +67,9 @@ void bind_memory_format(py::module_& m, py::class_<Tensor>& cls) {
         py::arg("device") = py::none(), py::arg("requires_grad") = false,
         py::arg("memory_format"));
   m.def("empty", [empty_mf](py::args sizes, std::optional<ScalarType> dtype,
-                            std::optional<Device> device, bool requires_grad, MemoryFormat f) {
+                            py::object device, bool requires_grad, MemoryFormat f) {
         auto ints = pyargs_to_ints(sizes);
-        return empty_mf(IntArrayRef(ints), dtype, device, requires_grad, f);
+        return empty_mf(IntArrayRef(ints), dtype, optional_device(device), requires_grad, f);
       }, py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
       py::arg("requires_grad") = false, py::arg("memory_format"));
   m.def("_restride_like", &restride_like);

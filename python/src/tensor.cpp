@@ -254,7 +254,15 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
       .def("element_size", &Tensor::element_size)
       .def("storage_offset", &Tensor::storage_offset)
       .def("is_floating_point", &Tensor::is_floating_point)
-      .def("data_ptr", [](const Tensor& t) { return reinterpret_cast<uintptr_t>(t.data_ptr()); })
+      .def("data_ptr", [](const Tensor& t) -> uintptr_t {
+        if (t.device().is_meta()) return 0;  // as in PyTorch: meta tensors have no data
+        return reinterpret_cast<uintptr_t>(t.data_ptr());
+      })
+      .def("is_set_to", [](const Tensor& a, const Tensor& b) {  // same memory and geometry
+        return a.impl()->storage().get() == b.impl()->storage().get() &&
+               a.storage_offset() == b.storage_offset() && a.sizes().equals(b.sizes()) &&
+               a.strides().equals(b.strides());
+      })
       .def("item", [](const Tensor& t) {
         RT_CHECK_VALUE(t.numel() == 1,
                        "only one element tensors can be converted to Python scalars");

@@ -123,6 +123,15 @@ std::string Tensor::toString() const {
   std::ostringstream os;
   os << "tensor(";
   ScalarType t = dtype();
+  if (device().is_meta()) {  // no data: PyTorch's "tensor(..., device='meta', size=(2, 3))"
+    os << "..., device='meta', size=(";
+    for (int64_t i = 0; i < dim(); ++i) os << (i ? ", " : "") << size(i);
+    os << (dim() == 1 ? ",)" : ")");
+    if (t != default_dtype()) os << ", dtype=torch." << dtype_name(t);
+    if (requires_grad()) os << ", requires_grad=True";
+    os << ")";
+    return os.str();
+  }
   Tensor cpu = is_cpu() ? *this : to(Device(kCPU));
   const char* data = static_cast<const char*>(cpu.impl()->data());
   bool summarize = numel() > kThreshold;

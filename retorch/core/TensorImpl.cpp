@@ -94,7 +94,10 @@ void TensorImpl::resize_contiguous(IntArrayRef sizes) {
   }
 }
 
-void TensorImpl::raise_storage_too_small() const {
+void TensorImpl::raise_no_data() const {
+  RT_CHECK_KIND(!device_.is_meta(), ErrorKind::kNotImplemented,
+                "Cannot access the data of a meta tensor (shape ", sizes(), ", ", dtype_,
+                "): meta tensors have shapes and dtypes but no data");
   RT_ERROR("tensor of shape ", sizes(), " with strides ", strides(), " and storage offset ",
            storage_offset_, " needs ", required_bytes_, " bytes but its storage has only ",
            storage_->nbytes(), " bytes (its storage was resized or freed under this view)");

@@ -46,9 +46,11 @@ class TensorImpl : public intrusive_target {
   /// Grows the storage when the new contiguous size does not fit (resize_ semantics).
   void resize_contiguous(IntArrayRef sizes);
 
-  /// Pointer to element 0; errors if the storage no longer covers the view.
+  /// Pointer to element 0; errors if the storage no longer covers the view, or on meta tensors
+  /// (which have no data).
   void* data() const {
-    if (__builtin_expect(required_bytes_ > int64_t(storage_->nbytes()), 0)) raise_storage_too_small();
+    if (__builtin_expect(required_bytes_ > int64_t(storage_->nbytes()) || device_.type == kMeta, 0))
+      raise_no_data();
     return static_cast<char*>(storage_->data()) + storage_offset_ * int64_t(itemsize());
   }
 
@@ -70,7 +72,7 @@ class TensorImpl : public intrusive_target {
   void reset_autograd_meta() { autograd_meta_.reset(); }
 
  private:
-  [[noreturn]] void raise_storage_too_small() const;
+  [[noreturn]] void raise_no_data() const;
   void refresh();
 
   Storage storage_;

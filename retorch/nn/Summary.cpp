@@ -43,7 +43,10 @@ ModelSummary summary(Module& model, const std::vector<int64_t>& input_shape, Sca
       activation_elems += out.numel();
       s.rows.push_back(std::move(row));
     });
-    model.forward(zeros(input_shape, TensorOptions(dtype)));
+    // On the model's device: a model moved to meta is summarized without computing anything.
+    const auto params = model.parameters();
+    const Device device = params.empty() ? Device(kCPU) : params.front().device();
+    model.forward(zeros(input_shape, TensorOptions(dtype).device(device)));
   }
   model.train(was_training);
   for (const auto& p : model.parameters()) {

@@ -23,8 +23,8 @@ struct ModelSummary {
   std::string to_string() const;
 };
 
-/// Runs model (eval mode, no grad) on zeros(input_shape) and tabulates its leaf layers. The
-/// model's training mode is restored afterwards.
+/// Runs model (eval mode, no grad) on zeros(input_shape) on the model's device and tabulates
+/// its leaf layers (on meta, a dry run). The model's training mode is restored afterwards.
 ModelSummary summary(Module& model, const std::vector<int64_t>& input_shape,
                      ScalarType dtype = kFloat);
 

@@ -179,6 +179,13 @@ def gen_api(entries):
     return h, m, c
 
 
+# The C++ namespace of each dispatch key's kernels. `Meta: cpu` in ops.yaml registers the CPU
+# kernel for meta tensors too: kernels built on TensorIterator compute shapes, dtypes and outputs
+# there and run no loop on meta operands (TensorIterator::is_meta).
+NAMESPACES = {'CPU': 'cpu', 'CUDA': 'cuda', 'Meta': 'meta', 'Any': 'native',
+              'Composite': 'composite'}
+
+
 def kernel_decl(e, ns_fn):
     """Declaration of a backend kernel for an entry."""
     params = [f'{a.cpp} {a.name}' for a in e.args]
@@ -192,7 +199,9 @@ def gen_kernels_header(entries):
     byns = {}
     for e in entries:
         for key, fn in e.dispatch.items():
-            ns = {'CPU': 'cpu', 'CUDA': 'cuda', 'Any': 'native', 'Composite': 'composite'}[key]
+            if key == 'Meta' and fn == 'cpu':
+                continue  # the CPU kernel itself (see gen_register)
+            ns = NAMESPACES[key]
             if key == 'Composite':
                 params = [f'{a.cpp} {a.name}' for a in e.args]
                 decl = f'{e.ops()[0].ret_cpp} {fn}({", ".join(params)});'
@@ -212,7 +221,7 @@ def gen_kernels_header(entries):
 def backend_adapter(op, key, fn):
     """A static function with the dispatcher signature that calls the kernel."""
     e = op.entry
-    ns = {'CPU': 'cpu', 'CUDA': 'cuda', 'Any': 'native', 'Composite': 'composite'}[key]
+    ns = NAMESPACES[key]
     params = ', '.join(['DispatchKeySet'] + [f'{a.cpp} {a.name}' for a in op.args])
     base_args = [a.name for a in e.args]
     name = f'{key.lower()}_{op.uid}'
@@ -277,11 +286,16 @@ def gen_register(entries):
                            f'{len(op.rets)}}},')
             regs.append(f'  {{ auto& h = d.register_op(kSchemas[{idx}]);')
             for key, fn in e.dispatch.items():
+                if key == 'Meta' and fn == 'cpu':
+                    assert 'CPU' in e.dispatch, f'{op.full_name}: Meta: cpu without a CPU kernel'
+                    regs.append(f'    h.set_kernel(DispatchKey::Meta, make_kernel(&cpu_{op.uid}));')
+                    continue
                 name, lines = backend_adapter(op, key, fn)
                 adapters += lines
                 # Composites and views work on any device: registered for every backend.
                 every = ['CPU', 'CUDA', 'Meta', 'MPS', 'XPU']
-                keys = {'CPU': ['CPU'], 'CUDA': ['CUDA'], 'Any': every, 'Composite': every}[key]
+                keys = {'CPU': ['CPU'], 'CUDA': ['CUDA'], 'Meta': ['Meta'], 'Any': every,
+                        'Composite': every}[key]
                 for k in keys:
                     regs.append(f'    h.set_kernel(DispatchKey::{k}, make_kernel(&{name}));')
                 if key in ('Any', 'Composite'):

@@ -85,14 +85,17 @@ def gen_binding(op, method):
             vpy = [f'py::arg("{a.name}")' + (f' = {py_default(a)}' if py_default(a) else '')
                    for a in kw]
             if op.has_options:
-                vparams += ['std::optional<ScalarType> dtype', 'std::optional<Device> device',
+                # device as an object: pybind11 applies no implicit str -> device conversion
+                # to keyword arguments after *args, so device="cuda" is converted here.
+                vparams += ['std::optional<ScalarType> dtype', 'py::object device',
                             'bool requires_grad']
                 vpy += ['py::arg("dtype") = py::none()', 'py::arg("device") = py::none()',
                         'py::arg("requires_grad") = false']
             vcall = [('IntArrayRef(ints)' if a.name == rest[0].name else a.name) for a in
                      [x for x in op.args if not (op.has_options and x.name in ('dtype', 'device'))]]
             if op.has_options:
-                vcall.append('TensorOptions().dtype(dtype).device(device).requires_grad(requires_grad)')
+                vcall.append('TensorOptions().dtype(dtype).device(optional_device(device))'
+                             '.requires_grad(requires_grad)')
             body = (f'auto ints = pyargs_to_ints(sizes); '
                     f'return retorch::{fname}({", ".join(vcall)});')
             vl = f'  {target}.def("{pyname}", []({", ".join(vparams)}) {{ {body} }}'

@@ -482,7 +482,7 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
     out_shape = {N, out_ch, H, W};
   }
   Tensor y = make_empty(out_shape, ct, input.device());
-  if (y.numel() > 0) {
+  if (y.numel() > 0 && !y.device().is_meta()) {  // See Note [Meta through CPU kernels]
     RT_DISPATCH_ALL(ct, "convolution", [&] {
       if constexpr (kConvType<scalar_t>) {
         const scalar_t* bp = b.defined() ? b.data_ptr<scalar_t>() : nullptr;
@@ -541,6 +541,7 @@ Tensor convolution_backward_weight(const Tensor& grad_output, const Tensor& inpu
   Window g{x.size(1), x.size(2), x.size(3), ws[2], ws[3], pd[0], pd[1], s[0], s[1], dl[0], dl[1],
            go.size(2), go.size(3)};
   Tensor gw = make_empty(ws, ct, input.device());
+  if (!gw.device().is_meta())  // See Note [Meta through CPU kernels]
   RT_DISPATCH_FLOATING(ct, op, [&] {
     if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>) {
       if (g.rows() == 0 || g.cols() == 0 || N == 0 || O == 0) {

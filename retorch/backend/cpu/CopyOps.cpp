@@ -80,7 +80,7 @@ void check_fill_value(const Scalar& v, ScalarType dtype) {
 
 Tensor fill_(const Tensor& self, const Scalar& value) {
   RT_DISPATCH_ALL(self.dtype(), "fill_", [&] { check_fill_value<scalar_t>(value, self.dtype()); });
-  if (self.numel() == 0) return self;
+  if (self.numel() == 0 || self.device().is_meta()) return self;  // Note [Meta through CPU kernels]
   if (self.is_contiguous()) {
     RT_DISPATCH_ALL(self.dtype(), "fill_", [&] {
       scalar_t v = value.to<scalar_t>();
@@ -98,7 +98,7 @@ Tensor fill_(const Tensor& self, const Scalar& value) {
 
 Tensor clone(const Tensor& self) {
   Tensor out = make_empty(self.sizes(), self.dtype(), self.device());
-  return copy_(out, self, false);
+  return out.copy_(self);  // dispatched: on meta tensors, the meta copy
 }
 
 Tensor to_copy(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device) {

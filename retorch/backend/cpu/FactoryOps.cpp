@@ -9,7 +9,9 @@
 namespace retorch::cpu {
 
 namespace {
+// cpu, or meta: these kernels make meta tensors too (See Note [Meta through CPU kernels]).
 Device cpu_device(const std::optional<Device>& d, const char* op) {
+  if (d && d->is_meta()) return Device(kMeta);
   RT_CHECK(!d || d->is_cpu(), op, ": the CPU backend cannot allocate on ", *d);
   return Device(kCPU);
 }
@@ -50,6 +52,7 @@ Tensor arange_start_step(const Scalar& start, const Scalar& end, const Scalar& s
            "arange: invalid size, possible overflow?");
   int64_t n = int64_t(size_d);
   Tensor out = make_empty({n}, dt, cpu_device(device, "arange"));
+  if (out.device().is_meta()) return out;
   RT_DISPATCH_NUMERIC(dt, "arange", [&] {
     scalar_t* p = out.data_ptr<scalar_t>();
     if constexpr (std::is_floating_point_v<opmath_t<scalar_t>>) {
@@ -66,6 +69,7 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps,
   RT_CHECK(steps >= 0, "linspace: number of steps must be non-negative");
   ScalarType dt = dtype.value_or(default_dtype());
   Tensor out = make_empty({steps}, dt, cpu_device(device, "linspace"));
+  if (out.device().is_meta()) return out;
   double s = start.to_double(), e = end.to_double();
   if (!is_floating_type(dt)) {  // PyTorch converts start and end to the integer dtype first
     s = double(start.to_long());
@@ -92,6 +96,7 @@ Tensor eye(int64_t n, std::optional<int64_t> m_opt, std::optional<ScalarType> dt
   RT_CHECK(n >= 0, "eye: n must be greater or equal to 0, got ", n);
   RT_CHECK(m >= 0, "eye: m must be greater or equal to 0, got ", m);
   Tensor out = retorch::zeros({n, m}, TensorOptions(dtype.value_or(default_dtype())).device(cpu_device(device, "eye")));
+  if (out.device().is_meta()) return out;
   RT_DISPATCH_ALL(out.dtype(), "eye", [&] {
     scalar_t* p = out.data_ptr<scalar_t>();
     for (int64_t i = 0; i < std::min(n, m); ++i) p[i * m + i] = scalar_t(1);

@@ -90,6 +90,14 @@ void index_select_out(const Tensor& self, int64_t dim, const Tensor& index, Tens
   RT_CHECK_INDEX(index.dim() <= 1, "index_select(): Index is supposed to be a vector, got shape ",
                  index.sizes());
   int64_t d = maybe_wrap_dim(dim, self.dim(), "index_select");
+  if (self.device().is_meta() || index.device().is_meta()) {  // Note [Meta through CPU kernels]
+    std::vector<int64_t> shape = self.sizes().vec();
+    if (self.dim() > 0) shape[size_t(d)] = index.numel();
+    Tensor result = make_empty(shape, self.dtype(), Device(kMeta));
+    if (!out.defined()) out = result;
+    else detail::resize_output(out, shape, "index_select");
+    return;
+  }
   std::vector<int64_t> idx = index_values(index);
   int64_t size = self.dim() == 0 ? 1 : self.size(d);
   for (int64_t v : idx)
@@ -127,6 +135,7 @@ void gather_out(const Tensor& self, int64_t dim, const Tensor& index, bool spars
   check_scatter_gather("gather", self, d, index, nullptr);
   Tensor result = make_empty(index.sizes(), self.dtype(), self.device());
   IntArrayRef rs = result.strides();
+  if (!result.device().is_meta())  // See Note [Meta through CPU kernels]
   RT_DISPATCH_ALL(self.dtype(), "gather", [&] {
     const scalar_t* sp = static_cast<const scalar_t*>(self.impl()->data());
     scalar_t* rp = result.data_ptr<scalar_t>();

@@ -308,7 +308,7 @@ void gemm_activation(const Tensor& bias, const Tensor& a, const Tensor& b, Tenso
 void mm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
   check_mm("mm", self, mat2);
   Tensor result = make_empty({self.size(0), mat2.size(1)}, self.dtype(), self.device());
-  gemm2d(self, mat2, result, 1.0, 0.0);
+  if (!result.device().is_meta()) gemm2d(self, mat2, result, 1.0, 0.0);  // Note [Meta through CPU kernels]
   finish_out(result, out, "mm");
 }
 
@@ -321,9 +321,11 @@ void addmm_out(const Tensor& self, const Tensor& mat1, const Tensor& mat2, const
   RT_CHECK(is_expandable_to(self.sizes(), shape), "addmm: self of shape ", self.sizes(),
            " cannot be broadcast to the product shape ", IntArrayRef(shape));
   Tensor result = make_empty(shape, mat1.dtype(), mat1.device());
-  double b = beta.to_double();
-  if (b != 0) result.copy_(self.expand(shape));
-  gemm2d(mat1, mat2, result, alpha.to_double(), b);
+  if (!result.device().is_meta()) {  // See Note [Meta through CPU kernels]
+    double b = beta.to_double();
+    if (b != 0) result.copy_(self.expand(shape));
+    gemm2d(mat1, mat2, result, alpha.to_double(), b);
+  }
   finish_out(result, out, "addmm");
 }
 
@@ -343,7 +345,7 @@ void addmm_activation_out(const Tensor& self, const Tensor& mat1, const Tensor& 
   Tensor result;
   if (dt == kFloat || dt == kDouble) {  // Note [GEMM epilogue]
     result = make_empty(shape, dt, mat1.device());
-    if (result.numel() > 0) {
+    if (result.numel() > 0 && !result.device().is_meta()) {  // Note [Meta through CPU kernels]
       const double b = beta.to_double(), a = alpha.to_double();
       Tensor bias = self.expand(shape);
       if (dt == kFloat)
@@ -377,7 +379,7 @@ void bmm_out(const Tensor& self, const Tensor& mat2, Tensor& out) {
            "\"bmm\" not implemented for 'Bool'");
   int64_t B = self.size(0);
   Tensor result = make_empty({B, self.size(1), mat2.size(2)}, self.dtype(), self.device());
-  gemm(self, mat2, result, 1.0, 0.0);
+  if (!result.device().is_meta()) gemm(self, mat2, result, 1.0, 0.0);  // Note [Meta through CPU kernels]
   finish_out(result, out, "bmm");
 }
 
@@ -390,6 +392,7 @@ Tensor dot(const Tensor& self, const Tensor& tensor) {
   RT_CHECK(self.dtype() == tensor.dtype(), "dot : expected both vectors to have same dtype, "
            "but found ", self.dtype(), " and ", tensor.dtype());
   Tensor out = make_empty({}, self.dtype(), self.device());
+  if (out.device().is_meta()) return out;  // See Note [Meta through CPU kernels]
   int64_t n = self.numel();
   if (self.dtype() == kFloat) {
     *out.data_ptr<float>() = cblas_sdot(int(n), self.data_ptr<float>(), int(self.stride(0)),

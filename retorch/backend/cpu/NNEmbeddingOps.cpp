@@ -39,6 +39,11 @@ Tensor embedding(const Tensor& weight, const Tensor& indices, int64_t /*padding_
                  bool /*scale_grad_by_freq*/, bool sparse) {
   RT_CHECK(weight.dim() == 2, "embedding: 'weight' must be 2-D, got shape ", weight.sizes());
   RT_CHECK(!sparse, "embedding: sparse gradients are not supported by retorch");
+  if (weight.device().is_meta() || indices.device().is_meta()) {  // Note [Meta through CPU kernels]
+    std::vector<int64_t> shape(indices.sizes().begin(), indices.sizes().end());
+    shape.push_back(weight.size(1));
+    return make_empty(shape, weight.dtype(), Device(kMeta));
+  }
   std::vector<int64_t> idx = index_values(indices, "embedding", "indices");
   int64_t V = weight.size(0), D = weight.size(1);
   check_range(idx, V, "embedding", true);
@@ -56,6 +61,9 @@ Tensor embedding_dense_backward(const Tensor& grad_output, const Tensor& indices
                                 bool scale_grad_by_freq) {
   RT_CHECK(is_floating_type(grad_output.dtype()), "embedding_dense_backward: expected a floating "
            "point grad_output, got ", grad_output.dtype());
+  if (grad_output.device().is_meta())  // See Note [Meta through CPU kernels]
+    return make_empty({num_weights, grad_output.dim() > 0 ? grad_output.size(-1) : 0},
+                      grad_output.dtype(), grad_output.device());
   std::vector<int64_t> idx = index_values(indices, "embedding_backward", "indices");
   check_range(idx, num_weights, "embedding_backward", true);
   int64_t n = int64_t(idx.size());

@@ -115,6 +115,12 @@ std::tuple<Tensor, Tensor> cross_entropy_fused(const Tensor& input, const Tensor
   RT_CHECK(!has_w || (weight->dim() == 1 && weight->numel() == C), op, ": weight tensor should "
            "be defined either for all ", C, " classes or no classes but got weight tensor of "
            "shape: ", has_w ? weight->sizes() : IntArrayRef());
+  if (input.device().is_meta()) {  // See Note [Meta through CPU kernels]
+    const std::vector<int64_t> loss_shape =
+        reduction == 0 ? std::vector<int64_t>{N} : std::vector<int64_t>{};
+    return {make_empty(loss_shape, input.dtype(), input.device()),
+            make_empty({N}, input.dtype(), input.device())};
+  }
   Tensor x = input.contiguous(), t = target.contiguous();
   const int64_t* tp = t.data_ptr<int64_t>();
   for (int64_t i = 0; i < N; ++i)
@@ -195,6 +201,8 @@ Tensor cross_entropy_fused_backward(const Tensor& grad, const Tensor& input, con
            " does not match ", C, " classes");
   RT_CHECK(reduction == 0 ? grad.numel() == N : grad.numel() == 1, op, ": grad of shape ",
            grad.sizes(), " does not match reduction ", reduction);
+  if (input.device().is_meta())  // See Note [Meta through CPU kernels]
+    return make_empty({N, C}, input.dtype(), input.device());
   Tensor x = input.contiguous(), t = target.contiguous();
   Tensor g = grad.to(kDouble).contiguous(), l = lse.to(kDouble).contiguous();
   Tensor wd = has_w ? weight->to(kDouble).contiguous() : Tensor();

@@ -100,6 +100,12 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(
            "defined in evaluation mode");
   int64_t N = input.size(0), C = input.size(1);
   int64_t S = C == 0 ? 0 : input.numel() / std::max<int64_t>(N * C, 1);
+  if (input.device().is_meta()) {  // See Note [Meta through CPU kernels]
+    const int64_t stats = training ? C : 0;
+    return {make_empty(input.sizes(), input.dtype(), input.device(), input.suggest_memory_format()),
+            make_empty({stats}, input.dtype(), input.device()),
+            make_empty({stats}, input.dtype(), input.device())};
+  }
   std::vector<double> w = as_doubles(weight, C, 1.0, op, "weight");
   std::vector<double> b = as_doubles(bias, C, 0.0, op, "bias");
   std::vector<double> rm = as_doubles(running_mean, C, 0.0, op, "running_mean");
@@ -268,6 +274,11 @@ BnBackwardArgs bn_backward_args(const char* op, const Tensor& grad_out, const Te
 std::tuple<Tensor, Tensor> batch_norm_backward_reduce(const Tensor& grad_out, const Tensor& input,
                                                       const Tensor& mean, const Tensor& invstd) {
   const char* op = "_batch_norm_backward_reduce";
+  if (input.device().is_meta()) {  // See Note [Meta through CPU kernels]
+    RT_CHECK(input.dim() >= 2, op, ": expected an input of shape (N, C, ...), got ", input.sizes());
+    return {make_empty({input.size(1)}, input.dtype(), input.device()),
+            make_empty({input.size(1)}, input.dtype(), input.device())};
+  }
   BnBackwardArgs a = bn_backward_args(op, grad_out, input, mean, invstd);
   std::vector<double> sum_dy(size_t(a.C)), sum_dy_xmu(size_t(a.C));
   RT_DISPATCH_FLOATING(input.dtype(), op, [&] {
@@ -326,6 +337,8 @@ Tensor batch_norm_backward_elemt(const Tensor& grad_out, const Tensor& input, co
                                  const Tensor& invstd, const std::optional<Tensor>& weight,
                                  const Tensor& sum_dy, const Tensor& sum_dy_xmu) {
   const char* op = "_batch_norm_backward_elemt";
+  if (input.device().is_meta())  // See Note [Meta through CPU kernels]
+    return make_empty(input.sizes(), input.dtype(), input.device(), input.suggest_memory_format());
   BnBackwardArgs a = bn_backward_args(op, grad_out, input, mean, invstd);
   std::vector<double> w = as_doubles(weight, a.C, 1.0, op, "weight");
   std::vector<double> s1 = as_doubles(sum_dy, a.C, 0.0, op, "sum_dy");
@@ -453,6 +466,7 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(
   std::vector<int64_t> ss = stat_shape(input, normalized_shape);
   Tensor mean = make_empty(ss, input.dtype(), input.device());
   Tensor rstd = make_empty(ss, input.dtype(), input.device());
+  if (out.device().is_meta()) return {out, mean, rstd};  // See Note [Meta through CPU kernels]
   RT_DISPATCH_FLOATING(input.dtype(), "native_layer_norm", [&] {
     using op_t = opmath_t<scalar_t>;
     const scalar_t* xp = x.data_ptr<scalar_t>();
@@ -513,6 +527,7 @@ Tensor layer_norm_backward_input(const Tensor& grad_out, const Tensor& input,
   Tensor x = input.contiguous(), g = gv.t;
   Tensor mc = mean.to(input.dtype()).contiguous(), rc = rstd.to(input.dtype()).contiguous();
   Tensor dx = make_empty(input.sizes(), input.dtype(), input.device());
+  if (dx.device().is_meta()) return dx;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_FLOATING(input.dtype(), "_layer_norm_backward_input", [&] {
     using op_t = opmath_t<scalar_t>;
     const scalar_t* xp = x.data_ptr<scalar_t>();
@@ -583,6 +598,7 @@ Tensor layer_norm_backward_weight(const Tensor& grad_out, const Tensor& input,
   Tensor x = input.contiguous(), g = gv.t;
   Tensor mc = mean.to(input.dtype()).contiguous(), rc = rstd.to(input.dtype()).contiguous();
   Tensor dw = make_empty(normalized_shape, input.dtype(), input.device());
+  if (dw.device().is_meta()) return dw;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_FLOATING(input.dtype(), "_layer_norm_backward_weight", [&] {
     using op_t = opmath_t<scalar_t>;
     const scalar_t* xp = x.data_ptr<scalar_t>();

@@ -16,6 +16,7 @@ Tensor var_correction(const Tensor& self, OptionalIntArrayRef dim, std::optional
   ReducePlan p = plan_reduce(self, dim, keepdim, "var");
   double corr = double(correction.value_or(1));
   Tensor result = make_empty(p.out_shape, self.dtype(), self.device());
+  if (result.device().is_meta()) return result;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_FLOATING(self.dtype(), "var", [&] {
     const scalar_t* in = static_cast<const scalar_t*>(p.rows.impl()->data());
     scalar_t* out = result.data_ptr<scalar_t>();
@@ -48,6 +49,7 @@ Tensor norm(const Tensor& self, const std::optional<Scalar>& p_opt, OptionalIntA
   double pv = p_opt ? p_opt->to_double() : 2.0;
   ReducePlan plan = plan_reduce(self, dim, keepdim, "norm");
   Tensor result = make_empty(plan.out_shape, self.dtype(), self.device());
+  if (result.device().is_meta()) return result;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_FLOATING(self.dtype(), "norm", [&] {
     scalar_t* out = result.data_ptr<scalar_t>();
     auto fin_pow = [pv](double a, int64_t) {
@@ -119,6 +121,7 @@ Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<ScalarType> d
            dtype_name(in.dtype()), "'");
   Tensor rows = move_dim_last(in, d);
   Tensor out = make_empty(rows.sizes(), rows.dtype(), rows.device());
+  if (out.device().is_meta()) return restore_dim(out, d);  // See Note [Meta through CPU kernels]
   int64_t L = in.dim() == 0 ? 1 : rows.size(-1);
   int64_t n = L == 0 ? 0 : rows.numel() / L;
   RT_DISPATCH_FLOATING(in.dtype(), op, [&] {
@@ -174,6 +177,7 @@ Tensor cumsum(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) 
   int64_t d = maybe_wrap_dim(dim, in.dim(), "cumsum");
   Tensor rows = move_dim_last(in, d);
   Tensor out = make_empty(rows.sizes(), rt, rows.device());
+  if (out.device().is_meta()) return restore_dim(out, d);  // See Note [Meta through CPU kernels]
   int64_t L = in.dim() == 0 ? 1 : rows.size(-1);
   int64_t n = L == 0 ? 0 : rows.numel() / L;
   RT_DISPATCH_ALL(rt, "cumsum", [&] {

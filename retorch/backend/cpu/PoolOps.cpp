@@ -122,6 +122,8 @@ Tensor scatter_max_grad(const Tensor& grad_output, const Tensor& self, const Ten
            indices.sizes(), " do not match the input of size ", self.sizes());
   RT_CHECK(grad_output.dtype() == self.dtype(), op, ": expected grad_output dtype ",
            self.dtype(), ", got ", grad_output.dtype());
+  if (self.device().is_meta()) // See Note [Meta through CPU kernels]
+    return make_empty(self.sizes(), self.dtype(), self.device(), self.suggest_memory_format());
   int64_t HW = self.size(-2) * self.size(-1);
   int64_t L = grad_output.size(-2) * grad_output.size(-1);
   int64_t planes = HW == 0 ? 0 : self.numel() / HW;
@@ -222,6 +224,7 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& self, IntArrayR
   auto shape = with_hw(p.lead, k.oh, k.ow);
   Tensor out = make_empty(shape, self.dtype(), self.device(), p.format);
   Tensor ind = make_empty(shape, kLong, self.device(), p.format);
+  if (out.device().is_meta()) return {out, ind};  // See Note [Meta through CPU kernels]
   const int64_t L = k.oh * k.ow, HW = p.H * p.W;
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
@@ -341,6 +344,7 @@ Tensor avg_pool2d(const Tensor& self, IntArrayRef kernel_size, IntArrayRef strid
   if (self.dtype() != kLong) check_float(self, op);
   Tensor out =
       make_empty(with_hw(p.lead, a.k.oh, a.k.ow), self.dtype(), self.device(), p.format);
+  if (out.device().is_meta()) return out;  // See Note [Meta through CPU kernels]
   const int64_t L = a.k.oh * a.k.ow, HW = p.H * p.W;
   auto body = [&](auto tag) {
     using scalar_t = decltype(tag);
@@ -393,6 +397,7 @@ Tensor avg_pool2d_backward(const Tensor& grad_output, const Tensor& self, IntArr
            ", got ", grad_output.sizes(), " and ", grad_output.dtype());
   Tensor go = grad_output.contiguous(p.format);
   Tensor gi = make_empty(self.sizes(), self.dtype(), self.device(), p.format);
+  if (gi.device().is_meta()) return gi;  // See Note [Meta through CPU kernels]
   const int64_t L = a.k.oh * a.k.ow, HW = p.H * p.W;
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
@@ -446,6 +451,7 @@ Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
   Planes p = as_planes(self, op, EmptyOk::kNonSpatial);
   check_float(self, op);
   Tensor out = make_empty(with_hw(p.lead, oh, ow), self.dtype(), self.device(), p.format);
+  if (out.device().is_meta()) return out;  // See Note [Meta through CPU kernels]
   const int64_t L = oh * ow, HW = p.H * p.W;
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
@@ -490,6 +496,7 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor& sel
   const int64_t L = oh * ow, HW = p.H * p.W;
   Tensor go = grad_output.contiguous(p.format);
   Tensor gi = make_empty(self.sizes(), self.dtype(), self.device(), p.format);
+  if (gi.device().is_meta()) return gi;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
     const scalar_t* g = go.data_ptr<scalar_t>();

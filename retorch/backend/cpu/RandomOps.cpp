@@ -37,6 +37,7 @@ void fill_random(const Tensor& self, Generator& gen, const F& f) {
 Tensor uniform_(const Tensor& self, double from, double to, std::optional<Generator> generator) {
   RT_CHECK(from <= to, "uniform_ expects to return a [from, to) range, but found from=", from,
            " > to=", to);
+  if (self.device().is_meta()) return self;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_FLOATING(self.dtype(), "uniform_", [&] {
     double range = to - from;
     fill_random<scalar_t>(self, pick(generator), [=](const std::array<uint32_t, 4>& w) {
@@ -52,6 +53,7 @@ Tensor uniform_(const Tensor& self, double from, double to, std::optional<Genera
 
 Tensor normal_(const Tensor& self, double mean, double std, std::optional<Generator> generator) {
   RT_CHECK(std >= 0.0, "normal expects std >= 0.0, but found std ", std);
+  if (self.device().is_meta()) return self;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_FLOATING(self.dtype(), "normal_", [&] {
     fill_random<scalar_t>(self, pick(generator), [=](const std::array<uint32_t, 4>& w) {
       double u1 = u01_from(w[0], w[1]), u2 = u01_from(w[2], w[3]);
@@ -67,6 +69,7 @@ Tensor random_from_(const Tensor& self, int64_t from, std::optional<int64_t> to,
   int64_t hi = to.value_or(int64_t(1) << std::min<int>(53, int(element_size(self.dtype()) * 8 - 1)));
   RT_CHECK(from < hi, "random_ expects 'from' to be less than 'to', but got from=", from,
            " >= to=", hi);
+  if (self.device().is_meta()) return self;  // See Note [Meta through CPU kernels]
   uint64_t range = uint64_t(hi - from);
   RT_DISPATCH_ALL(self.dtype(), "random_", [&] {
     fill_random<scalar_t>(self, pick(generator), [=](const std::array<uint32_t, 4>& w) {
@@ -80,6 +83,7 @@ Tensor random_from_(const Tensor& self, int64_t from, std::optional<int64_t> to,
 Tensor bernoulli(const Tensor& self, std::optional<Generator> generator) {
   RT_CHECK(is_floating_type(self.dtype()), "bernoulli: expected a floating point tensor of "
            "probabilities, got ", self.dtype());
+  if (self.device().is_meta()) return make_empty(self.sizes(), self.dtype(), self.device());
   Tensor p = self.contiguous();
   Tensor out = make_empty(self.sizes(), self.dtype(), self.device());
   RT_DISPATCH_FLOATING(self.dtype(), "bernoulli", [&] {
@@ -107,8 +111,10 @@ Tensor bernoulli(const Tensor& self, std::optional<Generator> generator) {
 Tensor randperm(int64_t n, std::optional<Generator> generator, std::optional<ScalarType> dtype,
                 std::optional<Device> device) {
   RT_CHECK(n >= 0, "randperm: n must be non-negative, got ", n);
-  RT_CHECK(!device || device->is_cpu(), "randperm: the CPU backend cannot allocate on ", *device);
-  Tensor out = make_empty({n}, dtype.value_or(kLong));
+  RT_CHECK(!device || device->is_cpu() || device->is_meta(),
+           "randperm: the CPU backend cannot allocate on ", *device);
+  Tensor out = make_empty({n}, dtype.value_or(kLong), device.value_or(Device(kCPU)));
+  if (out.device().is_meta()) return out;  // See Note [Meta through CPU kernels]
   std::vector<int64_t> perm(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i) perm[size_t(i)] = i;
   Generator& gen = pick(generator);

@@ -153,7 +153,7 @@ Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
       else if (keepdim) shape.push_back(1);
     }
     Tensor result = make_empty(shape, rt, self.device());
-    if (result.numel() == 0) return result;
+    if (result.numel() == 0 || result.device().is_meta()) return result;
     RT_DISPATCH_FLOATING(rt, op, [&] {
       sum_columns<scalar_t>(static_cast<const scalar_t*>(in.impl()->data()), rows, cols,
                             result.data_ptr<scalar_t>(), kMean);
@@ -162,6 +162,7 @@ Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
   }
   ReducePlan p = plan_reduce(in, dim, keepdim, op);
   Tensor result = make_empty(p.out_shape, rt, self.device());
+  if (result.device().is_meta()) return result;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_ALL(rt, op, [&] {
     using acc_t = acc_of<scalar_t>;
     if constexpr (std::is_floating_point_v<opmath_t<scalar_t>>) {
@@ -223,6 +224,7 @@ Tensor prod_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
   Tensor in = self.dtype() == rt ? self : self.to(rt);
   ReducePlan p = plan_reduce(in, dim, keepdim, "prod");
   Tensor result = make_empty(p.out_shape, rt, self.device());
+  if (result.device().is_meta()) return result;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_ALL(rt, "prod", [&] {
     using acc_t = acc_of<scalar_t>;
     reduce_rows<scalar_t, scalar_t, acc_t>(
@@ -249,6 +251,7 @@ Tensor amax_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, cons
   RT_CHECK_INDEX(p.inner > 0 || p.outer == 0, op, "(): Expected reduction dim to have non-zero "
                  "size (input shape ", self.sizes(), ")");
   Tensor result = make_empty(p.out_shape, self.dtype(), self.device());
+  if (result.device().is_meta()) return result;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_ALL(self.dtype(), op, [&] {
     using op_t = opmath_t<scalar_t>;
     reduce_rows<scalar_t, scalar_t, op_t>(
@@ -277,6 +280,7 @@ std::tuple<Tensor, Tensor> max_dim_impl(const Tensor& self, int64_t dim, bool ke
                  " to have non-zero size (input shape ", self.sizes(), ")");
   Tensor values = make_empty(p.out_shape, self.dtype(), self.device());
   Tensor indices = make_empty(p.out_shape, kLong, self.device());
+  if (values.device().is_meta()) return {values, indices};  // See Note [Meta through CPU kernels]
   RT_DISPATCH_ALL(self.dtype(), op, [&] {
     using op_t = opmath_t<scalar_t>;
     const scalar_t* in = static_cast<const scalar_t*>(p.rows.impl()->data());
@@ -363,6 +367,7 @@ Tensor all_any_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, c
   ScalarType rt = self.dtype() == kByte ? kByte : kBool;
   ReducePlan p = plan_reduce(self, dim, keepdim, op);
   Tensor result = make_empty(p.out_shape, rt, self.device());
+  if (result.device().is_meta()) return result;  // See Note [Meta through CPU kernels]
   Tensor tmp = make_empty(p.out_shape, kBool, self.device());
   RT_DISPATCH_ALL(self.dtype(), op, [&] {
     reduce_rows<scalar_t, bool, bool>(

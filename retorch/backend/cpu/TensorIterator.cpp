@@ -139,6 +139,7 @@ TensorIterator::TensorIterator(Tensor& out, std::initializer_list<Tensor> inputs
              ": expected all tensors to be on the same device, but found at least two devices, ",
              dev, " and ", t.device());
   }
+  meta_ = dev.is_meta();
   // Shape.
   DimVector shape(operands_[1].sizes());
   for (int i = 2; i < n_; ++i)
@@ -203,7 +204,7 @@ TensorIterator::TensorIterator(Tensor& out, std::initializer_list<Tensor> inputs
     IntArrayRef ts = t.sizes(), tst = t.strides();
     size_t off = nd - ts.size();
     for (size_t d = 0; d < ts.size(); ++d) strides_[i][off + d] = ts[d] == 1 ? 0 : tst[d] * isz;
-    base_[i] = numel_ == 0 ? nullptr : static_cast<char*>(t.impl()->data());
+    base_[i] = numel_ == 0 || meta_ ? nullptr : static_cast<char*>(t.impl()->data());
   }
   coalesce();
 }

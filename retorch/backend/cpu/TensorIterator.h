@@ -41,9 +41,13 @@ class TensorIterator {
 
   /// Runs loop(data, strides, n) over every innermost run, in parallel for large tensors.
   /// data[i] points at operand i; strides are in bytes; operand 0 is the output.
+  /// Whether the operands are meta tensors: shapes, dtypes and outputs are set up as usual and
+  /// loops run nothing, so a kernel built on the iterator is its own meta kernel.
+  bool is_meta() const { return meta_; }
+
   template <typename Loop>
   void for_each(const Loop& loop, int64_t grain = 32768) {
-    if (numel_ == 0) return;
+    if (numel_ == 0 || meta_) return;
     int nd = int(shape_.size());
     if (nd <= 1) {
       int64_t n = nd == 0 ? 1 : shape_[0];
@@ -101,6 +105,7 @@ class TensorIterator {
   int64_t numel_ = 0;
   ScalarType common_ = kFloat;
   bool needs_copy_back_ = false;
+  bool meta_ = false;
 };
 
 }  // namespace retorch

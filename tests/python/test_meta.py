@@ -1,0 +1,148 @@
+"""The meta device: every op of the oracle sweep that has a meta kernel gives, on meta tensors, the
+shape, dtype and strides real execution gives (without data); models run on meta as dry runs."""
+import numpy as np
+import pytest
+
+import retorch
+import retorch.nn as nn
+from oracle import load_ops, outcome
+from test_ops_sweep import BY_NAME, build, lib_kwargs, params, retorch_inplace, split
+
+META_OPS = {e["name"] for e in load_ops() if "Meta" in e.get("dispatch", {})}
+SWEEP_WITH_META = [p for p in params() if p.values[0] in META_OPS]
+
+
+def as_meta(x):
+    """A meta tensor with x's shape, strides and dtype (anything else as it is)."""
+    if isinstance(x, retorch.Tensor):
+        return retorch.empty_strided(tuple(x.shape), x.stride(), dtype=x.dtype, device="meta")
+    return x
+
+
+def assert_same_meta(m, r, what):
+    if isinstance(r, (tuple, list)):
+        assert isinstance(m, (tuple, list)) and len(m) == len(r), what
+        for i, (mi, ri) in enumerate(zip(m, r)):
+            assert_same_meta(mi, ri, f"{what}[{i}]")
+        return
+    assert m.device == retorch.device("meta"), f"{what}: result on {m.device}"
+    assert tuple(m.shape) == tuple(r.shape), f"{what}: shape {tuple(m.shape)} vs {tuple(r.shape)}"
+    assert m.dtype == r.dtype, f"{what}: dtype {m.dtype} vs {r.dtype}"
+    if r.numel() > 1:
+        assert m.stride() == r.stride(), f"{what}: strides {m.stride()} vs {r.stride()}"
+
+
+def test_the_sweep_covers_meta_ops():
+    assert len(SWEEP_WITH_META) > 1000
+    swept = {p.values[0] for p in SWEEP_WITH_META}
+    assert {"add.Tensor", "exp", "sum.dim_IntList", "softmax.int", "max.dim"} <= swept
+
+
+@pytest.mark.parametrize("name,dtype,specs,kwargs", SWEEP_WITH_META)
+def test_meta_matches_real_execution(name, dtype, specs, kwargs):
+    e = BY_NAME[name]
+    rargs = split(build(e, dtype, specs, seed=1))[1]
+    margs = [as_meta(a) for a in rargs]
+    rkw = lib_kwargs(kwargs, retorch)
+    fn = getattr(retorch, e["base"], None)
+    if fn is None or "function" not in e["variants"]:
+        fn = lambda x, *a, **k: getattr(x, e["base"])(*a, **k)  # noqa: E731
+    r_out, r_err = outcome(fn, *rargs, **rkw)
+    if r_err is not None:
+        return  # value-dependent errors need data; shape errors are checked below
+    m_out, m_err = outcome(fn, *margs, **rkw)
+    assert m_err is None, f"meta raised {type(m_err).__name__}: {m_err}"
+    assert_same_meta(m_out, r_out, "function")
+    if "inplace" in e["variants"]:
+        rargs = split(build(e, dtype, specs, seed=1))[1]
+        margs = [as_meta(a) for a in rargs]
+        r_res, r_err = outcome(retorch_inplace(e), *rargs, **rkw)
+        m_res, m_err = outcome(retorch_inplace(e), *margs, **rkw)
+        assert (m_err is None) == (r_err is None), f"inplace: meta {m_err!r} vs cpu {r_err!r}"
+        if r_err is None:
+            assert m_res.is_set_to(margs[0]), "inplace: must return self"
+            assert_same_meta(m_res, r_res, "inplace")
+    if "out" in e["variants"] and isinstance(r_out, retorch.Tensor):
+        o = retorch.empty(0, dtype=r_out.dtype, device="meta")
+        res = fn(*margs, **rkw, out=o)
+        assert tuple(o.shape) == tuple(r_out.shape) and res.shape == o.shape
+
+
+def test_shape_errors_are_raised_on_meta():
+    a, b = retorch.empty(3, 4, device="meta"), retorch.empty(5, device="meta")
+    with pytest.raises(RuntimeError, match="must match"):
+        a + b
+    with pytest.raises(RuntimeError):
+        retorch.mm(a, retorch.empty(3, 2, device="meta"))
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        a.sum(5)
+
+
+def test_no_data_on_meta():
+    x = retorch.ones(2, 3, device="meta")
+    assert repr(x) == "tensor(..., device='meta', size=(2, 3))"
+    assert repr(retorch.arange(4, device="meta")) == \
+        "tensor(..., device='meta', size=(4,), dtype=torch.int64)"
+    with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+        x.cpu()
+    with pytest.raises(NotImplementedError, match="Cannot copy out of meta tensor"):
+        x.sum().item()
+    with pytest.raises(TypeError, match="can't convert meta"):
+        x.numpy()
+    with pytest.raises(NotImplementedError, match="aten::nonzero.*no meta kernel"):
+        retorch.nonzero(x)
+    # Into meta from anything: shapes only.
+    y = retorch.randn(2, 3).to("meta")
+    assert y.device == retorch.device("meta") and y.shape == (2, 3)
+    y.copy_(retorch.randn(3))
+    with pytest.raises(RuntimeError, match="same device"):
+        x + retorch.ones(2, 3)
+
+
+def make_convnet():
+    return nn.Sequential(nn.Conv2d(3, 16, 5, padding=2), nn.BatchNorm2d(16), nn.ReLU(),
+                         nn.MaxPool2d(2), nn.Conv2d(16, 32, 3, stride=2), nn.AdaptiveAvgPool2d(2),
+                         nn.Flatten(), nn.Linear(128, 10), nn.LogSoftmax(1))
+
+
+def make_transformerish():
+    return nn.Sequential(nn.Embedding(50, 16), nn.LayerNorm(16), nn.Linear(16, 32), nn.GELU(),
+                         nn.Dropout(0.1), nn.Linear(32, 16))
+
+
+@pytest.mark.parametrize("make,shape,dtype", [(make_convnet, (4, 3, 32, 32), "float32"),
+                                              (make_transformerish, (2, 7), "int64")])
+def test_models_run_on_meta_like_on_cpu(make, shape, dtype):
+    retorch.manual_seed(0)
+    model = make()
+    x = retorch.randint(0, 50, shape) if dtype == "int64" else retorch.randn(*shape)
+    shapes = {}
+    for dev in ("cpu", "meta"):
+        seen = []
+        hooks = [m.register_forward_hook(lambda mod, i, o: seen.append((tuple(o.shape), o.dtype)))
+                 for m in model.modules() if not list(m.children())]
+        m = model.to(dev)
+        out = m(x.to(dev))
+        (out.sum() if dev == "cpu" else out).shape
+        for h in hooks:
+            h.remove()
+        shapes[dev] = seen
+        assert out.device == retorch.device(dev)
+    assert shapes["meta"] == shapes["cpu"] and len(shapes["cpu"]) > 3
+    # Training on meta: autograd builds and runs the same graph, without data.
+    m = make().to("meta")
+    loss = m(x.to("meta")).sum()
+    loss.backward()
+    assert all(p.grad is not None and p.grad.device == retorch.device("meta")
+               and p.grad.shape == p.shape for p in m.parameters())
+
+
+def test_meta_factories():
+    assert retorch.empty_strided((2, 3), (1, 2), device="meta").stride() == (1, 2)
+    assert retorch.linspace(0, 1, 7, device="meta").shape == (7,)
+    assert retorch.eye(3, 5, device="meta").shape == (3, 5)
+    assert retorch.randperm(6, device="meta").dtype == retorch.int64
+    assert retorch.arange(0, 1, 0.25, device="meta").shape == (4,)
+    assert retorch.full((2, 2), 7, device="meta").dtype == retorch.int64
+    assert retorch.rand(3, device="meta").shape == (3,)
+    assert np.prod(retorch.zeros(4, 5, device="meta").shape) == 20
