@@ -17,6 +17,7 @@ template <typename in_t, typename out_t, typename F>
 Tensor scan_rows(const Tensor& in, int64_t d, ScalarType out_dtype, const F& f) {
   Tensor rows = move_dim_last(in, d);
   Tensor out = make_empty(rows.sizes(), out_dtype, rows.device());
+  if (out.device().is_meta()) return restore_dim(out, d);  // See Note [Meta through CPU kernels]
   int64_t L = in.dim() == 0 ? 1 : rows.size(-1);
   int64_t n = L == 0 ? 0 : rows.numel() / L;
   const in_t* x = n ? static_cast<const in_t*>(rows.impl()->data()) : nullptr;
@@ -42,6 +43,8 @@ std::tuple<Tensor, Tensor> cummaxmin(const Tensor& self, int64_t dim, const char
   int64_t n = L == 0 ? 0 : rows.numel() / L;
   Tensor values = make_empty(rows.sizes(), self.dtype(), self.device());
   Tensor indices = make_empty(rows.sizes(), kLong, self.device());
+  if (values.device().is_meta())  // See Note [Meta through CPU kernels]
+    return {restore_dim(values, d), restore_dim(indices, d)};
   RT_DISPATCH_ALL(self.dtype(), op, [&] {
     using op_t = opmath_t<scalar_t>;
     const scalar_t* x = n ? static_cast<const scalar_t*>(rows.impl()->data()) : nullptr;

@@ -37,6 +37,8 @@ std::tuple<Tensor, Tensor> rowwise(const Tensor& self, int64_t d, int64_t out_le
   if (!shape.empty()) shape.back() = out_len;
   Tensor values = make_empty(shape, self.dtype(), self.device());
   Tensor indices = make_empty(shape, kLong, self.device());
+  if (values.device().is_meta())  // See Note [Meta through CPU kernels]
+    return {restore_dim(values, d), restore_dim(indices, d)};
   int64_t n = L == 0 ? 0 : rows.numel() / L;
   const scalar_t* in = static_cast<const scalar_t*>(rows.impl()->data());
   scalar_t* vo = values.numel() ? values.data_ptr<scalar_t>() : nullptr;
