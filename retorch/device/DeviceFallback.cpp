@@ -214,6 +214,23 @@ void warn_once(const OperatorHandle& op, Device asked, Device exec) {
 
 using Clock = std::chrono::steady_clock;
 
+// Calls f on every tensor a stack slot holds (a Tensor, or the defined ones of a list).
+template <typename F>
+void for_each_tensor(IValue& v, const F& f) {
+  if (v.is_tensor()) {
+    f(v.to_tensor());
+  } else if (v.is_tensor_list()) {
+    std::vector<Tensor> l = v.to_tensor_list();
+    for (auto& t : l) f(t);
+    v = IValue(std::move(l));
+  } else if (std::holds_alternative<std::vector<std::optional<Tensor>>>(v.payload())) {
+    std::vector<std::optional<Tensor>> l = v.to_optional_tensor_list();
+    for (auto& t : l)
+      if (t) f(*t);
+    v = IValue(std::move(l));
+  }
+}
+
 int64_t elapsed_ns(Clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
 }
@@ -294,20 +311,10 @@ void device_fallback_kernel(const OperatorHandle& op, DispatchKeySet ks, Stack* 
   };
   for (size_t i = base; i < stack->size(); ++i) {
     IValue& v = (*stack)[i];
-    const auto& p = v.payload();
-    if (v.is_tensor()) {
-      move(v.to_tensor());
-    } else if (v.is_tensor_list()) {
-      std::vector<Tensor> l = v.to_tensor_list();
-      for (auto& t : l) move(t);
-      v = IValue(std::move(l));
-    } else if (std::holds_alternative<std::vector<std::optional<Tensor>>>(p)) {
-      std::vector<std::optional<Tensor>> l = v.to_optional_tensor_list();
-      for (auto& t : l) if (t) move(*t);
-      v = IValue(std::move(l));
-    } else if (auto* d = std::get_if<Device>(&p); d && d->canonical() == asked) {
+    if (auto* d = std::get_if<Device>(&v.payload()); d && d->canonical() == asked)
       v = IValue(exec);
-    }
+    else
+      for_each_tensor(v, move);
   }
   range.reset();
   int64_t move_ns = timed ? elapsed_ns(t0) : 0;
@@ -335,16 +342,8 @@ void device_fallback_kernel(const OperatorHandle& op, DispatchKeySet ks, Stack* 
     t = rehome(t, result_device, op);
   };
   const size_t nrets = size_t(op.schema().num_returns);
-  for (size_t i = stack->size() - std::min(nrets, stack->size()); i < stack->size(); ++i) {
-    IValue& v = (*stack)[i];
-    if (v.is_tensor()) {
-      give_back(v.to_tensor());
-    } else if (v.is_tensor_list()) {
-      std::vector<Tensor> l = v.to_tensor_list();
-      for (auto& t : l) give_back(t);
-      v = IValue(std::move(l));
-    }
-  }
+  for (size_t i = stack->size() - std::min(nrets, stack->size()); i < stack->size(); ++i)
+    for_each_tensor((*stack)[i], give_back);
   range.reset();
   if (timed) move_ns += elapsed_ns(t0);
 
