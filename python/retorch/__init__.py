@@ -125,6 +125,7 @@ from . import jit  # noqa: E402,F401  (torch.jit.trace)
 from ._compile import compile  # noqa: E402,F401  (torch.compile)
 from . import compiler  # noqa: E402,F401  (torch.compiler: benchmark)
 from . import profiler  # noqa: E402,F401  (torch.profiler)
+from . import backends  # noqa: E402,F401  (torch.backends.cpu)
 
 
 def _tensor_deepcopy(self, memo):

@@ -1,5 +1,6 @@
 // The retorch._C extension module: dtypes, devices, generators, autograd, and every op.
 #include "python/src/bindings.h"
+#include "retorch/backend/cpu/CpuIsa.h"
 #include "retorch/backend/cpu/Parallel.h"
 #include "retorch/core/Allocator.h"
 #include "retorch/dispatch/Dispatcher.h"
@@ -185,6 +186,10 @@ PYBIND11_MODULE(_C, m) {
   m.def("set_default_dtype", &set_default_dtype);
   m.def("get_num_threads", &get_num_threads);
   m.def("set_num_threads", &set_num_threads);
+  m.def("_get_cpu_isa", []() { return std::string(cpu::cpu_isa_name(cpu::cpu_isa())); });
+  m.def("_cpu_isa_supported",
+        []() { return std::string(cpu::cpu_isa_name(cpu::cpu_isa_supported())); });
+  m.def("_set_cpu_isa", &cpu::set_cpu_isa);
   m.def("_cpu_memory_stats", []() {
     AllocatorStats s = cpu_allocator()->stats();
     py::dict d;

@@ -114,7 +114,7 @@ Header parse_header(const std::string& path, const uint8_t* data, size_t size) {
   Json j;
   try {
     j = Json::parse(data + 8, data + 8 + n);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // syntax errors, and numbers out of range
     RT_ERROR("safetensors file '", path, "': invalid JSON header: ", e.what());
   }
   RT_CHECK(j.is_object(), "safetensors file '", path, "': the header must be a JSON object");

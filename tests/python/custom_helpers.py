@@ -134,7 +134,7 @@ def _as_list(x):
     return list(x) if isinstance(x, (tuple, list)) else [x]
 
 
-def grads(f, *args, seed=0, what="grad"):
+def grads(f, *args, seed=0, what="grad", rtol=1e-4, atol=1e-5):
     """Gradients of f(lib, *args) (every output, random grad_outputs) against torch."""
     targs, rargs, tin, rin = _grad_inputs(args)
     t_outs, r_outs = _as_list(f(torch, *targs)), _as_list(f(retorch, *rargs))
@@ -155,7 +155,7 @@ def grads(f, *args, seed=0, what="grad"):
             assert rg is None or not np.any(rg.numpy()), f"{what}[{i}]: expected no gradient"
             continue
         assert rg is not None, f"{what}[{i}]: retorch gives no gradient, torch does"
-        assert_close(rg, tg, f"{what}[{i}]", rtol=1e-4, atol=1e-5)
+        assert_close(rg, tg, f"{what}[{i}]", rtol=rtol, atol=atol)
 
 
 def gradcheck(f, *args):

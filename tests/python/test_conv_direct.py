@@ -1,13 +1,20 @@
 """The direct float32 convolution kernel (stride 1, >= 12 output channels per group) against
 PyTorch: forward over shapes that exercise its tiles, chunks, groups, dilation and padding, the
-transposed convolution it also runs, and the gradients that go through it."""
+transposed convolution it also runs, and the gradients that go through it; each test runs once
+per instruction set the CPU has (AVX2's 6-position tile, AVX-512's 12-position one, and
+im2col + GEMM without either)."""
+import numpy as np
 import pytest
+import torch
+import torch.nn.functional as F
 
 import retorch
-import torch.nn.functional as F
 from custom_helpers import P, both, grads
 
 TOL = {"rtol": 1e-4, "atol": 1e-4}
+
+# The scalar build of the kernel does not exist: DEFAULT runs im2col + GEMM, checked all the same.
+pytestmark = pytest.mark.usefixtures("each_cpu_isa")
 
 # (N, C, H, W), (O, C/groups, kh, kw), padding, dilation, groups
 SHAPES = [
@@ -34,6 +41,33 @@ def test_direct_conv2d_forward(rng, xs, ws, p, d, g):
         both(conv, x, w, None, p, d, g, **TOL)
 
 
+@pytest.mark.parametrize("xs,ws,p,d,g", SHAPES)
+def test_direct_conv2d_gradients(rng, xs, ws, p, d, g):
+    # The weight gradient runs the direct kernel (Note [Direct weight gradient]) on AVX-512.
+    # Each gradient element sums up to ~2000 products in float32, in another order than
+    # PyTorch's GEMMs: atol at a few float32 ulps of such a sum.
+    x, w, b = P(rng, xs), P(rng, ws), P(rng, (ws[0],))
+    grads(lambda L, x, w, b: conv(L, x, w, b, p, d, g), x, w, b, atol=1e-4)
+
+
+def test_weight_gradient_keeps_inf_out_of_unused_taps():
+    # An inf in the last image column meets only the taps that read it: the left kernel column
+    # never does, so its gradient stays finite (no inf * 0 from the padded grid's extra lanes).
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((4, 16, 12, 12)).astype(np.float32)
+    x[:, :, :, -1] = np.inf
+    w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    gws = []
+    for L in (torch, retorch):
+        xt, wt = L.from_numpy(x.copy()), L.from_numpy(w.copy()).requires_grad_(True)
+        f = F.conv2d if L is torch else retorch.conv2d
+        out = f(xt, wt, None, 1, 1)
+        gws.append(L.autograd.grad(out.sum(), wt)[0].numpy())
+    assert np.isfinite(gws[0][..., 0]).all()
+    np.testing.assert_array_equal(np.isnan(gws[1]), np.isnan(gws[0]))
+    np.testing.assert_allclose(gws[1], gws[0], rtol=1e-4, atol=1e-3)
+
+
 def test_direct_conv1d(rng):
     x, w, b = P(rng, (2, 16, 50)), P(rng, (24, 16, 3)), P(rng, (24,))
     fn = lambda L, x, w, b: (F.conv1d if L.__name__ == "torch" else retorch.conv1d)(  # noqa: E731
@@ -58,3 +92,12 @@ def test_direct_conv_gradients(rng):
     x, w, b = P(rng, (2, 16, 10, 9)), P(rng, (32, 16, 3, 3)), P(rng, (32,))
     grads(lambda L, x, w, b: conv(L, x, w, b, 1, 1, 1), x, w, b)
     grads(lambda L, x, w, b: conv(L, x, w, b, (2, 0), (1, 2), 2), x, P(rng, (32, 8, 3, 2)), b)
+
+
+def test_cpu_capability_names(each_cpu_isa):
+    cpu = retorch.backends.cpu
+    with pytest.raises(RuntimeError, match="unknown instruction set 'sse9'"):
+        cpu.set_cpu_capability("sse9")
+    assert cpu.get_cpu_capability() == each_cpu_isa  # unchanged by the refused name
+    cpu.set_cpu_capability("DEFAULT")
+    assert cpu.get_cpu_capability() == "DEFAULT"

@@ -23,7 +23,7 @@ size_t plot_trace_memory(const std::string& trace_path, const std::string& png_p
   nlohmann::json doc;
   try {
     doc = nlohmann::json::parse(f);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {
     RT_ERROR("profile: the trace '", trace_path, "' is not JSON: ", e.what());
   }
   std::vector<double> t, allocated, reserved;

@@ -26,4 +26,13 @@ bool direct_conv_applies(const DirectConvShape& g);
 void direct_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N,
                    int64_t groups, const DirectConvShape& g, DirectWeight layout);
 
+// True when this CPU (cpu_isa() at AVX-512) runs the direct weight gradient for this shape.
+bool direct_weight_grad_applies(const DirectConvShape& g);
+
+// gw[gi*O + o, c, i, j] = sum_{n,oy,ox} go[n, gi*O + o, oy, ox] * x[n, gi*C + c, oy + i*dh - top,
+// ox + j*dw - left] (zero outside x): the weight gradient of direct_conv2d's convolution, gw as
+// [groups*O, C, kh, kw]. Requires direct_weight_grad_applies(g); see Note [Direct weight gradient].
+void direct_conv2d_weight_grad(const float* go, const float* x, float* gw, int64_t N,
+                               int64_t groups, const DirectConvShape& g);
+
 }  // namespace retorch::cpu

@@ -400,6 +400,23 @@ bool try_direct(const Tensor& x, const Tensor& w, const T* bias, Tensor& y, int6
   }
 }
 
+// The weight gradient of a float32 stride-1 convolution through the direct kernel when it
+// applies; see Note [Direct weight gradient].
+template <typename T>
+bool try_direct_weight_grad(const T* go, const T* x, T* gw, int64_t N, int64_t O, const Window& g,
+                            int64_t groups) {
+  if constexpr (!std::is_same_v<T, float>) {
+    return false;
+  } else {
+    if (g.sh != 1 || g.sw != 1) return false;
+    const DirectConvShape d{g.C / groups, g.H, g.W, O / groups, g.kh, g.kw, g.dh, g.dw, g.ph,
+                            g.pw, g.oh, g.ow};
+    if (!direct_weight_grad_applies(d)) return false;
+    direct_conv2d_weight_grad(go, x, gw, N, groups, d);
+    return true;
+  }
+}
+
 // The depthwise shape of a convolution whose groups each hold one image channel (the input's
 // channels, or the output's when transposed) and whose multiplier the depthwise kernels take;
 // nullopt otherwise. g is the convolution's Window, `channels` the other side's channel count.
@@ -551,7 +568,8 @@ Tensor convolution_backward_weight(const Tensor& grad_output, const Tensor& inpu
                                                          gw.data_ptr<scalar_t>(), N, O, g,
                                                          groups)) {
         // done by the depthwise kernel
-      } else {
+      } else if (!try_direct_weight_grad(go.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
+                                         gw.data_ptr<scalar_t>(), N, O, g, groups)) {
         conv_weight_grad(go.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), gw.data_ptr<scalar_t>(),
                          N, O, g, groups);
       }

@@ -3,6 +3,8 @@
 
 #if defined(__AVX2__) && defined(__F16C__)
 #include <immintrin.h>
+
+#include "retorch/backend/cpu/CpuIsa.h"
 #define RT_CVT16_AVX2 1
 #endif
 
@@ -12,7 +14,7 @@ namespace {
 #ifdef RT_CVT16_AVX2
 bool have_avx2_f16c() {
   static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
-  return ok;
+  return ok && cpu_isa() >= CpuIsa::kAvx2;
 }
 
 // Eight floats to eight bfloat16 with round-to-nearest-even; NaN becomes 0x7fc0 (the scalar

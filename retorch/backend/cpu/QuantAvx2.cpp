@@ -3,6 +3,7 @@
 // -mavx2 -mfma -mf16c -ffp-contract=off and chosen at run time (scalar code elsewhere otherwise).
 #include <cstring>
 
+#include "retorch/backend/cpu/CpuIsa.h"
 #include "retorch/backend/cpu/QuantBlocks.h"
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -18,7 +19,7 @@ namespace {
 bool have_avx2() {
   static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
                          __builtin_cpu_supports("f16c");
-  return ok;
+  return ok && cpu_isa() >= CpuIsa::kAvx2;
 }
 
 inline float fp16(const uint8_t* p) {

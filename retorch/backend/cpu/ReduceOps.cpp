@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "retorch/backend/cpu/Convert16.h"
+#include "retorch/backend/cpu/VecMath.h"
 #include "retorch/backend/cpu/ReduceUtils.h"
 #include "retorch/backend/cpu/TensorIterator.h"
 #include "retorch/generated/Functions.h"
@@ -34,30 +35,38 @@ void write_out(const Tensor& result, Tensor& out, const char* op) {
 }
 
 // Note [Float sum accumulation]
-// Float sums accumulate in double over eight independent lanes: one running total would chain
+// Float sums accumulate in double over 32 independent lanes: one running total would chain
 // every add on the previous one (latency-bound, ~12x slower than PyTorch on a 4M-element sum),
-// while eight lanes vectorize. Long rows are cut into fixed 64K-element chunks summed in
-// parallel and combined in order, so the result does not depend on the thread count.
-// Half and BFloat16 are widened a block at a time (Note [16-bit float loops]); blocks are whole
-// multiples of the eight lanes, so the order of the adds is the same as for float.
+// and even one vector of 8 lanes waits out the add's latency per 8 elements (about 13 GB/s of
+// bfloat16 per core, under the memory bandwidth); four vectors of lanes keep up with it. Long
+// rows are cut into fixed 64K-element chunks summed in parallel and combined in order, so the
+// result does not depend on the thread count. Half and BFloat16 are widened a block at a time
+// (Note [16-bit float loops]); blocks are whole multiples of the lanes, so the order of the adds
+// is the same as for float.
 template <typename scalar_t>
 double sum_lanes(const scalar_t* x, int64_t n) {
-  double lane[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  constexpr int kLanes = 32;
+  double lane[kLanes] = {};
   int64_t i = 0;
   if constexpr (is_float16_v<scalar_t>) {
+    if (vec_avx512())  // the same lanes, widened in registers
+      i = vec512::sum_lanes16_avx512(reinterpret_cast<const uint16_t*>(x), n,
+                                     std::is_same_v<scalar_t, BFloat16>, lane);
+    static_assert(kConvertBlock % kLanes == 0);
     alignas(32) float buf[kConvertBlock];
     for (; i + kConvertBlock <= n; i += kConvertBlock) {
       to_float(x + i, buf, kConvertBlock);
-      for (int64_t j = 0; j < kConvertBlock; j += 8)
-        for (int k = 0; k < 8; ++k) lane[k] += double(buf[j + k]);
+      for (int64_t j = 0; j < kConvertBlock; j += kLanes)
+        for (int k = 0; k < kLanes; ++k) lane[k] += double(buf[j + k]);
     }
   }
-  for (; i + 8 <= n; i += 8)
-    for (int k = 0; k < 8; ++k) lane[k] += double(opmath_t<scalar_t>(x[i + k]));
+  for (; i + kLanes <= n; i += kLanes)
+    for (int k = 0; k < kLanes; ++k) lane[k] += double(opmath_t<scalar_t>(x[i + k]));
   double tail = 0;
   for (; i < n; ++i) tail += double(opmath_t<scalar_t>(x[i]));
-  return ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7])) +
-         tail;
+  for (int w = kLanes / 2; w >= 1; w /= 2)  // pairwise: lane k += lane k + w
+    for (int k = 0; k < w; ++k) lane[k] += lane[k + w];
+  return lane[0] + tail;
 }
 
 template <typename scalar_t>

@@ -1,4 +1,4 @@
-// SLEEF-backed vector math for the elementwise kernels (AVX2/FMA, chosen at run time).
+// SLEEF-backed vector math for the elementwise kernels (AVX2/FMA or AVX-512, chosen at run time).
 #include "retorch/backend/cpu/VecMath.h"
 
 #include <cmath>
@@ -8,11 +8,17 @@
 #include <immintrin.h>
 #include <sleef.h>
 
+#include "retorch/backend/cpu/CpuIsa.h"
 #include "retorch/backend/cpu/VecMathAvx2.h"
 #define RT_VEC_MATH 1
 #endif
 
 namespace retorch::cpu {
+
+bool vec_avx512() {
+  static const bool compiled = vec512::vec_avx512_compiled();
+  return compiled && cpu_isa() >= CpuIsa::kAvx512;
+}
 
 // Note [Vectorized math]
 // exp, log, erf, sin, ... on contiguous float32/float64 spans run SLEEF's u10 (max 1.0 ULP
@@ -23,15 +29,16 @@ namespace retorch::cpu {
 // SLEEF's tanh costs ~23 ns per 8 floats, tanh8 about 10. float32 GELU uses erf8_abs (absolute
 // error ~1.5e-7, ample inside x/2 * (1 + erf)) or tanh8 for approximate='tanh'. The file is compiled with -mavx2 -mfma
 // whatever the rest of the build targets and checks the CPU at run time, so every build
-// (including the sanitizer one) runs the same vector code where the hardware has it.
+// (including the sanitizer one) runs the same vector code where the hardware has it. Where
+// cpu_isa() allows AVX-512, VecMathAvx512.cpp runs the same formulas 16 floats at a time (SLEEF's
+// avx512f functions, exp16/tanh16/...: the same bits as the AVX2 path), tails as masked steps.
 
 #ifdef RT_VEC_MATH
 namespace {
 
-bool have_avx2() {
-  static const bool ok = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  return ok;
-}
+bool have_avx2() { return cpu_isa() >= CpuIsa::kAvx2; }
+
+bool have_avx512() { return vec_avx512(); }
 
 using avx2::sigmoid8;
 using avx2::tanh8;
@@ -93,25 +100,13 @@ void map4(const F& f, const double* in, double* out, int64_t n) {
     return true;
 
 bool vec_unary(VecFn fn, const float* in, float* out, int64_t n) {
+  if (have_avx512()) return vec512::vec_unary_avx512(fn, in, out, n);
   if (!have_avx2()) return false;
 #define MAP map8
   switch (fn) {
-    RT_VEC_CASE(kExp, Sleef_expf8_u10avx2)
-    RT_VEC_CASE(kExp2, Sleef_exp2f8_u10avx2)
-    RT_VEC_CASE(kExpm1, Sleef_expm1f8_u10avx2)
-    RT_VEC_CASE(kLog, Sleef_logf8_u10avx2)
-    RT_VEC_CASE(kLog2, Sleef_log2f8_u10avx2)
-    RT_VEC_CASE(kLog10, Sleef_log10f8_u10avx2)
-    RT_VEC_CASE(kLog1p, Sleef_log1pf8_u10avx2)
-    RT_VEC_CASE(kSin, Sleef_sinf8_u10avx2)
-    RT_VEC_CASE(kCos, Sleef_cosf8_u10avx2)
-    RT_VEC_CASE(kTan, Sleef_tanf8_u10avx2)
-    RT_VEC_CASE(kAsin, Sleef_asinf8_u10avx2)
-    RT_VEC_CASE(kAcos, Sleef_acosf8_u10avx2)
-    RT_VEC_CASE(kAtan, Sleef_atanf8_u10avx2)
-    RT_VEC_CASE(kSinh, Sleef_sinhf8_u10avx2)
-    RT_VEC_CASE(kCosh, Sleef_coshf8_u10avx2)
-    RT_VEC_CASE(kErf, Sleef_erff8_u10avx2)
+#define RT_SLEEF_CASE(E, F) RT_VEC_CASE(E, Sleef_##F##f8_u10avx2)
+    RT_SLEEF_UNARY(RT_SLEEF_CASE)
+#undef RT_SLEEF_CASE
     RT_VEC_CASE(kTanh, tanh8)
     RT_VEC_CASE(kSigmoid, sigmoid8)
     RT_VEC_CASE(kSilu, silu8)
@@ -125,26 +120,14 @@ bool vec_unary(VecFn fn, const float* in, float* out, int64_t n) {
 }
 
 bool vec_unary(VecFn fn, const double* in, double* out, int64_t n) {
+  if (have_avx512()) return vec512::vec_unary_avx512(fn, in, out, n);
   if (!have_avx2()) return false;
 #define MAP map4
   switch (fn) {
-    RT_VEC_CASE(kExp, Sleef_expd4_u10avx2)
-    RT_VEC_CASE(kExp2, Sleef_exp2d4_u10avx2)
-    RT_VEC_CASE(kExpm1, Sleef_expm1d4_u10avx2)
-    RT_VEC_CASE(kLog, Sleef_logd4_u10avx2)
-    RT_VEC_CASE(kLog2, Sleef_log2d4_u10avx2)
-    RT_VEC_CASE(kLog10, Sleef_log10d4_u10avx2)
-    RT_VEC_CASE(kLog1p, Sleef_log1pd4_u10avx2)
-    RT_VEC_CASE(kSin, Sleef_sind4_u10avx2)
-    RT_VEC_CASE(kCos, Sleef_cosd4_u10avx2)
-    RT_VEC_CASE(kTan, Sleef_tand4_u10avx2)
-    RT_VEC_CASE(kAsin, Sleef_asind4_u10avx2)
-    RT_VEC_CASE(kAcos, Sleef_acosd4_u10avx2)
-    RT_VEC_CASE(kAtan, Sleef_atand4_u10avx2)
-    RT_VEC_CASE(kSinh, Sleef_sinhd4_u10avx2)
-    RT_VEC_CASE(kCosh, Sleef_coshd4_u10avx2)
+#define RT_SLEEF_CASE(E, F) RT_VEC_CASE(E, Sleef_##F##d4_u10avx2)
+    RT_SLEEF_UNARY(RT_SLEEF_CASE)
+#undef RT_SLEEF_CASE
     RT_VEC_CASE(kTanh, Sleef_tanhd4_u10avx2)
-    RT_VEC_CASE(kErf, Sleef_erfd4_u10avx2)
     RT_VEC_CASE(kSigmoid, sigmoid4)
     RT_VEC_CASE(kSilu, silu4)
     RT_VEC_CASE(kGelu, gelu4)
@@ -158,6 +141,7 @@ bool vec_unary(VecFn fn, const double* in, double* out, int64_t n) {
 #undef RT_VEC_CASE
 
 float vec_exp_shift_sum(const float* in, float shift, float* out, int64_t n) {
+  if (have_avx512()) return vec512::vec_exp_shift_sum_avx512(in, shift, out, n);
   if (!have_avx2()) {
     float s = 0;
     for (int64_t i = 0; i < n; ++i) s += out[i] = std::exp(in[i] - shift);

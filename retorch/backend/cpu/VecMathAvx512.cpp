@@ -1,0 +1,247 @@
+// The AVX-512 forms of the vector math (16 floats or 8 doubles per step), same formulas as the
+// AVX2 ones, so both paths give the same bits; compiled with AVX-512 flags, called only when
+// cpu_isa() allows.
+#include "retorch/backend/cpu/VecMath.h"
+
+#if defined(RETORCH_HAVE_SLEEF) && defined(__AVX512F__) && defined(__AVX512DQ__)
+#include <immintrin.h>
+#include <sleef.h>
+
+// Only intrinsics and this file's own functions below: a std:: template instantiated here could
+// be the copy the linker keeps for the whole library, and carry AVX-512 code to CPUs without it.
+
+namespace retorch::cpu::vec512 {
+
+namespace {
+
+// exp on 16 floats: 2^n * p(r), r = x - n ln2, Cephes' degree-6 polynomial (VecMathAvx2.h's exp8
+// lane for lane); NaN stays NaN, x > 88.72 gives inf, x < -87.34 gives 0.
+inline __m512 exp16(__m512 x) {
+  const __m512 hi = _mm512_set1_ps(88.72283f), lo = _mm512_set1_ps(-87.33654f);
+  __m512 c = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
+  __m512 n = _mm512_roundscale_ps(
+      _mm512_fmadd_ps(c, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
+      _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), c);
+  r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  __m512i e = _mm512_slli_epi32(
+      _mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
+  __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
+  y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), _mm512_set1_ps(__builtin_inff()));
+  y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), _mm512_setzero_ps());
+  return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+}
+
+inline __m512 sigmoid16(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.f);
+  return _mm512_div_ps(one, _mm512_add_ps(one, exp16(_mm512_sub_ps(_mm512_setzero_ps(), x))));
+}
+
+inline __m512 silu16(__m512 x) { return _mm512_mul_ps(x, sigmoid16(x)); }
+
+inline __m512 or_sign(__m512 y, __m512 x) {
+  const __m512i sign = _mm512_set1_epi32(int32_t(0x80000000u));
+  return _mm512_castsi512_ps(_mm512_or_si512(
+      _mm512_castps_si512(y), _mm512_and_si512(sign, _mm512_castps_si512(x))));
+}
+
+inline __m512 abs16(__m512 x) {
+  return _mm512_castsi512_ps(
+      _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));
+}
+
+// tanh8 of VecMathAvx2.h on 16 lanes: the odd series through x^15 below |x| = 0.5,
+// 1 - 2 / (exp(2|x|) + 1) with x's sign above, exactly +-1 from |x| = 9.
+inline __m512 tanh16(__m512 x) {
+  __m512 ax = abs16(x);
+  __m512 x2 = _mm512_mul_ps(x, x);
+  __m512 p = _mm512_set1_ps(-929569.f / 638512875.f);
+  p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(21844.f / 6081075.f));
+  p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-1382.f / 155925.f));
+  p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(62.f / 2835.f));
+  p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-17.f / 315.f));
+  p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(2.f / 15.f));
+  p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-1.f / 3.f));
+  __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, x2), x, x);
+  __m512 c = _mm512_min_ps(ax, _mm512_set1_ps(9.f));
+  __m512 e = exp16(_mm512_add_ps(c, c));
+  const __m512 one = _mm512_set1_ps(1.f);
+  __m512 big = _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.f), _mm512_add_ps(e, one)));
+  big = _mm512_mask_mov_ps(big, _mm512_cmp_ps_mask(ax, _mm512_set1_ps(9.f), _CMP_GE_OQ), one);
+  big = or_sign(big, x);
+  __m512 y = _mm512_mask_mov_ps(big, _mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.5f), _CMP_LT_OQ),
+                                small);
+  return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+}
+
+// erf8_abs of VecMathAvx2.h on 16 lanes (Abramowitz & Stegun 7.1.26, ~1.5e-7 absolute).
+inline __m512 erf16_abs(__m512 x) {
+  const __m512 one = _mm512_set1_ps(1.f);
+  __m512 ax = abs16(x);
+  __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), ax, one));
+  __m512 p = _mm512_set1_ps(1.061405429f);
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
+  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
+  p = _mm512_mul_ps(p, t);
+  __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(ax, ax)));
+  __m512 y = or_sign(_mm512_fnmadd_ps(p, e, one), x);
+  return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+}
+
+inline __m512 gelu16(__m512 x) {
+  const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.f);
+  __m512 e = erf16_abs(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f)));
+  return _mm512_mul_ps(_mm512_mul_ps(x, half), _mm512_add_ps(one, e));
+}
+
+inline __m512 gelu_tanh16(__m512 x) {
+  const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.f);
+  __m512 x3 = _mm512_mul_ps(_mm512_mul_ps(x, x), x);
+  __m512 inner = _mm512_mul_ps(_mm512_set1_ps(0.7978845608028654f),
+                               _mm512_fmadd_ps(_mm512_set1_ps(0.044715f), x3, x));
+  return _mm512_mul_ps(_mm512_mul_ps(half, x), _mm512_add_ps(one, tanh16(inner)));
+}
+
+inline __m512d sigmoid8d(__m512d x) {
+  const __m512d one = _mm512_set1_pd(1.0);
+  __m512d e = Sleef_expd8_u10avx512f(_mm512_sub_pd(_mm512_setzero_pd(), x));
+  return _mm512_div_pd(one, _mm512_add_pd(one, e));
+}
+
+inline __m512d silu8d(__m512d x) { return _mm512_mul_pd(x, sigmoid8d(x)); }
+
+inline __m512d gelu8d(__m512d x) {
+  const __m512d half = _mm512_set1_pd(0.5), one = _mm512_set1_pd(1.0);
+  __m512d e = Sleef_erfd8_u10avx512f(_mm512_mul_pd(x, _mm512_set1_pd(0.70710678118654752)));
+  return _mm512_mul_pd(_mm512_mul_pd(x, half), _mm512_add_pd(one, e));
+}
+
+// Applies f to 16 floats (8 doubles) at a time; the tail is one masked step.
+template <typename F>
+inline void map16(const F& f, const float* in, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(out + i, f(_mm512_loadu_ps(in + i)));
+  if (i < n) {
+    const __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(out + i, m, f(_mm512_maskz_loadu_ps(m, in + i)));
+  }
+}
+
+template <typename F>
+inline void map8d(const F& f, const double* in, double* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm512_storeu_pd(out + i, f(_mm512_loadu_pd(in + i)));
+  if (i < n) {
+    const __mmask8 m = __mmask8((1u << (n - i)) - 1);
+    _mm512_mask_storeu_pd(out + i, m, f(_mm512_maskz_loadu_pd(m, in + i)));
+  }
+}
+
+}  // namespace
+
+#define RT_VEC_CASE(E, FN)                         \
+  case VecFn::E:                                   \
+    MAP([](auto x) { return FN(x); }, in, out, n); \
+    return true;
+
+bool vec_unary_avx512(VecFn fn, const float* in, float* out, int64_t n) {
+#define MAP map16
+  switch (fn) {
+#define RT_SLEEF_CASE(E, F) RT_VEC_CASE(E, Sleef_##F##f16_u10avx512f)
+    RT_SLEEF_UNARY(RT_SLEEF_CASE)
+#undef RT_SLEEF_CASE
+    RT_VEC_CASE(kTanh, tanh16)
+    RT_VEC_CASE(kSigmoid, sigmoid16)
+    RT_VEC_CASE(kSilu, silu16)
+    RT_VEC_CASE(kGelu, gelu16)
+    RT_VEC_CASE(kGeluTanh, gelu_tanh16)
+    case VecFn::kNone:
+      break;
+  }
+#undef MAP
+  return false;
+}
+
+bool vec_unary_avx512(VecFn fn, const double* in, double* out, int64_t n) {
+#define MAP map8d
+  switch (fn) {
+#define RT_SLEEF_CASE(E, F) RT_VEC_CASE(E, Sleef_##F##d8_u10avx512f)
+    RT_SLEEF_UNARY(RT_SLEEF_CASE)
+#undef RT_SLEEF_CASE
+    RT_VEC_CASE(kTanh, Sleef_tanhd8_u10avx512f)
+    RT_VEC_CASE(kSigmoid, sigmoid8d)
+    RT_VEC_CASE(kSilu, silu8d)
+    RT_VEC_CASE(kGelu, gelu8d)
+    case VecFn::kGeluTanh:  // double keeps the scalar formula
+    case VecFn::kNone:
+      break;
+  }
+#undef MAP
+  return false;
+}
+#undef RT_VEC_CASE
+
+float vec_exp_shift_sum_avx512(const float* in, float shift, float* out, int64_t n) {
+  const __m512 sh = _mm512_set1_ps(shift);
+  __m512 acc = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(in + i), sh));
+    _mm512_storeu_ps(out + i, e);
+    acc = _mm512_add_ps(acc, e);
+  }
+  if (i < n) {
+    const __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    __m512 e = exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, in + i), sh));
+    _mm512_mask_storeu_ps(out + i, m, e);
+    acc = _mm512_mask_add_ps(acc, m, acc, e);
+  }
+  return _mm512_reduce_add_ps(acc);
+}
+
+int64_t sum_lanes16_avx512(const uint16_t* x, int64_t n, bool bf16, double* lane) {
+  __m512d acc[4];
+  for (int k = 0; k < 4; ++k) acc[k] = _mm512_loadu_pd(lane + 8 * k);
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    __m512 f[2];
+    for (int h = 0; h < 2; ++h) {
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 16 * h));
+      f[h] = bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16))
+                  : _mm512_cvtph_ps(raw);
+    }
+    for (int h = 0; h < 2; ++h) {
+      acc[2 * h] = _mm512_add_pd(acc[2 * h], _mm512_cvtps_pd(_mm512_castps512_ps256(f[h])));
+      acc[2 * h + 1] = _mm512_add_pd(
+          acc[2 * h + 1],
+          _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f[h]), 1))));
+    }
+  }
+  for (int k = 0; k < 4; ++k) _mm512_storeu_pd(lane + 8 * k, acc[k]);
+  return i;
+}
+
+bool vec_avx512_compiled() { return true; }
+
+}  // namespace retorch::cpu::vec512
+
+#else
+
+namespace retorch::cpu::vec512 {
+bool vec_unary_avx512(VecFn, const float*, float*, int64_t) { return false; }
+bool vec_unary_avx512(VecFn, const double*, double*, int64_t) { return false; }
+float vec_exp_shift_sum_avx512(const float*, float, float*, int64_t) { return 0; }
+int64_t sum_lanes16_avx512(const uint16_t*, int64_t, bool, double*) { return 0; }
+bool vec_avx512_compiled() { return false; }
+}  // namespace retorch::cpu::vec512
+
+#endif
