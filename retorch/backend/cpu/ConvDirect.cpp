@@ -35,21 +35,28 @@ namespace retorch::cpu {
 
 namespace {
 
-constexpr int64_t kOcBlock = 16;   // output channels per micro-kernel tile (two ymm, one zmm)
-constexpr int64_t kPosAvx2 = 6;    // positions per AVX2 tile
-constexpr int64_t kPosAvx512 = 12;  // positions per AVX-512 tile
+constexpr int64_t kOcBlock = 16;  // output channels per AVX2 tile (two ymm), and per zmm
+constexpr int64_t kPosAvx2 = 6;   // positions per AVX2 tile
 constexpr int64_t kMaxPos = 12;
 
+// A micro-kernel tile: ocb output channels (16 per zmm) x pos positions.
+struct Tiling {
+  int64_t ocb, pos;
+};
+constexpr Tiling kAvx2Tiling{kOcBlock, kPosAvx2};
+// AVX-512 tiles keep 12 or 24 accumulators: 16 x 12, 32 x 12 and 64 x 6 channels x positions.
+constexpr Tiling kAvx512Tilings[] = {{64, 6}, {32, 12}, {16, 12}};
+
 struct Layout {
-  int64_t Hp, Wp, plane, P, K, OB, ldt, chunk, image, pos;
-  Layout(const DirectConvShape& g, int64_t pos_block) : pos(pos_block) {
+  int64_t Hp, Wp, plane, P, K, OB, ldt, chunk, image, ocb, pos;
+  Layout(const DirectConvShape& g, Tiling t) : ocb(t.ocb), pos(t.pos) {
     Wp = g.ow + g.dw * (g.kw - 1);
     Hp = g.oh + g.dh * (g.kh - 1);
     plane = Hp * Wp;
     P = g.oh * g.ow;
     K = g.C * g.kh * g.kw;
-    OB = (g.O + kOcBlock - 1) / kOcBlock;
-    ldt = OB * kOcBlock;
+    OB = (g.O + ocb - 1) / ocb;
+    ldt = OB * ocb;
     // Positions per chunk: the chunk's output tile (chunk x ldt floats) stays near 96 KB.
     chunk = std::max<int64_t>(pos, (int64_t(96) << 10) / 4 / ldt / pos * pos);
     image = g.C * plane;  // one group's padded channels
@@ -63,7 +70,7 @@ bool direct_conv_applies(const DirectConvShape& g) {
   if (cpu_isa() < CpuIsa::kAvx2) return false;
   if (g.oh <= 0 || g.ow <= 0 || g.C <= 0 || g.O <= 0 || g.kh * g.kw <= 1) return false;
   if (g.top < 0 || g.left < 0) return false;
-  Layout l(g, kMaxPos);
+  Layout l(g, {kOcBlock, kMaxPos});
   const bool full_tiles = g.O * 4 >= l.ldt * 3;  // at most a quarter of the lanes idle
   const bool fits = l.image * 64 < std::numeric_limits<int32_t>::max();
   return full_tiles && fits && l.K >= 4;
@@ -124,9 +131,9 @@ inline void micro_kernel(const float* b, const int32_t* off, int64_t rows, const
   }
 }
 
-// The AVX-512 form: 16 channels in one zmm, NP positions, so NP accumulators; per tap one weight
-// load and NP broadcasts, which GCC folds into the FMAs as {1to16} memory operands.
-template <int KW, int NP>
+// The AVX-512 form: NZ zmm of 16 channels x NP positions, NZ*NP accumulators; per tap NZ weight
+// loads and NP broadcasts (folded into the FMAs as {1to16} memory operands when NZ is 1).
+template <int KW, int NZ, int NP>
 __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma"))) void micro_kernel_avx512(
     const float* b, const int32_t* off, int64_t rows, const float* a, const int64_t* d,
     float* out, int64_t ldo) {
@@ -134,36 +141,43 @@ __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma"))) void micro_ker
   // arithmetic per FMA (an index per position cost about 15%).
   const float* pq[NP];
   for (int q = 0; q < NP; ++q) pq[q] = b + d[q];
-  __m512 c[NP];
-  for (int q = 0; q < NP; ++q) c[q] = _mm512_setzero_ps();
+  __m512 c[NP][NZ];
+  for (int q = 0; q < NP; ++q)
+    for (int z = 0; z < NZ; ++z) c[q][z] = _mm512_setzero_ps();
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t o = off[r];
 #pragma GCC unroll 8
-    for (int j = 0; j < (KW > 0 ? KW : 1); ++j, a += kOcBlock) {
-      __m512 w = _mm512_loadu_ps(a);
-      asm("" : "+v"(w));  // one load per tap, not one per FMA
+    for (int j = 0; j < (KW > 0 ? KW : 1); ++j, a += 16 * NZ) {
+      __m512 w[NZ];
+      for (int z = 0; z < NZ; ++z) {
+        w[z] = _mm512_loadu_ps(a + 16 * z);
+        asm("" : "+v"(w[z]));  // one load per tap, not one per FMA
+      }
 #pragma GCC unroll 16
-      for (int q = 0; q < NP; ++q)
-        c[q] = _mm512_fmadd_ps(_mm512_set1_ps(pq[q][o + j]), w, c[q]);
+      for (int q = 0; q < NP; ++q) {
+        const __m512 v = _mm512_set1_ps(pq[q][o + j]);
+        for (int z = 0; z < NZ; ++z) c[q][z] = _mm512_fmadd_ps(v, w[z], c[q][z]);
+      }
     }
   }
-  for (int q = 0; q < NP; ++q) _mm512_storeu_ps(out + q * ldo, c[q]);
+  for (int q = 0; q < NP; ++q)
+    for (int z = 0; z < NZ; ++z) _mm512_storeu_ps(out + q * ldo + 16 * z, c[q][z]);
 }
 
-// The weights of every group as [groups][OB][K][16] (zero past O), k = (c*kh + i)*kw + j.
+// The weights of every group as [groups][OB][K][ocb] (zero past O), k = (c*kh + i)*kw + j.
 std::vector<float> pack_weights(const float* w, int64_t groups, const DirectConvShape& g,
                                 const Layout& l, DirectWeight layout) {
-  std::vector<float> packed(size_t(groups * l.OB * l.K * kOcBlock), 0.0f);
+  std::vector<float> packed(size_t(groups * l.OB * l.K * l.ocb), 0.0f);
   const int64_t taps = g.kh * g.kw;
   for (int64_t gi = 0; gi < groups; ++gi) {
     for (int64_t o = 0; o < g.O; ++o) {
-      float* dst = packed.data() + ((gi * l.OB + o / kOcBlock) * l.K) * kOcBlock + o % kOcBlock;
+      float* dst = packed.data() + ((gi * l.OB + o / l.ocb) * l.K) * l.ocb + o % l.ocb;
       for (int64_t c = 0; c < g.C; ++c) {
         for (int64_t t = 0; t < taps; ++t) {
           float v = layout == DirectWeight::kConv
                         ? w[((gi * g.O + o) * g.C + c) * taps + t]
                         : w[((gi * g.C + c) * g.O + o) * taps + (taps - 1 - t)];
-          dst[(c * taps + t) * kOcBlock] = v;
+          dst[(c * taps + t) * l.ocb] = v;
         }
       }
     }
@@ -215,28 +229,40 @@ void pad_image(const float* x, int64_t groups, const DirectConvShape& g, const L
 using MicroKernel = void (*)(const float*, const int32_t*, int64_t, const float*, const int64_t*,
                             float*, int64_t);
 
-// The unrolled kernel for rows of kw taps at dilation 1 (common widths), else the per-tap one
-// (kw 0); the AVX-512 one where cpu_isa() allows.
-template <int KW>
-MicroKernel kernel_for(bool avx512) {
-  return avx512 ? micro_kernel_avx512<KW, kPosAvx512> : micro_kernel<KW>;
+// The tile for this shape: AVX2's, or the widest AVX-512 one that leaves at most a quarter of
+// its channels idle (16 x 12 always qualifies when direct_conv_applies).
+Tiling pick_tiling(const DirectConvShape& g, bool avx512) {
+  if (!avx512) return kAvx2Tiling;
+  for (const Tiling& t : kAvx512Tilings)
+    if (g.O * 4 >= (g.O + t.ocb - 1) / t.ocb * t.ocb * 3) return t;
+  return kAvx512Tilings[2];
 }
 
-MicroKernel pick_kernel(const DirectConvShape& g, bool avx512, bool* per_tap) {
+// The unrolled kernel for rows of kw taps at dilation 1 (common widths), else the per-tap one
+// (kw 0), for the tiling t.
+template <int KW>
+MicroKernel kernel_for(Tiling t) {
+  if (t.ocb == kAvx2Tiling.ocb && t.pos == kAvx2Tiling.pos) return micro_kernel<KW>;
+  if (t.ocb == 64) return micro_kernel_avx512<KW, 4, 6>;
+  if (t.ocb == 32) return micro_kernel_avx512<KW, 2, 12>;
+  return micro_kernel_avx512<KW, 1, 12>;
+}
+
+MicroKernel pick_kernel(const DirectConvShape& g, Tiling t, bool* per_tap) {
   *per_tap = false;
   if (g.dw == 1 || g.kw == 1) {
     switch (g.kw) {
-      case 1: return kernel_for<1>(avx512);
-      case 2: return kernel_for<2>(avx512);
-      case 3: return kernel_for<3>(avx512);
-      case 4: return kernel_for<4>(avx512);
-      case 5: return kernel_for<5>(avx512);
-      case 7: return kernel_for<7>(avx512);
+      case 1: return kernel_for<1>(t);
+      case 2: return kernel_for<2>(t);
+      case 3: return kernel_for<3>(t);
+      case 4: return kernel_for<4>(t);
+      case 5: return kernel_for<5>(t);
+      case 7: return kernel_for<7>(t);
       default: break;
     }
   }
   *per_tap = true;
-  return kernel_for<0>(avx512);
+  return kernel_for<0>(t);
 }
 
 // Transposes the 8x8 block r[0..8) in place (r[i] lane j <-> r[j] lane i).
@@ -292,12 +318,12 @@ void run_chunk(MicroKernel kernel, const float* padded, const float* packed, con
   for (int64_t gi = 0; gi < groups; ++gi) {
     const float* img = padded + gi * l.image;
     for (int64_t ob = 0; ob < l.OB; ++ob) {
-      const float* a = packed + (gi * l.OB + ob) * l.K * kOcBlock;
+      const float* a = packed + (gi * l.OB + ob) * l.K * l.ocb;
       for (int64_t p = p0; p < p1; p += l.pos) {
         const int64_t base = padded_index(p);
         int64_t d[kMaxPos];
         for (int64_t q = 0; q < l.pos; ++q) d[q] = padded_index(p + q) - base;
-        kernel(img + base, off, rows, a, d, tile + (p - p0) * l.ldt + ob * kOcBlock, l.ldt);
+        kernel(img + base, off, rows, a, d, tile + (p - p0) * l.ldt + ob * l.ocb, l.ldt);
       }
     }
     copy_out(tile, l.ldt, bias ? bias + gi * g.O : nullptr, y + gi * g.O * l.P, g.O, l.P, p0, p1);
@@ -308,12 +334,12 @@ void run_chunk(MicroKernel kernel, const float* padded, const float* packed, con
 
 void direct_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N,
                    int64_t groups, const DirectConvShape& g, DirectWeight layout) {
-  const bool avx512 = cpu_isa() >= CpuIsa::kAvx512;
-  const Layout l(g, avx512 ? kPosAvx512 : kPosAvx2);
+  const Tiling tiling = pick_tiling(g, cpu_isa() >= CpuIsa::kAvx512);
+  const Layout l(g, tiling);
   const std::vector<float> packed = pack_weights(w, groups, g, l, layout);
   // Offsets into the padded image: per tap for the generic kernel, per kernel row otherwise.
   bool per_tap = false;
-  const MicroKernel kernel = pick_kernel(g, avx512, &per_tap);
+  const MicroKernel kernel = pick_kernel(g, tiling, &per_tap);
   const int64_t rows = per_tap ? l.K : g.C * g.kh;
   std::vector<int32_t> off;
   for (int64_t c = 0; c < g.C; ++c)
@@ -355,68 +381,74 @@ void direct_conv2d(const float* x, const float* w, const float* bias, float* y, 
 
 
 // Note [Direct weight gradient]
-// gw[o, k] = sum over images and positions of go[o, oy, ox] * Z[off_k + oy*Wp + ox], Z the
-// zero-padded image and off_k tap k's offset (Note [Direct convolution]). Spread onto the padded
-// grid (rows of Wp, the last Wp - ow columns of each row masked off), the output gradient and
-// every tap's view of Z are both contiguous along positions, so the weight gradient needs no
-// im2col: an AVX-512 tile of 4 output channels x NK taps (NK of 4, 5 or 6, whichever wastes
-// fewest taps) keeps 4*NK zmm sums; per 16 positions it loads 4 gradient vectors and NK image
-// vectors and runs 4*NK masked FMAs (masked, not zero-filled, so that an inf in the image
-// outside the window does not turn into inf * 0 = NaN). Each thread takes a fixed share of
-// whole images into its own partial sums (blocks of four images per tile pass), added at the end
-// in thread order like the im2col path's. Against im2col + OpenBLAS on two threads: 81 -> 169 GFLOP/s on the seed ConvNet's
-// 16->32 5x5 layer, 105 -> 132 on its 1->16 one, 162 -> 205 on the 32->64 3x3 benchmark shape.
+// gw[o, k] = sum over images and positions (oy, ox) of go[o, oy, ox] * Z[off_k + oy*Wp + ox], Z
+// the zero-padded image and off_k tap k's offset (Note [Direct convolution]): a GEMM reducing
+// over positions, whose image operand needs no im2col either. The AVX-512 tile is the forward
+// kernel's turned around: NZ zmm of 16 output channels x NT taps (64 x 6, 32 x 12 or 16 x 12,
+// picked like the forward tiles), accumulated in registers over a band of output rows; per
+// position it loads NZ vectors of the output gradient (transposed once per image to
+// [position][channel]) and broadcasts the image value under each tap from a pointer per tap.
+// Only real positions enter the sums (an inf in the image meets exactly the taps PyTorch's
+// would pair it with). Bands of rows keep the gradient slice a tile reads within ~24 KB of L1
+// across the tap blocks. Each thread takes a fixed share of whole images into its own partial
+// sums, added in thread order at the end (the same gradient from run to run). Against im2col +
+// OpenBLAS on two threads: 81 -> 256 GFLOP/s on the seed ConvNet's 16->32 5x5 layer, 105 -> 113
+// on its 1->16 one (25 taps in tiles of 12), 162 -> 246 on the 32->64 3x3 benchmark shape;
+// PyTorch's oneDNN 150, 68 and 133 there. (A first version summed along the padded grid with
+// masked FMAs and horizontal sums per tile: 169, 142 and 205.)
 
 namespace {
 
-constexpr int kGradO = 4;  // output channels per weight-gradient tile
-
-// acc[o][k] += sum_b,s masks[s] ? g_b[o][16s..] * z_b[off[k] + 16s..] : 0 over nb images (g_b =
-// g + b*gstride, z_b = z + b*zstride), then gw[o*ldw + k] += the sums, for o < no (rows past no
-// repeat the last one and are not written) and k < nk. Summing several images before the
-// horizontal sums keeps those (4*NK per tile) small next to the FMAs.
-template <int NK>
-__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma"))) void grad_tile(
-    const float* g, int64_t ldg, int64_t gstride, int64_t no, const float* z, int64_t zstride,
-    int64_t nb, const int32_t* off, int64_t nk, const uint16_t* masks, int64_t steps, float* gw,
-    int64_t ldw) {
-  __m512 acc[kGradO][NK];
-  for (int o = 0; o < kGradO; ++o)
-    for (int k = 0; k < NK; ++k) acc[o][k] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < nb; ++b) {
-    const float* gp[kGradO];
-    for (int o = 0; o < kGradO; ++o) gp[o] = g + b * gstride + std::min<int64_t>(o, no - 1) * ldg;
-    const float* zp[NK];
-    for (int k = 0; k < NK; ++k) zp[k] = z + b * zstride + off[std::min<int64_t>(k, nk - 1)];
-    for (int64_t s = 0; s < steps; ++s) {
-      const __mmask16 m = masks[s];
-      __m512 gv[kGradO];
-      for (int o = 0; o < kGradO; ++o) gv[o] = _mm512_loadu_ps(gp[o] + 16 * s);
-#pragma GCC unroll 8
-      for (int k = 0; k < NK; ++k) {
-        const __m512 v = _mm512_loadu_ps(zp[k] + 16 * s);
-        for (int o = 0; o < kGradO; ++o)
-          acc[o][k] = _mm512_mask3_fmadd_ps(gv[o], v, acc[o][k], m);
+// out[t * ldout + c] += sum over rows [oy0, oy1) and ox < ow of g[(oy*ow + ox)*ldo + c] *
+// z[off[t] + oy*wp + ox], for t < NT and c < 16 * NZ.
+template <int NZ, int NT>
+__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,fma"))) void wgrad_tile(
+    const float* g, int64_t ldo, const float* z, const int32_t* off, int64_t oy0, int64_t oy1,
+    int64_t ow, int64_t wp, float* out, int64_t ldout) {
+  const float* zt[NT];
+  for (int t = 0; t < NT; ++t) zt[t] = z + off[t];
+  __m512 acc[NT][NZ];
+  for (int t = 0; t < NT; ++t)
+    for (int c = 0; c < NZ; ++c) acc[t][c] = _mm512_loadu_ps(out + t * ldout + 16 * c);
+  for (int64_t oy = oy0; oy < oy1; ++oy) {
+    const float* grow = g + oy * ow * ldo;
+    const int64_t zr = oy * wp;
+    for (int64_t ox = 0; ox < ow; ++ox) {
+      __m512 w[NZ];
+      for (int c = 0; c < NZ; ++c) {
+        w[c] = _mm512_loadu_ps(grow + ox * ldo + 16 * c);
+        asm("" : "+v"(w[c]));  // one load per position, not one per FMA
+      }
+#pragma GCC unroll 16
+      for (int t = 0; t < NT; ++t) {
+        const __m512 v = _mm512_set1_ps(zt[t][zr + ox]);
+        for (int c = 0; c < NZ; ++c) acc[t][c] = _mm512_fmadd_ps(v, w[c], acc[t][c]);
       }
     }
   }
-  for (int o = 0; o < no && o < kGradO; ++o)
-    for (int k = 0; k < nk && k < NK; ++k) gw[o * ldw + k] += _mm512_reduce_add_ps(acc[o][k]);
+  for (int t = 0; t < NT; ++t)
+    for (int c = 0; c < NZ; ++c) _mm512_storeu_ps(out + t * ldout + 16 * c, acc[t][c]);
 }
 
-using GradTile = void (*)(const float*, int64_t, int64_t, int64_t, const float*, int64_t, int64_t,
-                          const int32_t*, int64_t, const uint16_t*, int64_t, float*, int64_t);
+using WgradTile = void (*)(const float*, int64_t, const float*, const int32_t*, int64_t, int64_t,
+                           int64_t, int64_t, float*, int64_t);
 
-constexpr int64_t kGradImages = 4;  // images summed per tile before its horizontal sums
-
-// The tile width among 4, 5, 6 that leaves the fewest taps idle in the last tile (wider on ties).
-int64_t pick_grad_taps(int64_t K) {
-  int64_t best = 6, waste = (6 - K % 6) % 6;
-  for (int64_t nk : {5, 4}) {
-    const int64_t w = (nk - K % nk) % nk;
-    if (w < waste) best = nk, waste = w;
+// dst[p * ldo + o] = src[o * P + p] for o < O, p < P (a channel-major gradient to
+// position-major): 8 x 8 blocks transposed in registers, the edges one by one.
+void transpose_to_positions(const float* src, int64_t O, int64_t P, float* dst, int64_t ldo) {
+  const int64_t O8 = O / 8 * 8, P8 = P / 8 * 8;
+  for (int64_t o0 = 0; o0 < O8; o0 += 8) {
+    for (int64_t p0 = 0; p0 < P8; p0 += 8) {
+      __m256 r[8];
+      for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(src + (o0 + i) * P + p0);
+      transpose8(r);
+      for (int i = 0; i < 8; ++i) _mm256_storeu_ps(dst + (p0 + i) * ldo + o0, r[i]);
+    }
+    for (int64_t o = o0; o < o0 + 8; ++o)
+      for (int64_t p = P8; p < P; ++p) dst[p * ldo + o] = src[o * P + p];
   }
-  return best;
+  for (int64_t o = O8; o < O; ++o)
+    for (int64_t p = 0; p < P; ++p) dst[p * ldo + o] = src[o * P + p];
 }
 
 }  // namespace
@@ -424,64 +456,60 @@ int64_t pick_grad_taps(int64_t K) {
 bool direct_weight_grad_applies(const DirectConvShape& g) {
   if (cpu_isa() < CpuIsa::kAvx512) return false;
   if (g.oh <= 0 || g.ow <= 0 || g.C <= 0 || g.O <= 0 || g.top < 0 || g.left < 0) return false;
-  const Layout l(g, kMaxPos);
-  // Enough positions per tap to amortize the tile's horizontal sums, and offsets in 32 bits.
-  return g.oh * g.ow >= 64 && l.image * 64 < std::numeric_limits<int32_t>::max();
+  const Layout l(g, {kOcBlock, kMaxPos});
+  const bool full_tiles = g.O * 4 >= l.ldt * 3;  // at most a quarter of the lanes idle
+  return full_tiles && l.image * 64 < std::numeric_limits<int32_t>::max();
 }
 
 void direct_conv2d_weight_grad(const float* go, const float* x, float* gw, int64_t N,
                                int64_t groups, const DirectConvShape& g) {
-  const Layout l(g, kMaxPos);
-  const int64_t K = l.K, Q = g.oh * l.Wp, steps = (Q + 15) / 16, ldg = steps * 16;
-  const int64_t nk = pick_grad_taps(K);
-  const GradTile tile = nk == 6 ? grad_tile<6> : nk == 5 ? grad_tile<5> : grad_tile<4>;
+  const Tiling tiling = pick_tiling(g, true);
+  const Layout l(g, tiling);
+  const int64_t K = l.K, NT = tiling.pos, Kp = (K + NT - 1) / NT * NT, ldo = l.ldt, P = l.P;
+  const WgradTile tile = tiling.ocb == 64   ? wgrad_tile<4, 6>
+                         : tiling.ocb == 32 ? wgrad_tile<2, 12>
+                                            : wgrad_tile<1, 12>;
   std::vector<int32_t> off;
   for (int64_t c = 0; c < g.C; ++c)
     for (int64_t i = 0; i < g.kh; ++i)
-      for (int64_t j = 0; j < g.kw; ++j) off.push_back(int32_t(c * l.plane + i * g.dh * l.Wp + j * g.dw));
-  off.resize(size_t((K + nk - 1) / nk * nk), off.back());
-  // Lane masks per 16 positions of the padded grid: real columns (ox < ow) of real rows.
-  std::vector<uint16_t> masks(size_t(steps), 0);
-  for (int64_t q = 0; q < Q; ++q)
-    if (q % l.Wp < g.ow) masks[size_t(q / 16)] |= uint16_t(1u << (q % 16));
-  // Reads reach (kw - 1) * dw + 15 floats past the last padded plane: a zeroed slack.
-  const int64_t slack = g.dw * (g.kw - 1) + 16;
-  const int64_t O = groups * g.O, in_size = groups * g.C * g.H * g.W, out_size = O * g.oh * g.ow;
-  const int64_t zsize = groups * l.image + slack, gsize = O * ldg;
-  const int64_t blocks = (N + kGradImages - 1) / kGradImages;
-  const int64_t threads = std::min<int64_t>(get_num_threads(), blocks);
+      for (int64_t j = 0; j < g.kw; ++j)
+        off.push_back(int32_t(c * l.plane + i * g.dh * l.Wp + j * g.dw));
+  off.resize(size_t(Kp), off.back());  // the last tile's extra taps land in rows past K
+  // Bands of output rows whose gradient slice (ow x ocb floats a row) stays near 24 KB.
+  const int64_t band_rows = std::clamp<int64_t>((int64_t(24) << 10) / (g.ow * l.ocb * 4), 1, g.oh);
+  const int64_t bands = (g.oh + band_rows - 1) / band_rows, rows = (g.oh + bands - 1) / bands;
+  const int64_t O = groups * g.O, in_size = groups * g.C * g.H * g.W, out_size = O * P;
+  const int64_t threads = std::min<int64_t>(get_num_threads(), N);
   std::vector<std::vector<float>> partial(static_cast<size_t>(threads));
-  // Thread t takes blocks t, t + threads, ... in order (not whichever is free), so that each
+  // Thread t takes images t, t + threads, ... in order (not whichever is free), so that each
   // partial sum, and the gradient, is the same from run to run (a resumed run stays bit-exact).
   parallel_for(0, threads, 1, [&](int64_t t0, int64_t t1) {
     for (int64_t t = t0; t < t1; ++t) {
-      // Columns past ow of the spread gradient are never written: they stay 0 (and are masked).
-      // The gradient rows start on cache lines (ldg is a multiple of 16 floats), so that only
-      // the image loads, at every tap's offset, straddle lines.
-      std::vector<float> z(size_t(kGradImages * zsize), 0.0f);
-      std::vector<float> gbuf(size_t(kGradImages * gsize + 16), 0.0f);
-      float* gp = gbuf.data() + (16 - (reinterpret_cast<uintptr_t>(gbuf.data()) / 4) % 16) % 16;
-      std::vector<float>& acc = partial[size_t(t)];
-      acc.assign(size_t(O * K), 0.0f);
-      for (int64_t blk = t; blk < blocks; blk += threads) {
-        const int64_t n0 = blk * kGradImages, nb = std::min(kGradImages, N - n0);
-        for (int64_t b = 0; b < nb; ++b) {
-          pad_image(x + (n0 + b) * in_size, groups, g, l, z.data() + b * zsize);
-          spread_rows(go + (n0 + b) * out_size, g.ow, O, g.oh, g.ow, gp + b * gsize, ldg,
-                      l.Wp);
-        }
+      std::vector<float> z(size_t(groups * l.image), 0.0f), gt(size_t(groups * P * ldo), 0.0f);
+      std::vector<float>& acc = partial[size_t(t)];  // [groups][Kp][ldo]
+      acc.assign(size_t(groups * Kp * ldo), 0.0f);
+      for (int64_t n = t; n < N; n += threads) {
+        pad_image(x + n * in_size, groups, g, l, z.data());
         for (int64_t gi = 0; gi < groups; ++gi)
-          for (int64_t o0 = 0; o0 < g.O; o0 += kGradO)
-            for (int64_t k0 = 0; k0 < K; k0 += nk)
-              tile(gp + (gi * g.O + o0) * ldg, ldg, gsize, std::min<int64_t>(kGradO, g.O - o0),
-                   z.data() + gi * l.image, zsize, nb, off.data() + k0, std::min(nk, K - k0),
-                   masks.data(), steps, acc.data() + (gi * g.O + o0) * K + k0, K);
+          transpose_to_positions(go + n * out_size + gi * g.O * P, g.O, P,
+                                 gt.data() + gi * P * ldo, ldo);
+        for (int64_t gi = 0; gi < groups; ++gi)
+          for (int64_t oy0 = 0; oy0 < g.oh; oy0 += rows)
+            for (int64_t ob = 0; ob < l.OB; ++ob)
+              for (int64_t k0 = 0; k0 < Kp; k0 += NT)
+                tile(gt.data() + gi * P * ldo + ob * l.ocb, ldo, z.data() + gi * l.image,
+                     off.data() + k0, oy0, std::min(g.oh, oy0 + rows), g.ow, l.Wp,
+                     acc.data() + (gi * Kp + k0) * ldo + ob * l.ocb, ldo);
       }
     }
   });
-  std::fill(gw, gw + O * K, 0.0f);
-  for (const std::vector<float>& acc : partial)
-    for (size_t i = 0; i < acc.size(); ++i) gw[i] += acc[i];
+  for (int64_t gi = 0; gi < groups; ++gi)
+    for (int64_t o = 0; o < g.O; ++o)
+      for (int64_t k = 0; k < K; ++k) {
+        float s = 0.0f;
+        for (const std::vector<float>& acc : partial) s += acc[size_t((gi * Kp + k) * ldo + o)];
+        gw[(gi * g.O + o) * K + k] = s;
+      }
 }
 
 #else
