@@ -127,42 +127,49 @@ TEST(GgufReader, MalformedFilesRaise) {
   EXPECT_TRUE(contains(error_of(huge), {"tensor count 4611686018427387904 is impossible"}));
 }
 
-TEST(GgufQuant, ScalarAndAvx2DotsAgree) {
-  // Both kernels against the exact dot of the dequantized weight row with the dequantized
-  // 8-bit input, up to float32 summation order.
+TEST(GgufQuant, ScalarAvx2AndAvx512DotsAgree) {
+  // Every kernel against the exact dot of the dequantized weight row with the dequantized
+  // 8-bit input, up to float32 summation order; lengths with and without a tail of blocks past
+  // the AVX-512 kernels' groups of eight.
   using namespace retorch::cpu::quant;
   std::mt19937 gen(7);
   std::normal_distribution<float> normal;
-  const int64_t K = 512;
-  std::vector<float> x(K);
-  for (float& v : x) v = normal(gen);
+  if (!dot_fn_avx2(kQ8_0)) GTEST_SKIP() << "no AVX2 on this CPU";
   for (int64_t qt : {kQ8_0, kQ4_0, kQ4_K, kQ6_K}) {
-    if (!dot_fn_avx2(qt)) GTEST_SKIP() << "no AVX2 on this CPU";
     const QTypeInfo* info = qtype_info(qt);
-    for (int trial = 0; trial < 20; ++trial) {
-      std::vector<uint8_t> w(size_t(row_bytes(*info, K)));
-      for (uint8_t& b : w) b = uint8_t(gen());
-      // Sane fp16 scales (0.0625) where each block keeps them.
-      const uint16_t h = 0x2c00;
-      for (size_t b = 0; b < w.size(); b += size_t(info->bytes)) {
-        std::memcpy(&w[b + (qt == kQ6_K ? 208 : 0)], &h, 2);
-        if (qt == kQ4_K) std::memcpy(&w[b + 2], &h, 2);
+    const DotFn avx512 = dot_fn_avx512(qt);  // Q8_0 / Q4_0 where the CPU has AVX-512 VNNI
+    for (int64_t K : {int64_t(32), int64_t(512), int64_t(608), int64_t(768)}) {
+      if (K % info->block != 0) continue;
+      std::vector<float> x(static_cast<size_t>(K));
+      for (float& v : x) v = normal(gen);
+      for (int trial = 0; trial < 20; ++trial) {
+        std::vector<uint8_t> w(size_t(row_bytes(*info, K)));
+        for (uint8_t& b : w) b = uint8_t(gen());
+        // Sane fp16 scales (0.0625) where each block keeps them.
+        const uint16_t h = 0x2c00;
+        for (size_t b = 0; b < w.size(); b += size_t(info->bytes)) {
+          std::memcpy(&w[b + (qt == kQ6_K ? 208 : 0)], &h, 2);
+          if (qt == kQ4_K) std::memcpy(&w[b + 2], &h, 2);
+        }
+        const int64_t block = act_block(qt);
+        std::vector<int8_t> q(static_cast<size_t>(K));
+        std::vector<float> d(static_cast<size_t>(K / block)), dsum(static_cast<size_t>(K / kQK));
+        std::vector<float> wf(static_cast<size_t>(K));
+        std::vector<int16_t> sums(static_cast<size_t>(K / 16));
+        quantize_act(x.data(), K, block, q.data(), d.data(), sums.data(), dsum.data());
+        ActRow a{q.data(), d.data(), sums.data(), dsum.data()};
+        dequantize_row(qt, w.data(), wf.data(), K);
+        double exact = 0, scale = 0;
+        for (int64_t k = 0; k < K; ++k) {
+          const double t =
+              double(wf[size_t(k)]) * double(q[size_t(k)]) * double(d[size_t(k / block)]);
+          exact += t;
+          scale += std::abs(t);
+        }
+        EXPECT_NEAR(dot_fn_scalar(qt)(K, w.data(), a), exact, 1e-5 * scale) << info->name << K;
+        EXPECT_NEAR(dot_fn_avx2(qt)(K, w.data(), a), exact, 1e-5 * scale) << info->name << K;
+        if (avx512) EXPECT_NEAR(avx512(K, w.data(), a), exact, 1e-5 * scale) << info->name << K;
       }
-      const int64_t block = act_block(qt);
-      std::vector<int8_t> q(K);
-      std::vector<float> d(K / block), dsum(K / kQK), wf(K);
-      std::vector<int16_t> sums(K / 16);
-      quantize_act(x.data(), K, block, q.data(), d.data(), sums.data(), dsum.data());
-      ActRow a{q.data(), d.data(), sums.data(), dsum.data()};
-      dequantize_row(qt, w.data(), wf.data(), K);
-      double exact = 0, scale = 0;
-      for (int64_t k = 0; k < K; ++k) {
-        const double t = double(wf[k]) * double(q[k]) * double(d[k / block]);
-        exact += t;
-        scale += std::abs(t);
-      }
-      EXPECT_NEAR(dot_fn_scalar(qt)(K, w.data(), a), exact, 1e-5 * scale) << info->name;
-      EXPECT_NEAR(dot_fn_avx2(qt)(K, w.data(), a), exact, 1e-5 * scale) << info->name;
     }
   }
 }

@@ -367,6 +367,7 @@ DotFn dot_fn_scalar(int64_t qtype) {
 }
 
 DotFn dot_fn(int64_t qtype) {
+  if (DotFn f = dot_fn_avx512(qtype)) return f;
   if (DotFn f = dot_fn_avx2(qtype)) return f;
   return dot_fn_scalar(qtype);
 }

@@ -83,13 +83,17 @@ void quantize_act(const float* x, int64_t n, int64_t block, int8_t* q, float* d,
 
 /// Dot product of a quantized weight row of K values with a quantized input row.
 using DotFn = float (*)(int64_t K, const uint8_t* w, const ActRow& a);
-/// The dot product for qtype (AVX2 when the CPU has it, else scalar); nullptr for float qtypes.
+/// The dot product for qtype (AVX-512 VNNI, else AVX2 when the CPU has them, else scalar);
+/// nullptr for float qtypes.
 DotFn dot_fn(int64_t qtype);
 /// The portable scalar dot product for qtype (tests compare the two).
 DotFn dot_fn_scalar(int64_t qtype);
 
 /// The AVX2 kernels (QuantAvx2.cpp): nullptr when the build or the CPU lacks AVX2/FMA/F16C.
 DotFn dot_fn_avx2(int64_t qtype);
+/// The AVX-512 VNNI kernels (QuantAvx512.cpp, Q8_0 and Q4_0): nullptr for other qtypes, or when
+/// the build, the CPU or cpu_isa() rules them out.
+DotFn dot_fn_avx512(int64_t qtype);
 /// dequantize_row with AVX2 (the same bits); false (nothing written) without AVX2 or for the
 /// float qtypes.
 bool dequantize_row_avx2(int64_t qtype, const uint8_t* x, float* y, int64_t n);
