@@ -174,6 +174,43 @@ CUSTOM = [
 ]
 
 
+# The same for 4-d inputs (N, C, H, W): pooling, resampling, im2col/col2im, scatter, and the
+# searches and histograms whose output shape needs no data.
+F = retorch.nn.functional
+CUSTOM_4D = [
+    ("upsample_nearest", lambda x: F.interpolate(x, size=(7, 9), mode="nearest")),
+    ("upsample_bilinear", lambda x: F.interpolate(x, scale_factor=2, mode="bilinear",
+                                                  align_corners=False)),
+    ("upsample_nearest_backward",
+     lambda x: retorch.upsample_nearest2d_backward(x, [5, 6], [2, 3, 3, 4])),
+    ("upsample_bilinear_backward",
+     lambda x: retorch.upsample_bilinear2d_backward(x, [5, 6], [2, 3, 10, 12], True)),
+    ("adaptive_max_pool2d", lambda x: F.adaptive_max_pool2d(x, (2, 3), return_indices=True)),
+    ("im2col", lambda x: F.unfold(x, (2, 3), padding=1)),
+    ("col2im", lambda x: F.fold(x.reshape(2, 18, 5), (3, 6), (3, 2))),
+    ("scatter", lambda x: x.scatter(1, retorch.zeros(2, 2, 5, 6, dtype=retorch.int64)
+                                    .to(x.device), 1.5)),
+    ("scatter_src", lambda x: retorch.scatter(x, 3, retorch.zeros(2, 3, 5, 2, dtype=retorch.int64)
+                                              .to(x.device), x)),
+    ("scatter_add_", lambda x: x.clone().scatter_add_(
+        0, retorch.zeros(1, 3, 5, 6, dtype=retorch.int64).to(x.device), x)),
+    ("searchsorted", lambda x: retorch.searchsorted(x.reshape(-1).sort()[0], x)),
+    ("histc", lambda x: retorch.histc(x, bins=7, min=-1.0, max=1.0)),
+    ("cdist", lambda x: retorch.cdist(x.reshape(6, 30), x.reshape(6, 30)[:4])),
+]
+
+
+@pytest.mark.parametrize("name,fn", CUSTOM_4D, ids=[c[0] for c in CUSTOM_4D])
+@pytest.mark.parametrize("layout", ["contig", "channels_last"])
+def test_4d_ops_on_meta_match_real_execution(name, fn, layout):
+    x = retorch.rand(2, 3, 5, 6)
+    if layout == "channels_last":
+        x = x.contiguous(memory_format=retorch.channels_last)
+    r = fn(x)
+    m = fn(as_meta(x))
+    assert_same_meta(m, r, name)
+
+
 @pytest.mark.parametrize("name,fn", CUSTOM, ids=[c[0] for c in CUSTOM])
 @pytest.mark.parametrize("layout", ["contig", "transposed", "expanded"])
 def test_custom_ops_on_meta_match_real_execution(name, fn, layout):

@@ -626,6 +626,7 @@ Tensor im2col(const Tensor& self, IntArrayRef kernel_size, IntArrayRef dilation,
            "), but its components must be at least one.");
   Window g{C, H, W, a.kh, a.kw, a.ph, a.pw, a.sh, a.sw, a.dh, a.dw, oh, ow};
   Tensor out = make_empty({N, g.rows(), g.cols()}, x.dtype(), x.device());
+  if (!out.device().is_meta())  // See Note [Meta through CPU kernels]
   RT_DISPATCH_FLOATING(x.dtype(), "im2col", [&] {
     const scalar_t* xp = x.data_ptr<scalar_t>();
     scalar_t* op = out.data_ptr<scalar_t>();
@@ -661,6 +662,7 @@ Tensor col2im(const Tensor& self, IntArrayRef output_size, IntArrayRef kernel_si
   int64_t C = K / (a.kh * a.kw);
   Window g{C, H, W, a.kh, a.kw, a.ph, a.pw, a.sh, a.sw, a.dh, a.dw, oh, ow};
   Tensor out = make_empty({N, C, H, W}, c.dtype(), c.device());
+  if (!out.device().is_meta())  // See Note [Meta through CPU kernels]
   RT_DISPATCH_FLOATING(c.dtype(), "col2im", [&] {
     const scalar_t* cp = c.data_ptr<scalar_t>();
     scalar_t* op = out.data_ptr<scalar_t>();

@@ -161,6 +161,7 @@ void scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tensor&
              "src.dtype (got ", self.dtype(), " and ", src->dtype(), ")");
   start_from_self(self, out, op);
   Tensor o = out;
+  if (o.device().is_meta()) return;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_ALL(self.dtype(), op, [&] {
     scalar_t* dp = static_cast<scalar_t*>(o.impl()->data());
     if (src) {

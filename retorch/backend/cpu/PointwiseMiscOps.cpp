@@ -129,6 +129,8 @@ Tensor histc(const Tensor& self, int64_t bins, const Scalar& min, const Scalar& 
   RT_CHECK(is_floating_type(self.dtype()), "\"histogram_cpu\" not implemented for '",
            dtype_name(self.dtype()), "'");
   RT_CHECK(bins > 0, "torch.histc(): bins must be > 0, but got ", bins);
+  if (self.device().is_meta())  // See Note [Meta through CPU kernels]: the range needs data
+    return make_empty({bins}, self.dtype(), self.device());
   double lo = min.to_double(), hi = max.to_double();
   if (lo == hi && self.numel() > 0) {
     lo = self.min().item().to_double();

@@ -536,6 +536,7 @@ std::tuple<Tensor, Tensor> adaptive_max_pool2d(const Tensor& self, IntArrayRef o
   auto shape = with_hw(p.lead, oh, ow);
   Tensor out = make_empty(shape, self.dtype(), self.device(), p.format);
   Tensor ind = make_empty(shape, kLong, self.device(), p.format);
+  if (out.device().is_meta()) return {out, ind};  // See Note [Meta through CPU kernels]
   const int64_t L = oh * ow, HW = p.H * p.W;
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;

@@ -190,6 +190,7 @@ Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& self, bool out_
   Tensor s = seq.to(ct).contiguous(), v = self.to(ct).contiguous();
   int64_t L = seq.size(-1);
   Tensor out = make_empty(self.sizes(), out_int32 ? kInt : kLong, self.device());
+  if (out.device().is_meta()) return out;  // See Note [Meta through CPU kernels]
   int64_t n = self.numel();
   int64_t per_row = one_d || self.dim() == 0 ? n : self.size(-1);
   const int64_t* ord = order.defined() ? order.data_ptr<int64_t>() : nullptr;

@@ -93,6 +93,7 @@ Tensor upsample_nearest2d(const Tensor& self, IntArrayRef output_size,
            "\" not implemented for '", dtype_name(self.dtype()), "'");
   Tensor x = self.contiguous();
   Tensor out = make_empty(r.out_shape, self.dtype(), self.device());
+  if (out.device().is_meta()) return out;  // See Note [Meta through CPU kernels]
   auto th = nearest_table(r.ih, r.oh, scales_h), tw = nearest_table(r.iw, r.ow, scales_w);
   RT_DISPATCH_ALL(self.dtype(), op, [&] {
     const scalar_t* xp = x.data_ptr<scalar_t>();
@@ -120,6 +121,7 @@ Tensor upsample_nearest2d_backward(const Tensor& grad_output, IntArrayRef output
            IntArrayRef(r.out_shape), ", but got ", grad_output.sizes());
   Tensor go = grad_output.contiguous();
   Tensor gi = make_empty(r.in_shape, grad_output.dtype(), grad_output.device());
+  if (gi.device().is_meta()) return gi;  // See Note [Meta through CPU kernels]
   auto th = nearest_table(r.ih, r.oh, scales_h), tw = nearest_table(r.iw, r.ow, scales_w);
   RT_DISPATCH_FLOATING(grad_output.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
@@ -149,6 +151,7 @@ Tensor upsample_bilinear2d(const Tensor& self, IntArrayRef output_size, bool ali
            dtype_name(self.dtype()), "'");
   Tensor x = self.contiguous();
   Tensor out = make_empty(r.out_shape, self.dtype(), self.device());
+  if (out.device().is_meta()) return out;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
     auto th = linear_taps<acc_t>(r.ih, r.oh, align_corners, scales_h);
@@ -187,6 +190,7 @@ Tensor upsample_bilinear2d_backward(const Tensor& grad_output, IntArrayRef outpu
            IntArrayRef(r.out_shape), ", but got ", grad_output.sizes());
   Tensor go = grad_output.contiguous();
   Tensor gi = make_empty(r.in_shape, grad_output.dtype(), grad_output.device());
+  if (gi.device().is_meta()) return gi;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_FLOATING(grad_output.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
     auto th = linear_taps<acc_t>(r.ih, r.oh, align_corners, scales_h);
