@@ -223,3 +223,47 @@ def test_custom_ops_on_meta_match_real_execution(name, fn, layout):
     r = fn(x)
     m = fn(as_meta(x))
     assert_same_meta(m, r, name)
+
+
+def _meta_vs_real(fn, *args):
+    """fn on real tensors and on meta tensors of the same geometry: same shapes, dtypes, strides."""
+    r = fn(*args)
+    m = fn(*[as_meta(a) for a in args])
+    assert_same_meta(m, r, getattr(fn, "__name__", "fn"))
+
+
+@pytest.mark.parametrize("name", ["inv", "det", "slogdet", "cholesky", "qr", "qr_complete",
+                                  "svd", "svdvals", "eigh", "eigvalsh", "solve",
+                                  "solve_triangular"])
+def test_lapack_ops_on_meta_match_real_execution(name):
+    a = retorch.rand(2, 4, 4) + 4 * retorch.eye(4)
+    spd = a @ a.transpose(-2, -1)
+    rect = retorch.rand(2, 5, 3)
+    la = retorch.linalg
+    fns = {
+        "inv": (la.inv, a), "det": (la.det, a), "slogdet": (la.slogdet, a),
+        "cholesky": (la.cholesky, spd), "qr": (la.qr, rect),
+        "qr_complete": (lambda x: la.qr(x, mode="complete"), rect),
+        "svd": (lambda x: la.svd(x, full_matrices=False), rect), "svdvals": (la.svdvals, rect),
+        "eigh": (la.eigh, spd), "eigvalsh": (la.eigvalsh, spd),
+        "solve": (lambda x: la.solve(x, retorch.rand(2, 4, 3).to(x.device)), a),
+        "solve_triangular": (lambda x: la.solve_triangular(
+            x, retorch.rand(2, 4, 2).to(x.device), upper=True), a),
+    }
+    fn, x = fns[name]
+    _meta_vs_real(fn, x)
+
+
+def test_llm_kernels_on_meta_match_real_execution():
+    x = retorch.rand(3, 2, 8)
+    w = retorch.rand(8)
+    _meta_vs_real(lambda x, w: retorch.fused_rms_norm(x, None, w, 1e-6), x, w)
+    _meta_vs_real(lambda x, r, w: retorch.fused_rms_norm(x, r, w, 1e-6), x, retorch.rand(3, 2, 8), w)
+    _meta_vs_real(retorch.silu_and_mul, retorch.rand(4, 10))
+    pos = retorch.tensor([0, 3, 5])
+    cache = retorch.rand(8, 6)
+    _meta_vs_real(lambda x, p, c: retorch.rotary_embedding(x, p, c, False), x, pos, cache)
+    kc, vc = retorch.rand(4, 2, 1, 8), retorch.rand(4, 2, 1, 8)
+    tables, qseq, qpos = retorch.tensor([[0, 1], [2, 3]]), retorch.tensor([0, 1]), retorch.tensor([3, 1])
+    _meta_vs_real(lambda q, k, v, t, s, p: retorch.paged_attention(q, k, v, t, s, p, 0.35, -1),
+                  retorch.rand(2, 2, 8), kc, vc, tables, qseq, qpos)

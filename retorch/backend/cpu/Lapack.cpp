@@ -122,10 +122,13 @@ Tensor to_float(const Tensor& t) {
   return t.to(kFloat);
 }
 
-/// Calls f(float{}) or f(double{}); check_lapack_dtype has ruled out the other dtypes.
+/// Calls f(float{}) or f(double{}) for A's dtype (check_lapack_dtype has ruled out the others);
+/// nothing on the meta device, whose outputs are allocated already (Note [Meta through CPU
+/// kernels]).
 template <typename F>
-void dispatch_lapack(ScalarType dt, const F& f) {
-  if (dt == kFloat)
+void dispatch_lapack(const Tensor& A, const F& f) {
+  if (A.device().is_meta()) return;
+  if (A.dtype() == kFloat)
     f(float{});
   else
     f(double{});
@@ -217,7 +220,7 @@ Tensor linalg_solve_primitive(const Tensor& A, const Tensor& B) {
   Tensor A3 = as_batches(A.expand(with_tail(bs, {n, n})));
   Tensor B3 = as_batches(B.expand(with_tail(bs, {n, k})));
   Tensor X3 = make_empty({A3.size(0), n, k}, A.dtype(), A.device());
-  dispatch_lapack(A.dtype(), [&](auto tag) {
+  dispatch_lapack(A, [&](auto tag) {
     using scalar_t = decltype(tag);
     {
       std::vector<scalar_t> rhs(size_t(n * k));
@@ -243,7 +246,7 @@ Tensor linalg_inv(const Tensor& A) {
   int64_t n = A.size(-1);
   Tensor A3 = as_batches(A);
   Tensor X3 = make_empty(A3.sizes(), A.dtype(), A.device());
-  dispatch_lapack(A.dtype(), [&](auto tag) {
+  dispatch_lapack(A, [&](auto tag) {
     using scalar_t = decltype(tag);
     {
       std::vector<scalar_t> eye(size_t(n * n));
@@ -274,7 +277,7 @@ std::tuple<Tensor, Tensor> lu_slogdet(const Tensor& A, const char* op) {
   Tensor A3 = as_batches(A);
   Tensor sign = make_empty({A3.size(0)}, A.dtype(), A.device());
   Tensor logabs = make_empty({A3.size(0)}, A.dtype(), A.device());
-  dispatch_lapack(A.dtype(), [&](auto tag) {
+  dispatch_lapack(A, [&](auto tag) {
     using scalar_t = decltype(tag);
     {
       scalar_t* sp = sign.data_ptr<scalar_t>();
@@ -318,7 +321,7 @@ Tensor linalg_cholesky(const Tensor& self, bool upper) {
   int64_t n = self.size(-1);
   Tensor A3 = as_batches(self);
   Tensor L3 = make_empty(A3.sizes(), self.dtype(), self.device());
-  dispatch_lapack(self.dtype(), [&](auto tag) {
+  dispatch_lapack(self, [&](auto tag) {
     using scalar_t = decltype(tag);
     {
       std::vector<scalar_t> a(size_t(n * n));
@@ -360,7 +363,7 @@ std::tuple<Tensor, Tensor> linalg_qr(const Tensor& A, std::string_view mode) {
   int64_t B = A3.size(0);
   Tensor Q3 = make_empty({B, m, qcols}, A.dtype(), A.device());
   Tensor R3 = make_empty({B, rrows, n}, A.dtype(), A.device());
-  dispatch_lapack(A.dtype(), [&](auto tag) {
+  dispatch_lapack(A, [&](auto tag) {
     using scalar_t = decltype(tag);
     {
       int64_t ld = std::max<int64_t>(m, 1);
@@ -418,7 +421,7 @@ std::tuple<Tensor, Tensor, Tensor> linalg_svd_primitive(const Tensor& A, bool fu
   Tensor U3 = make_empty({B, m, compute_uv ? ucols : 0}, A.dtype(), A.device());
   Tensor S2 = make_empty({B, k}, A.dtype(), A.device());
   Tensor V3 = make_empty({B, compute_uv ? vrows : 0, n}, A.dtype(), A.device());
-  dispatch_lapack(A.dtype(), [&](auto tag) {
+  dispatch_lapack(A, [&](auto tag) {
     using scalar_t = decltype(tag);
     {
       int64_t ld = std::max<int64_t>(m, 1);
@@ -479,7 +482,7 @@ std::tuple<Tensor, Tensor> linalg_eigh_primitive(const Tensor& A, std::string_vi
   int64_t B = A3.size(0);
   Tensor W2 = make_empty({B, n}, A.dtype(), A.device());
   Tensor V3 = make_empty({B, n, n}, A.dtype(), A.device());
-  dispatch_lapack(A.dtype(), [&](auto tag) {
+  dispatch_lapack(A, [&](auto tag) {
     using scalar_t = decltype(tag);
     {
       std::vector<scalar_t> a(size_t(n * n));
@@ -534,7 +537,7 @@ Tensor linalg_solve_triangular(const Tensor& self, const Tensor& B_in, bool uppe
   Tensor A3 = as_batches(A.expand(with_tail(bs, {n, n})));
   // X starts as a copy of B and is solved in place by trsm.
   Tensor X3 = as_batches(B.expand(with_tail(bs, {r, c}))).clone();
-  if (r > 0 && c > 0) {
+  if (r > 0 && c > 0 && !A.device().is_meta()) {  // See Note [Meta through CPU kernels]
     auto side = left ? CblasLeft : CblasRight;
     auto uplo = upper ? CblasUpper : CblasLower;
     auto diag = unitriangular ? CblasUnit : CblasNonUnit;

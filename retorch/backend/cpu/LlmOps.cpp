@@ -42,6 +42,10 @@ std::tuple<Tensor, Tensor> fused_rms_norm(const Tensor& input, const std::option
   if (has_res)
     RT_CHECK(residual->sizes() == input.sizes(), "fused_rms_norm: residual of shape ",
              residual->sizes(), " does not match input of shape ", input.sizes());
+  if (input.device().is_meta()) {  // See Note [Meta through CPU kernels]
+    Tensor out = make_empty(input.sizes(), input.dtype(), input.device());
+    return {out, has_res ? make_empty(input.sizes(), input.dtype(), input.device()) : input};
+  }
   Tensor x = as_float(input, "fused_rms_norm", "input");
   Tensor r = has_res ? as_float(*residual, "fused_rms_norm", "residual") : Tensor();
   Tensor w = as_float(weight, "fused_rms_norm", "weight");
@@ -86,6 +90,8 @@ Tensor silu_and_mul(const Tensor& input) {
   int64_t D = input.size(-1) / 2;
   std::vector<int64_t> shape(input.sizes().begin(), input.sizes().end());
   shape.back() = D;
+  if (input.device().is_meta())  // See Note [Meta through CPU kernels]
+    return make_empty(shape, input.dtype(), input.device());
   Tensor out = empty(shape, TensorOptions().dtype(kFloat));
   int64_t rows = D == 0 ? 0 : x.numel() / (2 * D);
   const float* xp = x.data_ptr<float>();
@@ -121,6 +127,13 @@ Tensor rotary_embedding(const Tensor& input, const Tensor& positions, const Tens
   std::vector<int64_t> lead(input.sizes().begin(), input.sizes().end() - 2);
   RT_CHECK(positions.sizes() == IntArrayRef(lead), "rotary_embedding: positions of shape ",
            positions.sizes(), " must match the leading dims of input ", input.sizes());
+  // The positions are data: on meta only their shape and dtype are checked.
+  if (input.device().is_meta()) {  // See Note [Meta through CPU kernels]
+    RT_CHECK_TYPE(positions.dtype() == kLong || positions.dtype() == kInt,
+                  "rotary_embedding: expected an int64 or int32 'positions', got ",
+                  positions.dtype());
+    return make_empty(input.sizes(), input.dtype(), input.device());
+  }
   std::vector<int64_t> pos = int_values(positions, "rotary_embedding", "positions");
   int64_t P = cos_sin_cache.size(0);
   for (int64_t p : pos)
@@ -193,6 +206,8 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
                query_pos.size(0) == T,
            op, ": query_seq ", query_seq.sizes(), " and query_pos ", query_pos.sizes(),
            " must be 1-D with one entry per query token (", T, ")");
+  if (query.device().is_meta())  // See Note [Meta through CPU kernels]: indices are data
+    return make_empty({T, Hq, D}, query.dtype(), query.device());
   std::vector<int64_t> seq = int_values(query_seq, op, "query_seq");
   std::vector<int64_t> pos = int_values(query_pos, op, "query_pos");
   std::vector<int64_t> table = int_values(block_tables, op, "block_tables");
