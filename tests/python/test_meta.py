@@ -197,6 +197,14 @@ CUSTOM_4D = [
     ("searchsorted", lambda x: retorch.searchsorted(x.reshape(-1).sort()[0], x)),
     ("histc", lambda x: retorch.histc(x, bins=7, min=-1.0, max=1.0)),
     ("cdist", lambda x: retorch.cdist(x.reshape(6, 30), x.reshape(6, 30)[:4])),
+    ("index", lambda x: x[:, retorch.tensor([2, 0]).to(x.device), 1:3]),
+    ("index_2", lambda x: x[retorch.tensor([[1], [0]]).to(x.device), :,
+                            retorch.tensor([0, 4, 2]).to(x.device)]),
+    ("index_put", lambda x: x.index_put((retorch.tensor([1, 0]).to(x.device),),
+                                        retorch.zeros(3, 5, 6).to(x.device))),
+    ("index_put_acc", lambda x: x.clone().index_put_(
+        (None, retorch.tensor([2]).to(x.device)), retorch.ones(2, 1, 5, 6).to(x.device),
+        accumulate=True)),
 ]
 
 
@@ -267,3 +275,12 @@ def test_llm_kernels_on_meta_match_real_execution():
     tables, qseq, qpos = retorch.tensor([[0, 1], [2, 3]]), retorch.tensor([0, 1]), retorch.tensor([3, 1])
     _meta_vs_real(lambda q, k, v, t, s, p: retorch.paged_attention(q, k, v, t, s, p, 0.35, -1),
                   retorch.rand(2, 2, 8), kc, vc, tables, qseq, qpos)
+
+
+def test_value_dependent_shapes_raise_on_meta():
+    # A mask's true count is data: boolean indexing, like nonzero, cannot run on meta.
+    x = retorch.empty(3, 4, device="meta")
+    with pytest.raises(NotImplementedError, match="aten::nonzero.*meta"):
+        x[x > 0]
+    with pytest.raises(NotImplementedError, match="meta"):
+        retorch.nonzero(x)

@@ -144,6 +144,8 @@ IndexPlan make_plan(const Tensor& geom, ArrayRef<std::optional<Tensor>> raw, con
     p.after_contiguous = p.after_off[a] == int64_t(a);
   int64_t m = 1;
   for (int64_t s : bshape) m *= s;
+  // On meta the plan is its shape: the index values are data (Note [Meta through CPU kernels]).
+  if (geom.device().is_meta()) return p;
   p.index_off.assign(size_t(m), 0);
   for (int64_t d : indexed) {
     Tensor t = idx[size_t(d)]->expand(bshape).contiguous();
@@ -179,7 +181,7 @@ Tensor index(const Tensor& self, ArrayRef<std::optional<Tensor>> indices) {
   Tensor out = make_empty(p.result_shape, self.dtype(), self.device());
   int64_t nb = int64_t(p.before_off.size()), m = int64_t(p.index_off.size());
   int64_t na = int64_t(p.after_off.size());
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0 || out.device().is_meta()) return out;
   by_width(self.element_size(), [&](auto w) {
     using T = decltype(w);
     const T* src = static_cast<const T*>(self.impl()->data());
@@ -211,6 +213,7 @@ void index_put_out(const Tensor& self, ArrayRef<std::optional<Tensor>> indices,
   RT_CHECK(is_expandable_to(values.sizes(), p.result_shape), "shape mismatch: value tensor of "
            "shape ", values.sizes(), " cannot be broadcast to indexing result of shape ",
            IntArrayRef(p.result_shape));
+  if (out.device().is_meta()) return;  // See Note [Meta through CPU kernels]
   int64_t nb = int64_t(p.before_off.size()), m = int64_t(p.index_off.size());
   int64_t na = int64_t(p.after_off.size());
   if (nb * m * na == 0) return;
