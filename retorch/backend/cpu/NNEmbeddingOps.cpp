@@ -111,6 +111,7 @@ Tensor embedding_renorm_(const Tensor& self, const Tensor& indices, double max_n
   RT_CHECK(self.dim() == 2, "embedding_renorm_: 'self' must be 2-D, got shape ", self.sizes());
   RT_CHECK(is_floating_type(self.dtype()), "embedding_renorm_: expected a floating point weight, "
            "got ", self.dtype());
+  if (self.device().is_meta()) return self;  // See Note [Meta through CPU kernels]
   std::vector<int64_t> idx = index_values(indices, "embedding_renorm_", "indices");
   check_range(idx, self.size(0), "embedding_renorm_", true);
   std::sort(idx.begin(), idx.end());
@@ -152,6 +153,15 @@ std::tuple<Tensor, Tensor, Tensor, Tensor> embedding_bag_forward(
            "shape ", indices.sizes());
   RT_CHECK(offsets.dim() == 1, op, ": offsets has to be a 1D Tensor, but got shape ",
            offsets.sizes());
+  if (weight.device().is_meta()) {  // See Note [Meta through CPU kernels]: sizes, not values
+    const int64_t B = offsets.size(0) - (include_last_offset ? 1 : 0), D = weight.size(1);
+    RT_CHECK(B >= 0, op, ": include_last_offset needs at least one offset");
+    const Device dev = weight.device();
+    return {make_empty({B, D}, weight.dtype(), dev), make_empty({indices.size(0)}, kLong, dev),
+            make_empty({B}, kLong, dev),
+            make_empty(mode == 2 ? std::vector<int64_t>{B, D} : std::vector<int64_t>{B}, kLong,
+                       dev)};
+  }
   std::vector<int64_t> idx = index_values(indices, op, "indices");
   std::vector<int64_t> off = index_values(offsets, op, "offsets");
   int64_t V = weight.size(0), D = weight.size(1), n = int64_t(idx.size());

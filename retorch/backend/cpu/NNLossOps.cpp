@@ -309,6 +309,11 @@ std::tuple<Tensor, Tensor> ctc_loss_forward(const Tensor& log_probs, const Tenso
                                             int64_t blank, bool /*zero_infinity*/) {
   CtcPlan p = plan_ctc(log_probs, targets, input_lengths, target_lengths, blank);
   int64_t S = 2 * p.max_target + 1;
+  if (log_probs.device().is_meta()) {  // See Note [Meta through CPU kernels]: lengths are ints
+    const Device dev = log_probs.device();
+    return {make_empty({p.N}, log_probs.dtype(), dev),
+            make_empty({p.N, p.T, S}, log_probs.dtype(), dev)};
+  }
   Tensor lp = log_probs.to(kDouble).contiguous();
   Tensor tg = targets.to(kLong).contiguous();
   Tensor alpha = full({p.N, p.T, S}, Scalar(-INFINITY), TensorOptions().dtype(kDouble));
@@ -362,6 +367,8 @@ Tensor ctc_loss_backward(const Tensor& grad, const Tensor& log_probs, const Tens
   int64_t S = 2 * p.max_target + 1;
   RT_CHECK(log_alpha.dim() == 3 && log_alpha.size(2) == S, "_ctc_loss_backward: log_alpha of "
            "shape ", log_alpha.sizes(), " does not match the targets");
+  if (log_probs.device().is_meta())  // See Note [Meta through CPU kernels]
+    return make_empty({p.T, p.N, p.C}, log_probs.dtype(), log_probs.device());
   Tensor lp = log_probs.to(kDouble).contiguous();
   Tensor tg = targets.to(kLong).contiguous();
   Tensor al = log_alpha.to(kDouble).contiguous();

@@ -146,8 +146,8 @@ Tensor quantize_blocks(const Tensor& input, int64_t qtype) {
                  " is not a multiple of the ", info.name, " block size ", info.block,
                  " (input shape ", input.sizes(), ")");
   const int64_t rb = row_bytes(info, K);
-  Tensor out = make_empty(with_last(input.sizes(), rb), kByte);
-  if (out.numel() == 0) return out;
+  Tensor out = make_empty(with_last(input.sizes(), rb), kByte, input.device());
+  if (out.numel() == 0 || out.device().is_meta()) return out;  // Note [Meta through CPU kernels]
   Tensor x = input.dtype() == kFloat ? input.contiguous() : input.to(kFloat).contiguous();
   const float* xp = x.data_ptr<float>();
   uint8_t* op = out.data_ptr<uint8_t>();
@@ -172,8 +172,8 @@ Tensor dequantize_blocks(const Tensor& input, int64_t qtype, int64_t cols) {
   RT_CHECK_VALUE(input.size(-1) == rb, "dequantize_blocks: ", cols, " ", info.name, " values take ",
                  rb, " bytes per row, but the input has shape ", input.sizes());
   const int64_t N = input.dim() == 2 ? input.size(0) : 1;
-  Tensor out = make_empty(with_last(input.sizes(), cols), kFloat);
-  if (out.numel() == 0) return out;
+  Tensor out = make_empty(with_last(input.sizes(), cols), kFloat, input.device());
+  if (out.numel() == 0 || out.device().is_meta()) return out;  // Note [Meta through CPU kernels]
   Tensor x = input.contiguous();
   const uint8_t* xp = x.data_ptr<uint8_t>();
   float* op = out.data_ptr<float>();
@@ -209,9 +209,9 @@ Tensor quantized_linear(const Tensor& input, const Tensor& weight, int64_t qtype
     RT_CHECK_VALUE(b->dim() == 1 && b->size(0) == N, "quantized_linear: bias shape ", b->sizes(),
                    " does not match out_features ", N);
   }
-  Tensor out = make_empty(with_last(input.sizes(), N), kFloat);
+  Tensor out = make_empty(with_last(input.sizes(), N), kFloat, input.device());
   const int64_t M = K == 0 ? out.numel() / std::max<int64_t>(N, 1) : input.numel() / K;
-  if (out.numel() == 0) return out;
+  if (out.numel() == 0 || out.device().is_meta()) return out;  // Note [Meta through CPU kernels]
   float* op = out.data_ptr<float>();
   if (K == 0) {
     std::fill(op, op + out.numel(), 0.0f);

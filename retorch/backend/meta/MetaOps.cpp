@@ -33,7 +33,8 @@ class MetaAllocator final : public Allocator {
 
 void meta_fallback(const OperatorHandle& op, DispatchKeySet, Stack*) {
   RT_ERROR_KIND(ErrorKind::kNotImplemented, "Could not run '", op.qualified_name(),
-                "' on the meta device: it has no meta kernel yet (see docs/devices.md)");
+                "' on the meta device: its output shape depends on the input's values, which "
+                "meta tensors do not have (docs/devices.md lists the ops without a meta kernel)");
 }
 
 }  // namespace
