@@ -147,11 +147,6 @@ Tensor rehome(const Tensor& t, Device d, const OperatorHandle& op) {
   return Tensor(std::move(impl));
 }
 
-bool allows_mixed_devices(const OperatorHandle& op) {
-  const std::string_view n = op.schema().name;
-  return n == "copy_" || n == "_to_copy" || n == "index" || n == "index_put" || n == "index_put_";
-}
-
 // The asked device of a call, after PyTorch's same-device rule (cpu scalars may join anything).
 Device asked_device(const OperatorHandle& op, const Stack& stack, size_t base,
                     std::optional<Device>* device_arg) {
@@ -179,7 +174,7 @@ Device asked_device(const OperatorHandle& op, const Stack& stack, size_t base,
       if (!*device_arg) *device_arg = d->canonical();
     }
   }
-  if (asked && cpu_tensor && !*device_arg && !allows_mixed_devices(op))
+  if (asked && cpu_tensor && !*device_arg && !op.allows_mixed_devices())
     RT_ERROR(op.qualified_name(),
              ": Expected all tensors to be on the same device, but found at least two devices, ",
              *asked, " and cpu!");
@@ -474,12 +469,8 @@ void set_fallback_warning_handler(FallbackWarningHandler handler) { g_warning_ha
 namespace detail {
 // Called by Dispatcher::singleton() once the generated tables exist.
 void register_device_fallback(Dispatcher& d) {
+  // (Device-independent kernels sit at the DeviceFallback key too: gen.py registers them there.)
   d.register_fallback(DispatchKey::DeviceFallback, &device_fallback_kernel);
-  // Device-independent kernels also sit at the DeviceFallback key itself, so they run unboxed on
-  // tensors of devices without a backend instead of passing through the boxed fallback.
-  for (OperatorHandle* op : d.ops())
-    if (op->device_independent() && op->has_kernel(DispatchKey::CPU))
-      op->set_kernel(DispatchKey::DeviceFallback, op->kernel(DispatchKey::CPU));
   if (const char* env = std::getenv("RETORCH_DEVICE_REPORT"); env && std::string(env) == "1")
     std::atexit([] { std::fputs(device_fallback_report().c_str(), stderr); });
 }

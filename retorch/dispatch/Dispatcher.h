@@ -93,6 +93,10 @@ class OperatorHandle {
   /// a view): it runs on tensors of any device, so the device fallback never reroutes it.
   void set_device_independent(bool v) { device_independent_ = v; }
   bool device_independent() const { return device_independent_; }
+  /// Marks an op whose tensors may come from several devices (ops.yaml `mixed_devices`):
+  /// copies between devices and indexing with cpu indices, as PyTorch allows.
+  void set_allows_mixed_devices(bool v) { allows_mixed_devices_ = v; }
+  bool allows_mixed_devices() const { return allows_mixed_devices_; }
   DispatchKeySet kernel_keys() const { return DispatchKeySet(kernel_mask_, 0); }
 
   /// Full dispatch: applies the thread-local include/exclude sets to ks.
@@ -131,6 +135,7 @@ class OperatorHandle {
   OpSchema schema_;
   uint64_t kernel_mask_ = 0;
   bool device_independent_ = false;
+  bool allows_mixed_devices_ = false;
   KernelFunction kernels_[64];
 };
 

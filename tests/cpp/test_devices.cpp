@@ -171,6 +171,14 @@ TEST(Devices, MixedDevicesAreRefusedLikePyTorch) {
   Tensor c = ones({3});
   c.copy_(a * 5);
   EXPECT_EQ(values(c)[0], 5.0);
+  // So are cpu index tensors (ops.yaml `mixed_devices`): a[idx] and index_put_ with them.
+  Tensor idx = tensor({2, 0});
+  Tensor picked = index(a * 3, {std::optional<Tensor>(idx)});
+  EXPECT_EQ(picked.device(), Device(kCUDA, 0));
+  EXPECT_EQ(values(picked), (std::vector<double>{3, 3}));
+  Tensor b = zeros({3}, TensorOptions().device(Device("cuda")));
+  b.index_put_({std::optional<Tensor>(idx)}, full({2}, 7.0, TensorOptions().device(Device("cuda"))));
+  EXPECT_EQ(values(b), (std::vector<double>{7, 0, 7}));
 }
 
 TEST(Devices, ErrorPolicyNamesTheFirstOpAndOffRefusesToo) {

@@ -285,6 +285,8 @@ def gen_register(entries):
             schemas.append(f'  {{"{op.name}", "{op.overload}", "{op.schema_string().replace(chr(34), chr(92) + chr(34))}", {nargs}, '
                            f'{len(op.rets)}}},')
             regs.append(f'  {{ auto& h = d.register_op(kSchemas[{idx}]);')
+            if e.mixed_devices:
+                regs.append('    h.set_allows_mixed_devices(true);')
             for key, fn in e.dispatch.items():
                 if key == 'Meta' and fn == 'cpu':
                     assert 'CPU' in e.dispatch, f'{op.full_name}: Meta: cpu without a CPU kernel'
@@ -292,8 +294,10 @@ def gen_register(entries):
                     continue
                 name, lines = backend_adapter(op, key, fn)
                 adapters += lines
-                # Composites and views work on any device: registered for every backend.
-                every = ['CPU', 'CUDA', 'Meta', 'MPS', 'XPU']
+                # Composites and views work on any device: registered for every backend, and at
+                # the DeviceFallback key itself, so that tensors of devices without a backend run
+                # them unboxed instead of through the boxed fallback (Note [Device routing]).
+                every = ['CPU', 'CUDA', 'Meta', 'MPS', 'XPU', 'DeviceFallback']
                 keys = {'CPU': ['CPU'], 'CUDA': ['CUDA'], 'Meta': ['Meta'], 'Any': every,
                         'Composite': every}[key]
                 for k in keys:

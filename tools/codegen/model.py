@@ -205,6 +205,9 @@ class Entry:
         self.test = d.get('test', {})
         self.python = d.get('python', True)
         self.nondiff = d.get('nondifferentiable', False)
+        # Tensors of several devices may meet in one call (PyTorch's exceptions to its
+        # same-device rule, like copy_); see Note [Device routing].
+        self.mixed_devices = bool(d.get('mixed_devices', False))
 
     @property
     def uses_out_kernel(self):
