@@ -1,5 +1,5 @@
-// Direct float32 convolution with stride 1: 16-channel micro-kernels (AVX2/FMA: 6 positions;
-// AVX-512: 12) that read their B operand straight out of a zero-padded copy of the image.
+// Direct float32 convolution with stride 1: micro-kernels (AVX2/FMA, AVX-512) that read their
+// image operand straight out of a zero-padded copy of the image, and its weight gradient.
 #include "retorch/backend/cpu/ConvDirect.h"
 
 #include <algorithm>
@@ -26,12 +26,13 @@ namespace retorch::cpu {
 // keeps 16 output channels x 6 positions in 12 ymm accumulators; per tap it loads 16 packed
 // weights and broadcasts 6 image values from the tap's offset plus each position's (the
 // OpenBLAS Haswell kernel's shape, with the broadcast addresses as its only im2col), and writes
-// its tile position-major into a small buffer that is copied out, transposed, with the bias. On the 32->64 3x3 28x28 benchmark shape this
-// runs at about 85-90% of the FMA peak, against about 80% for OpenBLAS on the im2col GEMM,
-// which also pays for im2col. With AVX-512 one zmm holds the 16 channels and the tile grows to
-// 12 positions (12 accumulators, one weight load and 12 broadcasts folded into the FMAs per
-// tap, each broadcast addressed off its own position pointer); the 32->64 benchmark shape went
-// from ~200 to ~225 GFLOP/s on two threads (of a 428 GFLOP/s AVX-512 FMA peak there).
+// its tile position-major into a small buffer that is copied out, transposed, with the bias. On
+// the 32->64 3x3 28x28 benchmark shape this runs at about 85-90% of the AVX2 FMA peak, against
+// about 80% for OpenBLAS on the im2col GEMM, which also pays for im2col. With AVX-512 the tile
+// is 64 x 6, 32 x 12 or 16 x 12 channels x positions (four, two or one zmm of channels; picked by
+// the output channels, pick_tiling), each broadcast addressed off its own position pointer: the
+// 32->64 benchmark shape went from ~200 GFLOP/s (AVX2 tile) to ~270 on two threads, ~78% of the
+// 428 GFLOP/s AVX-512 FMA peak inside the micro-kernel (one zmm of channels gave ~225).
 
 namespace {
 

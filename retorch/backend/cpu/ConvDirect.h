@@ -1,4 +1,5 @@
-// Direct float32 convolution with stride 1 (an implicit GEMM over a padded image, AVX2/FMA).
+// Direct float32 convolution with stride 1 (an implicit GEMM over a padded image, AVX2/AVX-512)
+// and its AVX-512 weight gradient.
 #pragma once
 #include <cstdint>
 
