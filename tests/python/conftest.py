@@ -22,19 +22,12 @@ def rng(request):
     return np.random.default_rng(zlib.crc32(request.node.nodeid.encode()))
 
 
-_ISA_RANK = {"DEFAULT": 0, "AVX2": 1, "AVX512": 2}
-
-
 @pytest.fixture(params=["DEFAULT", "AVX2", "AVX512"])
 def each_cpu_isa(request):
     """Runs a test once per vector instruction set the CPU has (retorch.backends.cpu), so the
     scalar, AVX2 and AVX-512 paths of the kernels are all checked on one machine."""
-    import retorch
-    cpu = retorch.backends.cpu
-    if _ISA_RANK[cpu.supported_cpu_capability()] < _ISA_RANK[request.param]:
+    from custom_helpers import cpu_isa, supported_isas
+    if request.param not in supported_isas():
         pytest.skip(f"this CPU has no {request.param}")
-    before = cpu.get_cpu_capability()
-    cpu.set_cpu_capability(request.param)
-    assert cpu.get_cpu_capability() == request.param
-    yield request.param
-    cpu.set_cpu_capability(before)
+    with cpu_isa(request.param) as name:
+        yield name

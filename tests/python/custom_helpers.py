@@ -1,4 +1,6 @@
 """Helpers for hand-written oracle tests: one lambda run on torch and retorch, values and grads."""
+import contextlib
+
 import numpy as np
 import pytest
 import torch
@@ -190,3 +192,25 @@ def seeded(fn, seed):
     """fn() after retorch.manual_seed(seed)."""
     retorch.manual_seed(seed)
     return fn()
+
+
+ISAS = ("DEFAULT", "AVX2", "AVX512")  # retorch.backends.cpu's capabilities, lowest first
+
+
+def supported_isas():
+    """The capabilities this CPU can run, lowest first."""
+    top = retorch.backends.cpu.supported_cpu_capability()
+    return ISAS[:ISAS.index(top) + 1]
+
+
+@contextlib.contextmanager
+def cpu_isa(name):
+    """Runs the block with the kernels capped at capability `name`, then restores the cap."""
+    cpu = retorch.backends.cpu
+    before = cpu.get_cpu_capability()
+    cpu.set_cpu_capability(name)
+    try:
+        assert cpu.get_cpu_capability() == name
+        yield name
+    finally:
+        cpu.set_cpu_capability(before)

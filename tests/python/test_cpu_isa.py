@@ -8,6 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import retorch
+from custom_helpers import cpu_isa, supported_isas
 
 # Lengths around the vector widths (8 and 16 floats, 4 and 8 doubles) and the masked tails.
 SIZES = (1, 3, 7, 8, 9, 15, 16, 17, 31, 33, 1000)
@@ -46,11 +47,7 @@ def inputs(n, dtype, seed):
 def domain(name, v):
     """Log-type functions away from their poles: PyTorch and SLEEF agree there only up to the
     sign of an infinity or NaN payloads, which the sweep checks elsewhere."""
-    if name in ("log",):
-        return np.abs(v)
-    if name == "log1p":
-        return np.abs(v)
-    return v
+    return np.abs(v) if name in ("log", "log1p") else v
 
 
 @pytest.mark.parametrize("name", sorted(FUNCS))
@@ -79,43 +76,31 @@ def test_softmax_rows_match_torch(each_cpu_isa, shape):
 
 
 def test_avx2_and_avx512_forms_agree_bit_for_bit():
-    cpu = retorch.backends.cpu
-    if cpu.supported_cpu_capability() != "AVX512":
+    if "AVX512" not in supported_isas():
         pytest.skip("this CPU has no AVX512")
-    before = cpu.get_cpu_capability()
-    try:
-        v = retorch.from_numpy(inputs(4099, "float32", 7) * 3)
-        for name in OWN:
-            outs = []
-            for isa in ("AVX2", "AVX512"):
-                cpu.set_cpu_capability(isa)
+    v = retorch.from_numpy(inputs(4099, "float32", 7) * 3)
+    for name in OWN:
+        outs = []
+        for isa in ("AVX2", "AVX512"):
+            with cpu_isa(isa):
                 outs.append(FUNCS[name][0](v).numpy().view(np.uint32))
-            np.testing.assert_array_equal(outs[0], outs[1], err_msg=name)
-    finally:
-        cpu.set_cpu_capability(before)
+        np.testing.assert_array_equal(outs[0], outs[1], err_msg=name)
 
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 def test_sums_match_torch_and_agree_across_isas(dtype):
     # Note [Float sum accumulation]: 32 lanes of double, 16-bit inputs widened in registers on
     # AVX-512 and in blocks otherwise; the lanes are the same, so are the bits.
-    cpu = retorch.backends.cpu
-    have = [isa for isa in ("DEFAULT", "AVX2", "AVX512")
-            if {"DEFAULT": 0, "AVX2": 1, "AVX512": 2}[cpu.supported_cpu_capability()] >=
-            {"DEFAULT": 0, "AVX2": 1, "AVX512": 2}[isa]]
-    before = cpu.get_cpu_capability()
-    try:
-        for n in (1, 31, 32, 33, 255, 256, 257, 4099, 200003):
-            v = np.random.default_rng(n).standard_normal(n).astype(np.float32)
-            t = torch.from_numpy(v).to(getattr(torch, dtype))
-            want = t.double().sum().item()
-            outs = []
-            for isa in have:
-                cpu.set_cpu_capability(isa)
+    have = supported_isas()
+    for n in (1, 31, 32, 33, 255, 256, 257, 4099, 200003):
+        v = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+        t = torch.from_numpy(v).to(getattr(torch, dtype))
+        want = t.double().sum().item()
+        outs = []
+        for isa in have:
+            with cpu_isa(isa):
                 r = retorch.from_numpy(v).to(getattr(retorch, dtype))
                 outs.append(r.sum().item())
-                np.testing.assert_allclose(outs[-1], want, rtol=1e-2 if dtype != "float32"
-                                           else 1e-6, atol=1e-2, err_msg=f"{dtype} n={n} {isa}")
-            assert len(set(outs)) == 1, f"{dtype} n={n}: {dict(zip(have, outs))}"
-    finally:
-        cpu.set_cpu_capability(before)
+            np.testing.assert_allclose(outs[-1], want, rtol=1e-2 if dtype != "float32"
+                                       else 1e-6, atol=1e-2, err_msg=f"{dtype} n={n} {isa}")
+        assert len(set(outs)) == 1, f"{dtype} n={n}: {dict(zip(have, outs))}"

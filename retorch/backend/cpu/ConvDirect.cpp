@@ -64,17 +64,31 @@ struct Layout {
   }
 };
 
+// What both direct kernels need of a shape: a non-empty output, padding in front, 16-channel
+// tiles at most a quarter idle, and offsets of a padded image that fit in 32 bits.
+bool direct_shape_ok(const DirectConvShape& g) {
+  if (g.oh <= 0 || g.ow <= 0 || g.C <= 0 || g.O <= 0 || g.top < 0 || g.left < 0) return false;
+  const Layout l(g, {kOcBlock, kMaxPos});
+  return g.O * 4 >= l.ldt * 3 && l.image * 64 < std::numeric_limits<int32_t>::max();
+}
+
+// Tap offsets into the padded image, k = (c*kh + i)*kw + j: one per tap, or (per_tap false) one
+// per kernel row, whose kw taps the unrolled kernels step through themselves.
+std::vector<int32_t> tap_offsets(const DirectConvShape& g, const Layout& l, bool per_tap) {
+  std::vector<int32_t> off;
+  for (int64_t c = 0; c < g.C; ++c)
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < (per_tap ? g.kw : 1); ++j)
+        off.push_back(int32_t(c * l.plane + i * g.dh * l.Wp + j * g.dw));
+  return off;
+}
+
 }  // namespace
 
 bool direct_conv_applies(const DirectConvShape& g) {
 #ifdef RETORCH_DIRECT_CONV
-  if (cpu_isa() < CpuIsa::kAvx2) return false;
-  if (g.oh <= 0 || g.ow <= 0 || g.C <= 0 || g.O <= 0 || g.kh * g.kw <= 1) return false;
-  if (g.top < 0 || g.left < 0) return false;
-  Layout l(g, {kOcBlock, kMaxPos});
-  const bool full_tiles = g.O * 4 >= l.ldt * 3;  // at most a quarter of the lanes idle
-  const bool fits = l.image * 64 < std::numeric_limits<int32_t>::max();
-  return full_tiles && fits && l.K >= 4;
+  return cpu_isa() >= CpuIsa::kAvx2 && g.kh * g.kw > 1 && g.C * g.kh * g.kw >= 4 &&
+         direct_shape_ok(g);
 #else
   (void)g;
   return false;
@@ -342,11 +356,7 @@ void direct_conv2d(const float* x, const float* w, const float* bias, float* y, 
   bool per_tap = false;
   const MicroKernel kernel = pick_kernel(g, tiling, &per_tap);
   const int64_t rows = per_tap ? l.K : g.C * g.kh;
-  std::vector<int32_t> off;
-  for (int64_t c = 0; c < g.C; ++c)
-    for (int64_t i = 0; i < g.kh; ++i)
-      for (int64_t j = 0; j < (per_tap ? g.kw : 1); ++j)
-        off.push_back(int32_t(c * l.plane + i * g.dh * l.Wp + j * g.dw));
+  const std::vector<int32_t> off = tap_offsets(g, l, per_tap);
   const int64_t in_size = groups * g.C * g.H * g.W, out_size = groups * g.O * g.oh * g.ow;
   const int64_t chunks = (l.P + l.chunk - 1) / l.chunk;
   const size_t tile_size = size_t(l.chunk * l.ldt);
@@ -379,7 +389,6 @@ void direct_conv2d(const float* x, const float* w, const float* bias, float* y, 
     }
   });
 }
-
 
 // Note [Direct weight gradient]
 // gw[o, k] = sum over images and positions (oy, ox) of go[o, oy, ox] * Z[off_k + oy*Wp + ox], Z
@@ -455,11 +464,7 @@ void transpose_to_positions(const float* src, int64_t O, int64_t P, float* dst, 
 }  // namespace
 
 bool direct_weight_grad_applies(const DirectConvShape& g) {
-  if (cpu_isa() < CpuIsa::kAvx512) return false;
-  if (g.oh <= 0 || g.ow <= 0 || g.C <= 0 || g.O <= 0 || g.top < 0 || g.left < 0) return false;
-  const Layout l(g, {kOcBlock, kMaxPos});
-  const bool full_tiles = g.O * 4 >= l.ldt * 3;  // at most a quarter of the lanes idle
-  return full_tiles && l.image * 64 < std::numeric_limits<int32_t>::max();
+  return cpu_isa() >= CpuIsa::kAvx512 && direct_shape_ok(g);
 }
 
 void direct_conv2d_weight_grad(const float* go, const float* x, float* gw, int64_t N,
@@ -470,11 +475,7 @@ void direct_conv2d_weight_grad(const float* go, const float* x, float* gw, int64
   const WgradTile tile = tiling.ocb == 64   ? wgrad_tile<4, 6>
                          : tiling.ocb == 32 ? wgrad_tile<2, 12>
                                             : wgrad_tile<1, 12>;
-  std::vector<int32_t> off;
-  for (int64_t c = 0; c < g.C; ++c)
-    for (int64_t i = 0; i < g.kh; ++i)
-      for (int64_t j = 0; j < g.kw; ++j)
-        off.push_back(int32_t(c * l.plane + i * g.dh * l.Wp + j * g.dw));
+  std::vector<int32_t> off = tap_offsets(g, l, true);
   off.resize(size_t(Kp), off.back());  // the last tile's extra taps land in rows past K
   // Bands of output rows whose gradient slice (ow x ocb floats a row) stays near 24 KB.
   const int64_t band_rows = std::clamp<int64_t>((int64_t(24) << 10) / (g.ow * l.ocb * 4), 1, g.oh);

@@ -21,9 +21,13 @@ Tensor as_float(const Tensor& t, const char* op, const char* arg) {
   return t.to(kFloat).contiguous();
 }
 
-std::vector<int64_t> int_values(const Tensor& t, const char* op, const char* arg) {
+void check_int(const Tensor& t, const char* op, const char* arg) {
   RT_CHECK_TYPE(t.dtype() == kLong || t.dtype() == kInt, op, ": expected an int64 or int32 '",
                 arg, "', got ", t.dtype());
+}
+
+std::vector<int64_t> int_values(const Tensor& t, const char* op, const char* arg) {
+  check_int(t, op, arg);
   Tensor c = t.to(kLong).contiguous();
   const int64_t* p = c.data_ptr<int64_t>();
   return std::vector<int64_t>(p, p + c.numel());
@@ -129,9 +133,7 @@ Tensor rotary_embedding(const Tensor& input, const Tensor& positions, const Tens
            positions.sizes(), " must match the leading dims of input ", input.sizes());
   // The positions are data: on meta only their shape and dtype are checked.
   if (input.device().is_meta()) {  // See Note [Meta through CPU kernels]
-    RT_CHECK_TYPE(positions.dtype() == kLong || positions.dtype() == kInt,
-                  "rotary_embedding: expected an int64 or int32 'positions', got ",
-                  positions.dtype());
+    check_int(positions, "rotary_embedding", "positions");
     return make_empty(input.sizes(), input.dtype(), input.device());
   }
   std::vector<int64_t> pos = int_values(positions, "rotary_embedding", "positions");

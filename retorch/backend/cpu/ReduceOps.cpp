@@ -3,9 +3,9 @@
 #include <limits>
 
 #include "retorch/backend/cpu/Convert16.h"
-#include "retorch/backend/cpu/VecMath.h"
 #include "retorch/backend/cpu/ReduceUtils.h"
 #include "retorch/backend/cpu/TensorIterator.h"
+#include "retorch/backend/cpu/VecMath.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/generated/Kernels.h"
 #include "retorch/ops/OpHelpers.h"

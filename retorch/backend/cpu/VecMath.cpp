@@ -38,8 +38,6 @@ namespace {
 
 bool have_avx2() { return cpu_isa() >= CpuIsa::kAvx2; }
 
-bool have_avx512() { return vec_avx512(); }
-
 using avx2::sigmoid8;
 using avx2::tanh8;
 __m256 silu8(__m256 x) { return _mm256_mul_ps(x, sigmoid8(x)); }
@@ -100,7 +98,7 @@ void map4(const F& f, const double* in, double* out, int64_t n) {
     return true;
 
 bool vec_unary(VecFn fn, const float* in, float* out, int64_t n) {
-  if (have_avx512()) return vec512::vec_unary_avx512(fn, in, out, n);
+  if (vec_avx512()) return vec512::vec_unary_avx512(fn, in, out, n);
   if (!have_avx2()) return false;
 #define MAP map8
   switch (fn) {
@@ -120,7 +118,7 @@ bool vec_unary(VecFn fn, const float* in, float* out, int64_t n) {
 }
 
 bool vec_unary(VecFn fn, const double* in, double* out, int64_t n) {
-  if (have_avx512()) return vec512::vec_unary_avx512(fn, in, out, n);
+  if (vec_avx512()) return vec512::vec_unary_avx512(fn, in, out, n);
   if (!have_avx2()) return false;
 #define MAP map4
   switch (fn) {
@@ -141,7 +139,7 @@ bool vec_unary(VecFn fn, const double* in, double* out, int64_t n) {
 #undef RT_VEC_CASE
 
 float vec_exp_shift_sum(const float* in, float shift, float* out, int64_t n) {
-  if (have_avx512()) return vec512::vec_exp_shift_sum_avx512(in, shift, out, n);
+  if (vec_avx512()) return vec512::vec_exp_shift_sum_avx512(in, shift, out, n);
   if (!have_avx2()) {
     float s = 0;
     for (int64_t i = 0; i < n; ++i) s += out[i] = std::exp(in[i] - shift);
