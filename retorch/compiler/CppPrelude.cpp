@@ -6,10 +6,10 @@ namespace retorch::compiler {
 
 // Note [Generated math]
 // Generated kernels vectorize scalar code with `#pragma omp simd`. exp, tanh and sigmoid of
-// float use the polynomials of backend/cpu/VecMathAvx2.h (about 1 ulp; memory-bound chains need
-// them: glibc's vector tanhf costs ~1 ns per element here). Every other function of float or
-// double is glibc's libmvec, declared `omp declare simd` so that the vectorizer calls its AVX2
-// variants (within 4 ulp). 16-bit floats are widened on load and rounded (to nearest even) on
+// float use the formulas of backend/cpu/VecMathAvx2.h (exp about 1 ulp, tanh within 5: Note
+// [Rational tanh]; memory-bound chains need them: glibc's vector tanhf costs ~1 ns per element).
+// Every other function of float or double is glibc's libmvec, declared `omp declare simd` so
+// that the vectorizer calls its AVX2 or AVX-512 variants (within 4 ulp). 16-bit floats are widened on load and rounded (to nearest even) on
 // store; everything between is float32.
 const char* cpp_prelude() {
   return R"PRELUDE(#include <cmath>
@@ -148,22 +148,25 @@ RT_INLINE float rt_exp(float x) {
 }
 RT_INLINE double rt_exp(double x) { return exp(x); }
 
+// backend/cpu/VecMath.h's Note [Rational tanh], the same constants.
 RT_INLINE float rt_tanh(float x) {
-  float ax = std::fabs(x), x2 = x * x;
-  float p = -929569.f / 638512875.f;
-  p = p * x2 + 21844.f / 6081075.f;
-  p = p * x2 + -1382.f / 155925.f;
-  p = p * x2 + 62.f / 2835.f;
-  p = p * x2 + -17.f / 315.f;
-  p = p * x2 + 2.f / 15.f;
-  p = p * x2 + -1.f / 3.f;
-  float small = p * x2 * x + x;
-  float c = ax < 9.f ? ax : 9.f;
-  float e = rt_exp(c + c);
-  float big = ax >= 9.f ? 1.f : 1.f - 2.f / (e + 1.f);
-  big = std::copysign(big, x);
-  float y = ax < 0.5f ? small : big;
-  return x != x ? x : y;
+  float ax = std::fabs(x);
+  float c = ax > 9.010914f ? 9.010914f : ax;
+  float s = c * c;
+  float p = -1.2281461e-11f;
+  p = p * s + 3.0697628e-08f;
+  p = p * s + 2.8056835e-05f;
+  p = p * s + 0.003870851f;
+  p = p * s + 0.13681948f;
+  p = p * s + 1.0f;
+  float q = 1.2907345e-06f;
+  q = q * s + 0.0003943025f;
+  q = q * s + 0.027255138f;
+  q = q * s + 0.47015283f;
+  q = q * s + 1.0f;
+  float y = (c * p) / q;
+  y = ax >= 9.010914f ? 1.0f : y;
+  return std::copysign(y, x);
 }
 RT_INLINE double rt_tanh(double x) { return tanh(x); }
 
@@ -205,20 +208,29 @@ RT_INLINE float rt_pow(float x, float y) { return powf(x, y); }
 RT_INLINE double rt_pow(double x, double y) { return pow(x, y); }
 RT_INLINE float rt_atan2(float x, float y) { return atan2f(x, y); }
 RT_INLINE double rt_atan2(double x, double y) { return atan2(x, y); }
-// erf within ~1.5e-7 absolute (Abramowitz-Stegun 7.1.26, as VecMathAvx2.h's erf8_abs): for float
-// GELU only, whose x/2 * (1 + erf) hides it; the erf op itself keeps libmvec's erff.
-RT_INLINE float rt_erf_abs(float x) {
+// erf for float GELU only (VecMathAvx2.h's erf8_fast, within 7 ulp, Note [Rational tanh]);
+// the erf op itself keeps libmvec's erff.
+RT_INLINE float rt_erf_fast(float x) {
   float ax = std::fabs(x);
-  float t = 1.f / (0.3275911f * ax + 1.f);
-  float p = 1.061405429f;
-  p = p * t + -1.453152027f;
-  p = p * t + 1.421413741f;
-  p = p * t + -0.284496736f;
-  p = p * t + 0.254829592f;
-  float y = std::copysign(1.f - p * t * rt_exp(-ax * ax), x);
-  return x != x ? x : y;
+  float c = ax > 3.919206f ? 3.919206f : ax;
+  float s = c * c;
+  float p = 2.243263e-06f;
+  p = p * s + 0.00027514473f;
+  p = p * s + 0.003090119f;
+  p = p * s + 0.05065569f;
+  p = p * s + 0.17392534f;
+  p = p * s + 1.1283792f;
+  float q = 3.959518e-05f;
+  q = q * s + 0.0010095165f;
+  q = q * s + 0.0136022f;
+  q = q * s + 0.107377656f;
+  q = q * s + 0.48747197f;
+  q = q * s + 1.0f;
+  float y = (c * p) / q;
+  y = ax >= 3.919206f ? 1.0f : y;
+  return std::copysign(y, x);
 }
-RT_INLINE float rt_gelu(float x) { return 0.5f * x * (1.f + rt_erf_abs(x * 0.70710678118654752440f)); }
+RT_INLINE float rt_gelu(float x) { return 0.5f * x * (1.f + rt_erf_fast(x * 0.70710678118654752440f)); }
 RT_INLINE double rt_gelu(double x) { return 0.5 * x * (1.0 + rt_erf(x * 0.70710678118654752440)); }
 template <typename T> RT_INLINE T rt_gelu_tanh(T x) {
   return T(0.5) * x * (T(1) + rt_tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x)));

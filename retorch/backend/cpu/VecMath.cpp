@@ -24,14 +24,15 @@ bool vec_avx512() {
 // exp, log, erf, sin, ... on contiguous float32/float64 spans run SLEEF's u10 (max 1.0 ULP
 // error) AVX2 functions, 8 floats or 4 doubles per call, instead of one libm call per element;
 // these match PyTorch bit for bit (its CPU kernels use the same SLEEF functions). float32 tanh,
-// sigmoid, SiLU and the softmax exponentials use the cheaper polynomial exp8/tanh8 of
-// VecMathAvx2.h (a few ULP, within PyTorch's float32 tolerances; the oracle sweep checks them):
-// SLEEF's tanh costs ~23 ns per 8 floats, tanh8 about 10. float32 GELU uses erf8_abs (absolute
-// error ~1.5e-7, ample inside x/2 * (1 + erf)) or tanh8 for approximate='tanh'. The file is compiled with -mavx2 -mfma
-// whatever the rest of the build targets and checks the CPU at run time, so every build
-// (including the sanitizer one) runs the same vector code where the hardware has it. Where
-// cpu_isa() allows AVX-512, VecMathAvx512.cpp runs the same formulas 16 floats at a time (SLEEF's
-// avx512f functions, exp16/tanh16/...: the same bits as the AVX2 path), tails as masked steps.
+// sigmoid, SiLU and the softmax exponentials use the cheaper exp8/tanh8 of VecMathAvx2.h (a few
+// ULP, within PyTorch's float32 tolerances; the oracle sweep checks them): SLEEF's tanh costs
+// ~23 ns per 8 floats, the rational tanh8 about 4 (Note [Rational tanh]). float32 GELU uses
+// erf8_fast (the same rational shape) or tanh8 for approximate='tanh'. The file is compiled
+// with -mavx2 -mfma whatever the rest of the build targets and checks the CPU at run time, so
+// every build (including the sanitizer one) runs the same vector code where the hardware has
+// it. Where cpu_isa() allows AVX-512, VecMathAvx512.cpp runs the same formulas 16 floats at a
+// time (SLEEF's avx512f functions, exp16/tanh16/...: the same bits as the AVX2 path), tails as
+// masked steps.
 
 #ifdef RT_VEC_MATH
 namespace {
@@ -43,7 +44,7 @@ using avx2::tanh8;
 __m256 silu8(__m256 x) { return _mm256_mul_ps(x, sigmoid8(x)); }
 __m256 gelu8(__m256 x) {
   const __m256 half = _mm256_set1_ps(0.5f), one = _mm256_set1_ps(1.f);
-  __m256 e = avx2::erf8_abs(_mm256_mul_ps(x, _mm256_set1_ps(float(M_SQRT1_2))));
+  __m256 e = avx2::erf8_fast(_mm256_mul_ps(x, _mm256_set1_ps(float(M_SQRT1_2))));
   return _mm256_mul_ps(_mm256_mul_ps(x, half), _mm256_add_ps(one, e));
 }
 __m256 gelu_tanh8(__m256 x) {

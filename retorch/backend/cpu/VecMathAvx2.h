@@ -9,6 +9,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "retorch/backend/cpu/VecMath.h"
+
 namespace retorch::cpu::avx2 {
 
 /// exp for one float, written so that `omp simd` loops vectorize it: 2^n * p(r) with
@@ -62,50 +64,29 @@ inline __m256 sigmoid8(__m256 x) {
   return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
 }
 
-/// tanh on 8 floats: the odd Taylor series through x^15 for |x| < 0.5 (truncation below 1e-8
-/// relative there), 1 - 2 / (exp(2|x|) + 1) with the sign of x above (no cancellation: the
-/// result is at least 0.46), |x| clamped at 9 where tanh rounds to 1.
-inline __m256 tanh8(__m256 x) {
-  const __m256 sign = _mm256_set1_ps(-0.f);
+/// sign(x) * P(s) / Q(s) * |x| with s = x^2 and |x| clamped at sat, exactly +-1 from sat on
+/// (Note [Rational tanh]); NaN stays NaN. NP and NQ count the coefficients, lowest first.
+template <int NP, int NQ>
+inline __m256 odd_rational8(__m256 x, const float (&P)[NP], const float (&Q)[NQ], float sat) {
+  const __m256 sign = _mm256_set1_ps(-0.f), top = _mm256_set1_ps(sat);
   __m256 ax = _mm256_andnot_ps(sign, x);
-  __m256 x2 = _mm256_mul_ps(x, x);
-  __m256 p = _mm256_set1_ps(-929569.f / 638512875.f);
-  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(21844.f / 6081075.f));
-  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-1382.f / 155925.f));
-  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(62.f / 2835.f));
-  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-17.f / 315.f));
-  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(2.f / 15.f));
-  p = _mm256_fmadd_ps(p, x2, _mm256_set1_ps(-1.f / 3.f));
-  __m256 small = _mm256_fmadd_ps(_mm256_mul_ps(p, x2), x, x);
-  __m256 e = exp8(_mm256_add_ps(_mm256_min_ps(ax, _mm256_set1_ps(9.f)),
-                                _mm256_min_ps(ax, _mm256_set1_ps(9.f))));
-  const __m256 one = _mm256_set1_ps(1.f);
-  __m256 big = _mm256_sub_ps(one, _mm256_div_ps(_mm256_set1_ps(2.f), _mm256_add_ps(e, one)));
-  // Exactly +-1 from 9 on (tanh(9) rounds to 1 in float), so 1 + tanh(-inf) is 0 like libm's.
-  big = _mm256_blendv_ps(big, one, _mm256_cmp_ps(ax, _mm256_set1_ps(9.f), _CMP_GE_OQ));
-  big = _mm256_or_ps(big, _mm256_and_ps(sign, x));
-  __m256 y = _mm256_blendv_ps(big, small, _mm256_cmp_ps(ax, _mm256_set1_ps(0.5f), _CMP_LT_OQ));
-  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  __m256 c = _mm256_min_ps(top, ax);  // the second operand when unordered: NaN passes through
+  __m256 s = _mm256_mul_ps(c, c);
+  __m256 p = _mm256_set1_ps(P[NP - 1]);
+  for (int k = NP - 2; k >= 0; --k) p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(P[k]));
+  __m256 q = _mm256_set1_ps(Q[NQ - 1]);
+  for (int k = NQ - 2; k >= 0; --k) q = _mm256_fmadd_ps(q, s, _mm256_set1_ps(Q[k]));
+  __m256 y = _mm256_div_ps(_mm256_mul_ps(c, p), q);
+  y = _mm256_blendv_ps(y, _mm256_set1_ps(1.f), _mm256_cmp_ps(ax, top, _CMP_GE_OQ));
+  return _mm256_or_ps(y, _mm256_and_ps(sign, x));
 }
 
-/// erf on 8 floats to about 1.5e-7 absolute (Abramowitz & Stegun 7.1.26: 1 - poly(t) e^{-x^2},
-/// t = 1 / (1 + 0.3275911 |x|), odd extension). Absolute, not relative, accuracy: meant for
-/// 1 + erf(x) inside GELU, not for the erf operator (which keeps SLEEF's 1-ULP erf).
-inline __m256 erf8_abs(__m256 x) {
-  const __m256 sign = _mm256_set1_ps(-0.f), one = _mm256_set1_ps(1.f);
-  __m256 ax = _mm256_andnot_ps(sign, x);
-  __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.3275911f), ax, one));
-  __m256 p = _mm256_set1_ps(1.061405429f);
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-1.453152027f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(1.421413741f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(-0.284496736f));
-  p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(0.254829592f));
-  p = _mm256_mul_ps(p, t);
-  __m256 e = exp8(_mm256_sub_ps(_mm256_setzero_ps(), _mm256_mul_ps(ax, ax)));
-  __m256 y = _mm256_fnmadd_ps(p, e, one);
-  y = _mm256_or_ps(y, _mm256_and_ps(sign, x));
-  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
-}
+/// tanh on 8 floats (Note [Rational tanh]); tanh(+-inf) is exactly +-1, so 1 + tanh(-inf) is 0.
+inline __m256 tanh8(__m256 x) { return odd_rational8(x, kTanhP, kTanhQ, kTanhSaturate); }
+
+/// erf on 8 floats within 7 ulp (Note [Rational tanh]): for 1 + erf(x) inside GELU, not for
+/// the erf operator (which keeps SLEEF's 1-ULP erf).
+inline __m256 erf8_fast(__m256 x) { return odd_rational8(x, kErfP, kErfQ, kErfSaturate); }
 
 /// The sum of the 8 lanes.
 inline float hsum8(__m256 v) {

@@ -57,49 +57,28 @@ inline __m512 abs16(__m512 x) {
       _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7fffffff)));
 }
 
-// tanh8 of VecMathAvx2.h on 16 lanes: the odd series through x^15 below |x| = 0.5,
-// 1 - 2 / (exp(2|x|) + 1) with x's sign above, exactly +-1 from |x| = 9.
-inline __m512 tanh16(__m512 x) {
+// odd_rational8 of VecMathAvx2.h on 16 lanes (Note [Rational tanh]).
+template <int NP, int NQ>
+inline __m512 odd_rational16(__m512 x, const float (&P)[NP], const float (&Q)[NQ], float sat) {
+  const __m512 top = _mm512_set1_ps(sat);
   __m512 ax = abs16(x);
-  __m512 x2 = _mm512_mul_ps(x, x);
-  __m512 p = _mm512_set1_ps(-929569.f / 638512875.f);
-  p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(21844.f / 6081075.f));
-  p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-1382.f / 155925.f));
-  p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(62.f / 2835.f));
-  p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-17.f / 315.f));
-  p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(2.f / 15.f));
-  p = _mm512_fmadd_ps(p, x2, _mm512_set1_ps(-1.f / 3.f));
-  __m512 small = _mm512_fmadd_ps(_mm512_mul_ps(p, x2), x, x);
-  __m512 c = _mm512_min_ps(ax, _mm512_set1_ps(9.f));
-  __m512 e = exp16(_mm512_add_ps(c, c));
-  const __m512 one = _mm512_set1_ps(1.f);
-  __m512 big = _mm512_sub_ps(one, _mm512_div_ps(_mm512_set1_ps(2.f), _mm512_add_ps(e, one)));
-  big = _mm512_mask_mov_ps(big, _mm512_cmp_ps_mask(ax, _mm512_set1_ps(9.f), _CMP_GE_OQ), one);
-  big = or_sign(big, x);
-  __m512 y = _mm512_mask_mov_ps(big, _mm512_cmp_ps_mask(ax, _mm512_set1_ps(0.5f), _CMP_LT_OQ),
-                                small);
-  return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+  __m512 c = _mm512_min_ps(top, ax);  // the second operand when unordered: NaN passes through
+  __m512 s = _mm512_mul_ps(c, c);
+  __m512 p = _mm512_set1_ps(P[NP - 1]);
+  for (int k = NP - 2; k >= 0; --k) p = _mm512_fmadd_ps(p, s, _mm512_set1_ps(P[k]));
+  __m512 q = _mm512_set1_ps(Q[NQ - 1]);
+  for (int k = NQ - 2; k >= 0; --k) q = _mm512_fmadd_ps(q, s, _mm512_set1_ps(Q[k]));
+  __m512 y = _mm512_div_ps(_mm512_mul_ps(c, p), q);
+  y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(ax, top, _CMP_GE_OQ), _mm512_set1_ps(1.f));
+  return or_sign(y, x);
 }
 
-// erf8_abs of VecMathAvx2.h on 16 lanes (Abramowitz & Stegun 7.1.26, ~1.5e-7 absolute).
-inline __m512 erf16_abs(__m512 x) {
-  const __m512 one = _mm512_set1_ps(1.f);
-  __m512 ax = abs16(x);
-  __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.3275911f), ax, one));
-  __m512 p = _mm512_set1_ps(1.061405429f);
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-1.453152027f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(1.421413741f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(-0.284496736f));
-  p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(0.254829592f));
-  p = _mm512_mul_ps(p, t);
-  __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), _mm512_mul_ps(ax, ax)));
-  __m512 y = or_sign(_mm512_fnmadd_ps(p, e, one), x);
-  return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
-}
+inline __m512 tanh16(__m512 x) { return odd_rational16(x, kTanhP, kTanhQ, kTanhSaturate); }
+inline __m512 erf16_fast(__m512 x) { return odd_rational16(x, kErfP, kErfQ, kErfSaturate); }
 
 inline __m512 gelu16(__m512 x) {
   const __m512 half = _mm512_set1_ps(0.5f), one = _mm512_set1_ps(1.f);
-  __m512 e = erf16_abs(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f)));
+  __m512 e = erf16_fast(_mm512_mul_ps(x, _mm512_set1_ps(0.70710678118654752f)));
   return _mm512_mul_ps(_mm512_mul_ps(x, half), _mm512_add_ps(one, e));
 }
 
