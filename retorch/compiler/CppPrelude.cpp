@@ -127,10 +127,12 @@ template <typename T> RT_INLINE T rt_floor(T x) { return std::floor(x); }
 template <typename T> RT_INLINE T rt_ceil(T x) { return std::ceil(x); }
 template <typename T> RT_INLINE T rt_trunc(T x) { return std::trunc(x); }
 
+// backend/cpu/VecMathAvx2.h's Note [Vector exp], the same steps: no clamp (out-of-range
+// results are replaced, NaN runs through), n from the bits of x * log2(e) + 1.5 * 2^23.
 RT_INLINE float rt_exp(float x) {
-  float c = x < -87.33654f ? -87.33654f : (x > 88.72283f ? 88.72283f : x);
-  float n = std::floor(c * 1.44269504088896341f + 0.5f);
-  float r = c - n * 0.693359375f + n * 2.12194440e-4f;
+  float t = x * 1.44269504088896341f + 12582912.0f;
+  float n = t - 12582912.0f;
+  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
@@ -138,13 +140,14 @@ RT_INLINE float rt_exp(float x) {
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  int32_t bits = (int32_t(n) + 127) << 23;
+  uint32_t bits;
+  std::memcpy(&bits, &t, 4);
+  bits = (bits + 126u) << 23;
   float scale;
   std::memcpy(&scale, &bits, 4);
-  float y = p * scale;
+  float y = p * scale * 2.0f;
   y = x < -87.33654f ? 0.0f : y;
-  y = x > 88.72283f ? INFINITY : y;
-  return x != x ? x : y;
+  return x > 88.72283f ? INFINITY : y;
 }
 RT_INLINE double rt_exp(double x) { return exp(x); }
 

@@ -237,6 +237,28 @@ def test_softmax_special_rows_and_bfloat16_match_torch():
         close(g.to(retorch.float32), w.to(torch.float32), rtol=1e-2, atol=1e-2)
 
 
+def test_generated_math_matches_torch_across_the_float_range():
+    # The prelude's own exp, tanh and GELU (Notes [Vector exp], [Rational tanh]) over every
+    # range that takes a different path: tiny, around the polynomial switch points, near exp's
+    # overflow (exp(88.5) is finite) and underflow, past tanh's and erf's saturation, specials.
+    rng = np.random.default_rng(3)
+    x = np.concatenate([rng.uniform(-100, 100, 4000), rng.uniform(-10, 10, 4000),
+                        rng.standard_normal(4000) * 1e-3, np.linspace(86.0, 88.72, 500),
+                        [88.5, 88.72, 88.73, 89.0, 1e30, -87.3, -87.4, -104.0, -1e30, 0.0, -0.0,
+                         9.0, 9.0109, 9.0110, -9.0110, 3.9192, 3.9193, np.inf, -np.inf, np.nan]])
+    x = x.astype(np.float32)
+    (rx,), (tx,) = both([x])
+    f = retorch.compile(lambda v: (v.exp(), v.tanh(), retorch.nn.functional.gelu(v),
+                                   retorch.sigmoid(v)))
+    want = (tx.exp(), tx.tanh(), torch.nn.functional.gelu(tx), torch.sigmoid(tx))
+    # exp flushes results below ~1.8e-38 to 0; GELU's 1 + erf is good to ~4e-7 absolute, so
+    # where gelu(x) nears 0 for negative x only an absolute tolerance holds.
+    for name, g, w in zip(("exp", "tanh", "gelu", "sigmoid"), f(rx), want):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=4e-6,
+                                   atol=2e-6 if name == "gelu" else 1e-30, equal_nan=True,
+                                   err_msg=name)
+
+
 def row_grad_ops(lib, F):
     def g(x, w, b, z):
         n = x.shape[-1]

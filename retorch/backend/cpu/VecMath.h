@@ -42,6 +42,10 @@ inline constexpr float kErfQ[6] = {1.0f, 0.48747197f, 0.107377656f, 0.0136022f,
                                    0.0010095165f, 3.959518e-05f};
 inline constexpr float kErfSaturate = 3.919206f;  // the smallest float whose erf rounds to 1
 
+// Note [Vector exp] (VecMathAvx2.h): results past kExpHi are inf, below kExpLo 0; kExpShift
+// (1.5 * 2^23) rounds x * log2(e) to an integer in the low mantissa bits.
+inline constexpr float kExpHi = 88.72283f, kExpLo = -87.33654f, kExpShift = 12582912.0f;
+
 /// out[i] = fn(in[i]) for i < n (in == out allowed). Returns false, writing nothing, when fn has
 /// no vector form or the CPU lacks AVX2/FMA.
 bool vec_unary(VecFn fn, const float* in, float* out, int64_t n);

@@ -13,13 +13,23 @@
 
 namespace retorch::cpu::avx2 {
 
-/// exp for one float, written so that `omp simd` loops vectorize it: 2^n * p(r) with
-/// r = x - n ln2 in [-ln2/2, ln2/2] and Cephes' degree-6 polynomial (about 1 ulp); NaN stays
-/// NaN, x > 88.72 gives inf, x < -87.34 gives 0.
+// Note [Vector exp]
+// exp(x) = 2^n * p(r): n = round(x / ln2) read from the low mantissa bits of
+// x * log2(e) + 1.5 * 2^23 (no float-to-int conversion), r = x - n ln2 (ln2 in two parts) in
+// [-ln2/2, ln2/2], p Cephes' degree-6 polynomial (about 1 ulp). The scale is built as 2^(n-1)
+// and the product doubled, so that n = 128 (x up to 88.72, where exp is still finite) needs no
+// exponent field of 255; products past the float range overflow to inf by themselves. Out of
+// range inputs are not clamped, only their results replaced: x > 88.72 gives inf, x < -87.34
+// gives 0 (so -inf, e.g. a masked attention score, becomes exactly 0; results below ~1.8e-38
+// flush to 0), and NaN runs through the arithmetic as NaN. The same steps in exp_scalar,
+// exp8, VecMathAvx512.cpp's exp16 and the compiler's rt_exp (CppPrelude.cpp): the same bits.
+// The constants kExpHi, kExpLo, kExpShift are in VecMath.h.
+
+/// exp for one float (Note [Vector exp]), written so that `omp simd` loops vectorize it.
 __attribute__((always_inline)) inline float exp_scalar(float x) {
-  float c = std::min(std::max(x, -87.33654f), 88.72283f);  // NaN passes through
-  float n = std::floor(c * 1.44269504088896341f + 0.5f);
-  float r = c - n * 0.693359375f + n * 2.12194440e-4f;
+  float t = x * 1.44269504088896341f + kExpShift;
+  float n = t - kExpShift;
+  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
   float p = 1.9875691500e-4f;
   p = p * r + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
@@ -28,20 +38,17 @@ __attribute__((always_inline)) inline float exp_scalar(float x) {
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
   // (std::bit_cast, unlike memcpy, keeps the loop vectorizable)
-  float y = p * std::bit_cast<float>((int32_t(n) + 127) << 23);
-  // IEEE edges like exp8: under/overflow give 0/inf (so exp(-inf) is exactly 0).
-  y = x < -87.33654f ? 0.0f : y;
-  return x > 88.72283f ? INFINITY : y;
+  float y = p * std::bit_cast<float>((std::bit_cast<uint32_t>(t) + 126u) << 23) * 2.0f;
+  y = x < kExpLo ? 0.0f : y;
+  return x > kExpHi ? INFINITY : y;
 }
 
-/// exp_scalar on 8 floats, with IEEE edges: NaN stays NaN, x > 88.72 gives inf, x < -87.34
-/// gives 0 (so -inf, e.g. a masked attention score, becomes exactly 0).
+/// exp_scalar on 8 floats (Note [Vector exp]).
 inline __m256 exp8(__m256 x) {
-  const __m256 hi = _mm256_set1_ps(88.72283f), lo = _mm256_set1_ps(-87.33654f);
-  __m256 c = _mm256_min_ps(_mm256_max_ps(x, lo), hi);
-  __m256 n = _mm256_floor_ps(_mm256_fmadd_ps(c, _mm256_set1_ps(1.44269504088896341f),
-                                             _mm256_set1_ps(0.5f)));
-  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), c);
+  const __m256 shift = _mm256_set1_ps(kExpShift);
+  __m256 t = _mm256_fmadd_ps(x, _mm256_set1_ps(1.44269504088896341f), shift);
+  __m256 n = _mm256_sub_ps(t, shift);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
   r = _mm256_fmadd_ps(n, _mm256_set1_ps(2.12194440e-4f), r);
   __m256 p = _mm256_set1_ps(1.9875691500e-4f);
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
@@ -51,11 +58,12 @@ inline __m256 exp8(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
   p = _mm256_fmadd_ps(_mm256_mul_ps(p, r), r, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
   __m256i e = _mm256_slli_epi32(
-      _mm256_add_epi32(_mm256_cvttps_epi32(n), _mm256_set1_epi32(127)), 23);
-  __m256 y = _mm256_mul_ps(p, _mm256_castsi256_ps(e));
-  y = _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY), _mm256_cmp_ps(x, hi, _CMP_GT_OQ));
-  y = _mm256_blendv_ps(y, _mm256_setzero_ps(), _mm256_cmp_ps(x, lo, _CMP_LT_OQ));
-  return _mm256_blendv_ps(y, x, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+      _mm256_add_epi32(_mm256_castps_si256(t), _mm256_set1_epi32(126)), 23);
+  __m256 y = _mm256_mul_ps(_mm256_mul_ps(p, _mm256_castsi256_ps(e)), _mm256_set1_ps(2.0f));
+  y = _mm256_blendv_ps(y, _mm256_setzero_ps(),
+                       _mm256_cmp_ps(x, _mm256_set1_ps(kExpLo), _CMP_LT_OQ));
+  return _mm256_blendv_ps(y, _mm256_set1_ps(INFINITY),
+                          _mm256_cmp_ps(x, _mm256_set1_ps(kExpHi), _CMP_GT_OQ));
 }
 
 /// 1 / (1 + exp(-x)) on 8 floats.

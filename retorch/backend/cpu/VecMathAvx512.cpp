@@ -14,15 +14,12 @@ namespace retorch::cpu::vec512 {
 
 namespace {
 
-// exp on 16 floats: 2^n * p(r), r = x - n ln2, Cephes' degree-6 polynomial (VecMathAvx2.h's exp8
-// lane for lane); NaN stays NaN, x > 88.72 gives inf, x < -87.34 gives 0.
+// exp on 16 floats: VecMathAvx2.h's exp8 lane for lane (Note [Vector exp]).
 inline __m512 exp16(__m512 x) {
-  const __m512 hi = _mm512_set1_ps(88.72283f), lo = _mm512_set1_ps(-87.33654f);
-  __m512 c = _mm512_min_ps(_mm512_max_ps(x, lo), hi);
-  __m512 n = _mm512_roundscale_ps(
-      _mm512_fmadd_ps(c, _mm512_set1_ps(1.44269504088896341f), _mm512_set1_ps(0.5f)),
-      _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), c);
+  const __m512 shift = _mm512_set1_ps(kExpShift);
+  __m512 t = _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), shift);
+  __m512 n = _mm512_sub_ps(t, shift);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
   r = _mm512_fmadd_ps(n, _mm512_set1_ps(2.12194440e-4f), r);
   __m512 p = _mm512_set1_ps(1.9875691500e-4f);
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
@@ -32,11 +29,12 @@ inline __m512 exp16(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
   p = _mm512_fmadd_ps(_mm512_mul_ps(p, r), r, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
   __m512i e = _mm512_slli_epi32(
-      _mm512_add_epi32(_mm512_cvttps_epi32(n), _mm512_set1_epi32(127)), 23);
-  __m512 y = _mm512_mul_ps(p, _mm512_castsi512_ps(e));
-  y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, hi, _CMP_GT_OQ), _mm512_set1_ps(__builtin_inff()));
-  y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ), _mm512_setzero_ps());
-  return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x);
+      _mm512_add_epi32(_mm512_castps_si512(t), _mm512_set1_epi32(126)), 23);
+  __m512 y = _mm512_mul_ps(_mm512_mul_ps(p, _mm512_castsi512_ps(e)), _mm512_set1_ps(2.0f));
+  y = _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpLo), _CMP_LT_OQ),
+                         _mm512_setzero_ps());
+  return _mm512_mask_mov_ps(y, _mm512_cmp_ps_mask(x, _mm512_set1_ps(kExpHi), _CMP_GT_OQ),
+                            _mm512_set1_ps(__builtin_inff()));
 }
 
 inline __m512 sigmoid16(__m512 x) {
