@@ -187,8 +187,10 @@ void profiler_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack
   // The user's frames go with the ops the user called (not those a composite or a kernel
   // called): the outermost op, or one directly inside a record_function range.
   const bool user_call = slot == 0 || s->open[slot - 1].event.kind == "user_annotation";
-  if (s->options.with_stack && user_call)
-    if (StackProvider provider = g_stack_provider.load()) s->open[slot].event.stack = provider();
+  if (s->options.with_stack && user_call) {
+    StackProvider provider = g_stack_provider.load();
+    s->open[slot].event.stack = provider ? provider() : native_stack();
+  }
   struct Close {
     Profile::State* s;
     size_t slot;

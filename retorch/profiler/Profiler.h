@@ -23,7 +23,7 @@ struct ProfilerOptions {
   /// Record allocator events: a memory timeline, and the bytes each op allocates (CPU Mem).
   bool profile_memory = false;
   /// Record the caller's stack with each op (from the stack provider: the Python module installs
-  /// one giving the Python frames; without one, nothing is recorded).
+  /// one giving the Python frames; without one, the C++ frames of native_stack()).
   bool with_stack = false;
   /// With a schedule, Profile::step() marks step boundaries and recording follows the schedule;
   /// without one every step is recorded.
@@ -140,6 +140,9 @@ bool is_profiling();
 using StackProvider = std::vector<std::string> (*)();
 /// Installs the stack provider with_stack profiles use (the Python bindings install one).
 void set_stack_provider(StackProvider provider);
+/// The calling thread's C++ frames outside libretorch, innermost first, through `main`:
+/// "file.cpp(12): function" where the binary has line tables (Note [Native call stacks]).
+std::vector<std::string> native_stack();
 
 /// The device allocator's statistics as text, like torch.cuda.memory_summary: allocated and
 /// reserved bytes (current, peak, total allocated, total freed) and allocation counts.

@@ -240,3 +240,42 @@ TEST(Profiler, MemoryTimelineAndPerOpBytes) {
 }
 
 }  // namespace
+
+namespace {
+// Kept out of line so that it is a frame of its own in the recorded stack.
+__attribute__((noinline)) Tensor user_step_for_stack_test(const Tensor& a) {
+  Tensor r = a.mul(2);
+  asm volatile("" ::: "memory");  // not a tail call
+  return r;
+}
+}  // namespace
+
+TEST(Profiler, WithStackRecordsTheCppCallersFrames) {
+  // Note [Native call stacks]: without a Python stack provider, ops called by C++ code carry
+  // the C++ frames outside libretorch, innermost first.
+  Tensor a = randn({3});
+  prof::ProfilerOptions o;
+  o.with_stack = true;
+  prof::Profile p(o);
+  Tensor b = user_step_for_stack_test(a);
+  p.stop();
+  const std::vector<prof::Event> events = p.events();
+  const prof::Event* mul = nullptr;
+  for (const prof::Event& e : events)
+    if (e.name == "aten::mul" && e.depth == 0) mul = &e;
+  ASSERT_NE(mul, nullptr);
+  ASSERT_FALSE(mul->stack.empty());
+  EXPECT_NE(mul->stack[0].find("user_step_for_stack_test"), std::string::npos) << mul->stack[0];
+  bool body = false;
+  for (const std::string& f : mul->stack) {
+    body |= f.find("WithStackRecordsTheCppCallersFrames") != std::string::npos;
+    EXPECT_EQ(f.find("retorch::Dispatcher"), std::string::npos) << f;
+    EXPECT_EQ(f.find("profiler_fallback"), std::string::npos) << f;
+  }
+  EXPECT_TRUE(body) << "the test body is a frame below the helper";
+  // Without with_stack nothing is recorded.
+  prof::Profile q;
+  Tensor c = user_step_for_stack_test(a);
+  q.stop();
+  for (const prof::Event& e : q.events()) EXPECT_TRUE(e.stack.empty());
+}
