@@ -1,0 +1,166 @@
+// The caching CUDA allocator: device blocks rounded to size classes, kept per (device, stream)
+// when freed and handed out again, with PyTorch's statistics and empty_cache.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "retorch/backend/cuda/CudaRuntime.h"
+#include "retorch/core/Error.h"
+
+namespace retorch::cuda_backend {
+
+// Note [CUDA caching allocator]
+// cudaMalloc and cudaFree synchronize the device and cost tens of microseconds, so freed
+// blocks stay with the allocator: a block is rounded to 512 bytes below 1 MiB and to 2 MiB
+// above, and kept in the free list of its (device, stream) by size; an allocation of the same
+// rounded size on the same stream takes it back without touching the driver. Blocks never move
+// between streams: work queued on a stream may still use a block its tensor has freed, and the
+// next user on the same stream is ordered after that work by the stream itself (record_stream,
+// for a block used on a second stream, comes with tensors on the device). When cudaMalloc
+// runs out of memory the cached blocks are released and the allocation retried once; then
+// the error names the request and the allocated and reserved totals. Statistics match the CPU
+// allocator's (AllocatorStats): allocated = held by users, reserved = allocated + cached.
+
+namespace {
+
+size_t round_size(size_t n) {
+  constexpr size_t kSmall = 512, kLarge = size_t(2) << 20;
+  if (n == 0) n = 1;
+  return n < (size_t(1) << 20) ? (n + kSmall - 1) / kSmall * kSmall
+                               : (n + kLarge - 1) / kLarge * kLarge;
+}
+
+struct Block {
+  size_t size = 0;
+  int device = 0;
+  StreamHandle stream = nullptr;
+};
+
+class CachingAllocator final : public Allocator {
+ public:
+  DataPtr allocate(size_t nbytes) override {
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess) {
+      cudaGetLastError();
+      RT_ERROR("CUDA allocation of ", nbytes, " bytes: CUDA is not available: ",
+               unavailable_reason());
+    }
+    void* p = raw(nbytes, device, nullptr);
+    return DataPtr(p, nbytes, this, &release, Device(kCUDA, int8_t(device)));
+  }
+
+  AllocatorStats stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+  void reset_peak_stats() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.peak_allocated_bytes = stats_.allocated_bytes;
+    stats_.peak_reserved_bytes = stats_.reserved_bytes;
+  }
+  void empty_cache() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    release_cached();
+  }
+
+  void* raw(size_t nbytes, int device, StreamHandle stream) {
+    const size_t size = round_size(nbytes);
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.num_allocs;
+    stats_.total_allocated_bytes += int64_t(size);
+    void* p = nullptr;
+    auto& pool = free_[{device, stream}];
+    if (auto it = pool.find(size); it != pool.end() && !it->second.empty()) {
+      p = it->second.back();
+      it->second.pop_back();
+    } else {
+      p = malloc_device(size, nbytes);
+      stats_.reserved_bytes += int64_t(size);
+      stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
+      ++stats_.num_os_allocs;
+    }
+    blocks_[p] = Block{size, device, stream};
+    stats_.allocated_bytes += int64_t(size);
+    stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
+    return p;
+  }
+
+  void free(void* p) {
+    if (p == nullptr) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = blocks_.find(p);
+    RT_CHECK(it != blocks_.end(), "CUDA caching allocator: freeing ", p,
+             ", which it did not allocate (or freed already)");
+    const Block b = it->second;
+    blocks_.erase(it);
+    free_[{b.device, b.stream}][b.size].push_back(p);
+    stats_.allocated_bytes -= int64_t(b.size);
+    ++stats_.num_frees;
+    stats_.total_freed_bytes += int64_t(b.size);
+  }
+
+ private:
+  static void release(void* ctx, void* p, size_t) { static_cast<CachingAllocator*>(ctx)->free(p); }
+
+  // cudaMalloc, retried once after releasing the cache; mu_ is held.
+  void* malloc_device(size_t size, size_t asked) {
+    void* p = nullptr;
+    cudaError_t status = cudaMalloc(&p, size);
+    if (status == cudaErrorMemoryAllocation) {
+      cudaGetLastError();
+      release_cached();
+      status = cudaMalloc(&p, size);
+    }
+    if (status != cudaSuccess) {
+      cudaGetLastError();
+      RT_ERROR("CUDA out of memory: tried to allocate ", asked, " bytes (", size, " rounded); ",
+               stats_.allocated_bytes, " bytes allocated and ", stats_.reserved_bytes,
+               " reserved by retorch (", cudaGetErrorString(status), ")");
+    }
+    return p;
+  }
+
+  // Returns every cached block to the driver; mu_ is held.
+  void release_cached() {
+    for (auto& [key, pool] : free_) {
+      int previous = 0;
+      cudaGetDevice(&previous);
+      if (previous != key.first) cudaSetDevice(key.first);
+      for (auto& [size, ptrs] : pool) {
+        for (void* p : ptrs) {
+          cudaFree(p);
+          stats_.reserved_bytes -= int64_t(size);
+        }
+        ptrs.clear();
+      }
+      if (previous != key.first) cudaSetDevice(previous);
+    }
+    cudaGetLastError();
+  }
+
+  mutable std::mutex mu_;
+  std::map<std::pair<int, StreamHandle>, std::map<size_t, std::vector<void*>>> free_;
+  std::unordered_map<void*, Block> blocks_;
+  AllocatorStats stats_;
+};
+
+CachingAllocator& the_allocator() {
+  static CachingAllocator* a = new CachingAllocator;  // outlives static tensors at exit
+  return *a;
+}
+
+}  // namespace
+
+Allocator* caching_allocator() { return &the_allocator(); }
+
+void* raw_alloc(size_t bytes, StreamHandle s) {
+  return the_allocator().raw(bytes, current_device(), s);
+}
+
+void raw_free(void* ptr) { the_allocator().free(ptr); }
+
+}  // namespace retorch::cuda_backend

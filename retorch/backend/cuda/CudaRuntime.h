@@ -1,0 +1,75 @@
+// The CUDA backend's runtime layer: devices, streams, events, the caching allocator and the
+// first kernels, over the CUDA runtime API (no CUDA header needed to include this one).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "retorch/core/Allocator.h"
+
+namespace retorch::cuda_backend {
+
+// Note [CUDA build]
+// CMake builds backend/cuda when it finds nvcc (RETORCH_CUDA=auto|on|off), with machine code
+// for sm_80 and sm_90 and sm_90 PTX, linked against the static CUDA runtime, so libretorch
+// loads on machines without a driver and there answers "no device" (device_count() == 0).
+// Without nvcc, backend/no_cuda stands in. This layer is the groundwork of the CUDA issue: the
+// pieces below are compiled in CI (nvcc present, no GPU) and tested on a GPU machine
+// (tests/cpp/test_cuda_runtime.cpp skips without one). Tensors do not live in device memory
+// yet: until copies between devices and the device fallback's copy path exist, the device API
+// keeps reporting cuda as unavailable (Note [Device API without a device]) and cuda tensors
+// keep running on the CPU through the fallback, GPU or not.
+
+using StreamHandle = void*;  // a cudaStream_t; nullptr is the legacy default stream
+using EventHandle = void*;   // a cudaEvent_t
+
+/// Devices the driver reports; 0 without a driver or GPU. Never throws.
+int device_count();
+/// Why device_count() is 0 ("no CUDA driver", "no CUDA device", ...), or "" when it is not.
+std::string unavailable_reason();
+/// The calling thread's current device (cudaGetDevice), and setting it.
+int current_device();
+void set_device(int index);
+/// Waits for all work on a device (-1: the current one).
+void synchronize(int index = -1);
+
+/// A stream on the current device; lower priority numbers run first (CUDA's convention: 0 is
+/// the default, negative numbers are higher priorities, clamped to the device's range).
+StreamHandle create_stream(int priority = 0);
+void destroy_stream(StreamHandle s);
+/// Whether all work queued on s has finished.
+bool query_stream(StreamHandle s);
+void synchronize_stream(StreamHandle s);
+
+EventHandle create_event(bool enable_timing);
+void destroy_event(EventHandle e);
+void record_event(EventHandle e, StreamHandle s);
+bool query_event(EventHandle e);
+void synchronize_event(EventHandle e);
+/// Milliseconds between two recorded, completed timing events.
+float elapsed_ms(EventHandle start, EventHandle end);
+/// Makes later work on s wait for e (a cross-stream dependency; the host does not wait).
+void stream_wait_event(StreamHandle s, EventHandle e);
+
+enum class CopyKind : uint8_t { kHostToDevice, kDeviceToHost, kDeviceToDevice };
+/// Queues a copy of n bytes on s; a host-to-device or device-to-host copy of pageable memory
+/// returns once the host side has been read or written, as cudaMemcpyAsync does.
+void copy_async(void* dst, const void* src, size_t n, CopyKind kind, StreamHandle s);
+
+/// The caching device allocator (Note [CUDA caching allocator]): blocks of the current device,
+/// reused on the stream they were freed on; stats and empty_cache() like the CPU one's.
+Allocator* caching_allocator();
+/// The device pointer of `bytes` on `s` from the caching allocator, and its release (after
+/// which the block serves later allocations on the same stream).
+void* raw_alloc(size_t bytes, StreamHandle s);
+void raw_free(void* ptr);
+
+// Kernels (CudaKernels.cu), queued on s, float32 on contiguous device memory.
+void fill(float* out, float value, int64_t n, StreamHandle s);
+void add(const float* a, const float* b, float alpha, float* out, int64_t n, StreamHandle s);
+/// out[i] = src[offset of the i-th element in row-major order over sizes, with strides] for a
+/// tensor of up to 8 dims: a strided tensor made contiguous on the device.
+void gather_strided(const float* src, const int64_t* sizes, const int64_t* strides, int dims,
+                    float* out, StreamHandle s);
+
+}  // namespace retorch::cuda_backend

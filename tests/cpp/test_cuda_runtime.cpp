@@ -1,0 +1,151 @@
+// The CUDA backend's runtime layer (Note [CUDA build]): on every machine the device API stays
+// truthful and the runtime's queries fail clearly without a GPU; on a GPU machine the
+// allocator, copies, streams, events and kernels are checked against host arithmetic.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "retorch/device/DeviceApi.h"
+#include "test_helpers.h"
+
+#ifdef RETORCH_HAVE_CUDA
+#include "retorch/backend/cuda/CudaRuntime.h"
+#endif
+
+namespace {
+
+using namespace retorch;
+using retorch::testing::catch_error;
+using retorch::testing::contains;
+
+TEST(CudaRuntime, DeviceApiStaysTruthfulWhileTensorsLiveOnTheHost) {
+  // Until tensors can live in device memory, the device API reports no CUDA device whatever
+  // the machine has, and cuda tensors run through the fallback.
+  EXPECT_FALSE(cuda::is_available());
+  EXPECT_EQ(cuda::device_count(), 0);
+  Tensor x = ones({3}).to(Device(kCUDA));
+  EXPECT_TRUE(x.device().is_cuda());
+  EXPECT_EQ(retorch::testing::values((x + x).to(Device(kCPU))), (std::vector<double>{2, 2, 2}));
+}
+
+#ifdef RETORCH_HAVE_CUDA
+
+namespace cb = retorch::cuda_backend;
+
+TEST(CudaRuntime, WithoutADeviceQueriesAnswerZeroAndCallsFailClearly) {
+  if (cb::device_count() > 0) GTEST_SKIP() << "a CUDA device is present";
+  EXPECT_FALSE(cb::unavailable_reason().empty());
+  EXPECT_TRUE(contains(catch_error([] { cb::set_device(0); }).what(),
+                       {"cuda.set_device: CUDA is not available: ", cb::unavailable_reason()}));
+  EXPECT_TRUE(contains(catch_error([] { cb::create_stream(); }).what(), {"cuda.Stream"}));
+  EXPECT_TRUE(contains(catch_error([] { cb::synchronize(); }).what(), {"not available"}));
+}
+
+class CudaDevice : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cb::device_count() == 0) GTEST_SKIP() << "no CUDA device: " << cb::unavailable_reason();
+  }
+};
+
+std::vector<float> to_host(const float* d, size_t n, cb::StreamHandle s = nullptr) {
+  std::vector<float> h(n);
+  cb::copy_async(h.data(), d, n * sizeof(float), cb::CopyKind::kDeviceToHost, s);
+  cb::synchronize_stream(s);
+  return h;
+}
+
+TEST_F(CudaDevice, AllocatorCachesBlocksPerStreamAndCountsBytes) {
+  Allocator* a = cb::caching_allocator();
+  a->empty_cache();
+  const AllocatorStats before = a->stats();
+  void* first = nullptr;
+  {
+    DataPtr p = a->allocate(1000);  // rounded to 1024
+    first = p.get();
+    ASSERT_NE(first, nullptr);
+    EXPECT_EQ(p.device(), Device(kCUDA, int8_t(cb::current_device())));
+    EXPECT_EQ(a->stats().allocated_bytes - before.allocated_bytes, 1024);
+  }
+  EXPECT_EQ(a->stats().allocated_bytes, before.allocated_bytes);
+  EXPECT_EQ(a->stats().reserved_bytes - before.reserved_bytes, 1024);  // cached, not freed
+  DataPtr again = a->allocate(1024);
+  EXPECT_EQ(again.get(), first) << "the freed block is handed out again";
+  EXPECT_EQ(a->stats().num_os_allocs - before.num_os_allocs, 1);
+  // A block freed on one stream is not reused on another.
+  cb::StreamHandle s = cb::create_stream();
+  void* other = cb::raw_alloc(1024, s);
+  EXPECT_NE(other, first);
+  cb::raw_free(other);
+  EXPECT_EQ(cb::raw_alloc(1024, s), other);
+  cb::raw_free(other);
+  cb::synchronize_stream(s);
+  cb::destroy_stream(s);
+  again.reset();
+  a->empty_cache();
+  EXPECT_EQ(a->stats().reserved_bytes, a->stats().allocated_bytes);
+  EXPECT_GE(a->stats().peak_allocated_bytes, 2048);
+}
+
+TEST_F(CudaDevice, CopiesAndKernelsMatchTheHost) {
+  const int64_t n = 100003;  // not a multiple of the block size
+  std::vector<float> a(n), b(n);
+  for (int64_t i = 0; i < n; ++i) a[size_t(i)] = float(i % 97) * 0.5f, b[size_t(i)] = float(i % 13);
+  cb::StreamHandle s = cb::create_stream();
+  auto* da = static_cast<float*>(cb::raw_alloc(n * sizeof(float), s));
+  auto* db = static_cast<float*>(cb::raw_alloc(n * sizeof(float), s));
+  auto* dout = static_cast<float*>(cb::raw_alloc(n * sizeof(float), s));
+  cb::copy_async(da, a.data(), n * sizeof(float), cb::CopyKind::kHostToDevice, s);
+  cb::copy_async(db, b.data(), n * sizeof(float), cb::CopyKind::kHostToDevice, s);
+  cb::add(da, db, -2.0f, dout, n, s);
+  std::vector<float> got = to_host(dout, size_t(n), s);
+  for (int64_t i = 0; i < n; i += 997) ASSERT_EQ(got[size_t(i)], a[size_t(i)] - 2 * b[size_t(i)]);
+  cb::fill(dout, 3.25f, n, s);
+  cb::copy_async(db, dout, n * sizeof(float), cb::CopyKind::kDeviceToDevice, s);
+  got = to_host(db, size_t(n), s);
+  EXPECT_EQ(got.front(), 3.25f);
+  EXPECT_EQ(got.back(), 3.25f);
+  // The transpose of da's first 15 floats as a 5 x 3 matrix, made contiguous (3 x 5).
+  const int64_t sizes[2] = {3, 5}, strides[2] = {1, 3};
+  cb::gather_strided(da, sizes, strides, 2, dout, s);
+  got = to_host(dout, 15, s);
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 5; ++j) EXPECT_EQ(got[size_t(i * 5 + j)], a[size_t(j * 3 + i)]);
+  for (float* p : {da, db, dout}) cb::raw_free(p);
+  cb::destroy_stream(s);
+}
+
+TEST_F(CudaDevice, StreamsAndEventsOrderAndTimeWork) {
+  cb::StreamHandle s1 = cb::create_stream(), s2 = cb::create_stream(-1);
+  cb::EventHandle start = cb::create_event(true), end = cb::create_event(true);
+  cb::EventHandle done = cb::create_event(false);
+  const int64_t n = 1 << 24;
+  auto* d = static_cast<float*>(cb::raw_alloc(n * sizeof(float), s1));
+  cb::record_event(start, s1);
+  cb::fill(d, 1.0f, n, s1);
+  cb::record_event(end, s1);
+  cb::record_event(done, s1);
+  // s2 adds d to itself only after s1's fill (a cross-stream wait, not a host wait).
+  cb::stream_wait_event(s2, done);
+  cb::add(d, d, 1.0f, d, n, s2);
+  cb::synchronize_stream(s2);
+  EXPECT_TRUE(cb::query_stream(s1));
+  EXPECT_TRUE(cb::query_event(end));
+  EXPECT_GE(cb::elapsed_ms(start, end), 0.0f);
+  std::vector<float> got = to_host(d, size_t(n), s2);
+  EXPECT_EQ(got[0], 2.0f);
+  EXPECT_EQ(got[size_t(n - 1)], 2.0f);
+  // Timing needs timing events.
+  EXPECT_TRUE(contains(catch_error([&] { cb::elapsed_ms(done, end); }).what(),
+                       {"CUDA error in cudaEventElapsedTime"}));
+  cb::raw_free(d);
+  for (cb::EventHandle e : {start, end, done}) cb::destroy_event(e);
+  cb::destroy_stream(s1);
+  cb::destroy_stream(s2);
+  cb::synchronize();
+}
+
+#endif  // RETORCH_HAVE_CUDA
+
+}  // namespace
