@@ -646,3 +646,21 @@ def test_mode_pads(rng):
              P(rng, shape), what=f"{mode} pad {pad} of {shape}")
     assert retorch.pad(retorch.arange(4.0).reshape(1, 4), [1, 1], mode="reflect").tolist() == \
         [[1.0, 0.0, 1.0, 2.0, 3.0, 2.0]]
+
+
+def test_max_pool_2x2_indices_follow_scan_order_with_ties_and_nans():
+    # The unrolled 2x2 stride-2 path: the first maximum in scan order wins, a NaN wins over any
+    # number and a later NaN over an earlier one; values and indices as torch's.
+    nan, inf = float("nan"), float("inf")
+    windows = [[1, 1, 1, 1], [nan, 1, nan, 2], [0, 2, 2, 1], [-inf, -inf, -inf, -inf],
+               [3, nan, 5, 5], [-1, -2, -1, -2], [inf, inf, nan, 0], [0, -0.0, 0, -0.0]]
+    x = np.zeros((2, 1, 4, 4), np.float32)
+    for w, vals in enumerate(windows):
+        n, r, c = w // 4, (w % 4) // 2 * 2, w % 2 * 2
+        x[n, 0, r:r + 2, c:c + 2] = np.array(vals, np.float32).reshape(2, 2)
+    for dtype in ("float32", "float64"):
+        v = x.astype(dtype)
+        got = aten(retorch, "max_pool2d_with_indices")(retorch.from_numpy(v.copy()), [2, 2])
+        want = aten(torch, "max_pool2d_with_indices")(torch.from_numpy(v.copy()), [2, 2])
+        np.testing.assert_array_equal(got[0].numpy(), want[0].numpy())
+        np.testing.assert_array_equal(got[1].numpy(), want[1].numpy())
