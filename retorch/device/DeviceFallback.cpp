@@ -147,6 +147,64 @@ Tensor rehome(const Tensor& t, Device d, const OperatorHandle& op) {
   return Tensor(std::move(impl));
 }
 
+// Note [Fallback copies]
+// Memory only its device can read (a backend's device memory: cuda with the CUDA backend) cannot
+// be rehomed. The fallback copies such an argument to the executing device instead (a
+// contiguous tensor; the transfer is the copy_ kernel of the device, which a backend with its
+// own memory must have), runs the op, copies back the arguments the op writes (`Tensor(a!)` in
+// its schema) into the caller's tensors (a view's write lands in its base, as the op's own
+// would), and copies fresh results to the asked device. Results that are written arguments come
+// back as the caller's tensors, as with rehoming. The copies run below autograd and the tracer
+// (they are the fallback's business, not the program's); the profiler shows them inside the
+// fallback's ranges, and the counters add their bytes to bytes_copied.
+
+// Whether t's memory is host memory (cpu, or a device without a backend: Note [Device routing]).
+bool host_memory(const Tensor& t) { return t.impl()->storage()->device().is_cpu(); }
+
+// A contiguous copy of t on d, through the copy_ kernel of the device that owns the memory.
+Tensor copy_to(const Tensor& t, Device d) {
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  Tensor c = make_empty(t.sizes(), t.dtype(), d);
+  c.copy_(t);
+  return c;
+}
+
+// The arguments op writes: those whose schema type carries `!` ("Tensor(a!) self"), in
+// argument order (the keyword marker `*` is not an argument). Parsed once per op.
+const std::vector<bool>& written_args(const OperatorHandle& op) {
+  static std::mutex mu;
+  static auto& parsed = *new std::map<const OperatorHandle*, std::vector<bool>>;
+  std::lock_guard<std::mutex> g(mu);
+  auto [it, fresh] = parsed.try_emplace(&op);
+  if (!fresh) return it->second;
+  const std::string_view sc = op.schema().schema;
+  size_t i = sc.find('(');
+  int depth = 0;
+  std::string arg;
+  auto close_arg = [&] {
+    const size_t a = arg.find_first_not_of(' '), b = arg.find_last_not_of(' ');
+    const std::string trimmed = a == std::string::npos ? "" : arg.substr(a, b - a + 1);
+    if (!trimmed.empty() && trimmed != "*") it->second.push_back(trimmed.find('!') != std::string::npos);
+    arg.clear();
+  };
+  for (; i != std::string_view::npos && i < sc.size(); ++i) {
+    const char ch = sc[i];
+    if (ch == '(' || ch == '[') {
+      if (depth++ == 0) continue;
+    } else if (ch == ')' || ch == ']') {
+      if (--depth == 0) {
+        close_arg();
+        break;
+      }
+    } else if (ch == ',' && depth == 1) {
+      close_arg();
+      continue;
+    }
+    arg += ch;
+  }
+  return it->second;
+}
+
 // The asked device of a call, after PyTorch's same-device rule (cpu scalars may join anything).
 Device asked_device(const OperatorHandle& op, const Stack& stack, size_t base,
                     std::optional<Device>* device_arg) {
@@ -293,13 +351,28 @@ void device_fallback_kernel(const OperatorHandle& op, DispatchKeySet ks, Stack* 
     else more_originals.emplace_back(seen, orig);
     ++n_originals;
   };
-  auto move = [&](Tensor& t) {
+  // Arguments in device memory, copied to exec (Note [Fallback copies]).
+  struct Copied {
+    Tensor orig, copy;
+    bool written;
+  };
+  std::vector<Copied> copies;
+  int64_t copied = 0;
+  auto move = [&](Tensor& t, size_t arg) {
     if (!t.defined()) return;
     if (t.device() == exec || t.device().is_cpu()) {
       remember(t.impl(), t);
       return;
     }
-    Tensor r = rehome(t, exec, op);
+    Tensor r;
+    if (host_memory(t) || t.impl()->storage()->device() == exec) {
+      r = rehome(t, exec, op);
+    } else {
+      const std::vector<bool>& writes = written_args(op);
+      r = copy_to(t, exec);
+      copied += tensor_bytes(t);
+      copies.push_back({t, r, arg < writes.size() && writes[arg]});
+    }
     moved += tensor_bytes(t);
     remember(r.impl(), t);
     t = std::move(r);
@@ -309,12 +382,18 @@ void device_fallback_kernel(const OperatorHandle& op, DispatchKeySet ks, Stack* 
     if (auto* d = std::get_if<Device>(&v.payload()); d && d->canonical() == asked)
       v = IValue(exec);
     else
-      for_each_tensor(v, move);
+      for_each_tensor(v, [&](Tensor& t) { move(t, i - base); });
   }
   range.reset();
   int64_t move_ns = timed ? elapsed_ns(t0) : 0;
 
   op.redispatch_boxed((below - kBackendKeys) | device_key_set(exec.type), stack);
+  for (const Copied& c : copies) {
+    if (!c.written) continue;
+    ExcludeDispatchKeyGuard guard({DispatchKey::Autograd, DispatchKey::Tracer});
+    Tensor(c.orig).copy_(c.copy);
+    copied += tensor_bytes(c.copy);
+  }
 
   if (profiling) range.emplace("device_fallback::" + exec.str() + "_to_" + asked.str());
   if (timed) t0 = Clock::now();
@@ -334,7 +413,12 @@ void device_fallback_kernel(const OperatorHandle& op, DispatchKeySet ks, Stack* 
     }
     if (!hand_back || t.device() != exec) return;
     moved += tensor_bytes(t);
-    t = rehome(t, result_device, op);
+    if (device_has_backend(result_device.type)) {
+      copied += tensor_bytes(t);
+      t = copy_to(t, result_device);
+    } else {
+      t = rehome(t, result_device, op);
+    }
   };
   const size_t nrets = size_t(op.schema().num_returns);
   for (size_t i = stack->size() - std::min(nrets, stack->size()); i < stack->size(); ++i)
@@ -345,6 +429,7 @@ void device_fallback_kernel(const OperatorHandle& op, DispatchKeySet ks, Stack* 
   Slot& s = slot_for(op, asked, exec);
   s.calls.fetch_add(1, std::memory_order_relaxed);
   s.bytes_moved.fetch_add(moved, std::memory_order_relaxed);
+  if (copied) s.bytes_copied.fetch_add(copied, std::memory_order_relaxed);
   if (timed) s.move_ns.fetch_add(move_ns * kTimedEvery, std::memory_order_relaxed);
 }
 

@@ -93,6 +93,10 @@ const KernelFunction& OperatorHandle::lookup(DispatchKeySet ks) const {
   uint64_t candidates = ks.raw() & (kernel_mask_ | d.fallback_mask());
   if (__builtin_expect(candidates == 0, 0)) return lookup_missing(ks);
   int k = 63 - __builtin_clzll(candidates);
+  // A backend key above the chosen one without a kernel (an xpu tensor with a backend, next to
+  // a cpu one or a device argument): that device lacks the op, which is the device fallback's
+  // case, not the lower backend's kernel's.
+  if (__builtin_expect((ks.raw() & kBackendKeys.raw()) >> k > 1, 0)) return lookup_missing(ks);
   if ((kernel_mask_ >> k) & 1) return kernels_[k];
   return d.fallback(DispatchKey(k));
 }

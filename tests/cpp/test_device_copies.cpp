@@ -1,0 +1,159 @@
+// The device fallback's copy path (Note [Fallback copies]) on a fake device with its own
+// memory: xpu tensors whose bytes are stored scrambled, readable only through the fake
+// backend's copy_ kernel, so any kernel that touched them directly would compute garbage.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "retorch/core/TensorImpl.h"
+#include "retorch/device/DeviceFallback.h"
+#include "retorch/dispatch/Dispatcher.h"
+#include "test_helpers.h"
+
+namespace {
+
+using namespace retorch;
+using retorch::testing::values;
+
+constexpr unsigned char kScramble = 0x5a;
+
+void scramble(void* p, size_t n) {
+  auto* b = static_cast<unsigned char*>(p);
+  for (size_t i = 0; i < n; ++i) b[i] ^= kScramble;
+}
+
+// Device memory of the fake xpu: host bytes, stored scrambled.
+class ScrambledAllocator final : public Allocator {
+ public:
+  DataPtr allocate(size_t nbytes) override {
+    void* p = std::calloc(nbytes ? nbytes : 1, 1);
+    scramble(p, nbytes);  // zeros through copy_, garbage when read directly
+    return DataPtr(p, nbytes, nullptr, [](void*, void* q, size_t) { std::free(q); },
+                   Device(kXPU, 0));
+  }
+  AllocatorStats stats() const override { return {}; }
+};
+
+// A cpu tensor over an unscrambled copy of t's storage, with t's geometry; write_back puts its
+// bytes back, scrambled.
+struct PlainView {
+  Tensor owner, view;
+  explicit PlainView(const Tensor& t) {
+    const Storage& st = t.impl()->storage();
+    owner = make_empty({int64_t(st->nbytes())}, kByte);
+    std::memcpy(owner.data_ptr(), st->data(), st->nbytes());
+    scramble(owner.data_ptr(), st->nbytes());
+    auto impl = make_intrusive<TensorImpl>(owner.impl()->storage(), t.dtype(), Device(kCPU));
+    impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
+    view = Tensor(std::move(impl));
+  }
+  void write_back(const Tensor& t) {
+    const Storage& st = t.impl()->storage();
+    std::memcpy(st->data(), owner.data_ptr(), st->nbytes());
+    scramble(st->data(), st->nbytes());
+  }
+};
+
+// copy_(self, src, non_blocking) for any mix of cpu and fake-xpu tensors: unscrambled views,
+// the cpu kernel between them (dtype conversion, broadcasting, strides), then the bytes back.
+int g_copies = 0;
+void fake_copy(const OperatorHandle&, DispatchKeySet, Stack* stack) {
+  ++g_copies;
+  Tensor self = (*stack)[stack->size() - 3].to_tensor();
+  Tensor src = (*stack)[stack->size() - 2].to_tensor();
+  std::optional<PlainView> ps, pd;
+  if (src.device().type == kXPU) ps.emplace(src);
+  if (self.device().type == kXPU) pd.emplace(self);
+  (pd ? pd->view : self).copy_(ps ? ps->view : src);
+  if (pd) pd->write_back(self);
+  stack->erase(stack->end() - 3, stack->end());
+  stack->push_back(IValue(self));
+}
+
+// xpu as a backend with its own memory and one kernel, copy_; every other op reaches the
+// device fallback, which must copy (Note [Fallback copies]).
+class FakeDeviceMemory : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    keys_ = device_key_set(kXPU);
+    set_allocator(kXPU, &allocator_);
+    set_device_key_set(kXPU, DispatchKeySet(DispatchKey::XPU));
+    copy_op().set_kernel(DispatchKey::XPU, make_boxed_kernel(&fake_copy));
+    g_copies = 0;
+  }
+  void TearDown() override {
+    copy_op().set_kernel(DispatchKey::XPU, KernelFunction{});
+    set_device_key_set(kXPU, keys_);
+    set_allocator(kXPU, nullptr);
+  }
+  static OperatorHandle& copy_op() { return *Dispatcher::singleton().find("copy_"); }
+  // The values of an xpu tensor, read through copy_ (as a program would).
+  static std::vector<double> read(const Tensor& t) {
+    EXPECT_EQ(t.device().type, kXPU);
+    return values(t.to(Device(kCPU)));
+  }
+  ScrambledAllocator allocator_;
+  DispatchKeySet keys_;
+};
+
+TEST_F(FakeDeviceMemory, OpsGiveCpuValuesAndResultsLiveInDeviceMemory) {
+  const Device xpu(kXPU, 0);
+  EXPECT_TRUE(device_has_backend(kXPU));
+  Tensor a_cpu = arange(6, TensorOptions(kFloat)).reshape({2, 3});
+  Tensor a = a_cpu.to(xpu);
+  EXPECT_EQ(a.device(), xpu);
+  EXPECT_EQ(a.impl()->storage()->device().type, kXPU) << "device memory, not a host view";
+  EXPECT_GT(g_copies, 0);
+  EXPECT_EQ(read(a), values(a_cpu));
+  Tensor b = (a * 2 + 1).exp().sum(1);  // three routed ops, each copying in and out
+  EXPECT_EQ(b.impl()->storage()->device().type, kXPU);
+  EXPECT_TRUE(retorch::testing::all_close(b.to(Device(kCPU)), (a_cpu * 2 + 1).exp().sum(1)));
+  Tensor z = zeros({4}, TensorOptions(kLong).device(xpu));  // a factory: made on cpu, copied
+  EXPECT_EQ(z.impl()->storage()->device().type, kXPU);
+  EXPECT_EQ(read(z), (std::vector<double>{0, 0, 0, 0}));
+  Tensor m = matmul(a, a.t());  // a transposed (strided) argument
+  EXPECT_EQ(read(m), values(matmul(a_cpu, a_cpu.t())));
+  Tensor c = cat({a, a_cpu.to(xpu) + 10}, 0);  // a tensor list
+  EXPECT_EQ(read(c), values(cat({a_cpu, a_cpu + 10}, 0)));
+}
+
+TEST_F(FakeDeviceMemory, WrittenArgumentsAreCopiedBackIntoTheCallersTensors) {
+  const Device xpu(kXPU, 0);
+  Tensor a = arange(6, TensorOptions(kFloat)).reshape({2, 3}).to(xpu);
+  Tensor same = a.add_(1);  // in-place: the result is the caller's tensor, with the new values
+  EXPECT_EQ(same.impl(), a.impl());
+  EXPECT_EQ(read(a), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  Tensor row = a.select(0, 1);  // a view (no fallback); writing through it reaches a's memory
+  row.mul_(10);
+  EXPECT_EQ(read(a), (std::vector<double>{1, 2, 3, 40, 50, 60}));
+  Tensor col = a.select(1, 0);  // a strided view
+  col.zero_();
+  EXPECT_EQ(read(a), (std::vector<double>{0, 2, 3, 0, 50, 60}));
+  Tensor out = empty({3}, TensorOptions(kFloat).device(xpu));
+  Tensor r = add_out(out, a.select(0, 0), a.select(0, 1));  // out=: written, returned as given
+  EXPECT_EQ(r.impl(), out.impl());
+  EXPECT_EQ(read(out), (std::vector<double>{0, 52, 63}));
+  // Read-only arguments are not copied back: a stays as it was.
+  Tensor s = a.sum();
+  EXPECT_EQ(read(a), (std::vector<double>{0, 2, 3, 0, 50, 60}));
+  EXPECT_EQ(read(s), (std::vector<double>{115}));
+}
+
+TEST_F(FakeDeviceMemory, AutogradAndCountersSeeTheCopies) {
+  const Device xpu(kXPU, 0);
+  reset_device_fallback_stats();
+  Tensor w = arange(4, TensorOptions(kFloat)).to(xpu).requires_grad_(true);
+  Tensor loss = (w * w).sum();
+  loss.backward();
+  ASSERT_TRUE(w.grad().defined());
+  EXPECT_EQ(w.grad().device(), xpu);
+  EXPECT_EQ(read(w.grad()), (std::vector<double>{0, 2, 4, 6}));
+  int64_t copied = 0, moved = 0;
+  for (const FallbackStats& st : device_fallback_stats()) copied += st.bytes_copied, moved += st.bytes_moved;
+  EXPECT_GT(copied, 0);
+  EXPECT_EQ(copied >= moved, true) << "every byte handed between the devices was a copy";
+}
+
+}  // namespace
