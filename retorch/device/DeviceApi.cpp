@@ -112,8 +112,11 @@ void set_stream(const Stream& s) {
   tls_stream_set[int(s.device().type)] = true;
 }
 
+// Random ops of every device draw from the CPU generator for now: without a backend they run
+// on the cpu, and the CUDA backend has no random kernels yet (Note [CUDA tensors]).
 void manual_seed(DeviceType type, uint64_t seed) {
-  if (!device_available(type) || type == kCPU) default_generator().manual_seed(seed);
+  (void)type;
+  default_generator().manual_seed(seed);
 }
 
 Tensor get_rng_state(DeviceType type, int index) {

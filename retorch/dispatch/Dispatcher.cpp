@@ -191,6 +191,7 @@ void Dispatcher::set_ready_hook(void (*hook)()) {
 namespace detail {
 void register_device_fallback(Dispatcher& d);  // retorch/device/DeviceFallback.cpp
 void register_meta_backend(Dispatcher& d);     // retorch/backend/meta/MetaOps.cpp
+void register_cuda_backend(Dispatcher& d);     // backend/cuda/CudaTensors.cpp or no_cuda
 }
 
 Dispatcher& Dispatcher::singleton() {
@@ -199,6 +200,7 @@ Dispatcher& Dispatcher::singleton() {
     register_generated_ops(*disp);
     detail::register_device_fallback(*disp);
     detail::register_meta_backend(*disp);
+    detail::register_cuda_backend(*disp);
     return disp;
   }();
   if (!g_built.load(std::memory_order_relaxed) && !g_built.exchange(true) && g_ready_hook)

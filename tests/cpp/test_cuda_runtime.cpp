@@ -6,7 +6,9 @@
 #include <cstring>
 #include <vector>
 
+#include "retorch/core/TensorImpl.h"
 #include "retorch/device/DeviceApi.h"
+#include "retorch/device/DeviceFallback.h"
 #include "test_helpers.h"
 
 #ifdef RETORCH_HAVE_CUDA
@@ -19,13 +21,13 @@ using namespace retorch;
 using retorch::testing::catch_error;
 using retorch::testing::contains;
 
-TEST(CudaRuntime, DeviceApiStaysTruthfulWhileTensorsLiveOnTheHost) {
-  // Until tensors can live in device memory, the device API reports no CUDA device whatever
-  // the machine has, and cuda tensors run through the fallback.
-  EXPECT_FALSE(cuda::is_available());
-  EXPECT_EQ(cuda::device_count(), 0);
+TEST(CudaRuntime, DeviceApiIsTruthfulAndCudaTensorsComputeEitherWay) {
+  // With a device, cuda tensors live in its memory; without one, on the host through the
+  // fallback. Either way a program gets cpu's values and its tensors say cuda.
+  EXPECT_EQ(cuda::is_available(), cuda::device_count() > 0);
   Tensor x = ones({3}).to(Device(kCUDA));
   EXPECT_TRUE(x.device().is_cuda());
+  EXPECT_EQ(x.impl()->storage()->device().is_cuda(), cuda::is_available());
   EXPECT_EQ(retorch::testing::values((x + x).to(Device(kCPU))), (std::vector<double>{2, 2, 2}));
 }
 
@@ -144,6 +146,41 @@ TEST_F(CudaDevice, StreamsAndEventsOrderAndTimeWork) {
   cb::destroy_stream(s1);
   cb::destroy_stream(s2);
   cb::synchronize();
+}
+
+TEST_F(CudaDevice, TensorsLiveInDeviceMemoryAndOpsRunThroughCopies) {
+  // Note [CUDA tensors]: copies are the backend's kernels; other ops take the fallback's copies.
+  const Device gpu(kCUDA, int8_t(cb::current_device()));
+  const int64_t before = cuda::memory_allocated();
+  Tensor a_cpu = arange(12, TensorOptions(kFloat)).reshape({3, 4});
+  Tensor a = a_cpu.to(gpu);
+  EXPECT_TRUE(a.impl()->storage()->device().is_cuda());
+  EXPECT_GE(cuda::memory_allocated() - before, 48);
+  EXPECT_EQ(retorch::testing::values(a.to(Device(kCPU))), retorch::testing::values(a_cpu));
+  // Strided and converting copies both ways.
+  EXPECT_EQ(retorch::testing::values(a.t().to(Device(kCPU))),
+            retorch::testing::values(a_cpu.t()));
+  EXPECT_EQ(retorch::testing::values(a_cpu.t().to(gpu).to(Device(kCPU))),
+            retorch::testing::values(a_cpu.t()));
+  Tensor d = a.to(kDouble);
+  EXPECT_EQ(d.dtype(), kDouble);
+  EXPECT_TRUE(d.device().is_cuda());
+  // Routed ops, in-place writes through a view, results in device memory.
+  Tensor m = matmul(a, a.t()) + 1;
+  EXPECT_TRUE(m.impl()->storage()->device().is_cuda());
+  EXPECT_TRUE(retorch::testing::all_close(m.to(Device(kCPU)), matmul(a_cpu, a_cpu.t()) + 1));
+  a.select(0, 1).mul_(10);
+  EXPECT_EQ(retorch::testing::values(a.to(Device(kCPU))[1]),
+            (std::vector<double>{40, 50, 60, 70}));
+  // Autograd on the device.
+  Tensor w = ones({4}, TensorOptions(kFloat).device(gpu)).requires_grad_(true);
+  (a_cpu.to(gpu) * w).sum().backward();
+  EXPECT_TRUE(w.grad().device().is_cuda());
+  EXPECT_EQ(retorch::testing::values(w.grad().to(Device(kCPU))),
+            (std::vector<double>{12, 15, 18, 21}));
+  a = Tensor(), d = Tensor(), m = Tensor();
+  cuda::empty_cache();
+  EXPECT_LE(cuda::memory_reserved(), cuda::memory_allocated() + 2 * 1024 * 1024);
 }
 
 #endif  // RETORCH_HAVE_CUDA

@@ -43,6 +43,11 @@ std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
+// These tests use cuda as a device without a backend (host memory, zero-copy moves); where the
+// CUDA backend has a device, tests/cpp/test_cuda_runtime.cpp covers cuda instead.
+#define SKIP_WITH_A_CUDA_DEVICE()                                                              \
+  if (cuda::is_available()) GTEST_SKIP() << "cuda has a backend and a device here"
+
 }  // namespace
 
 TEST(Devices, ParsesEveryDeviceType) {
@@ -57,6 +62,7 @@ TEST(Devices, ParsesEveryDeviceType) {
 }
 
 TEST(Devices, KeySetsFollowTheBackends) {
+  SKIP_WITH_A_CUDA_DEVICE();
   EXPECT_TRUE(device_key_set(kCUDA).has(DispatchKey::DeviceFallback));
   EXPECT_TRUE(device_key_set(kMPS).has(DispatchKey::DeviceFallback));
   EXPECT_FALSE(device_key_set(kCPU).has(DispatchKey::DeviceFallback));
@@ -65,6 +71,7 @@ TEST(Devices, KeySetsFollowTheBackends) {
 }
 
 TEST(Devices, FactoriesAndOpsOnCudaGiveCpuNumbersAndKeepTheDevice) {
+  SKIP_WITH_A_CUDA_DEVICE();
   FallbackScope scope;
   manual_seed(3);
   Tensor a_cpu = randn({4, 5});
@@ -89,6 +96,7 @@ TEST(Devices, FactoriesAndOpsOnCudaGiveCpuNumbersAndKeepTheDevice) {
 }
 
 TEST(Devices, InPlaceAndOutResultsAreTheArgumentsThemselves) {
+  SKIP_WITH_A_CUDA_DEVICE();
   FallbackScope scope;
   Tensor x = arange(6, TensorOptions(kFloat).device(Device("cuda")));
   const uint32_t v0 = x.impl()->version();
@@ -103,6 +111,7 @@ TEST(Devices, InPlaceAndOutResultsAreTheArgumentsThemselves) {
 }
 
 TEST(Devices, ViewsAndCompositesRunWithoutFallingBack) {
+  SKIP_WITH_A_CUDA_DEVICE();
   FallbackScope scope;
   Tensor x = arange(12, TensorOptions(kFloat).device(Device("cuda"))).view({3, 4});
   Tensor t = x.t().narrow(0, 1, 2);
@@ -116,6 +125,7 @@ TEST(Devices, ViewsAndCompositesRunWithoutFallingBack) {
 }
 
 TEST(Devices, AutogradGraphAndGradsLiveOnTheAskedDevice) {
+  SKIP_WITH_A_CUDA_DEVICE();
   FallbackScope scope;
   manual_seed(7);
   Tensor w_cpu = randn({3, 2}).requires_grad_(true);
@@ -131,6 +141,7 @@ TEST(Devices, AutogradGraphAndGradsLiveOnTheAskedDevice) {
 }
 
 TEST(Devices, ModuleTrainingOnCudaMatchesCpu) {
+  SKIP_WITH_A_CUDA_DEVICE();
   FallbackScope scope;
   auto run = [](Device dev) {
     manual_seed(11);
@@ -158,6 +169,7 @@ TEST(Devices, ModuleTrainingOnCudaMatchesCpu) {
 }
 
 TEST(Devices, MixedDevicesAreRefusedLikePyTorch) {
+  SKIP_WITH_A_CUDA_DEVICE();
   FallbackScope scope;
   Tensor a = ones({3}, TensorOptions().device(Device("cuda")));
   std::string msg = error_of([&] { (void)(a + ones({3})); });
@@ -182,6 +194,7 @@ TEST(Devices, MixedDevicesAreRefusedLikePyTorch) {
 }
 
 TEST(Devices, ErrorPolicyNamesTheFirstOpAndOffRefusesToo) {
+  SKIP_WITH_A_CUDA_DEVICE();
   FallbackScope scope;
   Tensor a = ones({2}, TensorOptions().device(Device("cuda")));
   set_device_fallback("error");
@@ -199,6 +212,7 @@ TEST(Devices, ErrorPolicyNamesTheFirstOpAndOffRefusesToo) {
 }
 
 TEST(Devices, WarnPolicyWarnsOncePerOp) {
+  SKIP_WITH_A_CUDA_DEVICE();
   FallbackScope scope;
   static std::vector<std::string> seen;
   seen.clear();
@@ -213,6 +227,7 @@ TEST(Devices, WarnPolicyWarnsOncePerOp) {
 }
 
 TEST(Devices, ExecutingPlacementLeavesResultsOnCpu) {
+  SKIP_WITH_A_CUDA_DEVICE();
   FallbackScope scope;
   set_device_fallback_placement(FallbackPlacement::kExecuting);
   Tensor a = ones({2}, TensorOptions().device(Device("cuda")));
@@ -221,6 +236,7 @@ TEST(Devices, ExecutingPlacementLeavesResultsOnCpu) {
 }
 
 TEST(Devices, ReportCountsCallsAndBytes) {
+  SKIP_WITH_A_CUDA_DEVICE();
   FallbackScope scope;
   Tensor a = ones({256}, TensorOptions().device(Device("cuda")));
   Tensor b = a.exp();
@@ -238,6 +254,7 @@ TEST(Devices, ReportCountsCallsAndBytes) {
 }
 
 TEST(Devices, ProfilerShowsFallbackMovesAsRows) {
+  SKIP_WITH_A_CUDA_DEVICE();
   FallbackScope scope;
   Tensor a = ones({16}, TensorOptions().device(Device("cuda")));
   profiler::Profile p;
@@ -253,6 +270,7 @@ TEST(Devices, ProfilerShowsFallbackMovesAsRows) {
 }
 
 TEST(Devices, ApiAnswersTruthfullyWithoutADevice) {
+  SKIP_WITH_A_CUDA_DEVICE();
   EXPECT_FALSE(cuda::is_available());
   EXPECT_EQ(cuda::device_count(), 0);
   EXPECT_FALSE(mps::is_available());
@@ -282,6 +300,7 @@ TEST(Devices, ApiAnswersTruthfullyWithoutADevice) {
 }
 
 TEST(Devices, RngStateOfAnAbsentDeviceIsTheCpuGenerators) {
+  SKIP_WITH_A_CUDA_DEVICE();
   cuda::manual_seed(5);
   Tensor state = cuda::get_rng_state();
   Tensor a = rand({4}, std::nullopt, TensorOptions().device(Device("cuda")));
@@ -294,6 +313,7 @@ TEST(Devices, RngStateOfAnAbsentDeviceIsTheCpuGenerators) {
 }
 
 TEST(Devices, CompatMatrixReadsTheDispatchTables) {
+  SKIP_WITH_A_CUDA_DEVICE();
   std::map<std::string, std::vector<std::string>> rows;
   for (const auto& r : compat_matrix()) rows[r.op] = r.devices;
   EXPECT_EQ(rows.size(), Dispatcher::singleton().ops().size());

@@ -12,6 +12,11 @@ import torch
 import retorch
 from test_examples import check_same_training, run
 
+# These tests use cuda as a device without a backend (host memory, zero-copy moves); where the
+# CUDA backend has a device, tests/cpp/test_cuda_runtime.cpp covers cuda instead.
+pytestmark = pytest.mark.skipif(retorch.cuda.is_available(),
+                                reason="cuda has a backend and a device here")
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLI = os.path.join(ROOT, "build", "tools", "retorch")
 PYTHON_ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))

@@ -1,5 +1,5 @@
 // Devices, streams, events and copies over the CUDA runtime API, with every failure a
-// retorch::Error naming the call and CUDA's message; the device API's CUDA hooks.
+// retorch::Error naming the call and CUDA's message.
 #include "retorch/backend/cuda/CudaRuntime.h"
 
 #include <cuda_runtime_api.h>
@@ -166,13 +166,5 @@ void copy_async(void* dst, const void* src, size_t n, CopyKind kind, StreamHandl
 }
 
 }  // namespace cuda_backend
-
-namespace detail {
-// The device API's CUDA hooks (backend/no_cuda has the build without CUDA). Note [CUDA build]:
-// until tensors can live in device memory, the backend reports no device to the device API,
-// so cuda tensors keep running through the fallback; the runtime above sees the real devices.
-bool cuda_backend_available() { return false; }
-int cuda_backend_device_count() { return 0; }
-}  // namespace detail
 
 }  // namespace retorch

@@ -15,10 +15,10 @@ namespace retorch::cuda_backend {
 // loads on machines without a driver and there answers "no device" (device_count() == 0).
 // Without nvcc, backend/no_cuda stands in. This layer is the groundwork of the CUDA issue: the
 // pieces below are compiled in CI (nvcc present, no GPU) and tested on a GPU machine
-// (tests/cpp/test_cuda_runtime.cpp skips without one). Tensors do not live in device memory
-// yet: until copies between devices and the device fallback's copy path exist, the device API
-// keeps reporting cuda as unavailable (Note [Device API without a device]) and cuda tensors
-// keep running on the CPU through the fallback, GPU or not.
+// (tests/cpp/test_cuda_runtime.cpp skips without one). With a device, cuda tensors live in
+// device memory and every op without a CUDA kernel runs through the device fallback's copies
+// (Note [CUDA tensors] in CudaTensors.cpp); without one, cuda is unavailable and cuda tensors
+// run on the cpu through the fallback as before (Note [Device API without a device]).
 
 using StreamHandle = void*;  // a cudaStream_t; nullptr is the legacy default stream
 using EventHandle = void*;   // a cudaEvent_t

@@ -1,0 +1,130 @@
+// CUDA tensors: the backend's registration (allocator, dispatch keys) and its copies, copy_ and
+// _to_copy between cuda and cpu tensors, through which the device fallback runs every other op.
+#include <cuda_runtime_api.h>
+
+#include <optional>
+
+#include "retorch/backend/cuda/CudaRuntime.h"
+#include "retorch/core/Error.h"
+#include "retorch/core/TensorImpl.h"
+#include "retorch/dispatch/Dispatcher.h"
+
+namespace retorch {
+
+namespace cuda_backend {
+
+// Note [CUDA tensors]
+// With a device present, cuda tensors live in device memory (the caching allocator) and carry
+// the CUDA key alone. The backend's kernels so far are the copies: copy_ moves bytes with one
+// cudaMemcpy when both sides are contiguous with one dtype, and otherwise brings the span of
+// device memory each cuda side occupies to the host, runs the CPU kernel between host views of
+// the same geometry (dtype conversion, broadcasting, strides), and sends the destination's span
+// back; _to_copy allocates on the target device and copy_es. Copies are synchronous (the host
+// sees the data when they return; PyTorch's non_blocking is accepted and ignored). Every other
+// op reaches the device fallback, which copies its cuda arguments to the cpu and its results
+// back (Note [Fallback copies]), so a program runs correctly on the GPU machine while the
+// GPU does nothing but hold memory: CUDA kernels for the ops come next, registered at the CUDA
+// key. Placement follows the CUDA current device (one GPU, as on the machines used here).
+
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  if (status == cudaSuccess) return;
+  cudaGetLastError();
+  RT_ERROR("CUDA error in ", what, ": ", cudaGetErrorString(status));
+}
+
+// A synchronous copy in any direction (unified addressing tells the kinds apart).
+void copy_bytes(void* dst, const void* src, size_t n) {
+  if (n == 0) return;
+  check(cudaMemcpy(dst, src, n, cudaMemcpyDefault), "cudaMemcpy");
+  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+}
+
+// The host copy of the device memory a cuda tensor's elements span, and a cpu tensor with the
+// tensor's geometry over it.
+struct HostSpan {
+  Tensor buffer, view;
+  char* device = nullptr;  // the span's first byte on the device
+  size_t nbytes = 0;
+  HostSpan(const Tensor& t, bool read) {
+    int64_t last = 0;  // the largest element offset past storage_offset
+    for (int64_t d = 0; d < t.dim(); ++d) {
+      RT_CHECK(t.stride(d) >= 0, "cuda copy_: negative strides are not supported");
+      last += (t.size(d) - 1) * t.stride(d);
+    }
+    const size_t es = t.element_size();
+    nbytes = size_t(last + 1) * es;
+    device = static_cast<char*>(t.impl()->storage()->data()) + size_t(t.storage_offset()) * es;
+    buffer = make_empty({int64_t(nbytes)}, kByte);
+    if (read) copy_bytes(buffer.data_ptr(), device, nbytes);
+    auto impl = make_intrusive<TensorImpl>(buffer.impl()->storage(), t.dtype(), Device(kCPU));
+    impl->set_sizes_and_strides(t.sizes(), t.strides(), 0);
+    view = Tensor(std::move(impl));
+  }
+  void write_back() { copy_bytes(device, buffer.data_ptr(), nbytes); }
+};
+
+bool in_device_memory(const Tensor& t) { return !t.impl()->storage()->device().is_cpu(); }
+
+Tensor copy(const Tensor& self, const Tensor& src) {
+  if (self.numel() == 0) return self;
+  if (self.dtype() == src.dtype() && self.sizes().equals(src.sizes()) && self.is_contiguous() &&
+      src.is_contiguous()) {
+    copy_bytes(self.impl()->data(), src.impl()->data(), size_t(self.numel()) * self.element_size());
+    return self;
+  }
+  std::optional<HostSpan> from, to;
+  if (in_device_memory(src)) from.emplace(src, true);
+  if (in_device_memory(self)) to.emplace(self, true);  // keeps the span's other bytes
+  {
+    ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+    Tensor(to ? to->view : self).copy_(from ? from->view : src);
+  }
+  if (to) to->write_back();
+  return self;
+}
+
+void copy_kernel(const OperatorHandle&, DispatchKeySet, Stack* stack) {
+  Tensor self = (*stack)[stack->size() - 3].to_tensor();
+  Tensor src = (*stack)[stack->size() - 2].to_tensor();
+  copy(self, src);
+  stack->erase(stack->end() - 3, stack->end());
+  stack->push_back(IValue(self));
+}
+
+void to_copy_kernel(const OperatorHandle&, DispatchKeySet, Stack* stack) {
+  Tensor self = (*stack)[stack->size() - 3].to_tensor();
+  const IValue& dt = (*stack)[stack->size() - 2];
+  const IValue& dev = (*stack)[stack->size() - 1];
+  const ScalarType dtype = dt.is_none() ? self.dtype() : dt.to_scalar_type();
+  const Device device = dev.is_none() ? self.device() : dev.to_device();
+  Tensor out = make_empty(self.sizes(), dtype, device);
+  copy(out, self);
+  stack->erase(stack->end() - 3, stack->end());
+  stack->push_back(IValue(out));
+}
+
+}  // namespace
+
+}  // namespace cuda_backend
+
+namespace detail {
+
+// Called by Dispatcher::singleton() once the generated tables exist (backend/no_cuda has the
+// build without CUDA): with a device, cuda tensors get device memory and the CUDA key.
+void register_cuda_backend(Dispatcher& d) {
+  if (cuda_backend::device_count() == 0) return;
+  set_allocator(kCUDA, cuda_backend::caching_allocator());
+  set_device_key_set(kCUDA, DispatchKeySet(DispatchKey::CUDA));
+  d.find("copy_")->set_kernel(DispatchKey::CUDA, make_boxed_kernel(&cuda_backend::copy_kernel));
+  d.find("_to_copy")->set_kernel(DispatchKey::CUDA,
+                                 make_boxed_kernel(&cuda_backend::to_copy_kernel));
+}
+
+bool cuda_backend_available() { return cuda_backend::device_count() > 0; }
+int cuda_backend_device_count() { return cuda_backend::device_count(); }
+
+}  // namespace detail
+
+}  // namespace retorch
