@@ -9,8 +9,8 @@ namespace retorch::compiler {
 // float use the formulas of backend/cpu/VecMathAvx2.h (exp about 1 ulp, tanh within 5: Note
 // [Rational tanh]; memory-bound chains need them: glibc's vector tanhf costs ~1 ns per element).
 // Every other function of float or double is glibc's libmvec, declared `omp declare simd` so
-// that the vectorizer calls its AVX2 or AVX-512 variants (within 4 ulp). 16-bit floats are widened on load and rounded (to nearest even) on
-// store; everything between is float32.
+// that the vectorizer calls its AVX2 or AVX-512 variants (within 4 ulp). 16-bit floats are
+// widened on load and rounded (to nearest even) on store; everything between is float32.
 const char* cpp_prelude() {
   return R"PRELUDE(#include <cmath>
 #include <cstdint>
@@ -233,7 +233,9 @@ RT_INLINE float rt_erf_fast(float x) {
   y = ax >= 3.919206f ? 1.0f : y;
   return std::copysign(y, x);
 }
-RT_INLINE float rt_gelu(float x) { return 0.5f * x * (1.f + rt_erf_fast(x * 0.70710678118654752440f)); }
+RT_INLINE float rt_gelu(float x) {
+  return 0.5f * x * (1.f + rt_erf_fast(x * 0.70710678118654752440f));
+}
 RT_INLINE double rt_gelu(double x) { return 0.5 * x * (1.0 + rt_erf(x * 0.70710678118654752440)); }
 template <typename T> RT_INLINE T rt_gelu_tanh(T x) {
   return T(0.5) * x * (T(1) + rt_tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x)));

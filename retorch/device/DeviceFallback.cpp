@@ -184,7 +184,8 @@ const std::vector<bool>& written_args(const OperatorHandle& op) {
   auto close_arg = [&] {
     const size_t a = arg.find_first_not_of(' '), b = arg.find_last_not_of(' ');
     const std::string trimmed = a == std::string::npos ? "" : arg.substr(a, b - a + 1);
-    if (!trimmed.empty() && trimmed != "*") it->second.push_back(trimmed.find('!') != std::string::npos);
+    if (!trimmed.empty() && trimmed != "*")
+      it->second.push_back(trimmed.find('!') != std::string::npos);
     arg.clear();
   };
   for (; i != std::string_view::npos && i < sc.size(); ++i) {

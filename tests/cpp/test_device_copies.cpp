@@ -151,7 +151,10 @@ TEST_F(FakeDeviceMemory, AutogradAndCountersSeeTheCopies) {
   EXPECT_EQ(w.grad().device(), xpu);
   EXPECT_EQ(read(w.grad()), (std::vector<double>{0, 2, 4, 6}));
   int64_t copied = 0, moved = 0;
-  for (const FallbackStats& st : device_fallback_stats()) copied += st.bytes_copied, moved += st.bytes_moved;
+  for (const FallbackStats& st : device_fallback_stats()) {
+    copied += st.bytes_copied;
+    moved += st.bytes_moved;
+  }
   EXPECT_GT(copied, 0);
   EXPECT_EQ(copied >= moved, true) << "every byte handed between the devices was a copy";
 }
