@@ -23,7 +23,8 @@ namespace retorch::profiler {
 // A with_stack profile records the user's frames with each op the user called. The Python
 // module installs a provider of Python frames (set_stack_provider); without one, a C++
 // program gets its own frames from native_stack(): the return addresses of the current thread
-// (libbacktrace's unwinder), those inside libretorch.so dropped (the dispatcher, the profiler),
+// (libbacktrace's unwinder), those inside libretorch.so and those of std:: and retorch::
+// templates instantiated in the user's binary dropped (the dispatcher, the profiler),
 // each named from the DWARF line tables when the binary has them ("main.cpp(12): train_step",
 // demangled) and else from its symbol table ("train(+0x1a2b): train_step(Model&)"),
 // up to and including `main`. Unwinding and the line lookup cost microseconds per op, so this
@@ -38,6 +39,19 @@ std::string demangle(const char* name) {
   std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name, nullptr, nullptr, &status),
                                            std::free);
   return status == 0 && d ? std::string(d.get()) : std::string(name);
+}
+
+// Whether a function is the standard library's or retorch's own: their templates instantiated
+// in the user's binary (std::function's invoker, the dispatcher's boxing adapters) are not the
+// user's code. "void std::__invoke_impl<...>(...)": the qualified name after any return type.
+bool library_function(const std::string& name) {
+  const size_t skip = name.rfind("(anonymous namespace)", 0) == 0 ? 21 : 0;
+  const std::string head = name.substr(0, name.find_first_of("<(", skip));
+  const size_t space = head.rfind(' ');
+  const std::string qualified = space == std::string::npos ? head : head.substr(space + 1);
+  for (const char* ns : {"std::", "__gnu_cxx::", "retorch::"})
+    if (qualified.rfind(ns, 0) == 0) return true;
+  return false;
 }
 
 // Whether pc lies in the object that holds this function (libretorch).
@@ -70,7 +84,7 @@ struct Frames {
 
 // One frame: skipped inside libretorch, named, and the walk stopped after main.
 int add_frame(Frames& f, uintptr_t pc, const char* file, int line, const char* fn) {
-  if (f.done || pc == 0 || in_retorch(pc)) return 0;
+  if (f.done || pc == 0 || in_retorch(pc) || (fn && library_function(demangle(fn)))) return 0;
   if (file != nullptr)
     f.out.push_back(std::string(file) + "(" + std::to_string(line) + "): " + demangle(fn));
   else
