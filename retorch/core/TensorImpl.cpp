@@ -98,6 +98,9 @@ void TensorImpl::raise_no_data() const {
   RT_CHECK_KIND(!device_.is_meta(), ErrorKind::kNotImplemented,
                 "Cannot access the data of a meta tensor (shape ", sizes(), ", ", dtype_,
                 "): meta tensors have shapes and dtypes but no data");
+  RT_CHECK(storage_->device().is_cpu(), "Cannot access the data of a ", device_,
+           " tensor (shape ", sizes(), ", ", dtype_, ") from the host: its memory is on the ",
+           "device; copy it to the cpu first (.cpu() or .to('cpu'))");
   RT_ERROR("tensor of shape ", sizes(), " with strides ", strides(), " and storage offset ",
            storage_offset_, " needs ", required_bytes_, " bytes but its storage has only ",
            storage_->nbytes(), " bytes (its storage was resized or freed under this view)");

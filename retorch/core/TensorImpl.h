@@ -49,7 +49,11 @@ class TensorImpl : public intrusive_target {
   /// Pointer to element 0; errors if the storage no longer covers the view, or on meta tensors
   /// (which have no data).
   void* data() const {
-    if (__builtin_expect(required_bytes_ > int64_t(storage_->nbytes()) || device_.type == kMeta, 0))
+    // Meta tensors have no data, and a device's own memory (cuda with the CUDA backend) is not
+    // the host's to read: both are errors, never a read of what is not there.
+    if (__builtin_expect(required_bytes_ > int64_t(storage_->nbytes()) ||
+                             storage_->device().type != kCPU,
+                         0))
       raise_no_data();
     return static_cast<char*>(storage_->data()) + storage_offset_ * int64_t(itemsize());
   }

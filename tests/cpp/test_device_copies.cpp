@@ -107,6 +107,15 @@ TEST_F(FakeDeviceMemory, OpsGiveCpuValuesAndResultsLiveInDeviceMemory) {
   EXPECT_EQ(a.impl()->storage()->device().type, kXPU) << "device memory, not a host view";
   EXPECT_GT(g_copies, 0);
   EXPECT_EQ(read(a), values(a_cpu));
+  // The host does not read device memory: a clear error, not scrambled numbers.
+  try {
+    (void)a.data_ptr<float>();
+    ADD_FAILURE() << "data_ptr of an xpu tensor in device memory did not raise";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("from the host: its memory is on the device"),
+              std::string::npos)
+        << e.what();
+  }
   Tensor b = (a * 2 + 1).exp().sum(1);  // three routed ops, each copying in and out
   EXPECT_EQ(b.impl()->storage()->device().type, kXPU);
   EXPECT_TRUE(retorch::testing::all_close(b.to(Device(kCPU)), (a_cpu * 2 + 1).exp().sum(1)));

@@ -24,7 +24,9 @@ namespace cuda_backend {
 // op reaches the device fallback, which copies its cuda arguments to the cpu and its results
 // back (Note [Fallback copies]), so a program runs correctly on the GPU machine while the
 // GPU does nothing but hold memory: CUDA kernels for the ops come next, registered at the CUDA
-// key. Placement follows the CUDA current device (one GPU, as on the machines used here).
+// key. Placement follows the CUDA current device (one GPU, as on the machines used here). A
+// kernel that reads a cuda tensor's data on the host by mistake gets an error, not a crash:
+// TensorImpl::data() refuses memory that is not the host's (raw() below is this file's way in).
 
 namespace {
 
@@ -67,11 +69,17 @@ struct HostSpan {
 
 bool in_device_memory(const Tensor& t) { return !t.impl()->storage()->device().is_cpu(); }
 
+// The address of t's first element, host or device (TensorImpl::data() refuses device memory).
+void* raw(const Tensor& t) {
+  return static_cast<char*>(t.impl()->storage()->data()) +
+         size_t(t.storage_offset()) * t.element_size();
+}
+
 Tensor copy(const Tensor& self, const Tensor& src) {
   if (self.numel() == 0) return self;
   if (self.dtype() == src.dtype() && self.sizes().equals(src.sizes()) && self.is_contiguous() &&
       src.is_contiguous()) {
-    copy_bytes(self.impl()->data(), src.impl()->data(), size_t(self.numel()) * self.element_size());
+    copy_bytes(raw(self), raw(src), size_t(self.numel()) * self.element_size());
     return self;
   }
   std::optional<HostSpan> from, to;
