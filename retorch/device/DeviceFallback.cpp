@@ -369,6 +369,13 @@ void device_fallback_kernel(const OperatorHandle& op, DispatchKeySet ks, Stack* 
     if (host_memory(t) || t.impl()->storage()->device() == exec) {
       r = rehome(t, exec, op);
     } else {
+      // The copy is the owning backend's copy_ kernel; without one it would come back here.
+      static const OperatorHandle& copy_op = *Dispatcher::singleton().find("copy_");
+      const DeviceType home = t.impl()->storage()->device().type;
+      RT_CHECK(copy_op.has_kernel(backend_key(home)), op.qualified_name(),
+               ": the device fallback cannot move a tensor from ", t.device(), " (memory on ",
+               t.impl()->storage()->device(), ") to ", exec,
+               ": that device's backend has no copy_ kernel");
       const std::vector<bool>& writes = written_args(op);
       r = copy_to(t, exec);
       copied += tensor_bytes(t);

@@ -168,4 +168,19 @@ TEST_F(FakeDeviceMemory, AutogradAndCountersSeeTheCopies) {
   EXPECT_EQ(copied >= moved, true) << "every byte handed between the devices was a copy";
 }
 
+TEST_F(FakeDeviceMemory, ABackendWithoutCopiesIsAClearError) {
+  // Moving device memory takes the device's copy_ kernel; without one the fallback refuses
+  // instead of calling itself for the copy.
+  Tensor a = ones({3}).to(Device(kXPU, 0));
+  copy_op().set_kernel(DispatchKey::XPU, KernelFunction{});
+  try {
+    Tensor b = a + 1;
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("that device's backend has no copy_ kernel"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace

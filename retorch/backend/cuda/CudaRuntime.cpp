@@ -4,8 +4,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <mutex>
-
 #include "retorch/core/Error.h"
 
 namespace retorch {
