@@ -2,6 +2,11 @@
 // the emitter table calls, written as scalar code that `omp simd` loops vectorize.
 #include "retorch/compiler/CppCodegen.h"
 
+#include <cstdio>
+#include <string>
+
+#include "retorch/backend/cpu/VecMath.h"
+
 namespace retorch::compiler {
 
 // Note [Generated math]
@@ -11,7 +16,20 @@ namespace retorch::compiler {
 // Every other function of float or double is glibc's libmvec, declared `omp declare simd` so
 // that the vectorizer calls its AVX2 or AVX-512 variants (within 4 ulp). 16-bit floats are
 // widened on load and rounded (to nearest even) on store; everything between is float32.
-const char* cpp_prelude() {
+namespace {
+
+// "static constexpr float name[] = {1.0f, ...};" with every float written to round-trip.
+std::string float_array(const char* name, const float* v, size_t n) {
+  std::string out = std::string("static constexpr float ") + name + "[] = {";
+  for (size_t i = 0; i < n; ++i) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%s%#.9gf", i ? ", " : "", double(v[i]));
+    out += buf;
+  }
+  return out + "};\n";
+}
+
+const char* prelude_text() {
   return R"PRELUDE(#include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -151,26 +169,24 @@ RT_INLINE float rt_exp(float x) {
 }
 RT_INLINE double rt_exp(double x) { return exp(x); }
 
-// backend/cpu/VecMath.h's Note [Rational tanh], the same constants.
-RT_INLINE float rt_tanh(float x) {
+// backend/cpu/VecMath.h's Note [Rational tanh]: sign(x) * |x| P(x^2) / Q(x^2) with |x| clamped
+// at sat, exactly +-1 from sat on; the coefficient arrays (rt_tanh_p, ...) are VecMath.h's,
+// written in by cpp_prelude().
+template <int NP, int NQ>
+RT_INLINE float rt_odd_rational(float x, const float (&P)[NP], const float (&Q)[NQ], float sat) {
   float ax = std::fabs(x);
-  float c = ax > 9.010914f ? 9.010914f : ax;
+  float c = ax > sat ? sat : ax;
   float s = c * c;
-  float p = -1.2281461e-11f;
-  p = p * s + 3.0697628e-08f;
-  p = p * s + 2.8056835e-05f;
-  p = p * s + 0.003870851f;
-  p = p * s + 0.13681948f;
-  p = p * s + 1.0f;
-  float q = 1.2907345e-06f;
-  q = q * s + 0.0003943025f;
-  q = q * s + 0.027255138f;
-  q = q * s + 0.47015283f;
-  q = q * s + 1.0f;
+  float p = P[NP - 1];
+  for (int k = NP - 2; k >= 0; --k) p = p * s + P[k];
+  float q = Q[NQ - 1];
+  for (int k = NQ - 2; k >= 0; --k) q = q * s + Q[k];
   float y = (c * p) / q;
-  y = ax >= 9.010914f ? 1.0f : y;
+  y = ax >= sat ? 1.0f : y;
   return std::copysign(y, x);
 }
+@ODD_RATIONAL_CONSTANTS@
+RT_INLINE float rt_tanh(float x) { return rt_odd_rational(x, rt_tanh_p, rt_tanh_q, rt_tanh_sat); }
 RT_INLINE double rt_tanh(double x) { return tanh(x); }
 
 template <typename T> RT_INLINE T rt_sigmoid(T x) { return T(1) / (T(1) + rt_exp(-x)); }
@@ -214,24 +230,7 @@ RT_INLINE double rt_atan2(double x, double y) { return atan2(x, y); }
 // erf for float GELU only (VecMathAvx2.h's erf8_fast, within 7 ulp, Note [Rational tanh]);
 // the erf op itself keeps libmvec's erff.
 RT_INLINE float rt_erf_fast(float x) {
-  float ax = std::fabs(x);
-  float c = ax > 3.919206f ? 3.919206f : ax;
-  float s = c * c;
-  float p = 2.243263e-06f;
-  p = p * s + 0.00027514473f;
-  p = p * s + 0.003090119f;
-  p = p * s + 0.05065569f;
-  p = p * s + 0.17392534f;
-  p = p * s + 1.1283792f;
-  float q = 3.959518e-05f;
-  q = q * s + 0.0010095165f;
-  q = q * s + 0.0136022f;
-  q = q * s + 0.107377656f;
-  q = q * s + 0.48747197f;
-  q = q * s + 1.0f;
-  float y = (c * p) / q;
-  y = ax >= 3.919206f ? 1.0f : y;
-  return std::copysign(y, x);
+  return rt_odd_rational(x, rt_erf_p, rt_erf_q, rt_erf_sat);
 }
 RT_INLINE float rt_gelu(float x) {
   return 0.5f * x * (1.f + rt_erf_fast(x * 0.70710678118654752440f));
@@ -256,6 +255,25 @@ template <typename T> RT_INLINE T rt_gelu_tanh_grad(T x) {
   return T(0.5) * (T(1) + t) + T(0.5) * x * (T(1) - t * t) * k * (T(1) + T(3) * c * x * x);
 }
 )PRELUDE";
+}
+
+}  // namespace
+
+const char* cpp_prelude() {
+  static const std::string text = [] {
+    using namespace retorch::cpu;
+    std::string constants = float_array("rt_tanh_p", kTanhP, 6) +
+                            float_array("rt_tanh_q", kTanhQ, 5) +
+                            float_array("rt_erf_p", kErfP, 6) + float_array("rt_erf_q", kErfQ, 6);
+    char sat[96];
+    std::snprintf(sat, sizeof sat,
+                  "static constexpr float rt_tanh_sat = %#.9gf, rt_erf_sat = %#.9gf;\n",
+                  double(kTanhSaturate), double(kErfSaturate));
+    std::string t = prelude_text();
+    const std::string mark = "@ODD_RATIONAL_CONSTANTS@\n";
+    return t.replace(t.find(mark), mark.size(), constants + sat);
+  }();
+  return text.c_str();
 }
 
 }  // namespace retorch::compiler

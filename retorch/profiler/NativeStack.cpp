@@ -64,17 +64,17 @@ bool in_retorch(uintptr_t pc) {
   return dladdr(reinterpret_cast<void*>(pc), &info) && info.dli_fbase == self_base;
 }
 
-// "libfoo.so(+0x1a2b): fn" for frames without line tables; fn from the symbol table if known,
-// else from dladdr's dynamic symbols.
-std::string symbol_frame(uintptr_t pc, const char* fn) {
+// "libfoo.so(+0x1a2b): fn" for frames without line tables; fn (demangled) from the symbol table
+// if known ("?" if not), else from dladdr's dynamic symbols.
+std::string symbol_frame(uintptr_t pc, const std::string& fn) {
   Dl_info info{};
-  if (!dladdr(reinterpret_cast<void*>(pc), &info)) return std::string("?: ") + demangle(fn);
+  if (!dladdr(reinterpret_cast<void*>(pc), &info)) return "?: " + fn;
   std::string object = info.dli_fname ? info.dli_fname : "";
   if (size_t slash = object.rfind('/'); slash != std::string::npos) object.erase(0, slash + 1);
   char off[32];
   std::snprintf(off, sizeof off, "(+0x%lx)",
                 static_cast<unsigned long>(pc - reinterpret_cast<uintptr_t>(info.dli_fbase)));
-  return object + off + ": " + demangle(fn ? fn : info.dli_sname);
+  return object + off + ": " + (fn != "?" ? fn : demangle(info.dli_sname));
 }
 
 struct Frames {
@@ -84,11 +84,13 @@ struct Frames {
 
 // One frame: skipped inside libretorch, named, and the walk stopped after main.
 int add_frame(Frames& f, uintptr_t pc, const char* file, int line, const char* fn) {
-  if (f.done || pc == 0 || in_retorch(pc) || (fn && library_function(demangle(fn)))) return 0;
+  if (f.done || pc == 0 || in_retorch(pc)) return 0;
+  const std::string name = demangle(fn);
+  if (fn != nullptr && library_function(name)) return 0;
   if (file != nullptr)
-    f.out.push_back(std::string(file) + "(" + std::to_string(line) + "): " + demangle(fn));
+    f.out.push_back(std::string(file) + "(" + std::to_string(line) + "): " + name);
   else
-    f.out.push_back(symbol_frame(pc, fn));
+    f.out.push_back(symbol_frame(pc, name));
   if (fn != nullptr && std::string(fn) == "main") f.done = true;
   return 0;
 }

@@ -21,28 +21,43 @@ int32_t bits_of(float f) {
   return b;
 }
 
-// Every 131st float in [0, 16] with both signs, and every float in [8.99, 9.03] around where
-// tanh starts rounding to 1.
-std::vector<float> sweep() {
+// Every step-th float in [0, 16], with both signs.
+std::vector<float> floats_to_16(uint32_t step) {
   std::vector<float> v;
-  for (uint32_t b = 0; b <= 0x41800000u; b += 131) {
+  for (uint32_t b = 0; b <= 0x41800000u; b += step) {
     float f;
     std::memcpy(&f, &b, 4);
     v.push_back(f);
     v.push_back(-f);
   }
-  for (float f = 8.99f; f <= 9.03f; f = std::nextafter(f, 10.f)) v.push_back(f);
   return v;
 }
 
-TEST(VecMath, TanhWithinFiveUlpOfCorrectlyRoundedOnEachIsa) {
-  const std::vector<float> v = sweep();
+Tensor tensor_of(const std::vector<float>& v) {
   Tensor x = empty({int64_t(v.size())});
   std::memcpy(x.data_ptr<float>(), v.data(), v.size() * sizeof(float));
+  return x;
+}
+
+// Calls f(isa) with the kernels capped at each instruction set this CPU has, then restores.
+template <typename F>
+void for_each_isa(const F& f) {
   const cpu::CpuIsa saved = cpu::cpu_isa();
   for (cpu::CpuIsa isa : {cpu::CpuIsa::kScalar, cpu::CpuIsa::kAvx2, cpu::CpuIsa::kAvx512}) {
     if (isa > cpu::cpu_isa_supported()) continue;
     cpu::set_cpu_isa(cpu::cpu_isa_name(isa));
+    f(isa);
+  }
+  cpu::set_cpu_isa(cpu::cpu_isa_name(saved));
+}
+
+TEST(VecMath, TanhWithinFiveUlpOfCorrectlyRoundedOnEachIsa) {
+  // Every 131st float in [-16, 16], and every float in [8.99, 9.03] around where tanh starts
+  // rounding to 1.
+  std::vector<float> v = floats_to_16(131);
+  for (float f = 8.99f; f <= 9.03f; f = std::nextafter(f, 10.f)) v.push_back(f);
+  const Tensor x = tensor_of(v);
+  for_each_isa([&](cpu::CpuIsa isa) {
     Tensor y = x.tanh();
     const float* got = y.data_ptr<float>();
     int64_t worst = 0, exact = 0;
@@ -59,8 +74,7 @@ TEST(VecMath, TanhWithinFiveUlpOfCorrectlyRoundedOnEachIsa) {
     }
     // Mostly exact, not just within bounds (the polynomial's error is far below rounding).
     EXPECT_GT(double(exact) / double(v.size()), 0.85) << cpu::cpu_isa_name(isa);
-  }
-  cpu::set_cpu_isa(cpu::cpu_isa_name(saved));
+  });
   // IEEE specials on the current path.
   Tensor s = empty({4});
   float* sp = s.data_ptr<float>();
@@ -73,25 +87,13 @@ TEST(VecMath, TanhWithinFiveUlpOfCorrectlyRoundedOnEachIsa) {
   EXPECT_EQ(bits_of(tp[3]), bits_of(-0.f));
 }
 
-}  // namespace
-
 TEST(VecMath, GeluErfWithinFewUlpOfOneHalfXTimesOnePlusErf) {
   // GELU's erf (Note [Rational tanh]): x/2 * (1 + erf(x/sqrt(2))) against the same in double,
   // every 61st float in [-16, 16], within 4 units of (|x| + |gelu(x)|) * 2^-24: 7 ulp of erf
   // become |x|/2 * 7 ulp after the 1 +.
-  std::vector<float> v;
-  for (uint32_t b = 0; b <= 0x41800000u; b += 61) {
-    float f;
-    std::memcpy(&f, &b, 4);
-    v.push_back(f);
-    v.push_back(-f);
-  }
-  Tensor x = empty({int64_t(v.size())});
-  std::memcpy(x.data_ptr<float>(), v.data(), v.size() * sizeof(float));
-  const cpu::CpuIsa saved = cpu::cpu_isa();
-  for (cpu::CpuIsa isa : {cpu::CpuIsa::kScalar, cpu::CpuIsa::kAvx2, cpu::CpuIsa::kAvx512}) {
-    if (isa > cpu::cpu_isa_supported()) continue;
-    cpu::set_cpu_isa(cpu::cpu_isa_name(isa));
+  const std::vector<float> v = floats_to_16(61);
+  const Tensor x = tensor_of(v);
+  for_each_isa([&](cpu::CpuIsa isa) {
     Tensor y = gelu(x);
     const float* got = y.data_ptr<float>();
     for (size_t i = 0; i < v.size(); ++i) {
@@ -102,6 +104,7 @@ TEST(VecMath, GeluErfWithinFewUlpOfOneHalfXTimesOnePlusErf) {
           << "gelu(" << v[i] << ") = " << got[i] << ", exact " << want << " on "
           << cpu::cpu_isa_name(isa);
     }
-  }
-  cpu::set_cpu_isa(cpu::cpu_isa_name(saved));
+  });
 }
+
+}  // namespace

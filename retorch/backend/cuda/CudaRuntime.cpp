@@ -56,6 +56,16 @@ int resolve(int index, const char* fn) {
   return index;
 }
 
+// A query's answer: true when done, false while work is pending, an error otherwise.
+bool finished(cudaError_t status, const char* what) {
+  if (status == cudaErrorNotReady) {
+    cudaGetLastError();
+    return false;
+  }
+  check(status, what);
+  return true;
+}
+
 cudaStream_t as_stream(StreamHandle s) { return static_cast<cudaStream_t>(s); }
 cudaEvent_t as_event(EventHandle e) { return static_cast<cudaEvent_t>(e); }
 
@@ -101,13 +111,7 @@ void destroy_stream(StreamHandle s) {
 }
 
 bool query_stream(StreamHandle s) {
-  const cudaError_t status = cudaStreamQuery(as_stream(s));
-  if (status == cudaErrorNotReady) {
-    cudaGetLastError();
-    return false;
-  }
-  check(status, "cudaStreamQuery");
-  return true;
+  return finished(cudaStreamQuery(as_stream(s)), "cudaStreamQuery");
 }
 
 void synchronize_stream(StreamHandle s) {
@@ -131,13 +135,7 @@ void record_event(EventHandle e, StreamHandle s) {
 }
 
 bool query_event(EventHandle e) {
-  const cudaError_t status = cudaEventQuery(as_event(e));
-  if (status == cudaErrorNotReady) {
-    cudaGetLastError();
-    return false;
-  }
-  check(status, "cudaEventQuery");
-  return true;
+  return finished(cudaEventQuery(as_event(e)), "cudaEventQuery");
 }
 
 void synchronize_event(EventHandle e) {
