@@ -630,6 +630,21 @@ def test_sum_over_leading_dims(rng, dt):
             both(lambda L, x: x.mean(dims, keepdim=keep), x, what=f"mean {shape} {dims} {dt}")
 
 
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_sum_over_both_sides_of_kept_dims(rng, dt):
+    """Plane sums (Note [Plane sums]): reduced dims before and after a kept block of a contiguous
+    input (a conv bias gradient), rows of 64+ elements that end in a tail, empty leading dims;
+    short rows (the general path) and a kept dim between two reduced ones (not a block) too."""
+    for shape, dims in [((5, 16, 9, 9), (0, 2, 3)), ((3, 4, 2, 100), (0, 3)),
+                        ((2, 3, 5, 7, 70), (0, 1, 4)), ((0, 3, 64), (0, 2)),
+                        ((4, 6, 8), (0, 2)), ((3, 4, 5, 80), (0, 2))]:
+        x = P(rng, shape, dt)
+        for keep in (False, True):
+            both(lambda L, x: x.sum(dims, keepdim=keep), x, what=f"sum {shape} {dims} {dt}")
+            both(lambda L, x: x.mean(dims, keepdim=keep), x, what=f"mean {shape} {dims} {dt}")
+    grads(lambda L, x: x.sum((0, 2, 3)), P(rng, (3, 4, 8, 8)))
+
 # ---------------------------------------------------------------- float16 / bfloat16 audit
 
 def _x(rng, dt, shape=(3, 4), **kw):

@@ -130,21 +130,46 @@ void sum_columns(const scalar_t* in, int64_t rows, int64_t cols, scalar_t* out, 
   });
 }
 
-// The number of leading dims reduced when `dim` names exactly dims 0..k-1 of a contiguous
-// tensor with at least one dim kept (Note [Column sums]); 0 otherwise.
-int64_t leading_reduced_dims(const Tensor& self, OptionalIntArrayRef dim) {
-  if (!dim || dim->empty() || !self.is_contiguous() || self.dim() < 2) return 0;
+// Note [Plane sums]
+// Summing the dims on both sides of a kept block of a contiguous tensor (a convolution's bias
+// gradient: sum over (0, 2, 3) of NCHW) reads it as [A, C, B]: each of the A*C rows of B
+// elements is summed on its own (Note [Float sum accumulation]) and out[c] adds its A row sums
+// in order, in double, so the result does not depend on the thread count. The general path
+// copied the tensor into [C, A*B] first: 0.30 ms for [100, 16, 28, 28] float32 on 2 threads
+// (PyTorch 0.17 ms), 0.09 ms this way.
+template <typename scalar_t>
+void sum_planes(const scalar_t* in, int64_t A, int64_t C, int64_t B, scalar_t* out, bool mean) {
+  std::vector<double> part(static_cast<size_t>(A * C));
+  parallel_for(0, A * C, std::max<int64_t>(1, 32768 / B), [&](int64_t b, int64_t e) {
+    for (int64_t r = b; r < e; ++r) part[size_t(r)] = sum_lanes(in + r * B, B);
+  });
+  for (int64_t c = 0; c < C; ++c) {
+    double total = 0;
+    for (int64_t a = 0; a < A; ++a) total += part[size_t(a * C + c)];
+    out[c] = scalar_t(opmath_t<scalar_t>(mean ? total / double(A * B) : total));
+  }
+}
+
+// Where a floating sum of a contiguous tensor can skip the general path's permuted copy: the
+// reduced dims are the k0 leading ones and those from k1 on, with the kept dims [k0, k1) between
+// them and at least one leading dim reduced (Note [Column sums] when k1 is the last dim, else
+// Note [Plane sums]). {0, 0} otherwise.
+std::pair<int64_t, int64_t> kept_block(const Tensor& self, OptionalIntArrayRef dim) {
+  if (!dim || dim->empty() || !self.is_contiguous() || self.dim() < 2) return {0, 0};
   std::vector<bool> reduced(size_t(self.dim()), false);
   for (int64_t d : *dim) {
     int64_t w = d < 0 ? d + self.dim() : d;
-    if (w < 0 || w >= self.dim() || reduced[size_t(w)]) return 0;  // errors: the general path
+    if (w < 0 || w >= self.dim() || reduced[size_t(w)]) return {0, 0};  // errors: the general path
     reduced[size_t(w)] = true;
   }
-  int64_t k = 0;
-  while (k < self.dim() && reduced[size_t(k)]) ++k;
-  for (int64_t d = k; d < self.dim(); ++d)
-    if (reduced[size_t(d)]) return 0;
-  return k < self.dim() ? k : 0;
+  int64_t k0 = 0;
+  while (k0 < self.dim() && reduced[size_t(k0)]) ++k0;
+  int64_t k1 = k0;
+  while (k1 < self.dim() && !reduced[size_t(k1)]) ++k1;
+  for (int64_t d = k1; d < self.dim(); ++d)
+    if (!reduced[size_t(d)]) return {0, 0};
+  if (k0 == 0 || k0 == self.dim()) return {0, 0};
+  return {k0, k1};
 }
 
 template <bool kMean>
@@ -152,20 +177,22 @@ Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
                 std::optional<ScalarType> dtype, const char* op) {
   ScalarType rt = sum_dtype(self, dtype);
   Tensor in = self.dtype() == rt ? self : self.to(rt);
-  if (int64_t k = is_floating_type(rt) ? leading_reduced_dims(in, dim) : 0; k > 0) {
+  auto [k0, k1] = is_floating_type(rt) ? kept_block(in, dim) : std::pair<int64_t, int64_t>{0, 0};
+  int64_t A = 1, C = 1, B = 1;
+  for (int64_t d = 0; d < in.dim(); ++d) (d < k0 ? A : d < k1 ? C : B) *= in.size(d);
+  // Rows of fewer than 64 elements sum faster through the general path's copy.
+  if (k0 > 0 && (B == 1 || B >= 64)) {
     DimVector shape;
-    int64_t rows = 1, cols = 1;
     for (int64_t d = 0; d < in.dim(); ++d) {
-      if (d < k) rows *= in.size(d);
-      else cols *= in.size(d);
-      if (d >= k) shape.push_back(in.size(d));
+      if (d >= k0 && d < k1) shape.push_back(in.size(d));
       else if (keepdim) shape.push_back(1);
     }
     Tensor result = make_empty(shape, rt, self.device());
     if (result.numel() == 0 || result.device().is_meta()) return result;
     RT_DISPATCH_FLOATING(rt, op, [&] {
-      sum_columns<scalar_t>(static_cast<const scalar_t*>(in.impl()->data()), rows, cols,
-                            result.data_ptr<scalar_t>(), kMean);
+      const scalar_t* x = static_cast<const scalar_t*>(in.impl()->data());
+      if (B == 1) sum_columns<scalar_t>(x, A, C, result.data_ptr<scalar_t>(), kMean);
+      else sum_planes<scalar_t>(x, A, C, B, result.data_ptr<scalar_t>(), kMean);
     });
     return result;
   }
