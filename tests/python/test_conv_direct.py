@@ -25,6 +25,13 @@ SHAPES = [
     ((4, 1, 28, 28), (16, 1, 5, 5), 2, 1, 1),                 # one input channel (LeNet-like)
     ((2, 16, 14, 14), (64, 16, 3, 3), 1, 1, 1),
     ((2, 3, 6, 6), (28, 3, 6, 6), 0, 1, 1),                   # one output position per image
+    # Note [Row convolution] (AVX-512, fewer than 24 output channels): rows of one masked
+    # vector, of two (the second masked), a channel block cut short, dilation, groups, one image
+    ((3, 2, 14, 13), (8, 2, 3, 3), 1, 1, 1),
+    ((2, 3, 20, 30), (18, 3, 3, 3), 1, 1, 1),
+    ((2, 1, 16, 16), (6, 1, 3, 3), 2, 2, 1),
+    ((2, 4, 16, 16), (10, 2, 3, 3), 1, 1, 2),
+    ((1, 2, 15, 15), (7, 2, 5, 5), 2, 1, 1),
 ]
 
 
@@ -50,13 +57,14 @@ def test_direct_conv2d_gradients(rng, xs, ws, p, d, g):
     grads(lambda L, x, w, b: conv(L, x, w, b, p, d, g), x, w, b, atol=1e-4)
 
 
-def test_weight_gradient_keeps_inf_out_of_unused_taps():
+@pytest.mark.parametrize("c,o", [(16, 32), (1, 16)])  # the direct tiles; the row ones
+def test_weight_gradient_keeps_inf_out_of_unused_taps(c, o):
     # An inf in the last image column meets only the taps that read it: the left kernel column
     # never does, so its gradient stays finite (no inf * 0 from the padded grid's extra lanes).
     rng = np.random.default_rng(0)
-    x = rng.standard_normal((4, 16, 12, 12)).astype(np.float32)
+    x = rng.standard_normal((4, c, 12, 12)).astype(np.float32)
     x[:, :, :, -1] = np.inf
-    w = rng.standard_normal((32, 16, 3, 3)).astype(np.float32)
+    w = rng.standard_normal((o, c, 3, 3)).astype(np.float32)
     gws = []
     for L in (torch, retorch):
         xt, wt = L.from_numpy(x.copy()), L.from_numpy(w.copy()).requires_grad_(True)
@@ -80,7 +88,8 @@ def test_direct_conv_transpose2d(rng):
     # conv_transpose2d with stride 1 runs as a convolution with the flipped weight.
     for xs, ws, p, op, d in [((2, 8, 6, 7), (8, 16, 3, 3), 1, 0, 1),
                              ((1, 4, 9, 5), (4, 32, 3, 2), (2, 1), (1, 0), (2, 1)),
-                             ((3, 6, 5, 5), (6, 16, 5, 5), 0, 0, 1)]:
+                             ((3, 6, 5, 5), (6, 16, 5, 5), 0, 0, 1),
+                             ((2, 8, 14, 14), (8, 16, 3, 3), 1, 0, 1)]:  # row kernel
         x, w, b = P(rng, xs), P(rng, ws), P(rng, (ws[1],))
         fn = lambda L, x, w, b: (F.conv_transpose2d if L.__name__ == "torch"  # noqa: E731
                                  else retorch.conv_transpose2d)(x, w, b, 1, p, op, 1, d)

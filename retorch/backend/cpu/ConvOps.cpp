@@ -9,6 +9,7 @@
 #include "retorch/backend/cpu/Blas.h"
 #include "retorch/backend/cpu/ConvDepthwise.h"
 #include "retorch/backend/cpu/ConvDirect.h"
+#include "retorch/backend/cpu/ConvRows.h"
 #include "retorch/backend/cpu/Parallel.h"
 #include "retorch/core/Dtypes.h"
 #include "retorch/generated/Functions.h"
@@ -393,9 +394,15 @@ bool try_direct(const Tensor& x, const Tensor& w, const T* bias, Tensor& y, int6
       d = {Cg, g.oh, g.ow, w.size(1), g.kh, g.kw, g.dh, g.dw, g.dh * (g.kh - 1) - g.ph,
            g.dw * (g.kw - 1) - g.pw, g.H, g.W};
     }
+    const DirectWeight layout = transposed ? DirectWeight::kTransposedFlipped : DirectWeight::kConv;
+    if (row_conv_applies(d)) {  // See Note [Row convolution]
+      row_conv2d(x.data_ptr<float>(), w.data_ptr<float>(), bias, y.data_ptr<float>(), N, groups,
+                 d, layout);
+      return true;
+    }
     if (!direct_conv_applies(d)) return false;
     direct_conv2d(x.data_ptr<float>(), w.data_ptr<float>(), bias, y.data_ptr<float>(), N, groups,
-                  d, transposed ? DirectWeight::kTransposedFlipped : DirectWeight::kConv);
+                  d, layout);
     return true;
   }
 }
@@ -411,6 +418,10 @@ bool try_direct_weight_grad(const T* go, const T* x, T* gw, int64_t N, int64_t O
     if (g.sh != 1 || g.sw != 1) return false;
     const DirectConvShape d{g.C / groups, g.H, g.W, O / groups, g.kh, g.kw, g.dh, g.dw, g.ph,
                             g.pw, g.oh, g.ow};
+    if (row_weight_grad_applies(d)) {  // See Note [Row convolution]
+      row_conv2d_weight_grad(go, x, gw, N, groups, d);
+      return true;
+    }
     if (!direct_weight_grad_applies(d)) return false;
     direct_conv2d_weight_grad(go, x, gw, N, groups, d);
     return true;
