@@ -32,6 +32,12 @@ SHAPES = [
     ((2, 1, 16, 16), (6, 1, 3, 3), 2, 2, 1),
     ((2, 4, 16, 16), (10, 2, 3, 3), 1, 1, 2),
     ((1, 2, 15, 15), (7, 2, 5, 5), 2, 1, 1),
+    # Note [Sliding taps] (AVX-512, 16- and 32-channel tiles, kernel rows of 3 or 5): the seed
+    # ConvNet's second layer, 24 of 32 channels and row dilation 2, one image in three chunks
+    # whose rows end in a tile moved back
+    ((2, 16, 14, 14), (32, 16, 5, 5), 2, 1, 1),
+    ((2, 12, 10, 16), (24, 12, 3, 3), 1, (2, 1), 1),
+    ((1, 8, 64, 61), (16, 8, 3, 3), 1, 1, 1),
 ]
 
 
@@ -89,7 +95,8 @@ def test_direct_conv_transpose2d(rng):
     for xs, ws, p, op, d in [((2, 8, 6, 7), (8, 16, 3, 3), 1, 0, 1),
                              ((1, 4, 9, 5), (4, 32, 3, 2), (2, 1), (1, 0), (2, 1)),
                              ((3, 6, 5, 5), (6, 16, 5, 5), 0, 0, 1),
-                             ((2, 8, 14, 14), (8, 16, 3, 3), 1, 0, 1)]:  # row kernel
+                             ((2, 8, 14, 14), (8, 16, 3, 3), 1, 0, 1),
+                             ((2, 16, 7, 9), (16, 32, 5, 5), 2, 0, 1)]:
         x, w, b = P(rng, xs), P(rng, ws), P(rng, (ws[1],))
         fn = lambda L, x, w, b: (F.conv_transpose2d if L.__name__ == "torch"  # noqa: E731
                                  else retorch.conv_transpose2d)(x, w, b, 1, p, op, 1, d)

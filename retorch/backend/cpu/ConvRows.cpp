@@ -20,18 +20,19 @@ namespace retorch::cpu {
 
 // Note [Row convolution]
 // The direct kernels (Note [Direct convolution]) keep output channels in the vector lanes. With
-// 16 output channels a tile has one zmm of them, so each image value broadcast feeds a single
-// FMA and the loads bound the kernel (13 per 12 FMAs): the seed ConvNet's 1->16 5x5 layer ran at
-// ~120 GFLOP/s and the 32->16 input gradient of its second layer at ~240, of the 428 peak. Here
-// the lanes hold 16 consecutive output columns of one row instead. A forward tile is R row
-// vectors x OT output channels: per tap it loads the R image vectors under it (unaligned, from a
-// zero-padded copy of the image) and broadcasts OT weights, R*OT FMAs for R+OT loads, and its
-// accumulators are rows of the NCHW output, stored with a mask at a row's end (no transposed
-// copy-out). The weight gradient turns it around: OT channels x NT taps accumulate, per row
-// vector, the product of OT output-gradient vectors and NT image vectors, and are summed across
-// their lanes once at the end. Lanes past a row's end compute values that are thrown away (the
-// gradient masks them to zero on both operands, so an inf in the image meets only the positions
-// PyTorch's would pair it with), so the kernels run where at least 3/4 of the lanes are real.
+// 16 output channels and few taps (a first layer's one input channel) their tiles are short and
+// spend much of their time storing and transposing: the seed ConvNet's 1->16 5x5 layer ran at
+// ~120 GFLOP/s forward and backward. Here the lanes hold 16 consecutive output columns of one
+// row instead. A forward tile is R row vectors x OT output channels: per tap it loads the R image
+// vectors under it (unaligned, from a zero-padded copy of the image) and broadcasts OT weights,
+// R*OT FMAs for R+OT loads, and its accumulators are rows of the NCHW output, stored with a mask
+// at a row's end (no transposed copy-out). The weight gradient turns it around: OT channels x NT
+// taps accumulate, per row vector, the product of OT output-gradient vectors and NT image
+// vectors, and are summed across their lanes once at the end. Lanes past a row's end compute
+// values that are thrown away (the gradient masks them to zero on both operands, so an inf in
+// the image meets only the positions PyTorch's would pair it with), so the kernels run where at
+// least 3/4 of the lanes are real. With many taps the direct tiles win; the applies functions
+// below carry the measured crossovers.
 
 #ifdef RETORCH_ROW_CONV
 
@@ -206,12 +207,13 @@ __attribute__((target("avx512f"))) float lane_sum(const float* v) {
 
 }  // namespace
 
-// Where the direct kernel's tile would hold one zmm of output channels (fewer than 24), and the
-// reduction is short enough for the row tile to win (measured on 2 threads: 1->16 5x5 28x28,
-// batch 100, 0.54 -> 0.39 ms; 3->16 3x3 32x32 0.95 -> 0.44; 16->16 3x3 even; 32->16 5x5 14x14,
-// 800 taps, 3% slower, so it stays direct).
+// Where the direct kernel's tile would hold one zmm of output channels (fewer than 24) and the
+// reduction is short: with few taps the direct tiles spend their time storing and transposing
+// (measured on 2 threads, batch 100: 1->16 5x5 28x28 0.42 -> 0.38 ms against the sliding tile,
+// Note [Sliding taps]; 3->16 3x3 32x32 0.76 -> 0.44), with 72 taps or more they win (8->16 3x3
+// 0.82 against 0.91 here, 16->16 3x3 1.86 against 2.37).
 bool row_conv_applies(const DirectConvShape& g) {
-  return row_shape_ok(g) && g.kh * g.kw > 1 && g.O < 24 && g.C * g.kh * g.kw <= 256;
+  return row_shape_ok(g) && g.kh * g.kw > 1 && g.O < 24 && g.C * g.kh * g.kw <= 48;
 }
 
 void row_conv2d(const float* x, const float* w, const float* bias, float* y, int64_t N,

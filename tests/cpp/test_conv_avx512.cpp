@@ -1,5 +1,6 @@
-// The row convolution kernels (Note [Row convolution]; AVX-512 CPUs) against naive loops: forward,
-// the transposed convolution that runs as one, and the weight gradient, here and under ASan.
+// The AVX-512 stride-1 convolution kernels (Note [Row convolution], Note [Sliding taps]) against
+// naive loops: forward, the transposed convolution that runs as one, and the weight gradient,
+// here and under ASan.
 #include "retorch/backend/cpu/ConvRows.h"
 #include "retorch/backend/cpu/CpuIsa.h"
 #include "test_helpers.h"
@@ -11,6 +12,7 @@ namespace {
 
 struct RowCase {
   int64_t N, C, O, H, W, kh, kw, ph, pw, dh, dw;
+  bool rows;  // runs the row kernels on AVX-512 (else the direct ones, sliding taps included)
   int64_t oh() const { return H + 2 * ph - dh * (kh - 1); }
   int64_t ow() const { return W + 2 * pw - dw * (kw - 1); }
   cpu::DirectConvShape shape() const { return {C, H, W, O, kh, kw, dh, dw, ph, pw, oh(), ow()}; }
@@ -56,20 +58,23 @@ void check_rows(const RowCase& c) {
 }
 
 const std::vector<RowCase> kCases = {
-    {3, 1, 16, 28, 28, 5, 5, 2, 2, 1, 1},   // the seed ConvNet's first layer: two vectors a row
-    {2, 2, 7, 13, 14, 3, 3, 1, 1, 1, 1},    // one masked vector a row, a channel block cut short
-    {1, 3, 18, 12, 30, 3, 3, 1, 1, 1, 1},   // one image (the shared-buffer path), 18 channels
-    {2, 1, 6, 16, 16, 3, 3, 2, 2, 2, 2},    // dilation 2
+    {3, 1, 16, 28, 28, 5, 5, 2, 2, 1, 1, true},   // the seed ConvNet's first layer: two vectors a row
+    {2, 2, 7, 13, 14, 3, 3, 1, 1, 1, 1, true},    // one masked vector a row, a channel block cut short
+    {1, 3, 18, 12, 30, 3, 3, 1, 1, 1, 1, true},   // one image (the shared-buffer path), 18 channels
+    {2, 1, 6, 16, 16, 3, 3, 2, 2, 2, 2, true},    // dilation 2
+    {2, 16, 32, 14, 14, 5, 5, 2, 2, 1, 1, false}, // the second layer: sliding taps (and its input
+                                                  // gradient, 32 -> 16)
+    {1, 8, 16, 9, 11, 3, 3, 1, 1, 2, 1, false},   // a row's last tile moved back, row dilation 2
 };
 
 }  // namespace
 
-TEST(ConvRows, MatchesNaiveLoops) {
-  int row_cases = 0;
+TEST(ConvAvx512, MatchesNaiveLoops) {
   for (const RowCase& c : kCases) {
     check_rows(c);
-    row_cases += cpu::row_conv_applies(c.shape()) && cpu::row_weight_grad_applies(c.shape());
+    const bool rows =
+        cpu::row_conv_applies(c.shape()) && cpu::row_weight_grad_applies(c.shape());
+    // On an AVX-512 CPU the cases marked rows run the row kernels (else the other paths).
+    if (cpu::cpu_isa() >= cpu::CpuIsa::kAvx512) EXPECT_EQ(rows, c.rows) << c.C << "->" << c.O;
   }
-  // On an AVX-512 CPU every case above runs the row kernels (else the other paths, checked alike).
-  if (cpu::cpu_isa() >= cpu::CpuIsa::kAvx512) EXPECT_EQ(row_cases, int(kCases.size()));
 }
