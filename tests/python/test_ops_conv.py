@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 
 import retorch
-from custom_helpers import P, aten, both, gradcheck, gradgradcheck, grads
+from custom_helpers import I, P, aten, both, gradcheck, gradgradcheck, grads
 from oracle import FLOATS, make_pair
 
 # test name -> the ops.yaml entries it covers (checked by test_op_coverage.py).
@@ -348,6 +348,59 @@ def test_max_pool_backward(rng):
     ridx = retorch.from_numpy(idx.numpy())
     go = P(rng, tuple(idx.shape), "float64")
     gradcheck(lambda L, g: L.max_pool2d_with_indices_backward(g, x.r, 3, 2, 1, 1, False, ridx), go)
+
+
+# Input sizes for the 2x2, stride-2 pool's own kernels (Note [2x2 max pool]): output widths 1,
+# 7, 8 (rows two per step, an odd count of them included), 9, 14, 16, 17 and 33 (16 windows per
+# step, masked last steps), and odd input heights and widths (a row or column no window covers).
+POOL_2X2_SIZES = [(2, 3), (3, 5), (15, 15), (14, 14), (16, 16), (2, 18), (4, 28), (3, 32),
+                  (6, 34), (5, 67)]
+
+
+def pool_2x2_values(rng, shape, special):
+    """Floats drawn from a few integers (ties in most windows); with `special`, NaN, inf and -inf
+    in about a quarter of the elements (windows with several NaNs among them)."""
+    v = rng.integers(-2, 3, shape).astype(np.float32)
+    if special:
+        u = rng.random(shape)
+        v[u < 0.12] = np.nan
+        v[(u >= 0.12) & (u < 0.2)] = np.inf
+        v[(u >= 0.2) & (u < 0.25)] = -np.inf
+    return v
+
+
+def test_max_pool_2x2(rng, each_cpu_isa):
+    """The 2x2, stride-2 max pool on every vector path: values and indices (first maximum in scan
+    order, the last NaN) and the backward, from its own indices and from hand-made ones."""
+    for h, w in POOL_2X2_SIZES:
+        for special in (False, True):
+            v = pool_2x2_values(rng, (2, 3, h, w), special)
+            x = I(v, "float32")
+            for c in (False, True):
+                both(lambda L, x: aten(L, "max_pool2d_with_indices")(x, 2, [], 0, 1, c), x,
+                     what=f"{h}x{w} ceil_mode={c}")
+            grads(lambda L, x: L.max_pool2d(x, 2), x, what=f"grad {h}x{w}")
+            _, idx = torch.ops.aten.max_pool2d_with_indices(x.t, 2)
+            go = P(rng, tuple(idx.shape))
+            for k, s in ((2, []), ([2, 2], [2, 2])):
+                both(lambda L, g, x, i: aten(L, "max_pool2d_with_indices_backward")(
+                    g, x, k, s, 0, 1, False, i), go, x, I(idx.numpy()), what=f"backward {h}x{w}")
+        # Hand-made indices: a tap of each window that need not be its maximum, then also ones
+        # outside their window (anywhere in the plane, a neighbour's window, repeated), which
+        # the scatter sums wherever they point.
+        oh, ow = h // 2, w // 2
+        corner = 2 * np.arange(oh)[:, None] * w + 2 * np.arange(ow)[None, :]
+        idx = corner + np.array([0, 1, w, w + 1])[rng.integers(0, 4, (2, 3, oh, ow))]
+        x = P(rng, (2, 3, h, w))
+        go = P(rng, (2, 3, oh, ow))
+
+        def back(L, g, x, i):
+            return aten(L, "max_pool2d_with_indices_backward")(g, x, 2, 2, 0, 1, False, i)
+        both(back, go, x, I(idx), what=f"own-window indices {h}x{w}")
+        idx[0, 1].flat[rng.integers(oh * ow)] = rng.integers(h * w)
+        idx[1, 0].flat[0] = idx[1, 0].flat[-1]
+        idx[1, 2, -1, -1] = h * w - 1  # the corner no window covers when h and w are odd
+        both(back, go, x, I(idx), what=f"indices outside their window {h}x{w}")
 
 
 AVG_GRID = [

@@ -7,7 +7,9 @@
 #include <limits>
 #include <string_view>
 
+#include "retorch/backend/cpu/CpuIsa.h"
 #include "retorch/backend/cpu/Parallel.h"
+#include "retorch/backend/cpu/PoolAvx512.h"
 #include "retorch/backend/cpu/PoolNhwc.h"
 #include "retorch/core/Dtypes.h"
 #include "retorch/generated/Functions.h"
@@ -110,9 +112,30 @@ Pool2d check_pool(const Planes& p, IntArrayRef kernel_size, IntArrayRef stride,
   return {kh, kw, sh, sw, ph, pw, dh, dw, oh, ow};
 }
 
-// grad_input[plane][indices[o]] += grad_output[o]: the backward of every max pool.
+// PoolAvx512.h's kernels for float planes; false (the portable loops run) for other dtypes.
+template <typename T>
+bool max_pool_2x2_fast(const T*, int64_t, int64_t, int64_t, T*, int64_t*) {
+  return false;
+}
+bool max_pool_2x2_fast(const float* x, int64_t W, int64_t oh, int64_t ow, float* y,
+                       int64_t* ind) {
+  return max_pool_2x2_avx512(x, W, oh, ow, y, ind);
+}
+template <typename T>
+bool max_pool_2x2_backward_fast(const T*, const int64_t*, int64_t, int64_t, int64_t, int64_t,
+                                T*) {
+  return false;
+}
+bool max_pool_2x2_backward_fast(const float* go, const int64_t* ind, int64_t H, int64_t W,
+                                int64_t oh, int64_t ow, float* gi) {
+  return max_pool_2x2_backward_avx512(go, ind, H, W, oh, ow, gi);
+}
+
+// grad_input[plane][indices[o]] += grad_output[o]: the backward of every max pool. `two_by_two`
+// says the pool was the 2x2, stride-2 one, whose float planes try the one-pass AVX-512 kernel
+// first (Note [2x2 max pool]).
 Tensor scatter_max_grad(const Tensor& grad_output, const Tensor& self, const Tensor& indices,
-                        const char* op) {
+                        const char* op, bool two_by_two = false) {
   RT_CHECK(indices.dtype() == kLong, op, ": expected indices of dtype int64, got ",
            indices.dtype());
   RT_CHECK(grad_output.sizes().equals(indices.sizes()) && grad_output.dim() == self.dim() &&
@@ -139,6 +162,9 @@ Tensor scatter_max_grad(const Tensor& grad_output, const Tensor& self, const Ten
   }
   Tensor go = grad_output.contiguous(), idx = indices.contiguous();
   Tensor gi = make_empty(self.sizes(), self.dtype(), self.device());
+  const int64_t H = self.size(-2), W = self.size(-1);
+  const int64_t oh = grad_output.size(-2), ow = grad_output.size(-1);
+  const bool avx512 = two_by_two && 2 * oh <= H && 2 * ow <= W && cpu_isa() >= CpuIsa::kAvx512;
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
     const scalar_t* g = go.data_ptr<scalar_t>();
@@ -150,6 +176,8 @@ Tensor scatter_max_grad(const Tensor& grad_output, const Tensor& self, const Ten
         // Sums straight into the output plane (no buffer to copy back from).
         for (int64_t pl = b; pl < e; ++pl) {
           scalar_t* plane = out + pl * HW;
+          if (avx512 && max_pool_2x2_backward_fast(g + pl * L, ip + pl * L, H, W, oh, ow, plane))
+            continue;
           std::fill(plane, plane + HW, scalar_t(0));
           for (int64_t o = 0; o < L; ++o) {
             const int64_t j = ip[pl * L + o];
@@ -196,7 +224,8 @@ inline void window_max(const scalar_t* x, int64_t W, int64_t h0, int64_t h1, int
 // The 2x2, stride-2 pool of most CNNs: the four taps unrolled, with window_max's rule (the
 // first maximum in scan order wins; a NaN wins over any number), as selects rather than
 // branches: on real activations the comparisons are coin flips, and mispredicted branches made
-// the loop ~4x slower.
+// the loop ~4x slower. Float planes on AVX-512 take PoolAvx512.cpp's form of it instead
+// (Note [2x2 max pool]).
 template <typename scalar_t>
 void max_pool_2x2(const scalar_t* x, int64_t W, int64_t oh, int64_t ow, scalar_t* y,
                   int64_t* ind) {
@@ -261,11 +290,15 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& self, IntArrayR
     const bool two_by_two = k.kh == 2 && k.kw == 2 && k.sh == 2 && k.sw == 2 && k.ph == 0 &&
                             k.pw == 0 && k.dh == 1 && k.dw == 1 && 2 * k.oh <= p.H &&
                             2 * k.ow <= p.W;  // ceil_mode's partial windows take the general path
+    const bool avx512 = two_by_two && cpu_isa() >= CpuIsa::kAvx512;
     parallel_for(0, p.n, std::max<int64_t>(1, 8192 / std::max<int64_t>(L * k.kh * k.kw, 1)),
                  [&](int64_t b, int64_t e) {
       if (two_by_two) {
-        for (int64_t pl = b; pl < e; ++pl)
+        for (int64_t pl = b; pl < e; ++pl) {
+          if (avx512 && max_pool_2x2_fast(x + pl * HW, p.W, k.oh, k.ow, y + pl * L, ip + pl * L))
+            continue;
           max_pool_2x2(x + pl * HW, p.W, k.oh, k.ow, y + pl * L, ip + pl * L);
+        }
         return;
       }
       for (int64_t pl = b; pl < e; ++pl) {
@@ -291,10 +324,25 @@ std::tuple<Tensor, Tensor> max_pool2d_with_indices(const Tensor& self, IntArrayR
   return {out, ind};
 }
 
+namespace {
+
+// v (or `fallback` when v is empty) is `want` in both spatial dims.
+bool is_pair_of(IntArrayRef v, int64_t want, IntArrayRef fallback = {}) {
+  if (v.empty()) v = fallback;
+  return (v.size() == 1 || v.size() == 2) && v[0] == want && v.back() == want;
+}
+
+}  // namespace
+
 Tensor max_pool2d_with_indices_backward(const Tensor& grad_output, const Tensor& self,
-                                        IntArrayRef, IntArrayRef, IntArrayRef, IntArrayRef,
-                                        bool, const Tensor& indices) {
-  return scatter_max_grad(grad_output, self, indices, "max_pool2d_with_indices_backward");
+                                        IntArrayRef kernel_size, IntArrayRef stride,
+                                        IntArrayRef padding, IntArrayRef dilation, bool,
+                                        const Tensor& indices) {
+  // A hint only: the fast path checks the indices themselves (Note [2x2 max pool]).
+  const bool two_by_two = is_pair_of(kernel_size, 2) && is_pair_of(stride, 2, kernel_size) &&
+                          is_pair_of(padding, 0) && is_pair_of(dilation, 1);
+  return scatter_max_grad(grad_output, self, indices, "max_pool2d_with_indices_backward",
+                          two_by_two);
 }
 
 namespace {
