@@ -400,50 +400,54 @@ void copy_out(const float* tile, int64_t ldt, const float* bias, float* y, int64
 }
 
 // Computes output positions [p0, p1) (of oh*ow) of every output channel of one image from its
-// padded copy.
-void run_chunk(MicroKernel kernel, const float* padded, const float* packed, const int32_t* off,
-               int64_t rows, const float* bias, float* y, int64_t groups, const DirectConvShape& g, const Layout& l, int64_t p0,
-               int64_t p1, float* tile) {
-  // Where each position reads the padded image (for tap 0); a last partial tile repeats the
-  // final position and its extra rows are not copied out.
-  auto padded_index = [&](int64_t p) {
-    p = std::min(p, l.P - 1);
-    return p / g.ow * l.Wp + p % g.ow;
-  };
+// padded copy: tiles(img, a, tile_out) fills the chunk's tile for one group's padded image img
+// and one output-channel block's packed weights a (tile_out: that block's first channel of the
+// chunk's first position), then the tile is copied out, transposed, with the bias.
+template <typename Tiles>
+void run_blocks(const float* padded, const float* packed, const float* bias, float* y,
+                int64_t groups, const DirectConvShape& g, const Layout& l, int64_t p0, int64_t p1,
+                float* tile, const Tiles& tiles) {
   for (int64_t gi = 0; gi < groups; ++gi) {
-    const float* img = padded + gi * l.image;
-    for (int64_t ob = 0; ob < l.OB; ++ob) {
-      const float* a = packed + (gi * l.OB + ob) * l.K * l.ocb;
-      for (int64_t p = p0; p < p1; p += l.pos) {
-        const int64_t base = padded_index(p);
-        int64_t d[kMaxPos];
-        for (int64_t q = 0; q < l.pos; ++q) d[q] = padded_index(p + q) - base;
-        kernel(img + base, off, rows, a, d, tile + (p - p0) * l.ldt + ob * l.ocb, l.ldt);
-      }
-    }
+    for (int64_t ob = 0; ob < l.OB; ++ob)
+      tiles(padded + gi * l.image, packed + (gi * l.OB + ob) * l.K * l.ocb, tile + ob * l.ocb);
     copy_out(tile, l.ldt, bias ? bias + gi * g.O : nullptr, y + gi * g.O * l.P, g.O, l.P, p0, p1);
   }
 }
 
-// run_chunk for a sliding tile: output rows [p0 / ow, p1 / ow), each in tiles of np positions
-// (the last one moved back to end at the row's end).
+// run_blocks with the micro-kernel's tiles of l.pos positions in order (a last partial tile
+// repeats the final position, and its extra rows are not copied out).
+void run_chunk(MicroKernel kernel, const float* padded, const float* packed, const int32_t* off,
+               int64_t rows, const float* bias, float* y, int64_t groups,
+               const DirectConvShape& g, const Layout& l, int64_t p0, int64_t p1, float* tile) {
+  auto padded_index = [&](int64_t p) {  // where position p reads the padded image for tap 0
+    p = std::min(p, l.P - 1);
+    return p / g.ow * l.Wp + p % g.ow;
+  };
+  run_blocks(padded, packed, bias, y, groups, g, l, p0, p1, tile,
+             [&](const float* img, const float* a, float* out) {
+    for (int64_t p = p0; p < p1; p += l.pos) {
+      const int64_t base = padded_index(p);
+      int64_t d[kMaxPos];
+      for (int64_t q = 0; q < l.pos; ++q) d[q] = padded_index(p + q) - base;
+      kernel(img + base, off, rows, a, d, out + (p - p0) * l.ldt, l.ldt);
+    }
+  });
+}
+
+// run_blocks with sliding tiles (Note [Sliding taps]): output rows [p0 / ow, p1 / ow), each in
+// tiles of np positions, the last one moved back to end at the row's end.
 void run_sliding_chunk(SlidingKernel kernel, int64_t np, const float* padded,
                        const float* packed, const int32_t* off, int64_t rows, const float* bias,
                        float* y, int64_t groups, const DirectConvShape& g, const Layout& l,
                        int64_t p0, int64_t p1, float* tile) {
-  for (int64_t gi = 0; gi < groups; ++gi) {
-    const float* img = padded + gi * l.image;
-    for (int64_t ob = 0; ob < l.OB; ++ob) {
-      const float* a = packed + (gi * l.OB + ob) * l.K * l.ocb;
-      for (int64_t oy = p0 / g.ow; oy < p1 / g.ow; ++oy)
-        for (int64_t x0 = 0; x0 < g.ow; x0 += np) {
-          const int64_t xs = std::min(x0, g.ow - np);
-          kernel(img + oy * l.Wp + xs, off, rows, a, tile + (oy * g.ow + xs - p0) * l.ldt + ob * l.ocb,
-                 l.ldt);
-        }
-    }
-    copy_out(tile, l.ldt, bias ? bias + gi * g.O : nullptr, y + gi * g.O * l.P, g.O, l.P, p0, p1);
-  }
+  run_blocks(padded, packed, bias, y, groups, g, l, p0, p1, tile,
+             [&](const float* img, const float* a, float* out) {
+    for (int64_t oy = p0 / g.ow; oy < p1 / g.ow; ++oy)
+      for (int64_t x0 = 0; x0 < g.ow; x0 += np) {
+        const int64_t xs = std::min(x0, g.ow - np);
+        kernel(img + oy * l.Wp + xs, off, rows, a, out + (oy * g.ow + xs - p0) * l.ldt, l.ldt);
+      }
+  });
 }
 
 }  // namespace

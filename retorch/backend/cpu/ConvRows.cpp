@@ -51,7 +51,8 @@ struct RowLayout {
     U = g.oh * V;                      // row vectors per output plane
     P = g.oh * g.ow;
   }
-  // One group's padded channels, plus the slack a last vector's lanes read past the end.
+  // One group's padded channels (an image's buffer holds kLanes more: the slack a row's last
+  // vector reads past the end).
   int64_t image(int64_t C) const { return C * plane; }
 };
 
