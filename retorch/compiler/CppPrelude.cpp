@@ -168,6 +168,28 @@ RT_INLINE float rt_exp(float x) {
   return x > 88.72283f ? INFINITY : y;
 }
 RT_INLINE double rt_exp(double x) { return exp(x); }
+// exp of a value minus its row's maximum (softmax, log_softmax): the argument is <= 0 or NaN,
+// so the overflow check goes and 2^n is built whole (n >= -126 where the result is not 0).
+// Two of rt_exp's ~20 vector operations fewer in a loop that bounds softmax's row kernel.
+RT_INLINE float rt_exp_shifted(float x) {
+  float t = x * 1.44269504088896341f + 12582912.0f;
+  float n = t - 12582912.0f;
+  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  uint32_t bits;
+  std::memcpy(&bits, &t, 4);
+  bits = (bits + 127u) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, 4);
+  return x < -87.33654f ? 0.0f : p * scale;
+}
+RT_INLINE double rt_exp_shifted(double x) { return exp(x); }
 
 // backend/cpu/VecMath.h's Note [Rational tanh]: sign(x) * |x| P(x^2) / Q(x^2) with |x| clamped
 // at sat, exactly +-1 from sat on; the coefficient arrays (rt_tanh_p, ...) are VecMath.h's,

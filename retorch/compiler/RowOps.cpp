@@ -219,7 +219,7 @@ Operand expand_row_op(const RowOp& op, const std::vector<Operand>& args, const s
     // A NaN in the row needs no flag: exp(NaN - max) makes the sum, and so every output, NaN.
     // The max only shifts the row (the result does not depend on it): no gradient flows to it.
     Operand m = b.reduce("max", x, ct, false, false);
-    Operand e = elem("rt_exp(" + xs + " - " + m.expr + ")", {x, m}, {{x, "self"}});
+    Operand e = elem("rt_exp_shifted(" + xs + " - " + m.expr + ")", {x, m}, {{x, "self"}});
     Operand s = b.reduce("sum", e, ct);
     if (op.kind == "log_softmax") {
       Operand c = row(m.expr + " + rt_log(" + s.expr + ")", {m, s}, {{s, lit(1) + " / " + s.expr}});

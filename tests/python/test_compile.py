@@ -237,6 +237,22 @@ def test_softmax_special_rows_and_bfloat16_match_torch():
         close(g.to(retorch.float32), w.to(torch.float32), rtol=1e-2, atol=1e-2)
 
 
+def test_softmax_exp_of_shifted_values_matches_torch_to_underflow():
+    # softmax's row kernel takes exp of x - max (always <= 0): rt_exp_shifted, without the
+    # overflow check. Rows spread from 0 down past exp's underflow at -87.34 relative to the max.
+    rng = np.random.default_rng(4)
+    x = np.stack([np.concatenate([[0.0], rng.uniform(-100.0, 0.0, 63)]),
+                  np.concatenate([[5.0], 5.0 - np.linspace(80.0, 90.0, 63)]),
+                  rng.standard_normal(64) * 3]).astype(np.float32)
+    (rx,), (tx,) = both([x])
+    f = retorch.compile(lambda v: (retorch.softmax(v, -1), retorch.log_softmax(v, -1)))
+    got = f(rx)
+    assert "rt_exp_shifted(" in f.source
+    np.testing.assert_allclose(got[0].numpy(), torch.softmax(tx, -1).numpy(), rtol=4e-6,
+                               atol=1e-30)
+    close(got[1], torch.log_softmax(tx, -1))
+
+
 def test_generated_math_matches_torch_across_the_float_range():
     # The prelude's own exp, tanh and GELU (Notes [Vector exp], [Rational tanh]) over every
     # range that takes a different path: tiny, around the polynomial switch points, near exp's
