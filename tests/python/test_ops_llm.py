@@ -13,6 +13,7 @@ CUSTOM = {
     "test_silu_and_mul": ["silu_and_mul"],
     "test_rotary_embedding": ["rotary_embedding"],
     "test_paged_attention": ["paged_attention"],
+    "test_paged_attention_long_runs_match_torch": ["paged_attention"],
 }
 
 
@@ -162,3 +163,39 @@ def test_paged_attention(rng, Hq, Hkv, window):
         with pytest.raises(RuntimeError, match="multiple of the cache's kv heads"):
             retorch.paged_attention(R(q[:, :3]), R(kc), R(vc), R(np.array(tables, np.int64)),
                                     R(qseq), R(qpos), 1.0, -1)
+
+
+@pytest.mark.parametrize("window", [-1, 5, 150])
+def test_paged_attention_long_runs_match_torch(rng, window):
+    # Runs of 8+ consecutive positions take the tiled path (Note [Attention tiles]): tiles of 64
+    # tokens, keys 128 at a time, rows masked to their own window. A prefill of 200 tokens, a
+    # chunked prefill (positions 130..199 of a 200-key sequence), a short run and a decode token,
+    # all in one batch.
+    Hq, Hkv, D, BS = 4, 2, 16, 16
+    lens = [200, 200, 5, 40]
+    NB = sum((L + BS - 1) // BS for L in lens)
+    kc = np.zeros((NB, BS, Hkv, D), np.float32)
+    vc = np.zeros((NB, BS, Hkv, D), np.float32)
+    free = list(rng.permutation(NB))
+    tables, keys, vals = [], [], []
+    for L in lens:
+        blocks = [free.pop() for _ in range((L + BS - 1) // BS)]
+        k = rng.standard_normal((L, Hkv, D)).astype(np.float32) * 2
+        v = rng.standard_normal((L, Hkv, D)).astype(np.float32)
+        for p in range(L):
+            kc[blocks[p // BS], p % BS] = k[p]
+            vc[blocks[p // BS], p % BS] = v[p]
+        tables.append(blocks + [0] * (13 - len(blocks)))
+        keys.append(torch.from_numpy(k))
+        vals.append(torch.from_numpy(v))
+    queries = [range(200), range(130, 200), range(5), [39]]
+    qseq = np.array([s for s, ps in enumerate(queries) for _ in ps], np.int64)
+    qpos = np.array([p for ps in queries for p in ps], np.int64)
+    q = rng.standard_normal((len(qseq), Hq, D)).astype(np.float32)
+    out = retorch.paged_attention(R(q), R(kc), R(vc), R(np.array(tables, np.int64)), R(qseq),
+                                  R(qpos), 1 / D ** 0.5, window)
+    tq = torch.from_numpy(q)
+    for s in range(len(lens)):
+        rows = np.nonzero(qseq == s)[0]
+        expect = torch_attention(tq[rows], keys[s], vals[s], torch.from_numpy(qpos[rows]), window)
+        np.testing.assert_allclose(N(out)[rows], expect.numpy(), rtol=1e-5, atol=2e-6)
