@@ -96,13 +96,14 @@ void bind_llm(py::module_& m) {
   py::class_<Engine>(l, "Engine")
       .def(py::init([](std::shared_ptr<LlamaForCausalLMImpl> model, int64_t block_size,
                        int64_t num_blocks, int64_t max_context, int64_t max_seqs,
-                       int64_t max_batch_tokens) {
-             EngineOptions o{block_size, num_blocks, max_context, max_seqs, max_batch_tokens};
+                       int64_t max_batch_tokens, ScalarType kv_dtype) {
+             EngineOptions o{block_size, num_blocks, max_context, max_seqs, max_batch_tokens,
+                             kv_dtype};
              return std::make_unique<Engine>(LlamaForCausalLM(std::move(model)), o);
            }),
            py::arg("model"), py::arg("block_size") = 16, py::arg("num_blocks") = 0,
            py::arg("max_context") = 2048, py::arg("max_seqs") = 8,
-           py::arg("max_batch_tokens") = 512)
+           py::arg("max_batch_tokens") = 512, py::arg("kv_dtype") = kFloat)
       .def(
           "add_request",
           [](Engine& e, const std::vector<int64_t>& prompt, double temperature, int64_t top_k,
@@ -140,6 +141,8 @@ void bind_llm(py::module_& m) {
       .def("release", &Engine::release)
       .def("tokens", &Engine::tokens)
       .def("num_free_blocks", [](const Engine& e) { return e.cache().num_free_blocks(); })
+      .def("cache_bytes", [](const Engine& e) { return e.cache().bytes(); },
+           "bytes held by the KV cache's keys and values")
       .def("forward_all",
            [](Engine& e, const std::vector<int64_t>& ids) {
              py::gil_scoped_release no_gil;

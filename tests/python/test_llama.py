@@ -111,6 +111,28 @@ def test_sharded_and_bfloat16_checkpoints(tmp_path):
     assert rel_err(got16, expect) < 1e-4
 
 
+def test_bfloat16_kv_cache(tmp_path):
+    # Keys and values rounded to bfloat16 as they are written: logits within that rounding of
+    # transformers', half the cache's bytes, and a paged batch still gives each prompt's tokens
+    # alone (with the same cache dtype).
+    model = hf_model("gqa", seed=4)
+    m = llm.load(save(model, tmp_path / "m"))
+    with torch.no_grad():
+        expect = model(torch.tensor([PROMPT])).logits[0].numpy()
+    e16 = llm.Engine(m, block_size=4, kv_dtype=retorch.bfloat16)
+    assert rel_err(e16.forward_all(PROMPT).numpy(), expect) < 2e-2
+    assert rel_err(llm.Engine(m, block_size=4).forward_all(PROMPT).numpy(), expect) < 1e-4
+    assert e16.cache_bytes() * 2 == llm.Engine(m, block_size=4).cache_bytes()
+    prompts = [PROMPT[:3], PROMPT, [5]]
+    alone = [llm.generate(m, [p], max_new_tokens=8, temperature=0.0, ignore_eos=True,
+                          kv_dtype=retorch.bfloat16)[0] for p in prompts]
+    together = llm.generate(m, prompts, max_new_tokens=8, temperature=0.0, ignore_eos=True,
+                            block_size=2, max_batch_tokens=5, kv_dtype=retorch.bfloat16)
+    assert together == alone
+    with pytest.raises(TypeError, match="float32 or bfloat16"):
+        llm.Engine(m, kv_dtype=retorch.float16)
+
+
 def test_bad_checkpoints_raise(tmp_path):
     with pytest.raises(ValueError, match="neither a model directory nor a .gguf file"):
         llm.load(tmp_path / "missing")

@@ -14,6 +14,7 @@ CUSTOM = {
     "test_rotary_embedding": ["rotary_embedding"],
     "test_paged_attention": ["paged_attention"],
     "test_paged_attention_long_runs_match_torch": ["paged_attention"],
+    "test_paged_attention_bfloat16_cache": ["paged_attention"],
 }
 
 
@@ -199,3 +200,40 @@ def test_paged_attention_long_runs_match_torch(rng, window):
         rows = np.nonzero(qseq == s)[0]
         expect = torch_attention(tq[rows], keys[s], vals[s], torch.from_numpy(qpos[rows]), window)
         np.testing.assert_allclose(N(out)[rows], expect.numpy(), rtol=1e-5, atol=2e-6)
+
+
+@pytest.mark.parametrize("isa", ["AVX512", "AVX2", "DEFAULT"])
+def test_paged_attention_bfloat16_cache(rng, isa):
+    # A bfloat16 cache (half the bytes a decode step reads) gives what a float32 cache holding
+    # the same rounded values gives: rows widen exactly and the arithmetic stays float32. Through
+    # the tiles (a 40-token prefill), the per-token loop (decode tokens), and each instruction
+    # set's form of that loop (Note [Decode attention]).
+    from retorch.backends import cpu
+    Hq, Hkv, D, BS = 6, 2, 24, 8  # D not a multiple of 16: the masked tails
+    lens = [40, 23, 9]
+    NB = sum((L + BS - 1) // BS for L in lens)
+    k = rng.standard_normal((NB, BS, Hkv, D)).astype(np.float32)
+    v = rng.standard_normal((NB, BS, Hkv, D)).astype(np.float32)
+    k16, v16 = R(k).to(retorch.bfloat16), R(v).to(retorch.bfloat16)
+    kr, vr = k16.to(retorch.float32), v16.to(retorch.float32)  # the rounded values
+    blocks = list(rng.permutation(NB))
+    tables, at = [], 0
+    for L in lens:
+        n = (L + BS - 1) // BS
+        tables.append(blocks[at:at + n] + [0] * (5 - n))
+        at += n
+    queries = [range(40), [22], [3, 8]]
+    qseq = R(np.array([s for s, ps in enumerate(queries) for _ in ps], np.int64))
+    qpos = R(np.array([p for ps in queries for p in ps], np.int64))
+    q = R(rng.standard_normal((len(qseq), Hq, D)).astype(np.float32))
+    tab = R(np.array(tables, np.int64))
+    before = cpu.get_cpu_capability()
+    try:
+        cpu.set_cpu_capability(isa)
+        got = retorch.paged_attention(q, k16, v16, tab, qseq, qpos, 0.2, -1)
+        want = retorch.paged_attention(q, kr, vr, tab, qseq, qpos, 0.2, -1)
+    finally:
+        cpu.set_cpu_capability(before)
+    np.testing.assert_allclose(N(got), N(want), rtol=1e-5, atol=1e-6)
+    with pytest.raises(TypeError, match="float32 or bfloat16"):
+        retorch.paged_attention(q, k16, vr, tab, qseq, qpos, 0.2, -1)

@@ -108,6 +108,7 @@ int run_generate(const GenerateConfig& c) {
   for (int32_t id : tok.stop_ids()) sp.stop_token_ids.push_back(id);
   sp.stop_strings = c.stop;
   EngineOptions o;
+  o.kv_dtype = c.kv_dtype == "bfloat16" ? kBFloat16 : kFloat;
   o.max_seqs = 1;
   o.max_context = int64_t(prompt.size()) + c.max_new_tokens + 1;
   Engine engine(model, o);
@@ -155,6 +156,7 @@ int run_bench_llm(const BenchLlmConfig& c) {
               what.c_str(), double(cfg.num_parameters()) / 1e6,
               double(model->weight_bytes_per_token()) / 1e6, seconds_since(t0));
   EngineOptions o;
+  o.kv_dtype = c.kv_dtype == "bfloat16" ? kBFloat16 : kFloat;
   o.max_seqs = c.batch;
   o.max_context = c.prompt_len + c.gen_len + 1;
   o.max_batch_tokens = c.batch * c.prompt_len;

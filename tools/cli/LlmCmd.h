@@ -21,6 +21,7 @@ struct GenerateConfig {
   uint64_t seed = 0;
   std::vector<std::string> stop;  // stop strings
   std::string dtype = "float32";
+  std::string kv_dtype = "float32";  // the KV cache: float32 or bfloat16
 };
 
 struct BenchLlmConfig {
@@ -29,6 +30,7 @@ struct BenchLlmConfig {
   int64_t batch = 1;
   int64_t prompt_len = 128;
   int64_t gen_len = 32;
+  std::string kv_dtype = "float32";  // the KV cache: float32 or bfloat16
 };
 
 /// Runs `retorch generate`; returns the exit status.

@@ -154,6 +154,8 @@ int main(int argc, char** argv) {
   gen->add_option("--stop", gc.stop, "stop once the output contains this text (repeatable)");
   gen->add_option("--dtype", gc.dtype, "dense weights as float32 or bfloat16")
       ->check(CLI::IsMember({"float32", "bfloat16"}))->capture_default_str();
+  gen->add_option("--kv-dtype", gc.kv_dtype, "the KV cache as float32 or bfloat16")
+      ->check(CLI::IsMember({"float32", "bfloat16"}))->capture_default_str();
 
   retorch::cli::BenchLlmConfig bc;
   CLI::App* bench = app.add_subcommand(
@@ -168,6 +170,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)->capture_default_str();
   bench->add_option("--gen-len", bc.gen_len, "generated tokens per sequence")
       ->check(CLI::PositiveNumber)->capture_default_str();
+  bench->add_option("--kv-dtype", bc.kv_dtype, "the KV cache as float32 or bfloat16")
+      ->check(CLI::IsMember({"float32", "bfloat16"}))->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
   c.shuffle = !no_shuffle;

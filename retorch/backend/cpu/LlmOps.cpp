@@ -3,10 +3,13 @@
 #include <atomic>
 #include <climits>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
+#include "retorch/backend/cpu/AttentionAvx512.h"
 #include "retorch/backend/cpu/Blas.h"
+#include "retorch/backend/cpu/CpuIsa.h"
 #include "retorch/backend/cpu/Parallel.h"
 #include "retorch/backend/cpu/VecMath.h"
 #include "retorch/core/Dtypes.h"
@@ -59,13 +62,44 @@ struct AttnShape {
   int64_t window;
 };
 
+// The key and value blocks, float32 or bfloat16 (a bfloat16 cache halves the bytes a decode step
+// reads; rows are widened to float32 as they are used).
+struct CacheData {
+  const void* k;
+  const void* v;
+  bool bf16;
+};
+
+// D floats of the row at element offset off of a cache.
+void load_row(const void* base, bool bf16, int64_t off, float* dst, int64_t D) {
+  if (!bf16) {
+    const float* src = static_cast<const float*>(base) + off;
+    std::copy(src, src + D, dst);
+    return;
+  }
+  const uint16_t* src = static_cast<const uint16_t*>(base) + off;
+  _Pragma("omp simd")
+  for (int64_t d = 0; d < D; ++d) {
+    uint32_t u = uint32_t(src[d]) << 16;
+    float f;
+    std::memcpy(&f, &u, 4);
+    dst[d] = f;
+  }
+}
+
+// Element off of a cache.
+const void* elem_ptr(const void* base, bool bf16, int64_t off) {
+  return bf16 ? static_cast<const void*>(static_cast<const uint16_t*>(base) + off)
+              : static_cast<const void*>(static_cast<const float*>(base) + off);
+}
+
 // Keys of the query at position p: lo(p) ..= p.
 int64_t first_key(int64_t p, int64_t window) {
   return window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
 }
 
-void attend_tile(const AttnTile& tile, const AttnShape& g, const float* qp, const float* kp,
-                 const float* vp, const int64_t* row, float* outp, std::vector<float>& buf) {
+void attend_tile(const AttnTile& tile, const AttnShape& g, const float* qp, const CacheData& kv,
+                 const int64_t* row, float* outp, std::vector<float>& buf) {
   const int64_t n = tile.n, D = g.D, kvh = tile.h / g.group;
   buf.resize(size_t(2 * kTileK * D + n * kTileK + n * D + 2 * n));
   float* kc = buf.data();
@@ -83,8 +117,8 @@ void attend_tile(const AttnTile& tile, const AttnShape& g, const float* qp, cons
     const int64_t k1 = std::min(hi, k0 + kTileK), nk = k1 - k0;
     for (int64_t j = k0; j < k1; ++j) {
       const int64_t off = ((row[j / g.BS] * g.BS + j % g.BS) * g.Hkv + kvh) * D;
-      std::copy(kp + off, kp + off + D, kc + (j - k0) * D);
-      std::copy(vp + off, vp + off + D, vc + (j - k0) * D);
+      load_row(kv.k, kv.bf16, off, kc + (j - k0) * D, D);
+      load_row(kv.v, kv.bf16, off, vc + (j - k0) * D, D);
     }
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(n), int(nk), int(D), g.scale, q,
                 int(g.Hq * D), kc, int(D), 0.0f, sc, int(kTileK));
@@ -307,10 +341,11 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
            op, ": key_cache ", key_cache.sizes(), " and value_cache ", value_cache.sizes(),
            " must both be [blocks, block_size, kv_heads, head_dim] with the head_dim of query ",
            query.sizes());
-  RT_CHECK_TYPE(key_cache.dtype() == kFloat && value_cache.dtype() == kFloat &&
-                    key_cache.is_contiguous() && value_cache.is_contiguous(),
-                op, ": the KV cache must be contiguous float32, got ", key_cache.dtype(), " and ",
-                value_cache.dtype());
+  RT_CHECK_TYPE((key_cache.dtype() == kFloat || key_cache.dtype() == kBFloat16) &&
+                    value_cache.dtype() == key_cache.dtype() && key_cache.is_contiguous() &&
+                    value_cache.is_contiguous(),
+                op, ": the KV cache must be contiguous float32 or bfloat16 (keys and values "
+                "alike), got ", key_cache.dtype(), " and ", value_cache.dtype());
   RT_CHECK(block_tables.dim() == 2, op, ": expected block_tables [seqs, max_blocks], got shape ",
            block_tables.sizes());
   int64_t T = query.size(0), Hq = query.size(1), D = query.size(2);
@@ -342,8 +377,8 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
   Tensor q = as_float(query, op, "query");
   Tensor out = empty({T, Hq, D}, TensorOptions().dtype(kFloat));
   const float* qp = q.data_ptr<float>();
-  const float* kp = key_cache.data_ptr<float>();
-  const float* vp = value_cache.data_ptr<float>();
+  const bool bf16 = key_cache.dtype() == kBFloat16;
+  const CacheData kv{key_cache.data_ptr(), value_cache.data_ptr(), bf16};
   float* outp = out.data_ptr<float>();
   int64_t group = Hq / Hkv;
   float fscale = float(scale);
@@ -366,11 +401,13 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
     parallel_for(0, get_num_threads(), 1, [&](int64_t, int64_t) {
       std::vector<float> buf;
       for (size_t i = next++; i < tiles.size(); i = next++)
-        attend_tile(tiles[i], shape, qp, kp, vp, table.data() + tiles[i].seq * MB, outp, buf);
+        attend_tile(tiles[i], shape, qp, kv, table.data() + tiles[i].seq * MB, outp, buf);
     });
   }
+  const bool avx512 = cpu_isa() >= CpuIsa::kAvx512;
   parallel_for(0, T * Hq, std::max<int64_t>(1, 65536 / work_per_item), [&](int64_t b, int64_t e) {
     std::vector<float> acc(static_cast<size_t>(D)), sc(static_cast<size_t>(BS));
+    std::vector<float> widened(static_cast<size_t>(bf16 && !avx512 ? 2 * BS * D : 0));
     for (int64_t th = b; th < e; ++th) {
       int64_t t = th / Hq, h = th % Hq, kvh = h / group;
       if (tiled[size_t(t)]) continue;
@@ -384,18 +421,36 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
       // grew, then the vectorized exp of the block and the weighted values.
       for (int64_t blk = lo / BS; blk <= p / BS; ++blk) {
         int64_t j0 = std::max(lo, blk * BS), j1 = std::min(p + 1, (blk + 1) * BS);
-        const float* kb = kp + ((row[blk] * BS + j0 % BS) * Hkv + kvh) * D;
-        const float* vb = vp + ((row[blk] * BS + j0 % BS) * Hkv + kvh) * D;
+        const int64_t off = ((row[blk] * BS + j0 % BS) * Hkv + kvh) * D;
         int64_t n = j1 - j0, stride = Hkv * D;
-        float bm = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < n; ++j) {
-          const float* kr = kb + j * stride;
-          float dot = 0;
-          _Pragma("omp simd reduction(+ : dot)")
-          for (int64_t d = 0; d < D; ++d) dot += qr[d] * kr[d];
-          sc[size_t(j)] = dot * fscale;
-          bm = std::max(bm, sc[size_t(j)]);
+        const float* kb = nullptr;
+        const float* vb = nullptr;
+        if (avx512) {  // Note [Decode attention]: straight from the cache, either dtype
+          attention_scores_avx512(qr, elem_ptr(kv.k, bf16, off), bf16, n, stride, D, fscale,
+                                  sc.data());
+        } else {
+          if (bf16) {  // the block's rows, widened
+            for (int64_t j = 0; j < n; ++j) {
+              load_row(kv.k, true, off + j * stride, &widened[size_t(j * D)], D);
+              load_row(kv.v, true, off + j * stride, &widened[size_t((BS + j) * D)], D);
+            }
+            kb = widened.data();
+            vb = widened.data() + BS * D;
+            stride = D;
+          } else {
+            kb = static_cast<const float*>(kv.k) + off;
+            vb = static_cast<const float*>(kv.v) + off;
+          }
+          for (int64_t j = 0; j < n; ++j) {
+            const float* kr = kb + j * stride;
+            float dot = 0;
+            _Pragma("omp simd reduction(+ : dot)")
+            for (int64_t d = 0; d < D; ++d) dot += qr[d] * kr[d];
+            sc[size_t(j)] = dot * fscale;
+          }
         }
+        float bm = -std::numeric_limits<float>::infinity();
+        for (int64_t j = 0; j < n; ++j) bm = std::max(bm, sc[size_t(j)]);
         if (bm > m) {
           float c = std::exp(m - bm);  // 0 on the first block (m = -inf)
           l *= c;
@@ -404,6 +459,11 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
           m = bm;
         }
         l += vec_exp_shift_sum(sc.data(), m, sc.data(), n);
+        if (avx512) {
+          attention_accumulate_avx512(sc.data(), elem_ptr(kv.v, bf16, off), bf16, n, stride, D,
+                                      acc.data());
+          continue;
+        }
         for (int64_t j = 0; j < n; ++j) {
           const float* vr = vb + j * stride;
           float w = sc[size_t(j)];

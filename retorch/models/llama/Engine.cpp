@@ -38,7 +38,7 @@ Tensor table_tensor(const std::vector<const std::vector<int64_t>*>& tables) {
 Engine::Engine(LlamaForCausalLM model, const EngineOptions& options)
     : model_(std::move(model)),
       options_(options),
-      cache_(model_->config(), blocks_for(options), options.block_size) {
+      cache_(model_->config(), blocks_for(options), options.block_size, options.kv_dtype) {
   RT_CHECK_VALUE(options.max_batch_tokens > 0 && options.max_context > 0,
                  "Engine: max_batch_tokens (", options.max_batch_tokens, ") and max_context (",
                  options.max_context, ") must be positive");

@@ -21,6 +21,8 @@ struct EngineOptions {
   int64_t max_seqs = 8;
   /// Tokens per forward pass: prompts longer than this are prefilled in chunks.
   int64_t max_batch_tokens = 512;
+  /// The cache's element type: float32, or bfloat16 for half the memory and decode reads.
+  ScalarType kv_dtype = kFloat;
 };
 
 /// One token produced by step().

@@ -6,15 +6,18 @@
 
 namespace retorch::llama {
 
-KvCache::KvCache(const LlamaConfig& config, int64_t num_blocks, int64_t block_size)
-    : num_blocks_(num_blocks), block_size_(block_size) {
+KvCache::KvCache(const LlamaConfig& config, int64_t num_blocks, int64_t block_size,
+                 ScalarType dtype)
+    : num_blocks_(num_blocks), block_size_(block_size), dtype_(dtype) {
   RT_CHECK_VALUE(num_blocks > 0 && block_size > 0, "KvCache: num_blocks (", num_blocks,
                  ") and block_size (", block_size, ") must be positive");
+  RT_CHECK_TYPE(dtype == kFloat || dtype == kBFloat16,
+                "KvCache: the cache holds float32 or bfloat16, got ", dtype);
   for (int64_t l = 0; l < config.num_layers; ++l) {
     keys_.push_back(zeros({num_blocks, block_size, config.num_kv_heads, config.head_dim},
-                          TensorOptions().dtype(kFloat)));
+                          TensorOptions().dtype(dtype)));
     values_.push_back(zeros({num_blocks, block_size, config.num_kv_heads, config.head_dim},
-                            TensorOptions().dtype(kFloat)));
+                            TensorOptions().dtype(dtype)));
   }
   // Handed out lowest id first (popped from the back).
   for (int64_t b = num_blocks - 1; b >= 0; --b) free_.push_back(b);
@@ -22,8 +25,8 @@ KvCache::KvCache(const LlamaConfig& config, int64_t num_blocks, int64_t block_si
 
 int64_t KvCache::bytes() const {
   int64_t n = 0;
-  for (const Tensor& t : keys_) n += t.numel() * 4;
-  for (const Tensor& t : values_) n += t.numel() * 4;
+  for (const Tensor& t : keys_) n += t.numel() * int64_t(element_size(dtype_));
+  for (const Tensor& t : values_) n += t.numel() * int64_t(element_size(dtype_));
   return n;
 }
 

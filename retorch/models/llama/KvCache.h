@@ -9,7 +9,8 @@
 namespace retorch::llama {
 
 // Note [Paged KV cache]
-// Each layer owns two float32 tensors [num_blocks, block_size, kv_heads, head_dim]. A sequence
+// Each layer owns two tensors [num_blocks, block_size, kv_heads, head_dim], float32 or bfloat16
+// (half the bytes a decode step reads; keys and values are rounded once, as they are written). A sequence
 // owns a list of block ids (its block table); the key and value of its token at position p live
 // at row p % block_size of block table[p / block_size], i.e. at slot
 // table[p / block_size] * block_size + p % block_size of the cache viewed as
@@ -18,11 +19,14 @@ namespace retorch::llama {
 // paged_attention (see Note [Paged attention]) reads keys straight from the blocks.
 class KvCache {
  public:
-  /// Allocates num_blocks blocks of block_size tokens for every layer of `config`.
-  KvCache(const LlamaConfig& config, int64_t num_blocks, int64_t block_size = 16);
+  /// Allocates num_blocks blocks of block_size tokens for every layer of `config`, in `dtype`
+  /// (float32 or bfloat16).
+  KvCache(const LlamaConfig& config, int64_t num_blocks, int64_t block_size = 16,
+          ScalarType dtype = kFloat);
 
   int64_t num_blocks() const { return num_blocks_; }
   int64_t block_size() const { return block_size_; }
+  ScalarType dtype() const { return dtype_; }
   int64_t num_free_blocks() const { return int64_t(free_.size()); }
   /// Bytes held by the keys and values of all layers.
   int64_t bytes() const;
@@ -42,6 +46,7 @@ class KvCache {
  private:
   int64_t num_blocks_;
   int64_t block_size_;
+  ScalarType dtype_;
   std::vector<Tensor> keys_;
   std::vector<Tensor> values_;
   std::vector<int64_t> free_;

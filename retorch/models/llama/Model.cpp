@@ -126,8 +126,8 @@ Tensor LlamaAttentionImpl::forward(const Tensor& x, const ForwardBatch& batch,
   // See Note [Paged KV cache]: each token's key and value go to its slot before attention reads.
   // (index_put_ writes in place; index_copy_ is a composite that would copy the whole cache.)
   std::vector<std::optional<Tensor>> at{batch.slots};
-  key_cache.view({-1, Hkv, D}).index_put_(at, k);
-  value_cache.view({-1, Hkv, D}).index_put_(at, v.to(kFloat));
+  key_cache.view({-1, Hkv, D}).index_put_(at, k.to(key_cache.dtype()));
+  value_cache.view({-1, Hkv, D}).index_put_(at, v.to(value_cache.dtype()));
   Tensor o = paged_attention(q, key_cache, value_cache, batch.block_tables, batch.query_seq,
                              batch.positions, 1.0 / std::sqrt(double(D)), config_.sliding_window);
   return o_proj_(o.view({T, Hq * D}));

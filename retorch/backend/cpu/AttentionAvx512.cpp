@@ -1,0 +1,99 @@
+// Paged attention's per-token loops in AVX-512: the scores of a block of keys and the weighted
+// sum of its values, over float32 or bfloat16 cache rows (Note [Decode attention]).
+#include "retorch/backend/cpu/AttentionAvx512.h"
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+#include <immintrin.h>
+
+// Only intrinsics and this file's own functions below (see VecMathAvx512.cpp: a std:: template
+// instantiated here could carry AVX-512 code to CPUs without it).
+
+namespace retorch::cpu {
+
+// Note [Decode attention]
+// A decode step attends one query per sequence and head over every key of its sequence, block by
+// block (Note [Paged attention]). Built for the baseline instruction set, those loops (a dot
+// product per key, ending in a horizontal sum of 4-float vectors, then a 4-wide multiply-add of
+// each value row) ran ~30 ns a key: a quarter of a 110m Q4_0 decode step at 512 positions. Here a
+// key's dot product is D/16 multiply-adds and one horizontal sum, four keys at a time so their
+// loads overlap, and a block's values are summed into the accumulator 16 floats at a time, the
+// partial sums in registers across the block's rows. bfloat16 rows widen in registers (a
+// bfloat16 is the top half of a float32), so a bfloat16 cache is read at half the bytes.
+
+namespace {
+
+// The 16 floats of row r at column d, the lanes past `mask` zero.
+inline __m512 load16(const void* base, bool bf16, int64_t off, __mmask16 mask) {
+  if (!bf16) return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(base) + off);
+  __m256i h = _mm256_maskz_loadu_epi16(mask, static_cast<const uint16_t*>(base) + off);
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+inline __mmask16 tail_mask(int64_t left) {
+  return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
+}
+
+}  // namespace
+
+bool attention_scores_avx512(const float* q, const void* k, bool bf16, int64_t n, int64_t stride,
+                             int64_t D, float scale, float* out) {
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    __m512 s0 = _mm512_setzero_ps(), s1 = s0, s2 = s0, s3 = s0;
+    for (int64_t d = 0; d < D; d += 16) {
+      const __mmask16 m = tail_mask(D - d);
+      const __m512 qv = _mm512_maskz_loadu_ps(m, q + d);
+      s0 = _mm512_fmadd_ps(qv, load16(k, bf16, j * stride + d, m), s0);
+      s1 = _mm512_fmadd_ps(qv, load16(k, bf16, (j + 1) * stride + d, m), s1);
+      s2 = _mm512_fmadd_ps(qv, load16(k, bf16, (j + 2) * stride + d, m), s2);
+      s3 = _mm512_fmadd_ps(qv, load16(k, bf16, (j + 3) * stride + d, m), s3);
+    }
+    out[j] = scale * _mm512_reduce_add_ps(s0);
+    out[j + 1] = scale * _mm512_reduce_add_ps(s1);
+    out[j + 2] = scale * _mm512_reduce_add_ps(s2);
+    out[j + 3] = scale * _mm512_reduce_add_ps(s3);
+  }
+  for (; j < n; ++j) {
+    __m512 s = _mm512_setzero_ps();
+    for (int64_t d = 0; d < D; d += 16) {
+      const __mmask16 m = tail_mask(D - d);
+      s = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, q + d), load16(k, bf16, j * stride + d, m), s);
+    }
+    out[j] = scale * _mm512_reduce_add_ps(s);
+  }
+  return true;
+}
+
+bool attention_accumulate_avx512(const float* w, const void* v, bool bf16, int64_t n,
+                                 int64_t stride, int64_t D, float* acc) {
+  for (int64_t d = 0; d < D; d += 16) {
+    const __mmask16 m = tail_mask(D - d);
+    __m512 a0 = _mm512_maskz_loadu_ps(m, acc + d), a1 = _mm512_setzero_ps();
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+      a0 = _mm512_fmadd_ps(_mm512_set1_ps(w[j]), load16(v, bf16, j * stride + d, m), a0);
+      a1 = _mm512_fmadd_ps(_mm512_set1_ps(w[j + 1]), load16(v, bf16, (j + 1) * stride + d, m),
+                           a1);
+    }
+    if (j < n) a0 = _mm512_fmadd_ps(_mm512_set1_ps(w[j]), load16(v, bf16, j * stride + d, m), a0);
+    _mm512_mask_storeu_ps(acc + d, m, _mm512_add_ps(a0, a1));
+  }
+  return true;
+}
+
+}  // namespace retorch::cpu
+
+#else
+
+namespace retorch::cpu {
+bool attention_scores_avx512(const float*, const void*, bool, int64_t, int64_t, int64_t, float,
+                             float*) {
+  return false;
+}
+bool attention_accumulate_avx512(const float*, const void*, bool, int64_t, int64_t, int64_t,
+                                 float*) {
+  return false;
+}
+}  // namespace retorch::cpu
+
+#endif
