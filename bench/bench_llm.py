@@ -44,12 +44,13 @@ def _time(f):
     return time.perf_counter() - t
 
 
-def bench_retorch(cfg, fmt, P, G):
+def bench_retorch(cfg, fmt, P, G, kv_dtype):
     qtype, dt = QTYPES[fmt]
     model = llm.random_model(dict(cfg, model_type="llama"),
                              dtype=getattr(retorch, dt) if dt else None, qtype=qtype)
     ids = [int(i) for i in np.random.default_rng(0).integers(3, cfg["vocab_size"], P)]
-    e = llm.Engine(model, max_context=P + G + 1, max_seqs=1, max_batch_tokens=P)
+    e = llm.Engine(model, max_context=P + G + 1, max_seqs=1, max_batch_tokens=P,
+                   kv_dtype=getattr(retorch, kv_dtype))
     e.add_request(ids, max_new_tokens=G, temperature=0.0, ignore_eos=True)
     while e.has_unfinished():
         e.step()
@@ -89,25 +90,28 @@ def main():
     ap.add_argument("--prompt-len", type=int, default=512)
     ap.add_argument("--gen-len", type=int, default=32)
     ap.add_argument("--no-torch", action="store_true")
+    ap.add_argument("--kv-dtype", default="float32", choices=["float32", "bfloat16"],
+                    help="retorch's KV cache (the +KV bound counts its bytes)")
     a = ap.parse_args()
     torch.set_num_threads(retorch.get_num_threads() if hasattr(retorch, "get_num_threads") else 2)
     bw, peak = copy_bandwidth(), gemm_peak()
     print(f"copy bandwidth {bw / 1e9:.1f} GB/s, float32 GEMM peak {peak / 1e9:.1f} GFLOP/s, "
-          f"torch {torch.__version__} threads {torch.get_num_threads()}")
+          f"torch {torch.__version__} threads {torch.get_num_threads()}, KV cache {a.kv_dtype}")
     print(f"{'model':6} {'format':6} | {'prefill tok/s':>13} {'torch':>7} {'ratio':>6} "
           f"{'% peak':>6} | {'decode tok/s':>12} {'torch':>7} {'ratio':>6} {'% bound':>7} "
           f"{'+KV':>5}")
     for size in a.sizes.split(","):
         cfg = PRESETS[size]
         for fmt in a.formats.split(","):
-            pre, dec, nbytes = bench_retorch(cfg, fmt, a.prompt_len, a.gen_len)
+            pre, dec, nbytes = bench_retorch(cfg, fmt, a.prompt_len, a.gen_len, a.kv_dtype)
             tpre, tdec = (None, None) if a.no_torch else bench_torch(cfg, fmt, a.prompt_len,
                                                                      a.gen_len)
             H, L, V = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
             Hkv = cfg["num_key_value_heads"] * H // cfg["num_attention_heads"]
             flops = 2 * (L * (2 * H * H + 2 * H * Hkv + 3 * H * cfg["intermediate_size"]) + V * H)
-            # A decode step also reads the keys and values of its context (float32 cache).
-            kv = 2 * L * Hkv * 4 * (a.prompt_len + a.gen_len // 2)
+            # A decode step also reads the keys and values of its context.
+            kv_bytes = 2 if a.kv_dtype == "bfloat16" else 4
+            kv = 2 * L * Hkv * kv_bytes * (a.prompt_len + a.gen_len // 2)
 
             def f(x, w=7, p=1):
                 return f"{x:{w}.{p}f}" if x else f"{'n/a':>{w}}"
