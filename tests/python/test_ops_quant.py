@@ -271,3 +271,21 @@ def test_quant_errors(rng):
            64)
     raises(r"quantized_linear: in_features 64 is not a non-negative multiple of the Q4_K block "
            r"size 256", ql, x, q8, int(GT.Q4_K), 64)
+
+
+def test_bfloat16_linear_with_non_finite_inputs(rng):
+    # Prefill-sized inputs of a bfloat16 weight may run as two bfloat16 matmuls (Note [Split
+    # bfloat16 activations]); an inf or NaN input must give what the float32 product gives.
+    n, k = 8, 64
+    wb = random_blocks(rng, GT.BF16, n, k)
+    w = dequant_ref(GT.BF16, wb)
+    x = rng.standard_normal((20, k)).astype(np.float32)
+    x[3, 5], x[7, 0], x[7, 1], x[11, 9] = np.inf, np.inf, -np.inf, np.nan
+    got = retorch.quantized_linear(rt(x), rt(wb), int(GT.BF16), k).numpy()
+    want = (torch.from_numpy(x).double() @ torch.from_numpy(w).double().T).numpy()
+    finite = np.isfinite(want)
+    np.testing.assert_array_equal(got[~finite], want[~finite])  # inf and NaN where torch has them
+    x[~np.isfinite(x)] = 0
+    scale = np.abs(x.astype(np.float64)) @ np.abs(w.astype(np.float64)).T
+    # Within float32 accumulation's k * 2^-24 of sum |x w| (the split's 2^-18 at k = 64).
+    assert (np.abs(got[finite] - want[finite]) <= (1.01 * k * 2.0 ** -24 * scale + 1e-6)[finite]).all()

@@ -13,4 +13,11 @@ bool onednn_bf16_available();
 /// nothing, when oneDNN is not available for it.
 bool onednn_bf16_gemm(const Tensor& a, const Tensor& b, Tensor& out);
 
+/// out [M, N] = x [M, K] @ w.T for float32 x and bfloat16 w [N, K] (contiguous rows), on
+/// oneDNN's bfloat16 matmul with x split into two bfloat16 terms (Note [Split bfloat16
+/// activations]): within ~2^-17 of x's magnitude per product. Returns false, touching nothing,
+/// when oneDNN's native bfloat16 matmul is not available.
+bool onednn_bf16_linear(const float* x, int64_t M, int64_t K, const uint16_t* w, int64_t N,
+                        float* out);
+
 }  // namespace retorch::cpu

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "retorch/backend/cpu/Blas.h"
+#include "retorch/backend/cpu/GemmOneDnn.h"
 #include "retorch/backend/cpu/Parallel.h"
 #include "retorch/backend/cpu/QuantBlocks.h"
 #include "retorch/core/Error.h"
@@ -36,6 +37,7 @@ using namespace quant;
 // path costs ~0.35 ms per input row, the GEMM path ~4 ms at 1-8 rows (the dequantization, and
 // SGEMM being slow at so few rows) growing slowly; they meet at 16-24 rows.
 constexpr int64_t kGemmRows = 16;
+constexpr int64_t kBF16Type = 30;  // ggml's BF16: raw bfloat16 rows
 constexpr int64_t kTileBytes = int64_t(4) << 20;
 // Output features per parallel_for grain of the few-rows paths: ~64 KB of weight (several us of
 // work), so that a second thread's start-up stays small next to what it takes over.
@@ -219,7 +221,10 @@ Tensor quantized_linear(const Tensor& input, const Tensor& weight, int64_t qtype
     Tensor x = input.contiguous(), w = weight.contiguous();
     const float* xp = x.data_ptr<float>();
     const uint8_t* wp = w.data_ptr<uint8_t>();
-    if (M >= kGemmRows)
+    if (M >= kGemmRows && qtype == kBF16Type && K >= 64 &&
+        onednn_bf16_linear(xp, M, K, reinterpret_cast<const uint16_t*>(wp), N, op))
+      ;  // Note [Split bfloat16 activations]
+    else if (M >= kGemmRows)
       gemm_path(qtype, xp, M, K, wp, rb, N, op);
     else if (act_block(qtype) == 0)
       float_rows_path(qtype, xp, M, K, wp, rb, N, op);
