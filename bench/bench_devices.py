@@ -61,8 +61,8 @@ def case(name, make_model, batch, shape, training):
     retorch.reset_device_fallback_stats()
     fns["cuda"]()
     falls = sum(s["calls"] for s in retorch.device_fallback_stats())
-    print(f"{name:<34} {t_cpu * 1e3:>10.3f} {t_cuda * 1e3:>12.3f} {t_cuda / t_cpu:>8.3f} "
-          f"{falls:>10d} {t_torch * 1e3:>10.3f}")
+    print(f"{name:<34} {t_cpu * 1e3:>10.4f} {t_cuda * 1e3:>12.4f} {t_cuda / t_cpu:>8.3f} "
+          f"{falls:>10d} {t_torch * 1e3:>10.4f}")
     return t_cuda / t_cpu
 
 

@@ -23,6 +23,19 @@ TensorImpl::TensorImpl(Storage storage, ScalarType dtype, Device device)
   refresh();
 }
 
+TensorImpl::TensorImpl(const TensorImpl& other, Device device)
+    : storage_(other.storage_),
+      sizes_(other.sizes_),
+      strides_(other.strides_),
+      storage_offset_(other.storage_offset_),
+      numel_(other.numel_),
+      required_bytes_(other.required_bytes_),
+      key_set_(device_key_set(device.type)),
+      dtype_(other.dtype_),
+      device_(device),
+      is_contiguous_(other.is_contiguous_),
+      is_wrapped_number_(other.is_wrapped_number_) {}
+
 TensorImpl::~TensorImpl() = default;
 
 void TensorImpl::set_data_from(const TensorImpl& other) {

@@ -21,6 +21,9 @@ class TensorImpl : public intrusive_target {
   /// A tensor that reports `device` while its storage lives elsewhere: how the device fallback
   /// hands results back on the device the program asked for (Note [Device routing]).
   TensorImpl(Storage storage, ScalarType dtype, Device device);
+  /// other's storage and geometry, reporting `device` (the device fallback's zero-copy move of an
+  /// argument: Note [Device routing]); no autograd slot. The geometry is copied, not re-derived.
+  TensorImpl(const TensorImpl& other, Device device);
   TensorImpl(const TensorImpl&) = delete;
   ~TensorImpl();
 
@@ -37,6 +40,12 @@ class TensorImpl : public intrusive_target {
   bool is_contiguous() const { return is_contiguous_; }
   DispatchKeySet key_set() const { return key_set_; }
   void add_key(DispatchKey k) { key_set_ = key_set_.add(k); }
+  /// Reports `device` from now on, its storage where it is: the device fallback hands back a
+  /// result no one else holds this way (Note [Device routing]).
+  void relabel_device(Device device) {
+    key_set_ = (key_set_ - device_key_set(device_.type)) | device_key_set(device.type);
+    device_ = device;
+  }
   void remove_key(DispatchKey k) { key_set_ = key_set_.remove(k); }
 
   /// Sets a view's geometry; checks that it stays inside the storage.

@@ -141,10 +141,7 @@ Tensor rehome(const Tensor& t, Device d, const OperatorHandle& op) {
   RT_CHECK(home == d || host_view, op.qualified_name(),
            ": the device fallback cannot move a tensor from ", t.device(), " (memory on ", home,
            ") to ", d, ": no copy between them is available in this build");
-  auto impl = make_intrusive<TensorImpl>(t.impl()->storage(), t.dtype(), d);
-  impl->set_sizes_and_strides(t.sizes(), t.strides(), t.storage_offset());
-  impl->set_wrapped_number(t.impl()->is_wrapped_number());
-  return Tensor(std::move(impl));
+  return Tensor(make_intrusive<TensorImpl>(*t.impl(), d));
 }
 
 // Note [Fallback copies]
@@ -424,6 +421,8 @@ void device_fallback_kernel(const OperatorHandle& op, DispatchKeySet ks, Stack* 
     if (device_has_backend(result_device.type)) {
       copied += tensor_bytes(t);
       t = copy_to(t, result_device);
+    } else if (t.use_count() == 1 && !t.impl()->autograd_meta()) {
+      t.impl()->relabel_device(result_device);  // a fresh result: nothing else sees it
     } else {
       t = rehome(t, result_device, op);
     }
