@@ -168,7 +168,9 @@ TEST(GgufQuant, ScalarAvx2AndAvx512DotsAgree) {
         }
         EXPECT_NEAR(dot_fn_scalar(qt)(K, w.data(), a), exact, 1e-5 * scale) << info->name << K;
         EXPECT_NEAR(dot_fn_avx2(qt)(K, w.data(), a), exact, 1e-5 * scale) << info->name << K;
-        if (avx512) EXPECT_NEAR(avx512(K, w.data(), a), exact, 1e-5 * scale) << info->name << K;
+        if (avx512) {
+          EXPECT_NEAR(avx512(K, w.data(), a), exact, 1e-5 * scale) << info->name << K;
+        }
       }
     }
   }

@@ -102,5 +102,10 @@ bool dot_f32_avx2(const float* x, const float* y, int64_t n, float* out);
 /// sum(x[i] * w[i]) over n floats and n BF16/F16 weights widened in registers; false without
 /// AVX2/F16C or for another qtype.
 bool dot_half_avx2(int64_t qtype, const float* x, const uint8_t* w, int64_t n, float* out);
+/// out[r] = sum(x[i] * w_r[i]) for `rows` BF16 rows w_r = w + r * rb of n weights (n % 32 == 0),
+/// given x split into its even (xe) and odd (xo) columns (Note [bfloat16 rows in pairs]); false
+/// (nothing written) without AVX-512 or for n not a multiple of 32.
+bool dot_bf16_rows_avx512(const float* xe, const float* xo, const uint8_t* w, int64_t rb,
+                          int64_t rows, int64_t n, float* out);
 
 }  // namespace retorch::cpu::quant

@@ -3,11 +3,13 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstring>
 #include <vector>
 
 #include "retorch/backend/cpu/Blas.h"
+#include "retorch/backend/cpu/CpuIsa.h"
 #include "retorch/backend/cpu/GemmOneDnn.h"
 #include "retorch/backend/cpu/Parallel.h"
 #include "retorch/backend/cpu/QuantBlocks.h"
@@ -97,6 +99,22 @@ float dot_float(const float* x, const float* y, int64_t n) {
 // (in L1) and dotted with every input row.
 void float_rows_path(int64_t qtype, const float* x, int64_t M, int64_t K, const uint8_t* w,
                      int64_t rb, int64_t N, float* out) {
+  if (M == 1 && qtype == kBF16Type && K % 32 == 0 && cpu_isa() >= CpuIsa::kAvx512) {
+    // Note [bfloat16 rows in pairs]: x's even and odd columns once, then 4 rows per step.
+    std::vector<float> xeo(static_cast<size_t>(K));
+    for (int64_t j = 0; j < K / 2; ++j) {
+      xeo[size_t(j)] = x[2 * j];
+      xeo[size_t(K / 2 + j)] = x[2 * j + 1];
+    }
+    std::atomic<bool> ok{true};
+    parallel_for(0, (N + 3) / 4, row_grain(4 * rb), [&](int64_t b0, int64_t b1) {
+      const int64_t n0 = 4 * b0, n1 = std::min(N, 4 * b1);
+      if (!dot_bf16_rows_avx512(xeo.data(), xeo.data() + K / 2, w + n0 * rb, rb, n1 - n0, K,
+                                out + n0))
+        ok = false;
+    });
+    if (ok) return;
+  }
   parallel_for(0, N, row_grain(rb * M), [&](int64_t n0, int64_t n1) {
     std::vector<float> row(static_cast<size_t>(K));
     for (int64_t n = n0; n < n1; ++n) {
