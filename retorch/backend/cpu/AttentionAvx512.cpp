@@ -18,7 +18,10 @@ namespace retorch::cpu {
 // key's dot product is D/16 multiply-adds and one horizontal sum, four keys at a time so their
 // loads overlap, and a block's values are summed into the accumulator 16 floats at a time, the
 // partial sums in registers across the block's rows. bfloat16 rows widen in registers (a
-// bfloat16 is the top half of a float32), so a bfloat16 cache is read at half the bytes.
+// bfloat16 is the top half of a float32), so a bfloat16 cache is read at half the bytes. A head's
+// rows sit Hkv * D elements apart and a block's successor is anywhere in the cache, so the
+// caller prefetches the next block's rows of the head while this one computes (110m Q4_0 decode
+// with a bfloat16 cache at 640 positions: 283-288 -> 302-311 tokens/s).
 
 namespace {
 

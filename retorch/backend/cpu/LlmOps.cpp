@@ -93,6 +93,15 @@ const void* elem_ptr(const void* base, bool bf16, int64_t off) {
               : static_cast<const void*>(static_cast<const float*>(base) + off);
 }
 
+// Asks for n rows of D elements, `stride` apart from element off, to be brought into cache.
+void prefetch_rows(const void* base, bool bf16, int64_t off, int64_t n, int64_t stride,
+                   int64_t D) {
+  const int64_t es = bf16 ? 2 : 4;
+  const char* p = static_cast<const char*>(base) + off * es;
+  for (int64_t j = 0; j < n; ++j)
+    for (int64_t b = 0; b < D * es; b += 64) __builtin_prefetch(p + j * stride * es + b);
+}
+
 // Keys of the query at position p: lo(p) ..= p.
 int64_t first_key(int64_t p, int64_t window) {
   return window > 0 ? std::max<int64_t>(0, p - window + 1) : 0;
@@ -426,6 +435,11 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
         const float* kb = nullptr;
         const float* vb = nullptr;
         if (avx512) {  // Note [Decode attention]: straight from the cache, either dtype
+          if (blk < p / BS) {  // the next block's rows of this head, while this one computes
+            const int64_t next = (row[blk + 1] * BS * Hkv + kvh) * D;
+            prefetch_rows(kv.k, bf16, next, BS, stride, D);
+            prefetch_rows(kv.v, bf16, next, BS, stride, D);
+          }
           attention_scores_avx512(qr, elem_ptr(kv.k, bf16, off), bf16, n, stride, D, fscale,
                                   sc.data());
         } else {
