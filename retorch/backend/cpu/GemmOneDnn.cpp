@@ -11,7 +11,11 @@
 #include "retorch/core/Half.h"
 
 #ifdef RETORCH_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl.hpp>
+#endif
+#ifdef _OPENMP
+#include <omp.h>
 #endif
 
 namespace retorch::cpu {
@@ -48,6 +52,45 @@ dnnl::memory::desc bf16_desc(const Tensor& t) {
 
 }  // namespace
 #endif
+
+namespace {
+bool onednn_enabled() {
+  static const bool on = [] {
+    const char* env = std::getenv("RETORCH_ONEDNN");
+    return !(env && std::strcmp(env, "0") == 0);
+  }();
+  return on;
+}
+}  // namespace
+
+// Note [oneDNN SGEMM]
+// Float32 products of at least kOneDnnWork (4M) multiply-adds with both sides 32+ wide run
+// oneDNN's SGEMM (LinearAlgebra.cpp). Its threads are libgomp's, the pool parallel_for uses, so
+// it does not bring back Note [GEMM threading]'s second spinning pool, and its threads share
+// packed panels the way OpenBLAS's own threads do and the split into single-threaded halves
+// cannot:
+// 1024^2 at 322-334 GFLOP/s against the split's 294-298 and threaded OpenBLAS's 301-305, the
+// MLP's 100x256x784 in 140 us against 181 (g5-style driver, 2026-11-24). Its thread count
+// follows get_num_threads(). Skinny products (a side under 32, like a 10-class head) stay on
+// the split, which oneDNN does not beat there (100x10x1568: 29 us against 14), and so do products
+// under 4M multiply-adds, where a linear layer's fused bias and relu (Note [GEMM epilogue]) beat
+// oneDNN plus separate passes (_addmm_activation 64x128x128: 12.8 us against 29.6).
+bool onednn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* a,
+                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+#ifdef RETORCH_HAVE_ONEDNN
+  if (!onednn_enabled()) return false;
+#ifdef _OPENMP
+  const int n = get_num_threads();
+  if (!omp_in_parallel() && omp_get_max_threads() != n) omp_set_num_threads(n);
+#endif
+  return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, a, lda, b, ldb, beta, c,
+                    ldc) == dnnl_success;
+#else
+  (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)a, (void)lda, (void)b;
+  (void)ldb, (void)beta, (void)c, (void)ldc;
+  return false;
+#endif
+}
 
 bool onednn_bf16_available() {
 #ifdef RETORCH_HAVE_ONEDNN

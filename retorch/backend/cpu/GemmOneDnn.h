@@ -13,6 +13,12 @@ bool onednn_bf16_available();
 /// nothing, when oneDNN is not available for it.
 bool onednn_bf16_gemm(const Tensor& a, const Tensor& b, Tensor& out);
 
+/// c = alpha * op(a) @ op(b) + beta * c for row-major float32 matrices on oneDNN's SGEMM, with
+/// the OpenMP threads of parallel_for (Note [oneDNN SGEMM]). Returns false, touching nothing,
+/// when oneDNN is not built in or RETORCH_ONEDNN=0.
+bool onednn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* a,
+                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
 /// out [M, N] = x [M, K] @ w.T for float32 x and bfloat16 w [N, K] (contiguous rows), on
 /// oneDNN's bfloat16 matmul with x split into two bfloat16 terms (Note [Split bfloat16
 /// activations]): within ~2^-17 of x's magnitude per product. Returns false, touching nothing,

@@ -58,6 +58,8 @@ void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, T al
 // kSplitWork multiply-adds (~10 us on one core), below which a second thread costs more than
 // it saves.
 constexpr double kSplitWork = 1 << 20;
+// From here (and both sides 32+ wide) float32 products run oneDNN's SGEMM: Note [oneDNN SGEMM].
+constexpr double kOneDnnWork = 4 * kSplitWork;
 
 // Note [GEMV for one row]
 // A product with one row (M == 1, the decode step of a language model) reads each element of B
@@ -121,6 +123,12 @@ void blas_batched(const Tensor& a, const Tensor& b, Tensor& out, double alpha, d
     });
   } else {
     for (int64_t i = 0; i < B; ++i) {
+      if constexpr (std::is_same_v<T, float>) {  // Note [oneDNN SGEMM]
+        if (M >= 32 && N >= 32 && double(M) * double(N) * double(K) >= kOneDnnWork &&
+            onednn_sgemm(A.trans, Bm.trans, M, N, K, float(alpha), ap + i * A.batch_stride,
+                         A.ld, bp + i * Bm.batch_stride, Bm.ld, float(beta), op + i * M * N, N))
+          continue;
+      }
       if (N >= M) split_blocks(N, threads, 16, [&](int64_t j0, int64_t j1) { block(i, 0, M, j0, j1); });
       else split_blocks(M, threads, 8, [&](int64_t i0, int64_t i1) { block(i, i0, i1, 0, N); });
     }
@@ -295,7 +303,24 @@ void gemm_activation(const Tensor& bias, const Tensor& a, const Tensor& b, Tenso
   };
   BlasSingleThreaded single;  // Note [GEMM threading]
   const int64_t threads = get_num_threads();
-  if (threads == 1 || double(M) * double(N) * double(K) < kSplitWork)
+  const bool large = threads > 1 && double(M) * double(N) * double(K) >= kSplitWork;
+  if constexpr (std::is_same_v<T, float>) {
+    if (large && M >= 32 && N >= 32 && double(M) * double(N) * double(K) >= kOneDnnWork) {
+      // Note [oneDNN SGEMM], then the epilogue over the rows
+      parallel_for(0, M, 64, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; beta != 0 && i < i1; ++i)
+          for (int64_t j = 0; j < N; ++j) cp[i * N + j] = sp[i * s0 + j * s1];
+      });
+      if (onednn_sgemm(A.trans, Bm.trans, M, N, K, float(alpha), ap, A.ld, bp, Bm.ld,
+                       float(beta), cp, N)) {
+        parallel_for(0, M, std::max<int64_t>(1, 16384 / N), [&](int64_t i0, int64_t i1) {
+          activation_span(cp + i0 * N, (i1 - i0) * N, gelu);
+        });
+        return;
+      }
+    }
+  }
+  if (!large)
     block(0, M, 0, N);
   else if (N >= M)
     split_blocks(N, threads, 16, [&](int64_t j0, int64_t j1) { block(0, M, j0, j1); });
