@@ -58,8 +58,14 @@ void blas_gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int M, int N, int K, T al
 // kSplitWork multiply-adds (~10 us on one core), below which a second thread costs more than
 // it saves.
 constexpr double kSplitWork = 1 << 20;
-// From here (and both sides 32+ wide) float32 products run oneDNN's SGEMM: Note [oneDNN SGEMM].
+// Whether a float32 product runs oneDNN's SGEMM (Note [oneDNN SGEMM]): from kOneDnnWork
+// multiply-adds, both sides 32+ wide, and not a transposed B of 4M+ elements (a large linear
+// layer's weight), where the split stays ahead.
 constexpr double kOneDnnWork = 4 * kSplitWork;
+bool onednn_preferred(int64_t M, int64_t N, int64_t K, bool b_transposed) {
+  return M >= 32 && N >= 32 && double(M) * double(N) * double(K) >= kOneDnnWork &&
+         !(b_transposed && N * K >= (int64_t(1) << 22));
+}
 
 // Note [GEMV for one row]
 // A product with one row (M == 1, the decode step of a language model) reads each element of B
@@ -124,7 +130,7 @@ void blas_batched(const Tensor& a, const Tensor& b, Tensor& out, double alpha, d
   } else {
     for (int64_t i = 0; i < B; ++i) {
       if constexpr (std::is_same_v<T, float>) {  // Note [oneDNN SGEMM]
-        if (M >= 32 && N >= 32 && double(M) * double(N) * double(K) >= kOneDnnWork &&
+        if (onednn_preferred(M, N, K, Bm.trans) &&
             onednn_sgemm(A.trans, Bm.trans, M, N, K, float(alpha), ap + i * A.batch_stride,
                          A.ld, bp + i * Bm.batch_stride, Bm.ld, float(beta), op + i * M * N, N))
           continue;
@@ -305,7 +311,7 @@ void gemm_activation(const Tensor& bias, const Tensor& a, const Tensor& b, Tenso
   const int64_t threads = get_num_threads();
   const bool large = threads > 1 && double(M) * double(N) * double(K) >= kSplitWork;
   if constexpr (std::is_same_v<T, float>) {
-    if (large && M >= 32 && N >= 32 && double(M) * double(N) * double(K) >= kOneDnnWork) {
+    if (large && onednn_preferred(M, N, K, Bm.trans)) {
       // Note [oneDNN SGEMM], then the epilogue over the rows
       parallel_for(0, M, 64, [&](int64_t i0, int64_t i1) {
         for (int64_t i = i0; beta != 0 && i < i1; ++i)
