@@ -229,6 +229,10 @@ void index_put_out(const Tensor& self, ArrayRef<std::optional<Tensor>> indices,
     auto row = [&](int64_t r) {
       scalar_t* d = dst + p.before_off[size_t(r / m)] + p.index_off[size_t(r % m)];
       const scalar_t* s = vp + r * na;
+      if (!accumulate && p.after_contiguous) {  // a row at a time (a KV cache's slot write)
+        std::memcpy(static_cast<void*>(d), s, size_t(na) * sizeof(scalar_t));
+        return;
+      }
       for (int64_t a = 0; a < na; ++a) {
         scalar_t& x = d[p.after_off[size_t(a)]];
         if (accumulate) x = scalar_t(opmath_t<scalar_t>(x) + opmath_t<scalar_t>(s[a]));

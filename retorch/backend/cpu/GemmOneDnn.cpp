@@ -68,9 +68,8 @@ bool onednn_enabled() {
 // oneDNN's SGEMM (LinearAlgebra.cpp). Its threads are libgomp's, the pool parallel_for uses, so
 // it does not bring back Note [GEMM threading]'s second spinning pool, and its threads share
 // packed panels the way OpenBLAS's own threads do and the split into single-threaded halves
-// cannot:
-// 1024^2 at 322-334 GFLOP/s against the split's 294-298 and threaded OpenBLAS's 301-305, the
-// MLP's 100x256x784 in 140 us against 181 (g5-style driver, 2026-11-24). Its thread count
+// cannot: 1024^2 at 322-334 GFLOP/s against the split's 294-298 and threaded OpenBLAS's
+// 301-305, the MLP's 100x256x784 in 140 us against 181 (a small C++ driver, 2026-11-24). Its thread count
 // follows get_num_threads(). Skinny products (a side under 32, like a 10-class head) stay on
 // the split, which oneDNN does not beat there (100x10x1568: 29 us against 14), and so do products
 // under 4M multiply-adds, where a linear layer's fused bias and relu (Note [GEMM epilogue]) beat
@@ -144,9 +143,9 @@ bool onednn_bf16_gemm(const Tensor& a, const Tensor& b, Tensor& out) {
 // matmul, ~5x SGEMM's rate here. Both can be had: x = hi + lo + r with hi = bf16(x) and
 // lo = bf16(x - hi) (x - hi is exact in float32), |r| <= 2^-18 |x|, so x @ w.T is hi @ w.T +
 // lo @ w.T to within 2^-18 of sum |x w|: inside float32 accumulation's own bound, k * 2^-24 of
-// it, from k = 64 on (QuantOps.cpp takes this path from there; a language model's k is 256+). Two bfloat16 matmuls (the second adds into the first's float32
-// output, a sum post-op) at AMX speed. A non-finite x gets lo = 0 (x - hi would be NaN), as
-// its product is hi's alone.
+// it, from k = 64 on (QuantOps.cpp takes this path from there; a language model's k is 256+).
+// Two bfloat16 matmuls (the second adds into the first's float32 output, a sum post-op) at AMX
+// speed. A non-finite x gets lo = 0 (x - hi would be NaN), as its product is hi's alone.
 bool onednn_bf16_linear(const float* x, int64_t M, int64_t K, const uint16_t* w, int64_t N,
                         float* out) {
 #ifdef RETORCH_HAVE_ONEDNN
@@ -169,19 +168,22 @@ bool onednn_bf16_linear(const float* x, int64_t M, int64_t K, const uint16_t* w,
         const float v = x[i];
         const uint16_t h = detail::float_to_bf16(v);
         hi[size_t(i)] = h;
-        lo[size_t(i)] = std::isfinite(v) ? detail::float_to_bf16(v - detail::bf16_to_float(h)) : uint16_t(0);
+        const float rest = v - detail::bf16_to_float(h);
+        lo[size_t(i)] = std::isfinite(v) ? detail::float_to_bf16(rest) : uint16_t(0);
       }
     });
     dnnl::stream s(eng);
     dnnl::memory wm(wei, eng, const_cast<uint16_t*>(w));
     dnnl::memory om(dst, eng, out);
     dnnl::memory hm(src, eng, hi.data()), lm(src, eng, lo.data());
-    dnnl::matmul(first).execute(s, {{DNNL_ARG_SRC, hm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, om}});
-    dnnl::matmul(second).execute(s, {{DNNL_ARG_SRC, lm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, om}});
+    dnnl::matmul(first).execute(s,
+                                {{DNNL_ARG_SRC, hm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, om}});
+    dnnl::matmul(second).execute(s,
+                                 {{DNNL_ARG_SRC, lm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, om}});
     s.wait();
     return true;
   } catch (const dnnl::error&) {
-    return false;  // the SGEMM path runs instead (nothing was written before execute)
+    return false;  // the SGEMM path runs instead and writes all of out
   }
 #else
   (void)x;

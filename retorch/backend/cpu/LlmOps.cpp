@@ -39,7 +39,6 @@ std::vector<int64_t> int_values(const Tensor& t, const char* op, const char* arg
   return std::vector<int64_t>(p, p + c.numel());
 }
 
-
 // Note [Attention tiles]
 // In a prefill, a run of query tokens of one sequence at consecutive positions shares almost all
 // its keys, and Note [Paged attention]'s loop per (token, head) — a 64-float dot product per key,
@@ -189,6 +188,7 @@ std::vector<AttnTile> attention_tiles(const std::vector<int64_t>& seq,
                    [](const AttnTile& a, const AttnTile& b) { return a.n * a.keys > b.n * b.keys; });
   return tiles;
 }
+
 }  // namespace
 
 std::tuple<Tensor, Tensor> fused_rms_norm(const Tensor& input, const std::optional<Tensor>& residual,
@@ -403,8 +403,8 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
   std::vector<char> tiled(size_t(T), 0);
   const std::vector<AttnTile> tiles = attention_tiles(seq, pos, shape, tiled);
   if (!tiles.empty()) {
-    RT_CHECK(T * Hq * D <= INT_MAX && BS * Hkv * D <= INT_MAX, op,
-             ": query ", query.sizes(), " is too large for BLAS (dims must fit in int)");
+    RT_CHECK(Hq * D <= INT_MAX, op, ": query rows of ", Hq, " x ", D,
+             " floats are too long for BLAS (its strides must fit in int)");
     BlasSingleThreaded single;  // Note [GEMM threading]
     std::atomic<size_t> next{0};
     parallel_for(0, get_num_threads(), 1, [&](int64_t, int64_t) {

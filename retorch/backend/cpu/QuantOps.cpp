@@ -239,15 +239,16 @@ Tensor quantized_linear(const Tensor& input, const Tensor& weight, int64_t qtype
     Tensor x = input.contiguous(), w = weight.contiguous();
     const float* xp = x.data_ptr<float>();
     const uint8_t* wp = w.data_ptr<uint8_t>();
-    if (M >= kGemmRows && qtype == kBF16Type && K >= 64 &&
-        onednn_bf16_linear(xp, M, K, reinterpret_cast<const uint16_t*>(wp), N, op))
-      ;  // Note [Split bfloat16 activations]
-    else if (M >= kGemmRows)
-      gemm_path(qtype, xp, M, K, wp, rb, N, op);
-    else if (act_block(qtype) == 0)
+    if (M >= kGemmRows) {
+      // Note [Split bfloat16 activations]: bfloat16 weights on oneDNN's native matmul.
+      const bool amx = qtype == kBF16Type && K >= 64 &&
+                       onednn_bf16_linear(xp, M, K, reinterpret_cast<const uint16_t*>(wp), N, op);
+      if (!amx) gemm_path(qtype, xp, M, K, wp, rb, N, op);
+    } else if (act_block(qtype) == 0) {
       float_rows_path(qtype, xp, M, K, wp, rb, N, op);
-    else
+    } else {
       int_rows_path(qtype, xp, M, K, wp, rb, N, op);
+    }
   }
   if (b) {
     Tensor bc = b->contiguous();
