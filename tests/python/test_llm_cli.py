@@ -58,6 +58,17 @@ def test_generate_streams_the_greedy_continuation(tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.rstrip("\n") == expect
     assert re.search(r"prefill: \d+ tokens, [\d.]+ tokens/s \| decode: \d+ tokens", done.stderr)
+    # A bfloat16 KV cache: the engine's own greedy tokens with that cache.
+    import retorch
+    import retorch.llm as llm
+    m = llm.load(tmp_path / "m")
+    want = llm.generate(m, [ids], max_new_tokens=12, temperature=0.0,
+                        kv_dtype=retorch.bfloat16)[0]
+    done = subprocess.run([CLI, "generate", "--model", str(tmp_path / "m"), "--prompt", prompt,
+                           "--temperature", "0", "--max-new-tokens", "12", "--kv-dtype",
+                           "bfloat16"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.rstrip("\n") == prompt + tok.decode(want, skip_special_tokens=True)
 
 
 def test_bench_llm_and_errors(tmp_path):
@@ -68,6 +79,15 @@ def test_bench_llm_and_errors(tmp_path):
     assert done.returncode == 0, done.stderr
     assert re.search(r"prefill: 2 x 8 tokens, [\d.]+ tokens/s", done.stdout)
     assert re.search(r"decode:  batch 2, [\d.]+ tokens/s .*bandwidth bound", done.stdout)
+    assert "KV cache float32" in done.stdout
+    done = subprocess.run([CLI, "bench-llm", "--model", str(tmp_path / "m"), "--prompt-len", "8",
+                           "--gen-len", "4", "--kv-dtype", "bfloat16"],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "KV cache bfloat16" in done.stdout
+    bad = subprocess.run([CLI, "bench-llm", "--kv-dtype", "float16"], capture_output=True,
+                         text=True, timeout=60)
+    assert bad.returncode != 0 and "kv-dtype" in bad.stderr
     bad = subprocess.run([CLI, "generate", "--model", str(tmp_path / "nope"), "--prompt", "x"],
                          capture_output=True, text=True, timeout=60)
     assert bad.returncode == 1 and "neither a model directory nor a .gguf file" in bad.stderr

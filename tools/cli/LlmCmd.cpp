@@ -183,8 +183,8 @@ int run_bench_llm(const BenchLlmConfig& c) {
   double flops_per_token =
       2.0 * double(cfg.num_parameters() - cfg.vocab_size * cfg.hidden_size *
                                               (cfg.tie_word_embeddings ? 0 : 1));
-  std::printf("threads %d | copy bandwidth %.1f GB/s | GEMM peak %.1f GFLOP/s\n",
-              get_num_threads(), bw / 1e9, peak / 1e9);
+  std::printf("threads %d | copy bandwidth %.1f GB/s | GEMM peak %.1f GFLOP/s | KV cache %s\n",
+              get_num_threads(), bw / 1e9, peak / 1e9, c.kv_dtype.c_str());
   std::printf("prefill: %lld x %lld tokens, %.1f tokens/s, %.1f GFLOP/s (%.0f%% of GEMM peak)\n",
               static_cast<long long>(c.batch), static_cast<long long>(c.prompt_len), prefill_tps,
               prefill_tps * flops_per_token / 1e9, 100.0 * prefill_tps * flops_per_token / peak);
