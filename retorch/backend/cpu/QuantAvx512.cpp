@@ -29,8 +29,10 @@ namespace {
 
 constexpr int kPrefetch = 2048;  // bytes ahead (1024 in the AVX2 kernels): Note [Weight prefetch]
 
+// Into L2 only, leaving the L1 miss buffers to the loads: 1b Q8_0 decode 17.7-17.9 -> 21.0-21.8
+// tok/s (72-74% -> 85-90% of the bound) against the T0 hint, Q4_0 6% faster in alternating runs.
 inline void prefetch(const uint8_t* p) {
-  _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch), _MM_HINT_T0);
+  _mm_prefetch(reinterpret_cast<const char*>(p + kPrefetch), _MM_HINT_T1);
 }
 
 inline float fp16(const uint8_t* p) {
