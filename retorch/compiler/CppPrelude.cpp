@@ -147,7 +147,8 @@ template <typename T> RT_INLINE T rt_trunc(T x) { return std::trunc(x); }
 
 // backend/cpu/VecMathAvx2.h's Note [Vector exp], the same steps: no clamp (out-of-range
 // results are replaced, NaN runs through), n from the bits of x * log2(e) + 1.5 * 2^23.
-RT_INLINE float rt_exp(float x) {
+// rt_exp_parts returns p ~ e^r for x = n ln2 + r and sets *scale = 2^(n + bias - 127).
+RT_INLINE float rt_exp_parts(float x, uint32_t bias, float* scale) {
   float t = x * 1.44269504088896341f + 12582912.0f;
   float n = t - 12582912.0f;
   float r = x - n * 0.693359375f + n * 2.12194440e-4f;
@@ -160,10 +161,13 @@ RT_INLINE float rt_exp(float x) {
   p = p * r * r + r + 1.0f;
   uint32_t bits;
   std::memcpy(&bits, &t, 4);
-  bits = (bits + 126u) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, 4);
-  float y = p * scale * 2.0f;
+  bits = (bits + bias) << 23;
+  std::memcpy(scale, &bits, 4);
+  return p;
+}
+RT_INLINE float rt_exp(float x) {
+  float scale;  // 2^(n - 1), doubled after: n = 128 (x near 88.7) stays finite
+  float y = rt_exp_parts(x, 126u, &scale) * scale * 2.0f;
   y = x < -87.33654f ? 0.0f : y;
   return x > 88.72283f ? INFINITY : y;
 }
@@ -172,21 +176,8 @@ RT_INLINE double rt_exp(double x) { return exp(x); }
 // so the overflow check goes and 2^n is built whole (n >= -126 where the result is not 0).
 // Two of rt_exp's ~20 vector operations fewer in a loop that bounds softmax's row kernel.
 RT_INLINE float rt_exp_shifted(float x) {
-  float t = x * 1.44269504088896341f + 12582912.0f;
-  float n = t - 12582912.0f;
-  float r = x - n * 0.693359375f + n * 2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  uint32_t bits;
-  std::memcpy(&bits, &t, 4);
-  bits = (bits + 127u) << 23;
   float scale;
-  std::memcpy(&scale, &bits, 4);
+  const float p = rt_exp_parts(x, 127u, &scale);
   return x < -87.33654f ? 0.0f : p * scale;
 }
 RT_INLINE double rt_exp_shifted(double x) { return exp(x); }

@@ -123,36 +123,48 @@ def torch_attention(q, keys, values, pos, window):
     return torch.einsum("htl,lhd->thd", s.softmax(-1), v)
 
 
-@pytest.mark.parametrize("Hq,Hkv", [(4, 4), (4, 2), (6, 1)])
-@pytest.mark.parametrize("window", [-1, 3])
-def test_paged_attention(rng, Hq, Hkv, window):
-    D, BS, NB = 8, 4, 12
-    lens = [5, 9, 1]  # three sequences scattered over shuffled blocks
+def paged_cache(rng, lens, NB, BS, Hkv, D, width, key_scale=1.0):
+    """Sequences of the given lengths scattered over shuffled blocks of a [NB, BS, Hkv, D] cache:
+    the caches, block tables padded to `width` and each sequence's keys and values (torch)."""
     kc = np.zeros((NB, BS, Hkv, D), np.float32)
     vc = np.zeros((NB, BS, Hkv, D), np.float32)
     free = list(rng.permutation(NB))
     tables, keys, vals = [], [], []
     for L in lens:
         blocks = [free.pop() for _ in range((L + BS - 1) // BS)]
-        k = rng.standard_normal((L, Hkv, D)).astype(np.float32)
+        k = rng.standard_normal((L, Hkv, D)).astype(np.float32) * key_scale
         v = rng.standard_normal((L, Hkv, D)).astype(np.float32)
         for p in range(L):
             kc[blocks[p // BS], p % BS] = k[p]
             vc[blocks[p // BS], p % BS] = v[p]
-        tables.append(blocks + [0] * (3 - len(blocks)))
+        tables.append(blocks + [0] * (width - len(blocks)))
         keys.append(torch.from_numpy(k))
         vals.append(torch.from_numpy(v))
+    return kc, vc, tables, keys, vals
+
+
+def assert_matches_torch(out, q, qseq, qpos, keys, vals, window, atol):
+    """Each sequence's rows of paged_attention's output against torch_attention."""
+    tq = torch.from_numpy(q)
+    for s in range(len(keys)):
+        rows = np.nonzero(qseq == s)[0]
+        expect = torch_attention(tq[rows], keys[s], vals[s], torch.from_numpy(qpos[rows]), window)
+        np.testing.assert_allclose(N(out)[rows], expect.numpy(), rtol=1e-5, atol=atol)
+
+
+@pytest.mark.parametrize("Hq,Hkv", [(4, 4), (4, 2), (6, 1)])
+@pytest.mark.parametrize("window", [-1, 3])
+def test_paged_attention(rng, Hq, Hkv, window):
+    D, BS, NB = 8, 4, 12
+    lens = [5, 9, 1]  # three sequences scattered over shuffled blocks
+    kc, vc, tables, keys, vals = paged_cache(rng, lens, NB, BS, Hkv, D, 3)
     # Every position of every sequence as a query, in one mixed batch.
     qseq = np.array([s for s, L in enumerate(lens) for _ in range(L)], np.int64)
     qpos = np.array([p for L in lens for p in range(L)], np.int64)
     q = rng.standard_normal((len(qseq), Hq, D)).astype(np.float32)
     out = retorch.paged_attention(R(q), R(kc), R(vc), R(np.array(tables, np.int64)), R(qseq),
                                   R(qpos), 1 / D ** 0.5, window)
-    tq = torch.from_numpy(q)
-    for s in range(len(lens)):
-        rows = np.nonzero(qseq == s)[0]
-        expect = torch_attention(tq[rows], keys[s], vals[s], torch.from_numpy(qpos[rows]), window)
-        np.testing.assert_allclose(N(out)[rows], expect.numpy(), rtol=1e-5, atol=1e-5)
+    assert_matches_torch(out, q, qseq, qpos, keys, vals, window, 1e-5)
     bad = np.array(tables, np.int64)
     bad[1, 0] = NB
     with pytest.raises(IndexError, match=r"block_tables\[1\]\[0\] = 12 is outside"):
@@ -175,31 +187,14 @@ def test_paged_attention_long_runs_match_torch(rng, window):
     Hq, Hkv, D, BS = 4, 2, 16, 16
     lens = [200, 200, 5, 40]
     NB = sum((L + BS - 1) // BS for L in lens)
-    kc = np.zeros((NB, BS, Hkv, D), np.float32)
-    vc = np.zeros((NB, BS, Hkv, D), np.float32)
-    free = list(rng.permutation(NB))
-    tables, keys, vals = [], [], []
-    for L in lens:
-        blocks = [free.pop() for _ in range((L + BS - 1) // BS)]
-        k = rng.standard_normal((L, Hkv, D)).astype(np.float32) * 2
-        v = rng.standard_normal((L, Hkv, D)).astype(np.float32)
-        for p in range(L):
-            kc[blocks[p // BS], p % BS] = k[p]
-            vc[blocks[p // BS], p % BS] = v[p]
-        tables.append(blocks + [0] * (13 - len(blocks)))
-        keys.append(torch.from_numpy(k))
-        vals.append(torch.from_numpy(v))
+    kc, vc, tables, keys, vals = paged_cache(rng, lens, NB, BS, Hkv, D, 13, key_scale=2)
     queries = [range(200), range(130, 200), range(5), [39]]
     qseq = np.array([s for s, ps in enumerate(queries) for _ in ps], np.int64)
     qpos = np.array([p for ps in queries for p in ps], np.int64)
     q = rng.standard_normal((len(qseq), Hq, D)).astype(np.float32)
     out = retorch.paged_attention(R(q), R(kc), R(vc), R(np.array(tables, np.int64)), R(qseq),
                                   R(qpos), 1 / D ** 0.5, window)
-    tq = torch.from_numpy(q)
-    for s in range(len(lens)):
-        rows = np.nonzero(qseq == s)[0]
-        expect = torch_attention(tq[rows], keys[s], vals[s], torch.from_numpy(qpos[rows]), window)
-        np.testing.assert_allclose(N(out)[rows], expect.numpy(), rtol=1e-5, atol=2e-6)
+    assert_matches_torch(out, q, qseq, qpos, keys, vals, window, 2e-6)
 
 
 @pytest.mark.parametrize("isa", ["AVX512", "AVX2", "DEFAULT"])

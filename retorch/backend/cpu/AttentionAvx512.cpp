@@ -25,7 +25,7 @@ namespace retorch::cpu {
 
 namespace {
 
-// The 16 floats of row r at column d, the lanes past `mask` zero.
+// The 16 floats at element off of base (float32, or bfloat16 widened), the lanes past `mask` 0.
 inline __m512 load16(const void* base, bool bf16, int64_t off, __mmask16 mask) {
   if (!bf16) return _mm512_maskz_loadu_ps(mask, static_cast<const float*>(base) + off);
   __m256i h = _mm256_maskz_loadu_epi16(mask, static_cast<const uint16_t*>(base) + off);

@@ -282,10 +282,9 @@ void gemm_activation(const Tensor& bias, const Tensor& a, const Tensor& b, Tenso
   const T* sp = beta != 0 ? static_cast<const T*>(bias.impl()->data()) : nullptr;
   const int64_t s0 = beta != 0 ? bias.stride(0) : 0, s1 = beta != 0 ? bias.stride(1) : 0;
   T* cp = out.data_ptr<T>();
-  // Rows [i0, i1), columns [j0, j1): bias, GEMM, activation.
-  auto block = [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  // The bias into rows [i0, i1), columns [j0, j1) of out (nothing when beta == 0).
+  auto fill_bias = [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
     const int64_t w = j1 - j0;
-    T* c = cp + i0 * N + j0;
     for (int64_t i = i0; beta != 0 && i < i1; ++i) {
       const T* src = sp + i * s0 + j0 * s1;
       T* dst = cp + i * N + j0;
@@ -294,6 +293,12 @@ void gemm_activation(const Tensor& bias, const Tensor& a, const Tensor& b, Tenso
       else
         for (int64_t j = 0; j < w; ++j) dst[j] = src[j * s1];
     }
+  };
+  // Rows [i0, i1), columns [j0, j1): bias, GEMM, activation.
+  auto block = [&](int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+    const int64_t w = j1 - j0;
+    T* c = cp + i0 * N + j0;
+    fill_bias(i0, i1, j0, j1);
     if (K > 0) {
       const T* a0 = ap + (A.trans ? i0 : i0 * A.ld);
       const T* b0 = bp + (Bm.trans ? j0 * Bm.ld : j0);
@@ -313,10 +318,7 @@ void gemm_activation(const Tensor& bias, const Tensor& a, const Tensor& b, Tenso
   if constexpr (std::is_same_v<T, float>) {
     if (large && onednn_preferred(M, N, K, Bm.trans)) {
       // Note [oneDNN SGEMM], then the epilogue over the rows
-      parallel_for(0, M, 64, [&](int64_t i0, int64_t i1) {
-        for (int64_t i = i0; beta != 0 && i < i1; ++i)
-          for (int64_t j = 0; j < N; ++j) cp[i * N + j] = sp[i * s0 + j * s1];
-      });
+      parallel_for(0, M, 64, [&](int64_t i0, int64_t i1) { fill_bias(i0, i1, 0, N); });
       if (onednn_sgemm(A.trans, Bm.trans, M, N, K, float(alpha), ap, A.ld, bp, Bm.ld,
                        float(beta), cp, N)) {
         parallel_for(0, M, std::max<int64_t>(1, 16384 / N), [&](int64_t i0, int64_t i1) {

@@ -3,12 +3,12 @@
 #include <atomic>
 #include <climits>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "retorch/backend/cpu/AttentionAvx512.h"
 #include "retorch/backend/cpu/Blas.h"
+#include "retorch/backend/cpu/Convert16.h"
 #include "retorch/backend/cpu/CpuIsa.h"
 #include "retorch/backend/cpu/Parallel.h"
 #include "retorch/backend/cpu/VecMath.h"
@@ -76,19 +76,12 @@ void load_row(const void* base, bool bf16, int64_t off, float* dst, int64_t D) {
     std::copy(src, src + D, dst);
     return;
   }
-  const uint16_t* src = static_cast<const uint16_t*>(base) + off;
-  _Pragma("omp simd")
-  for (int64_t d = 0; d < D; ++d) {
-    uint32_t u = uint32_t(src[d]) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    dst[d] = f;
-  }
+  to_float(static_cast<const BFloat16*>(base) + off, dst, D);
 }
 
 // Element off of a cache.
 const void* elem_ptr(const void* base, bool bf16, int64_t off) {
-  return bf16 ? static_cast<const void*>(static_cast<const uint16_t*>(base) + off)
+  return bf16 ? static_cast<const void*>(static_cast<const BFloat16*>(base) + off)
               : static_cast<const void*>(static_cast<const float*>(base) + off);
 }
 
@@ -395,7 +388,7 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
   int64_t keys = 0;
   for (int64_t t = 0; t < T; ++t) {
     int64_t p = pos[size_t(t)];
-    keys += sliding_window > 0 ? std::min(p + 1, sliding_window) : p + 1;
+    keys += p + 1 - first_key(p, sliding_window);
   }
   int64_t work_per_item = std::max<int64_t>(1, 2 * keys * D / std::max<int64_t>(T, 1));
   // Long runs of one sequence's tokens as tiles (Note [Attention tiles]), the rest token by token.
@@ -421,7 +414,7 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
       int64_t t = th / Hq, h = th % Hq, kvh = h / group;
       if (tiled[size_t(t)]) continue;
       int64_t s = seq[size_t(t)], p = pos[size_t(t)];
-      int64_t lo = sliding_window > 0 ? std::max<int64_t>(0, p - sliding_window + 1) : 0;
+      const int64_t lo = first_key(p, sliding_window);
       const float* qr = qp + th * D;
       const int64_t* row = table.data() + s * MB;
       std::fill(acc.begin(), acc.end(), 0.0f);

@@ -10,9 +10,9 @@ namespace retorch::llama {
 
 // Note [Paged KV cache]
 // Each layer owns two tensors [num_blocks, block_size, kv_heads, head_dim], float32 or bfloat16
-// (half the bytes a decode step reads; keys and values are rounded once, as they are written). A sequence
-// owns a list of block ids (its block table); the key and value of its token at position p live
-// at row p % block_size of block table[p / block_size], i.e. at slot
+// (half the bytes a decode step reads; keys and values are rounded once, as they are written).
+// A sequence owns a list of block ids (its block table); the key and value of its token at
+// position p live at row p % block_size of block table[p / block_size], i.e. at slot
 // table[p / block_size] * block_size + p % block_size of the cache viewed as
 // [num_blocks * block_size, kv_heads, head_dim]. Blocks are allocated as a sequence grows and
 // returned when it ends, so sequences of any length share one fixed pool without copying, and
