@@ -182,9 +182,11 @@ RT_INLINE float rt_exp_shifted(float x) {
 }
 RT_INLINE double rt_exp_shifted(double x) { return exp(x); }
 
-// backend/cpu/VecMath.h's Note [Rational tanh]: sign(x) * |x| P(x^2) / Q(x^2) with |x| clamped
-// at sat, exactly +-1 from sat on; the coefficient arrays (rt_tanh_p, ...) are VecMath.h's,
-// written in by cpp_prelude().
+// backend/cpu/VecMath.h's Note [Rational tanh]: x P(x^2) / Q(x^2) with x clamped to [-sat, sat]
+// and the result to [-1, 1]; the coefficient arrays (rt_tanh_p, ...) are VecMath.h's, written in
+// by cpp_prelude(). Spelled on |x| with the sign put back, the same values: GCC turns fabs,
+// copysign and one-sided clamps into single vector instructions, while two-sided clamps that
+// keep NaN's ternary semantics became compares and blends (compiled tanh chain 0.20 ms, not 0.155).
 template <int NP, int NQ>
 RT_INLINE float rt_odd_rational(float x, const float (&P)[NP], const float (&Q)[NQ], float sat) {
   float ax = std::fabs(x);
@@ -195,7 +197,7 @@ RT_INLINE float rt_odd_rational(float x, const float (&P)[NP], const float (&Q)[
   float q = Q[NQ - 1];
   for (int k = NQ - 2; k >= 0; --k) q = q * s + Q[k];
   float y = (c * p) / q;
-  y = ax >= sat ? 1.0f : y;
+  y = y > 1.0f ? 1.0f : y;  // NaN fails the comparison and stays
   return std::copysign(y, x);
 }
 @ODD_RATIONAL_CONSTANTS@

@@ -24,13 +24,17 @@ enum class VecFn : uint8_t {
 // float32 tanh is x * P(x^2) / Q(x^2), P and Q of degrees 5 and 4 in x^2, fitted for least
 // maximum relative error on |x| <= kTanhSaturate by tools/mathfit/fit_odd_rational.py (1.3e-9
 // in exact arithmetic; evaluated in float with FMAs, every float in [0, 16] is within 5 ulp of
-// the correctly rounded tanh, 94% exact). From kTanhSaturate on, the smallest float whose tanh
-// rounds to 1, the result is exactly +-1. No exp, one division and ~17 vector instructions:
-// half of what the exp-based form took (tanh of 1M floats 0.37 -> ~0.2 ms here), the same
-// formula on AVX2, AVX-512 and in the compiler's generated code (CppPrelude.cpp spells the
-// same constants), so the same bits. GELU's erf is the same shape (degrees 5 and 5, P(0) the
-// float nearest 2/sqrt(pi): within 7 ulp, so 1 + erf within ~4e-7 absolute; the erf operator
-// keeps SLEEF's 1-ulp erf, bit for bit PyTorch's).
+// the correctly rounded tanh, 94% exact). x is clamped to [-kTanhSaturate, kTanhSaturate], the
+// smallest float whose tanh rounds to 1, and the result to [-1, 1]: the rational evaluates to
+// at least 1 at the clamp, so from there on the result is exactly +-1. The form is odd, so no
+// absolute value and no sign to put back: on AVX-512 15 vector instructions (vrangeps does each
+// clamp in one, vfixupimmps keeps a NaN a NaN), one of them a division, where the |x| form with
+// a saturation mask took 18 (tanh_ of 1M floats 131 -> 122 us here; the exp-based form before
+// it, about twice that).
+// The same formula on AVX2, AVX-512 and in the compiler's generated code (CppPrelude.cpp spells
+// the same constants), so the same bits. GELU's erf is the same shape (degrees 5 and 5, P(0)
+// the float nearest 2/sqrt(pi): within 7 ulp, so 1 + erf within ~4e-7 absolute; the erf
+// operator keeps SLEEF's 1-ulp erf, bit for bit PyTorch's).
 inline constexpr float kTanhP[6] = {1.0f, 0.13681948f, 0.003870851f, 2.8056835e-05f,
                                     3.0697628e-08f, -1.2281461e-11f};
 inline constexpr float kTanhQ[5] = {1.0f, 0.47015283f, 0.027255138f, 0.0003943025f,
@@ -40,7 +44,9 @@ inline constexpr float kErfP[6] = {1.1283792f, 0.17392534f, 0.05065569f, 0.00309
                                    0.00027514473f, 2.243263e-06f};
 inline constexpr float kErfQ[6] = {1.0f, 0.48747197f, 0.107377656f, 0.0136022f,
                                    0.0010095165f, 3.959518e-05f};
-inline constexpr float kErfSaturate = 3.919206f;  // the smallest float whose erf rounds to 1
+// One float past the smallest whose erf rounds to 1: the rational evaluates to 0.99999994 there,
+// and to at least 1 here.
+inline constexpr float kErfSaturate = 3.9192061f;
 
 // Note [Vector exp] (VecMathAvx2.h): results past kExpHi are inf, below kExpLo 0; kExpShift
 // (1.5 * 2^23) rounds x * log2(e) to an integer in the low mantissa bits.

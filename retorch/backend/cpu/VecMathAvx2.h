@@ -72,21 +72,21 @@ inline __m256 sigmoid8(__m256 x) {
   return _mm256_div_ps(one, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), x))));
 }
 
-/// sign(x) * P(s) / Q(s) * |x| with s = x^2 and |x| clamped at sat, exactly +-1 from sat on
-/// (Note [Rational tanh]); NaN stays NaN. NP and NQ count the coefficients, lowest first.
+/// x * P(s) / Q(s) with s = x^2, x clamped to [-sat, sat] and the result to [-1, 1], so exactly
+/// +-1 from sat on (Note [Rational tanh]); NaN stays NaN. NP and NQ count the coefficients,
+/// lowest first.
 template <int NP, int NQ>
 inline __m256 odd_rational8(__m256 x, const float (&P)[NP], const float (&Q)[NQ], float sat) {
-  const __m256 sign = _mm256_set1_ps(-0.f), top = _mm256_set1_ps(sat);
-  __m256 ax = _mm256_andnot_ps(sign, x);
-  __m256 c = _mm256_min_ps(top, ax);  // the second operand when unordered: NaN passes through
+  const __m256 top = _mm256_set1_ps(sat), one = _mm256_set1_ps(1.f);
+  // max/min return their second operand when unordered: a NaN passes through both clamps.
+  __m256 c = _mm256_min_ps(top, _mm256_max_ps(_mm256_set1_ps(-sat), x));
   __m256 s = _mm256_mul_ps(c, c);
   __m256 p = _mm256_set1_ps(P[NP - 1]);
   for (int k = NP - 2; k >= 0; --k) p = _mm256_fmadd_ps(p, s, _mm256_set1_ps(P[k]));
   __m256 q = _mm256_set1_ps(Q[NQ - 1]);
   for (int k = NQ - 2; k >= 0; --k) q = _mm256_fmadd_ps(q, s, _mm256_set1_ps(Q[k]));
   __m256 y = _mm256_div_ps(_mm256_mul_ps(c, p), q);
-  y = _mm256_blendv_ps(y, _mm256_set1_ps(1.f), _mm256_cmp_ps(ax, top, _CMP_GE_OQ));
-  return _mm256_or_ps(y, _mm256_and_ps(sign, x));
+  return _mm256_min_ps(one, _mm256_max_ps(_mm256_set1_ps(-1.f), y));
 }
 
 /// tanh on 8 floats (Note [Rational tanh]); tanh(+-inf) is exactly +-1, so 1 + tanh(-inf) is 0.
