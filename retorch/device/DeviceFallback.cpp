@@ -80,19 +80,32 @@ constexpr uint64_t pack_order(std::initializer_list<DeviceType> order) {
 }
 std::atomic<uint64_t> g_order{pack_order({kCUDA, kMPS, kCPU})};
 
-// One op's counters for one route; created once, never freed (reset zeroes them), so a thread
-// may keep a pointer to it and count without a lock.
+// One thread's counters of one op on one route; created once and never freed, so its thread
+// keeps a pointer to it. Only that thread writes the counters, with plain relaxed loads and
+// stores (no locked read-modify-write: two of those were a quarter of a fallback's own time);
+// readers sum the threads' slots, and reset moves the baseline instead of writing them.
+struct Counter {
+  std::atomic<int64_t> value{0};
+  int64_t base = 0;  // the value at the last reset (under State::mu)
+  void add(int64_t v) {
+    value.store(value.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+  }
+  int64_t read() const { return value.load(std::memory_order_relaxed) - base; }
+  void reset() { base = value.load(std::memory_order_relaxed); }
+};
 struct Slot {
   const OperatorHandle* op;
   Device from, to;
-  std::atomic<int64_t> calls{0}, bytes_moved{0}, bytes_copied{0}, move_ns{0};
+  Counter calls, bytes_moved, bytes_copied, move_ns;
 };
 
 struct State {
   std::mutex mu;
   std::set<const OperatorHandle*> warned;
-  // Keyed by op, asked device and executing device (device_code).
-  std::map<std::tuple<const OperatorHandle*, int, int>, std::unique_ptr<Slot>> stats;
+  int next_thread = 0;
+  // Keyed by op, asked device, executing device (device_code) and thread (in order of each
+  // thread's first fallback), so one route's slots sit together.
+  std::map<std::tuple<const OperatorHandle*, int, int, int>, std::unique_ptr<Slot>> stats;
 };
 State& state() {
   static State* s = new State();  // leaked: ops may run during static destruction
@@ -286,7 +299,7 @@ int64_t elapsed_ns(Clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
 }
 
-// The counters of a route: a small per-thread cache in front of the locked map.
+// This thread's counters of a route: a small per-thread cache in front of the locked map.
 Slot& slot_for(const OperatorHandle& op, Device from, Device to) {
   struct Cached {
     const OperatorHandle* op = nullptr;
@@ -294,11 +307,13 @@ Slot& slot_for(const OperatorHandle& op, Device from, Device to) {
     Slot* slot = nullptr;
   };
   thread_local Cached cache[16];
+  thread_local int thread = -1;
   const int f = device_code(from), t = device_code(to);
   Cached& c = cache[(reinterpret_cast<uintptr_t>(&op) >> 4) & 15];
   if (c.op == &op && c.from == f && c.to == t) return *c.slot;
   std::lock_guard<std::mutex> g(state().mu);
-  std::unique_ptr<Slot>& p = state().stats[{&op, f, t}];
+  if (thread < 0) thread = state().next_thread++;
+  std::unique_ptr<Slot>& p = state().stats[{&op, f, t, thread}];
   if (!p) {
     p = std::make_unique<Slot>();
     p->op = &op;
@@ -339,14 +354,17 @@ void device_fallback_kernel(const OperatorHandle& op, DispatchKeySet ks, Stack* 
   Clock::time_point t0 = timed ? Clock::now() : Clock::time_point();
   int64_t moved = 0;
   // The tensor arguments as the op sees them and as the caller passed them: a result that is
-  // one of them (in-place and out= ops, copy_) goes back as the caller's tensor itself.
+  // one of them (in-place and out= ops, copy_) goes back as the caller's tensor itself. A
+  // rehomed argument's original is moved here from the stack, an argument passed as it is
+  // leaves its slot undefined: no reference counting (locked instructions) either way.
   // (Most ops have few tensor arguments: inline slots, a vector past them.)
   std::array<std::pair<const TensorImpl*, Tensor>, 6> inline_originals;
   std::vector<std::pair<const TensorImpl*, Tensor>> more_originals;
   size_t n_originals = 0;
-  auto remember = [&](const TensorImpl* seen, const Tensor& orig) {
-    if (n_originals < inline_originals.size()) inline_originals[n_originals] = {seen, orig};
-    else more_originals.emplace_back(seen, orig);
+  auto remember = [&](const TensorImpl* seen, Tensor&& orig) {
+    if (n_originals < inline_originals.size())
+      inline_originals[n_originals] = {seen, std::move(orig)};
+    else more_originals.emplace_back(seen, std::move(orig));
     ++n_originals;
   };
   // Arguments in device memory, copied to exec (Note [Fallback copies]).
@@ -359,7 +377,7 @@ void device_fallback_kernel(const OperatorHandle& op, DispatchKeySet ks, Stack* 
   auto move = [&](Tensor& t, size_t arg) {
     if (!t.defined()) return;
     if (t.device() == exec || t.device().is_cpu()) {
-      remember(t.impl(), t);
+      remember(t.impl(), Tensor());
       return;
     }
     Tensor r;
@@ -379,7 +397,8 @@ void device_fallback_kernel(const OperatorHandle& op, DispatchKeySet ks, Stack* 
       copies.push_back({t, r, arg < writes.size() && writes[arg]});
     }
     moved += tensor_bytes(t);
-    remember(r.impl(), t);
+    const TensorImpl* seen = r.impl();
+    remember(seen, std::move(t));
     t = std::move(r);
   };
   for (size_t i = base; i < stack->size(); ++i) {
@@ -412,7 +431,7 @@ void device_fallback_kernel(const OperatorHandle& op, DispatchKeySet ks, Stack* 
       const auto& [seen, orig] = i < inline_originals.size() ? inline_originals[i]
                                                              : more_originals[i - inline_originals.size()];
       if (t.impl() == seen) {
-        t = orig;
+        if (orig.defined()) t = orig;
         return;
       }
     }
@@ -434,10 +453,10 @@ void device_fallback_kernel(const OperatorHandle& op, DispatchKeySet ks, Stack* 
   if (timed) move_ns += elapsed_ns(t0);
 
   Slot& s = slot_for(op, asked, exec);
-  s.calls.fetch_add(1, std::memory_order_relaxed);
-  s.bytes_moved.fetch_add(moved, std::memory_order_relaxed);
-  if (copied) s.bytes_copied.fetch_add(copied, std::memory_order_relaxed);
-  if (timed) s.move_ns.fetch_add(move_ns * kTimedEvery, std::memory_order_relaxed);
+  s.calls.add(1);
+  s.bytes_moved.add(moved);
+  if (copied) s.bytes_copied.add(copied);
+  if (timed) s.move_ns.add(move_ns * kTimedEvery);
 }
 
 }  // namespace
@@ -495,18 +514,26 @@ std::vector<FallbackStats> device_fallback_stats() {
   std::vector<FallbackStats> out;
   {
     std::lock_guard<std::mutex> g(state().mu);
+    // The threads' slots of one route are neighbours in the map: summed into one row.
+    const Slot* row = nullptr;
     for (const auto& [key, slot] : state().stats) {
-      FallbackStats r;
-      r.calls = slot->calls.load();
-      if (r.calls == 0) continue;
-      r.op = slot->op->qualified_name();
-      r.from = slot->from;
-      r.to = slot->to;
-      r.bytes_moved = slot->bytes_moved.load();
-      r.bytes_copied = slot->bytes_copied.load();
-      r.move_ns = slot->move_ns.load();
-      out.push_back(std::move(r));
+      const bool same_route = row && row->op == slot->op && row->from == slot->from &&
+                              row->to == slot->to;
+      if (!same_route) {
+        if (!out.empty() && out.back().calls == 0) out.pop_back();
+        out.emplace_back();
+        out.back().op = slot->op->qualified_name();
+        out.back().from = slot->from;
+        out.back().to = slot->to;
+        row = slot.get();
+      }
+      FallbackStats& r = out.back();
+      r.calls += slot->calls.read();
+      r.bytes_moved += slot->bytes_moved.read();
+      r.bytes_copied += slot->bytes_copied.read();
+      r.move_ns += slot->move_ns.read();
     }
+    if (!out.empty() && out.back().calls == 0) out.pop_back();
   }
   std::stable_sort(out.begin(), out.end(), [](const FallbackStats& a, const FallbackStats& b) {
     return a.calls != b.calls ? a.calls > b.calls : a.op < b.op;
@@ -517,10 +544,10 @@ std::vector<FallbackStats> device_fallback_stats() {
 void reset_device_fallback_stats() {
   std::lock_guard<std::mutex> g(state().mu);
   for (auto& [key, slot] : state().stats) {
-    slot->calls = 0;
-    slot->bytes_moved = 0;
-    slot->bytes_copied = 0;
-    slot->move_ns = 0;
+    slot->calls.reset();
+    slot->bytes_moved.reset();
+    slot->bytes_copied.reset();
+    slot->move_ns.reset();
   }
   state().warned.clear();
 }

@@ -4,6 +4,8 @@
 
 #include <map>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "retorch/device/DeviceApi.h"
 #include "retorch/device/DeviceFallback.h"
@@ -251,6 +253,37 @@ TEST(Devices, ReportCountsCallsAndBytes) {
   const std::string rep = device_fallback_report();
   EXPECT_NE(rep.find("aten::exp"), std::string::npos) << rep;
   EXPECT_NE(rep.find("cuda:0->cpu"), std::string::npos) << rep;
+}
+
+TEST(Devices, CountersOfSeveralThreadsAddUpToOneRowAndResetToZero) {
+  // Each thread counts in its own slots; the stats sum them per op and route, and a reset
+  // zeroes the sums while the slots live on.
+  SKIP_WITH_A_CUDA_DEVICE();
+  FallbackScope scope;
+  Tensor a = ones({64}, TensorOptions().device(Device("cuda")));
+  constexpr int kThreads = 4, kCalls = 300;
+  auto run = [&] {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t)
+      threads.emplace_back([&] {
+        for (int i = 0; i < kCalls; ++i) a.neg();
+      });
+    for (auto& t : threads) t.join();
+  };
+  run();
+  int rows = 0;
+  for (const auto& r : device_fallback_stats()) {
+    if (r.op != "aten::neg") continue;
+    ++rows;
+    EXPECT_EQ(r.calls, kThreads * kCalls);
+    EXPECT_EQ(r.bytes_moved, int64_t(kThreads) * kCalls * 2 * 64 * 4);
+  }
+  EXPECT_EQ(rows, 1);
+  reset_device_fallback_stats();
+  EXPECT_EQ(calls_of("aten::neg"), 0);
+  a.neg();
+  run();
+  EXPECT_EQ(calls_of("aten::neg"), kThreads * kCalls + 1);
 }
 
 TEST(Devices, ProfilerShowsFallbackMovesAsRows) {
