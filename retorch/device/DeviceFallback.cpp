@@ -1,6 +1,7 @@
 // The DeviceFallback boxed kernel: runs ops of devices without a backend (or without the op) on
 // the best available device and hands the results back; policy, counters and the report.
 #include "retorch/device/DeviceFallback.h"
+#include "retorch/device/DeviceFallbackUnboxed.h"
 
 #include <algorithm>
 #include <array>
@@ -38,6 +39,8 @@ namespace retorch {
 //    device, per placement). A result that is a rehomed argument (in-place and out= ops) comes
 //    back as that argument itself, so identities and version counters hold.
 // Autograd sits above this key, so graphs, grads and optimizer state live on the asked device.
+// Ops with a CPU kernel reach it through a generated typed kernel at this key that takes the
+// common case without boxing (Note [Unboxed device fallback]) and boxes everything else.
 // A device that has a backend but lacks one op reaches the same kernel through the
 // dispatcher's missing-kernel path (OperatorHandle::lookup_missing); rehoming its memory takes
 // that backend's copies, which arrive with it.
@@ -459,7 +462,81 @@ void device_fallback_kernel(const OperatorHandle& op, DispatchKeySet ks, Stack* 
   if (timed) s.move_ns.add(move_ns * kTimedEvery);
 }
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
+
+namespace detail {
+
+void device_fallback_boxed(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+  device_fallback_kernel(op, ks, stack);
+}
+
+// Note [Unboxed device fallback] (DeviceFallbackUnboxed.h): the checks of the fast route.
+void FastFallback::see(const Tensor& t) {
+  if (!t.defined() || !fast_) return;
+  const Device d = t.device();
+  if (!seen_) {
+    asked_ = d;
+    seen_ = true;
+  }
+  fast_ = d == asked_ && !d.is_cpu() && host_memory(t) && n_rehomed_ < kMaxRehomed;
+  ++n_rehomed_;  // counts the tensors; hold() records them again from 0
+}
+
+bool FastFallback::begin() {
+  if (!fast_ || !seen_ || asked_.is_meta() || device_has_backend(asked_.type)) return false;
+  if (device_fallback() != FallbackPolicy::kAuto || profiler::is_profiling()) return false;
+  exec_ = pick_executing(op_, asked_);
+  if (!exec_.is_cpu()) return false;
+  n_rehomed_ = 0;
+  thread_local int calls_here = 0;
+  timed_ = ++calls_here % kTimedEvery == 0;
+  if (timed_) t0_ = now_ns();
+  return true;
+}
+
+DispatchKeySet FastFallback::exec_keys(DispatchKeySet ks) const {
+  return (ks.below(DispatchKey::DeviceFallback) - kBackendKeys) | device_key_set(exec_.type);
+}
+
+Tensor FastFallback::hold(const Tensor& t) {
+  if (!t.defined()) return t;
+  Tensor r(make_intrusive<TensorImpl>(*t.impl(), exec_));
+  rehomed_[n_rehomed_++] = {r.impl(), &t};
+  moved_ += tensor_bytes(t);
+  if (timed_ && n_rehomed_ == 1) move_ns_ = now_ns() - t0_;  // the first rehome, roughly
+  return r;
+}
+
+Tensor FastFallback::finish(Tensor r) {
+  const int64_t t1 = timed_ ? now_ns() : 0;
+  if (r.defined()) {
+    bool argument = false;
+    for (int i = 0; i < n_rehomed_ && !argument; ++i)
+      if (rehomed_[i].first == r.impl()) {
+        r = *rehomed_[i].second;
+        argument = true;
+      }
+    const bool hand_back = g_placement.load(std::memory_order_relaxed) ==
+                           FallbackPlacement::kRequested;
+    if (!argument && hand_back && r.device() == exec_) {
+      moved_ += tensor_bytes(r);
+      if (r.use_count() == 1 && !r.impl()->autograd_meta()) r.impl()->relabel_device(asked_);
+      else r = rehome(r, asked_, op_);
+    }
+  }
+  Slot& s = slot_for(op_, asked_, exec_);
+  s.calls.add(1);
+  s.bytes_moved.add(moved_);
+  if (timed_) s.move_ns.add((move_ns_ * n_rehomed_ + now_ns() - t1) * kTimedEvery);
+  return r;
+}
+
+}  // namespace detail
 
 void set_device_fallback(FallbackPolicy policy) { policy_slot().store(policy); }
 

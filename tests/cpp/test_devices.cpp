@@ -112,6 +112,50 @@ TEST(Devices, InPlaceAndOutResultsAreTheArgumentsThemselves) {
   EXPECT_EQ(values(out)[1], 9.0);
 }
 
+TEST(Devices, TypedFastRouteDoesWhatTheBoxedFallbackDoes) {
+  // Note [Unboxed device fallback]: under the auto policy ops with a CPU kernel take the typed
+  // route; the warn policy sends the same calls through the boxed fallback. Values, devices,
+  // argument identities and counters must come out the same both ways.
+  SKIP_WITH_A_CUDA_DEVICE();
+  FallbackScope scope;
+  EXPECT_TRUE(Dispatcher::singleton().find("relu")->has_kernel(DispatchKey::DeviceFallback));
+  set_fallback_warning_handler([](const std::string&) {});
+  struct Run {
+    std::vector<Tensor> results;
+    std::map<std::string, std::pair<int64_t, int64_t>> counts;  // op -> calls, bytes moved
+    bool in_place_is_self = false;
+  };
+  auto run = [](FallbackPolicy policy) {
+    set_device_fallback(policy);
+    reset_device_fallback_stats();
+    manual_seed(7);
+    const TensorOptions cuda = TensorOptions(kFloat).device(Device("cuda"));
+    Tensor x = randn({4, 6}, cuda), w = randn({3, 6}, cuda), b = randn({3}, cuda);
+    Tensor idx = tensor(std::vector<int64_t>{2, 0}).to(Device("cuda"));
+    Run r;
+    r.results = {linear(x, w, b).relu(), x.exp(), x * 2.5, x + x, x.sum({1}), x.softmax(1),
+                 x.clamp(-0.5, std::nullopt), index_select(x, 0, idx), x.max(), x.argmax(1)};
+    Tensor y = x.clone();
+    r.in_place_is_self = y.mul_(3).impl() == y.impl();
+    r.results.push_back(y);
+    for (const auto& s : device_fallback_stats()) r.counts[s.op] = {s.calls, s.bytes_moved};
+    return r;
+  };
+  const Run fast = run(FallbackPolicy::kAuto), boxed = run(FallbackPolicy::kWarn);
+  ASSERT_EQ(fast.results.size(), boxed.results.size());
+  for (size_t i = 0; i < fast.results.size(); ++i) {
+    EXPECT_EQ(fast.results[i].device(), Device(kCUDA, 0)) << i;
+    EXPECT_EQ(fast.results[i].dtype(), boxed.results[i].dtype()) << i;
+    EXPECT_EQ(fast.results[i].sizes(), boxed.results[i].sizes()) << i;
+    EXPECT_EQ(values(fast.results[i]), values(boxed.results[i])) << i;
+  }
+  EXPECT_TRUE(fast.in_place_is_self);
+  EXPECT_TRUE(boxed.in_place_is_self);
+  EXPECT_EQ(fast.counts, boxed.counts);
+  EXPECT_EQ(fast.counts.at("aten::addmm").first, 1);
+  EXPECT_EQ(fast.counts.at("aten::mul_.Tensor").first, 1);
+}
+
 TEST(Devices, ViewsAndCompositesRunWithoutFallingBack) {
   SKIP_WITH_A_CUDA_DEVICE();
   FallbackScope scope;

@@ -276,6 +276,16 @@ def backend_adapter(op, key, fn):
     return name, lines
 
 
+def fallback_adapter(op, idx):
+    """The op's DeviceFallback kernel: device_fallback_unboxed with its types."""
+    params = ', '.join(['DispatchKeySet ks'] + [f'{a.cpp} {a.name}' for a in op.args])
+    types = ', '.join([op.ret_cpp] + [a.cpp for a in op.args])
+    names = ', '.join(['*g_ops[' + str(idx) + ']', 'ks'] + [a.name for a in op.args])
+    name = f'fallback_{op.uid}'
+    return name, [f'static {op.ret_cpp} {name}({params}) {{',
+                  f'  return device_fallback_unboxed<{types}>({names});', '}']
+
+
 def gen_register(entries):
     schemas, adapters, regs = [], [], []
     idx = 0
@@ -304,13 +314,22 @@ def gen_register(entries):
                     regs.append(f'    h.set_kernel(DispatchKey::{k}, make_kernel(&{name}));')
                 if key in ('Any', 'Composite'):
                     regs.append('    h.set_device_independent(true);')
+            if 'CPU' in e.dispatch and op.kind != 'out':
+                # Note [Unboxed device fallback]: the typed fast route of the device fallback.
+                name, lines = fallback_adapter(op, idx)
+                adapters += lines
+                regs.append(f'    g_ops[{idx}] = &h;')
+                regs.append(f'    h.set_kernel(DispatchKey::DeviceFallback, make_kernel(&{name}));')
             regs.append('  }')
             idx += 1
     c = HEADER + '// Registers every operator of ops.yaml and its backend kernels with the dispatcher.\n'
     c += '#include "retorch/generated/Functions.h"\n#include "retorch/generated/Kernels.h"\n'
+    c += '#include "retorch/device/DeviceFallbackUnboxed.h"\n'
     c += '#include "retorch/dispatch/Dispatcher.h"\n#include "retorch/ops/OpHelpers.h"\n\n'
     c += 'namespace retorch {\n\nnamespace {\n'
     c += 'const OpSchema kSchemas[] = {\n' + '\n'.join(schemas) + '\n};\n'
+    c += '// Each op\'s handle, for its DeviceFallback kernel (set as the op registers).\n'
+    c += 'const OperatorHandle* g_ops[kNumGeneratedOps] = {};\n'
     c += 'static_assert(sizeof(kSchemas) / sizeof(kSchemas[0]) == kNumGeneratedOps,\n'
     c += '              "every operator in ops.yaml has exactly one schema");\n\n'
     c += '\n'.join(adapters) + '\n}  // namespace\n\n'
