@@ -7,6 +7,7 @@ from . import _C
 from ._C import *  # noqa: F401,F403  (every op, dtypes, Tensor, device, Generator)
 from ._C import Tensor, dtype, device, Generator  # noqa: F401
 from . import autograd  # noqa: F401
+from . import return_types  # noqa: F401  (torch.return_types: max(dim), topk, sort, ...)
 from . import special  # noqa: F401  (torch.special names)
 from . import io  # noqa: F401  (safetensors files, like safetensors.torch)
 from . import data  # noqa: F401  (datasets, transforms, DataLoader)

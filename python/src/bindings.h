@@ -4,7 +4,9 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <initializer_list>
 #include <optional>
+#include <tuple>
 #include <vector>
 
 #include "retorch/retorch.h"
@@ -16,6 +18,17 @@ namespace retorch::python {
 std::vector<int64_t> pyargs_to_ints(const py::args& args);
 /// None, a device or a device string ("cuda:1") as an optional Device.
 std::optional<Device> optional_device(const py::object& device);
+
+/// The named tuple type retorch.return_types.<name> (python/retorch/return_types.py), for ops
+/// whose results PyTorch names (max.dim's values and indices); a new reference, kept for good
+/// by the generated bindings (released, so it outlives the interpreter's teardown).
+py::object return_type(const char* name, std::initializer_list<const char*> fields);
+
+/// An op's tuple of results as an instance of a return_type.
+template <typename... Ts>
+py::object named_result(py::handle type, std::tuple<Ts...>&& r) {
+  return std::apply([&](auto&&... e) { return type(py::cast(std::move(e))...); }, std::move(r));
+}
 }  // namespace retorch::python
 
 namespace pybind11::detail {

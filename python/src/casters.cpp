@@ -125,6 +125,12 @@ std::optional<Device> optional_device(const py::object& device) {
   return device.cast<Device>();
 }
 
+py::object return_type(const char* name, std::initializer_list<const char*> fields) {
+  py::list names;
+  for (const char* f : fields) names.append(f);
+  return py::module_::import("retorch.return_types").attr("_make")(name, names);
+}
+
 std::vector<int64_t> pyargs_to_ints(const py::args& args) {
   std::vector<int64_t> out;
   if (args.size() == 1 && !PyLong_Check(args[0].ptr())) {

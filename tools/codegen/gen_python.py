@@ -3,6 +3,25 @@
 CHUNKS = 4
 
 
+# The ops whose results PyTorch returns as named tuples (torch.return_types), where this
+# project's ops.yaml has them: their results come back as retorch.return_types.<name>.
+RETURN_TYPES = {
+    'max', 'min', 'sort', 'topk', 'kthvalue', 'cummax', 'cummin', 'mode', 'median', 'nanmedian',
+    'aminmax', 'frexp', 'histogram', 'triangular_solve', 'slogdet', 'linalg_slogdet', 'qr',
+    'linalg_qr', 'svd', 'linalg_svd', '_linalg_svd', 'linalg_eigh', '_linalg_eigh', 'linalg_eig',
+    'linalg_lstsq', 'lu_unpack', 'geqrf', 'linalg_inv_ex', 'linalg_cholesky_ex',
+    'linalg_lu_factor', 'linalg_lu', 'linalg_solve_ex',
+}
+
+
+def named_returns(op):
+    """The field names of op's results when it returns a torch.return_types tuple, else None."""
+    names = [r.name for r in op.rets]
+    if op.kind == 'out' or len(names) < 2 or not all(names) or op.name not in RETURN_TYPES:
+        return None
+    return names
+
+
 def py_default(a):
     d = a.default
     if d is None:
@@ -33,7 +52,7 @@ def gen_binding(op, method):
     if method:  # called on the argument named self (where(condition, self, other)), else the first
         self_arg = next((a for a in args if a.name == 'self'), args[0])
         args = [a for a in args if a is not self_arg]
-    params, pyargs, call = [], [], []
+    params, pyargs = [], []
     kw_started = False
     for a in args:
         if op.has_options and a.name in ('dtype', 'device'):
@@ -64,7 +83,15 @@ def gen_binding(op, method):
     fname = op.name + '_out' if op.kind == 'out' else op.name
     if method:
         params = [f'const Tensor& {self_arg.name}'] + params
-    lam = f'[]({", ".join(params)}) {{ return retorch::{fname}({", ".join(fn_args)}); }}'
+    call = f'retorch::{fname}({", ".join(fn_args)})'
+    fields = named_returns(op)
+    if fields:
+        names = ', '.join(f'"{f}"' for f in fields)
+        call = (f'named_result(type, {call})')
+        lam = (f'[]({", ".join(params)}) -> py::object {{ static py::handle type = '
+               f'return_type("{op.name}", {{{names}}}).release(); return {call}; }}')
+    else:
+        lam = f'[]({", ".join(params)}) {{ return {call}; }}'
     pyname = op.name
     target = 'cls' if method else 'm'
     line = f'  {target}.def("{pyname}", {lam}'
