@@ -132,6 +132,36 @@ def _iter(self):
     return iter(self.unbind(0))
 
 
+def _rebuild_tensor(array, dtype, device, requires_grad, cls=None):
+    """Unpickles a tensor (Tensor.__reduce_ex__): its values, dtype, device, requires_grad,
+    and its class when it is a subclass such as nn.Parameter (rebuilt as cls(t, requires_grad))."""
+    t = _C.from_numpy(array)
+    want = getattr(_C, dtype)
+    if t.dtype != want:
+        t = t.to(want)
+    if device != "cpu":
+        t = t.to(device)
+    if cls is not None:
+        return cls(t, requires_grad)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _reduce_ex(self, protocol):
+    """pickle (and copy.copy) of a tensor, as torch pickles tensors: values, dtype, device,
+    requires_grad and class (an nn.Parameter comes back as one; .grad is not kept). bfloat16
+    travels as float32, which holds every bfloat16 exactly. The values are numpy's, so
+    copy.copy shares them with the original like torch's does, while pickling copies them."""
+    t = self.detach()
+    dtype = str(t.dtype).rsplit(".", 1)[-1]
+    if t.device.type != "cpu":
+        t = t.cpu()
+    array = (t.float() if dtype == "bfloat16" else t).numpy()
+    cls = type(self) if type(self) is not _C.Tensor else None
+    return (_rebuild_tensor, (array, dtype, str(self.device), self.requires_grad, cls))
+
+
 def install(Tensor):
     for name in ("double", "float", "half", "bfloat16", "int", "long", "short", "char", "byte",
                  "bool"):
@@ -167,6 +197,7 @@ def install(Tensor):
     Tensor.is_pinned = lambda self: False
     for view in ("t", "transpose", "squeeze", "unsqueeze"):
         setattr(Tensor, view + "_", _inplace_view(view))
+    Tensor.__reduce_ex__ = _reduce_ex
     Tensor.__contains__ = _contains
     Tensor.__iter__ = _iter
     Tensor.__pos__ = lambda self: self

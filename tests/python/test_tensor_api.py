@@ -150,3 +150,52 @@ def test_manual_seed_reproducible():
     retorch.manual_seed(3)
     b = retorch.randn(5)
     assert a.tolist() == b.tolist()
+
+
+@pytest.mark.parametrize("case", ["float", "bfloat16", "int64", "bool", "scalar", "strided",
+                                  "requires_grad", "parameter", "cuda"])
+def test_pickle_round_trip_like_torch(case):
+    import pickle
+    makers = {
+        "float": lambda m: m.tensor([[1.5, -2.0], [3.25, 0.0]]),
+        "bfloat16": lambda m: m.tensor([1.5, -2.0, 3.0e38]).to(m.bfloat16),
+        "int64": lambda m: m.tensor([1, -2, 1 << 40]),
+        "bool": lambda m: m.tensor([True, False]),
+        "scalar": lambda m: m.tensor(3.5),
+        "strided": lambda m: m.arange(12.0).reshape(3, 4).t(),
+        "requires_grad": lambda m: m.tensor([1.0, 2.0], requires_grad=True),
+        "parameter": lambda m: m.nn.Parameter(m.tensor([1.0, 2.0])),
+        "cuda": lambda m: m.tensor([1.0, 2.0]).to("cuda"),
+    }
+    if case == "cuda" and not retorch.cuda.is_available():
+        # torch (CPU build) cannot make one; retorch keeps the device through its fallback.
+        x = makers[case](retorch)
+        y = pickle.loads(pickle.dumps(x))
+        assert str(y.device) == "cuda:0" and y.tolist() == x.tolist()
+        return
+    want = pickle.loads(pickle.dumps(makers[case](torch)))
+    got = pickle.loads(pickle.dumps(makers[case](retorch)))
+    assert type(got).__name__ == type(want).__name__
+    assert str(got.dtype) == str(want.dtype)
+    assert tuple(got.shape) == tuple(want.shape)
+    assert got.requires_grad == want.requires_grad
+    assert got.float().tolist() == want.float().tolist()
+
+
+def test_copy_copy_shares_values_like_torch():
+    import copy
+    for lib in (torch, retorch):
+        x = lib.zeros(3)
+        y = copy.copy(x)
+        y[0] = 5.0
+        assert x[0].item() == 5.0, lib.__name__
+
+
+def test_pickled_module_keeps_parameters():
+    import pickle
+    m = retorch.nn.Sequential(retorch.nn.Linear(3, 2), retorch.nn.ReLU())
+    m2 = pickle.loads(pickle.dumps(m))
+    assert type(m2[0].weight).__name__ == "Parameter" and m2[0].weight.requires_grad
+    assert m2[0].weight.tolist() == m[0].weight.tolist()
+    x = retorch.randn(4, 3)
+    assert m2(x).tolist() == m(x).tolist()
