@@ -118,6 +118,10 @@ Size = tuple
 
 # torch.linalg; einsum/tensordot take varargs / int dims in Python like torch's wrappers.
 from . import linalg  # noqa: E402,F401
+from .functional import *  # noqa: E402,F401,F403  (meshgrid, median, quantile, hstack, ...)
+from . import functional  # noqa: E402,F401
+functional.install(Tensor)
+from ._dtypes import finfo, iinfo, promote_types, result_type, can_cast  # noqa: E402,F401
 from .linalg import _einsum as einsum, _tensordot as tensordot, _cdist as cdist  # noqa: E402,F401,E501
 from .linalg import _multi_head_attention_forward as multi_head_attention_forward  # noqa: E402,F401,E501
 from . import optim  # noqa: E402,F401  (torch.optim)

@@ -1,0 +1,611 @@
+"""torch functions defined by composing retorch's operators in Python, as torch/functional.py
+does for meshgrid, block_diag and friends: stacking and shape helpers, order statistics
+(median, nanmedian, mode, quantile), sampling (multinomial, normal), NaN-aware reductions and a
+few elementwise forms. Each runs the ops.yaml operators it is made of (so autograd, tracing and
+device routing apply) and matches torch's results, named tuples included."""
+import builtins
+import itertools
+import math
+import warnings
+
+from . import _C
+from . import _dtypes
+from . import return_types
+
+__all__ = [
+    "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack", "dstack",
+    "column_stack", "broadcast_shapes", "broadcast_tensors", "meshgrid", "cartesian_prod",
+    "combinations", "block_diag", "chain_matmul", "diff", "count_nonzero", "deg2rad",
+    "rad2deg", "diag_embed", "dist", "logaddexp", "logaddexp2", "logspace", "median",
+    "nanmedian", "mode", "quantile", "nanquantile", "multinomial", "normal", "randint_like",
+    "rot90", "std_mean", "var_mean", "take_along_dim", "trapezoid", "tril_indices",
+    "triu_indices", "unique_consecutive", "heaviside", "hypot", "frac", "nansum", "nanmean",
+    "mv",
+]
+
+
+def _new(data, dtype=None):
+    """retorch.tensor (defined by the package's __init__, which imports this module first)."""
+    from . import tensor
+    return tensor(data, dtype=dtype)
+
+
+def _tensors(args):
+    """f(a, b) and f([a, b]) alike."""
+    return tuple(args[0]) if len(args) == 1 and isinstance(args[0], (list, tuple)) else args
+
+
+def _atleast(args, nd):
+    def one(t):
+        if t.dim() >= nd:
+            return t
+        if t.dim() == 0:
+            return t.reshape((1,) * nd)
+        if nd == 2 or t.dim() == 2:  # (n) -> (1, n); (m, n) -> (m, n, 1)
+            t = t.unsqueeze(0) if t.dim() == 1 else t
+            return t if nd == 2 else t.unsqueeze(-1)
+        return t.reshape(1, -1, 1)  # 1-d into 3-d: (1, n, 1)
+    ts = _tensors(args)
+    out = tuple(one(t) for t in ts)
+    return out[0] if len(args) == 1 and not isinstance(args[0], (list, tuple)) else out
+
+
+def atleast_1d(*tensors):
+    return _atleast(tensors, 1)
+
+
+def atleast_2d(*tensors):
+    return _atleast(tensors, 2)
+
+
+def atleast_3d(*tensors):
+    return _atleast(tensors, 3)
+
+
+def hstack(tensors):
+    ts = atleast_1d(list(tensors))
+    return _C.cat(ts, 0 if all(t.dim() == 1 for t in ts) else 1)
+
+
+def vstack(tensors):
+    return _C.cat(atleast_2d(list(tensors)), 0)
+
+
+row_stack = vstack
+
+
+def dstack(tensors):
+    return _C.cat(atleast_3d(list(tensors)), 2)
+
+
+def column_stack(tensors):
+    return _C.cat([t.reshape(-1, 1) if t.dim() <= 1 else t for t in tensors], 1)
+
+
+def broadcast_shapes(*shapes):
+    """The shape tensors of these shapes broadcast to (torch's rules; a clear error if none)."""
+    out = []
+    for shape in shapes:
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        for i, n in enumerate(reversed(shape)):
+            if i == len(out):
+                out.append(n)
+            elif out[i] == 1:
+                out[i] = n
+            elif n != 1 and n != out[i]:
+                raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single "
+                                   f"shape.  Mismatch is between {tuple(reversed(out))} and "
+                                   f"{shape} at dimension {len(shape) - 1 - i}")
+    return tuple(reversed(out))
+
+
+def broadcast_tensors(*tensors):
+    ts = _tensors(tensors)
+    shape = broadcast_shapes(*(t.shape for t in ts))
+    return tuple(t.expand(shape) for t in ts)
+
+
+def meshgrid(*tensors, indexing=None):
+    ts = _tensors(tensors)
+    if indexing is None:
+        warnings.warn("torch.meshgrid: in an upcoming release, it will be required to pass the "
+                      "indexing argument.", UserWarning, stacklevel=2)
+        indexing = "ij"
+    if indexing not in ("ij", "xy"):
+        raise ValueError(f"torch.meshgrid: indexing must be one of \"xy\" or \"ij\", "
+                         f"but received: {indexing}")
+    for t in ts:
+        if t.dim() > 1:
+            raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list but "
+                               f"got: {t.dim()}D tensor")
+    ts = [t.reshape(-1) for t in ts]
+    swap = indexing == "xy" and len(ts) >= 2
+    if swap:
+        ts[0], ts[1] = ts[1], ts[0]
+    shape = tuple(t.numel() for t in ts)
+    grids = [t.reshape([-1 if i == j else 1 for j in range(len(ts))]).expand(shape)
+             for i, t in enumerate(ts)]
+    if swap:  # the grids of (y, x, ...) in ij order are x's and y's in xy order, swapped back
+        grids[0], grids[1] = grids[1], grids[0]
+    return tuple(grids)
+
+
+def cartesian_prod(*tensors):
+    ts = _tensors(tensors)
+    if len(ts) == 1:
+        return ts[0]
+    return _C.stack([g.reshape(-1) for g in meshgrid(*ts, indexing="ij")], 1)
+
+
+def combinations(input, r=2, with_replacement=False):
+    if input.dim() != 1:
+        raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
+    pick = itertools.combinations_with_replacement if with_replacement else \
+        itertools.combinations
+    idx = list(pick(range(input.shape[0]), r))
+    if not idx:
+        return _C.empty([0] if r == 0 else [0, r], dtype=input.dtype, device=input.device)
+    index = _new(idx, dtype=_C.int64).to(input.device)
+    return input.index_select(0, index.reshape(-1)).reshape(len(idx), r)
+
+
+def block_diag(*tensors):
+    ts = [t.reshape(1, -1) if t.dim() <= 1 else t for t in _tensors(tensors)]
+    for t in ts:
+        if t.dim() > 2:
+            raise RuntimeError(f"torch.block_diag: Input tensors must have 2 or fewer "
+                               f"dimensions. Input has {t.dim()} dimensions")
+    if not ts:
+        return _C.empty([1, 0])
+    dtype = ts[0].dtype
+    for t in ts[1:]:
+        dtype = _dtypes.promote_types(dtype, t.dtype)
+    cols = builtins.sum(t.shape[1] for t in ts)
+    rows, left = [], 0
+    for t in ts:
+        r, c = t.shape
+        pad_l = _C.zeros([r, left], dtype=dtype, device=t.device)
+        pad_r = _C.zeros([r, cols - left - c], dtype=dtype, device=t.device)
+        rows.append(_C.cat([pad_l, t.to(dtype), pad_r], 1))
+        left += c
+    return _C.cat(rows, 0)
+
+
+def chain_matmul(*matrices):
+    ms = _tensors(matrices)
+    out = ms[0]
+    for m in ms[1:]:
+        out = _C.mm(out, m)
+    return out
+
+
+def diff(input, n=1, dim=-1, prepend=None, append=None):
+    parts = [p for p in (prepend, input, append) if p is not None]
+    x = _C.cat(parts, dim) if len(parts) > 1 else input
+    for _ in range(n):
+        length = x.shape[dim]
+        if length == 0:
+            break
+        a, b = x.narrow(dim, 1, length - 1), x.narrow(dim, 0, length - 1)
+        x = a != b if x.dtype == _C.bool else a - b
+    return x
+
+
+def count_nonzero(input, dim=None):
+    nz = input != 0
+    return nz.sum() if dim is None else nz.sum(dim)
+
+
+def _floating(input):
+    return input if input.is_floating_point() else input.to(_dtypes.default_float())
+
+
+def deg2rad(input):
+    return _floating(input) * (math.pi / 180.0)
+
+
+def rad2deg(input):
+    return _floating(input) * (180.0 / math.pi)
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    n = input.shape[-1]
+    m = n + builtins.abs(offset)
+    k = _C.arange(n, device=input.device)
+    rows = _C.zeros([n, m], dtype=input.dtype, device=input.device)
+    cols = _C.zeros([n, m], dtype=input.dtype, device=input.device)
+    rows = rows.scatter(1, (k + builtins.max(-offset, 0)).reshape(n, 1), 1)
+    cols = cols.scatter(1, (k + builtins.max(offset, 0)).reshape(n, 1), 1)
+    out = rows.transpose(0, 1).matmul(input.unsqueeze(-1) * cols)  # (..., m, m)
+    nd = out.dim()
+    d1, d2 = dim1 % nd, dim2 % nd
+    if (d1, d2) != (nd - 2, nd - 1):
+        out = out.movedim((nd - 2, nd - 1), (d1, d2))
+    return out
+
+
+def dist(input, other, p=2):
+    from .linalg import vector_norm
+    return vector_norm(input - other, ord=p)
+
+
+def logaddexp(input, other):
+    m = _C.maximum(input, other)
+    out = m + _C.log1p(_C.exp(-_C.abs(input - other)))
+    return _C.where((input == other) & _C.isinf(input), input, out)
+
+
+def logaddexp2(input, other):
+    m = _C.maximum(input, other)
+    out = m + _C.log1p(_C.exp2(-_C.abs(input - other))) / math.log(2.0)
+    return _C.where((input == other) & _C.isinf(input), input, out)
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    exps = _C.linspace(start, end, steps, dtype=_C.float64)
+    out = _C.pow(base, exps).to(dtype or _dtypes.default_float())
+    if device is not None:
+        out = out.to(device)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def _nan_aware_kth(input, dim, keepdim, skip_nan):
+    """The lower median along dim: (values, indices); NaN wins unless skip_nan."""
+    nan = _C.isnan(input)
+    if skip_nan:
+        count = (~nan).sum(dim, keepdim=True)
+        srt = input.sort(dim)  # NaN sorts last
+        k = ((count - 1).clamp(min=0)) // 2
+        values = srt.values.gather(dim, k)
+        indices = srt.indices.gather(dim, k)
+        values = _C.where(count == 0, _C.full_like(values, math.nan), values)
+    else:
+        n = input.shape[dim]
+        kth = input.kthvalue((n - 1) // 2 + 1, dim, True)
+        any_nan = nan.any(dim, keepdim=True)
+        first_nan = nan.to(_C.int64).argmax(dim, keepdim=True)
+        values = _C.where(any_nan, _C.full_like(kth.values, math.nan), kth.values)
+        indices = _C.where(any_nan, first_nan, kth.indices)
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return values, indices
+
+
+def _median(input, dim, keepdim, skip_nan, name):
+    if dim is None:
+        flat = input.reshape(-1)
+        if flat.numel() == 0:
+            return _C.full([], math.nan, dtype=input.dtype)
+        return _nan_aware_kth(flat, 0, False, skip_nan)[0]
+    if input.dim() == 0:
+        return return_types._make(name, ["values", "indices"])(input.clone(),
+                                                                _C.zeros([], dtype=_C.int64))
+    values, indices = _nan_aware_kth(input, dim, keepdim, skip_nan)
+    return return_types._make(name, ["values", "indices"])(values, indices)
+
+
+def median(input, dim=None, keepdim=False):
+    return _median(input, dim, keepdim, False, "median")
+
+
+def nanmedian(input, dim=None, keepdim=False):
+    return _median(input, dim, keepdim, True, "nanmedian")
+
+
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value along dim (the smallest of equally frequent ones) and the index
+    of its last occurrence, as torch returns them."""
+    if input.dim() == 0:
+        return return_types._make("mode", ["values", "indices"])(input.clone(),
+                                                                  _C.zeros([], dtype=_C.int64))
+    x = input.movedim(dim, -1)
+    n = x.shape[-1]
+    s = x.sort(-1).values
+    starts = _C.ones(s.shape, dtype=_C.bool, device=s.device)
+    if n > 1:
+        starts = _C.cat([starts.narrow(-1, 0, 1), s.narrow(-1, 1, n - 1) !=
+                         s.narrow(-1, 0, n - 1)], -1)
+    run = starts.to(_C.int64).cumsum(-1) - 1  # the run each sorted element belongs to
+    counts = _C.zeros(s.shape, dtype=_C.int64, device=s.device).scatter_add(
+        -1, run, _C.ones(s.shape, dtype=_C.int64, device=s.device))
+    best = counts.argmax(-1, keepdim=True)  # the first (smallest) most frequent run
+    first = starts.to(_C.int64).cumsum(-1) - 1 == best
+    values = s.gather(-1, first.to(_C.int64).argmax(-1, keepdim=True))
+    hits = (x == values).flip(-1).to(_C.int64)
+    indices = (n - 1) - hits.argmax(-1, keepdim=True)
+    values, indices = values.movedim(-1, dim), indices.movedim(-1, dim)
+    if not keepdim:
+        values, indices = values.squeeze(dim), indices.squeeze(dim)
+    return return_types._make("mode", ["values", "indices"])(values, indices)
+
+
+def _quantile(input, q, dim, keepdim, interpolation, skip_nan):
+    if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
+        raise ValueError("quantile() interpolation must be one of linear, lower, higher, "
+                         f"midpoint or nearest. Got {interpolation}")
+    scalar_q = not isinstance(q, _C.Tensor) or q.dim() == 0
+    if not scalar_q and q.dim() > 1:
+        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+    qt = _new([float(q)] if scalar_q else q.tolist(), dtype=input.dtype)
+    if ((qt < 0) | (qt > 1)).any().item():
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    x = input.reshape(-1) if dim is None else input.movedim(dim, -1)
+    s = x.sort(-1).values  # NaN last
+    nan = _C.isnan(x)
+    count = ((~nan).sum(-1, keepdim=True) if skip_nan else
+             _C.full(s.shape[:-1] + (1,), s.shape[-1], dtype=_C.int64)).to(input.dtype)
+    pos = qt.reshape([-1] + [1] * s.dim()) * (count - 1).clamp(min=0)  # (Q, ..., 1)
+    if interpolation == "lower":
+        pos = pos.floor()
+    elif interpolation == "higher":
+        pos = pos.ceil()
+    elif interpolation == "nearest":
+        pos = pos.round()
+    lo = pos.floor().to(_C.int64)
+    hi = pos.ceil().to(_C.int64)
+    sq = s.unsqueeze(0).expand((qt.numel(),) + tuple(s.shape))
+    a, b = sq.gather(-1, lo), sq.gather(-1, hi)
+    if interpolation == "midpoint":
+        out = _C.where(lo == hi, a, (a + b) / 2)
+    else:
+        out = a + (b - a) * (pos - lo.to(input.dtype))
+    bad = (count == 0) if skip_nan else nan.any(-1, keepdim=True)
+    out = _C.where(bad.unsqueeze(0).expand(out.shape), _C.full_like(out, math.nan), out)
+    out = out.squeeze(-1)  # (Q, ...)
+    if keepdim:
+        out = out.unsqueeze(-1) if dim is not None else out.reshape(
+            [qt.numel()] + [1] * input.dim())
+        if dim is not None:
+            out = out.movedim(-1, dim + 1 if dim >= 0 else dim)
+    return out.squeeze(0) if scalar_q else out
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    return _quantile(input, q, dim, keepdim, interpolation, False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    return _quantile(input, q, dim, keepdim, interpolation, True)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """Samples category indices with probabilities proportional to input's rows (1-D or 2-D).
+    With replacement: inverse transform of uniform draws; without: the Gumbel top-k trick."""
+    if input.dim() not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if not input.is_floating_point():
+        raise RuntimeError("multinomial only supports floating-point dtypes for input")
+    probs = input if input.dim() == 2 else input.unsqueeze(0)
+    rows, n = probs.shape
+    if (probs < 0).any().item() or not _C.isfinite(probs).all().item():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    nonzero = (probs > 0).sum(1)
+    if (nonzero == 0).any().item():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if not replacement and (num_samples > n or (nonzero < num_samples).any().item()):
+        raise RuntimeError("invalid multinomial distribution (with replacement=False, not "
+                           "enough non-negative category to sample)")
+    kw = {"generator": generator} if generator is not None else {}
+    p = probs.to(_C.float64)
+    if replacement:
+        cdf = p.cumsum(1)
+        cdf = cdf / cdf.narrow(1, n - 1, 1)
+        u = _C.rand([rows, num_samples], dtype=_C.float64, **kw)
+        out = _C.searchsorted(cdf.contiguous(), u, right=True).clamp(max=n - 1)
+    else:
+        u = _C.rand([rows, n], dtype=_C.float64, **kw).clamp(min=1e-300)
+        keys = _C.log(p) - _C.log(-_C.log(u))
+        out = keys.topk(num_samples, 1).indices
+    out = out.to(_C.int64)
+    return out if input.dim() == 2 else out.squeeze(0)
+
+
+def normal(mean, std=1.0, size=None, *, generator=None, dtype=None, device=None,
+           requires_grad=False):
+    kw = {"generator": generator} if generator is not None else {}
+    if isinstance(mean, _C.Tensor) or isinstance(std, _C.Tensor):
+        m = mean if isinstance(mean, _C.Tensor) else None
+        s = std if isinstance(std, _C.Tensor) else None
+        shape = broadcast_shapes(*(t.shape for t in (m, s) if t is not None))
+        ref = m if m is not None else s
+        z = _C.randn(list(shape), dtype=ref.dtype, **kw).to(ref.device)
+        return z * std + mean
+    if size is None:
+        raise TypeError("normal(): with float mean and std, size is required")
+    z = _C.randn(list(size), dtype=dtype, **kw)
+    out = z * std + mean
+    if device is not None:
+        out = out.to(device)
+    return out.requires_grad_(True) if requires_grad else out
+
+
+def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_grad=False):
+    if high is None:
+        low, high = 0, low
+    out = _C.randint(low, high, list(input.shape), dtype=dtype or input.dtype)
+    return out.to(device or input.device)
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    if len(dims) != 2:
+        raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    d0, d1 = dims
+    k %= 4
+    if k == 1:
+        return input.flip([d1]).transpose(d0, d1)
+    if k == 2:
+        return input.flip([d0, d1])
+    if k == 3:
+        return input.flip([d0]).transpose(d0, d1)
+    return input.clone()
+
+
+def _moments(fn, input, dim, unbiased, keepdim, correction):
+    kw = {"keepdim": keepdim}
+    if correction is not None:
+        kw["correction"] = correction
+    elif unbiased is not None:
+        kw["unbiased"] = unbiased
+    spread = fn(input, dim, **kw) if dim is not None else fn(input, **{k: v for k, v in
+                                                                     kw.items()
+                                                                     if k != "keepdim"})
+    mean = input.mean(dim, keepdim=keepdim) if dim is not None else input.mean()
+    return spread, mean
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _moments(_C.std, input, dim, unbiased, keepdim, correction)
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return _moments(_C.var, input, dim, unbiased, keepdim, correction)
+
+
+def take_along_dim(input, indices, dim=None):
+    if dim is None:
+        return input.reshape(-1).gather(0, indices.reshape(-1))
+    d = dim % input.dim()
+    shape_i = list(input.shape)
+    shape_x = list(indices.shape)
+    shape_i[d] = shape_x[d] = 1
+    b = list(broadcast_shapes(shape_i, shape_x))
+    xi = list(b)
+    xi[d] = input.shape[d]
+    bi = list(b)
+    bi[d] = indices.shape[d]
+    return input.expand(xi).gather(d, indices.expand(bi))
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    n = y.shape[dim]
+    if n == 0:
+        return y.sum(dim) * 0
+    mid = (y.narrow(dim, 1, n - 1) + y.narrow(dim, 0, n - 1)) / 2
+    if x is None:
+        return mid.sum(dim) * (1.0 if dx is None else dx)
+    dxs = diff(x, dim=dim if x.dim() > 1 else -1)
+    if x.dim() == 1 and y.dim() > 1:
+        shape = [1] * y.dim()
+        shape[dim] = n - 1
+        dxs = dxs.reshape(shape)
+    return (mid * dxs).sum(dim)
+
+
+def _tri_indices(row, col, offset, lower, dtype, device):
+    mask = _C.ones([row, col], dtype=_C.int64)
+    mask = mask.tril(offset) if lower else mask.triu(offset)
+    out = mask.nonzero().transpose(0, 1).contiguous()
+    out = out.to(dtype or _C.int64)
+    return out.to(device) if device is not None else out
+
+
+def tril_indices(row, col, offset=0, *, dtype=None, device=None):
+    return _tri_indices(row, col, offset, True, dtype, device)
+
+
+def triu_indices(row, col, offset=0, *, dtype=None, device=None):
+    return _tri_indices(row, col, offset, False, dtype, device)
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    if dim is None:
+        x = input.reshape(-1)
+        n = x.numel()
+        change = _C.ones([n], dtype=_C.bool, device=x.device)
+        if n > 1:
+            change = _C.cat([change.narrow(0, 0, 1), x.narrow(0, 1, n - 1) !=
+                             x.narrow(0, 0, n - 1)])
+    else:
+        d = dim % input.dim()
+        x = input.movedim(d, 0)
+        n = x.shape[0]
+        change = _C.ones([n], dtype=_C.bool, device=x.device)
+        if n > 1:
+            neq = (x.narrow(0, 1, n - 1) != x.narrow(0, 0, n - 1)).reshape(n - 1, -1)
+            change = _C.cat([change.narrow(0, 0, 1), neq.any(1)])
+    starts = change.nonzero().reshape(-1)
+    values = x.index_select(0, starts)
+    if dim is not None:
+        values = values.movedim(0, dim % input.dim())
+    out = [values]
+    if return_inverse:
+        inv = change.to(_C.int64).cumsum(0) - 1
+        out.append(inv.reshape(input.shape) if dim is None else inv)
+    if return_counts:
+        ends = _C.cat([starts.narrow(0, 1, starts.numel() - 1),
+                       _new([n], dtype=_C.int64)]) if starts.numel() else starts
+        out.append(ends - starts)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+def heaviside(input, values):
+    one = _C.ones_like(input)
+    return _C.where(input == 0, values.to(input.dtype).expand_as(input) if isinstance(
+        values, _C.Tensor) else _C.full_like(input, values), _C.where(input > 0, one, one * 0))
+
+
+def hypot(input, other):
+    a, b = _C.abs(input), _C.abs(other)
+    big, small = _C.maximum(a, b), _C.minimum(a, b)
+    ratio = small / _C.where(big == 0, _C.ones_like(big), big)
+    out = big * _C.sqrt(1 + ratio * ratio)
+    inf = _C.isinf(a) | _C.isinf(b)
+    return _C.where(inf, _C.full_like(out, math.inf), out)
+
+
+def frac(input):
+    return input - _C.trunc(input)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    x = _C.where(_C.isnan(input), _C.zeros_like(input), input) if input.is_floating_point() \
+        else input
+    if dim is None:
+        out = x.sum() if dtype is None else x.sum(dtype=dtype)
+        return out
+    return x.sum(dim, keepdim=keepdim) if dtype is None else x.sum(dim, keepdim=keepdim,
+                                                                    dtype=dtype)
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    if not input.is_floating_point():
+        raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
+                           f"{str(input.dtype).rsplit('.', 1)[-1]}")
+    count = (~_C.isnan(input)).sum() if dim is None else \
+        (~_C.isnan(input)).sum(dim, keepdim=keepdim)
+    return nansum(input, dim, keepdim, dtype=dtype) / count
+
+
+def mv(input, vec):
+    if input.dim() != 2 or vec.dim() != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got {input.dim()}, "
+                           f"{vec.dim()}")
+    return _C.matmul(input, vec)
+
+
+def _from_method(name):
+    def fn(input, *args, **kwargs):
+        return getattr(input, name)(*args, **kwargs)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"torch.{name}(input, ...): input.{name}(...)."
+    return fn
+
+
+# torch functions whose Tensor methods retorch has already.
+_AS_FUNCTIONS = ("equal", "clip", "fliplr", "flipud", "movedim", "square", "swapaxes",
+                 "true_divide", "is_floating_point", "is_nonzero")
+for _name in _AS_FUNCTIONS:
+    globals()[_name] = _from_method(_name)
+__all__ += list(_AS_FUNCTIONS)
+
+_METHODS = ("diff", "count_nonzero", "deg2rad", "rad2deg", "diag_embed", "dist", "logaddexp",
+            "logaddexp2", "median", "nanmedian", "mode", "quantile", "nanquantile",
+            "multinomial", "rot90", "take_along_dim", "unique_consecutive", "heaviside", "hypot",
+            "frac", "nansum", "nanmean", "mv")
+
+
+def install(Tensor):
+    """The Tensor methods torch has for these functions (x.median(1), x.quantile(q), ...)."""
+    for name in _METHODS:
+        if not hasattr(Tensor, name):
+            setattr(Tensor, name, globals()[name])
