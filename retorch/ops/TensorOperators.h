@@ -37,6 +37,16 @@ inline Tensor operator!(const Tensor& a) { return logical_not(a); }
 }  // namespace retorch
 
 namespace retorch {
-inline Tensor operator&(const Tensor& a, const Tensor& b) { return logical_and(a, b); }
-inline Tensor operator|(const Tensor& a, const Tensor& b) { return logical_or(a, b); }
+// Bitwise, as libtorch's are (logical on bool tensors, where both agree).
+inline Tensor operator&(const Tensor& a, const Tensor& b) { return bitwise_and(a, b); }
+inline Tensor operator&(const Tensor& a, const Scalar& b) { return bitwise_and(a, b); }
+inline Tensor operator|(const Tensor& a, const Tensor& b) { return bitwise_or(a, b); }
+inline Tensor operator|(const Tensor& a, const Scalar& b) { return bitwise_or(a, b); }
+inline Tensor operator^(const Tensor& a, const Tensor& b) { return bitwise_xor(a, b); }
+inline Tensor operator^(const Tensor& a, const Scalar& b) { return bitwise_xor(a, b); }
+inline Tensor operator~(const Tensor& a) { return bitwise_not(a); }
+inline Tensor operator<<(const Tensor& a, const Tensor& b) { return bitwise_left_shift(a, b); }
+inline Tensor operator<<(const Tensor& a, const Scalar& b) { return bitwise_left_shift(a, b); }
+inline Tensor operator>>(const Tensor& a, const Tensor& b) { return bitwise_right_shift(a, b); }
+inline Tensor operator>>(const Tensor& a, const Scalar& b) { return bitwise_right_shift(a, b); }
 }  // namespace retorch

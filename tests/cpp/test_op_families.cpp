@@ -207,3 +207,33 @@ TEST(OpFamilies, AddmmActivationEqualsActivationOfAddmm) {
   catch_error([] { _addmm_activation(rnd({5}), rnd({3, 4}), rnd({5, 4})); });
   catch_error([] { _addmm_activation(rnd({5}, kFloat), rnd({3, 4}), rnd({4, 5})); });
 }
+
+TEST(OpFamilies, BitwiseOperatorsActOnBitsAndShiftsWrapInTheirWidth) {
+  // C++ operators are bitwise like libtorch's (on bool they agree with the logical ones).
+  Tensor a = tensor(std::vector<int64_t>{6, 4, -1}), b = tensor(std::vector<int64_t>{3, 5, 9});
+  EXPECT_EQ(values(a & b), (std::vector<double>{2, 4, 9}));
+  EXPECT_EQ(values(a | b), (std::vector<double>{7, 5, -1}));
+  EXPECT_EQ(values(a ^ b), (std::vector<double>{5, 1, -10}));
+  EXPECT_EQ(values(~a), (std::vector<double>{-7, -5, 0}));
+  EXPECT_EQ(values(a << 2), (std::vector<double>{24, 16, -4}));
+  EXPECT_EQ(values(a >> 1), (std::vector<double>{3, 2, -1}));
+  Tensor m = tensor(std::vector<int64_t>{1, 0}).to(kBool), n = ones({2}, TensorOptions(kBool));
+  EXPECT_EQ(values(m & n), (std::vector<double>{1, 0}));
+  EXPECT_EQ((m | n).dtype(), kBool);
+  // int8: 1 << 7 wraps to -128; counts outside [0, 8): 0 to the left, the sign to the right.
+  Tensor c = tensor(std::vector<int64_t>{1, 1, -3, 3}).to(kChar);
+  Tensor k = tensor(std::vector<int64_t>{7, 8, 9, -1}).to(kChar);
+  EXPECT_EQ(values(c << k), (std::vector<double>{-128, 0, 0, 0}));
+  EXPECT_EQ(values(c >> k), (std::vector<double>{0, 0, -1, 0}));
+  EXPECT_THROW(
+      {
+        try {
+          (void)(ones({2}) & ones({2}));
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("bitwise_and"), std::string::npos);
+          EXPECT_NE(std::string(e.what()).find("float32"), std::string::npos);
+          throw;
+        }
+      },
+      Error);
+}

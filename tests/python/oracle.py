@@ -20,6 +20,8 @@ DTYPE_SETS = {
     "numeric": DTYPES[1:],
     "signed": [d for d in DTYPES if d not in ("bool", "uint8")],
     "float": FLOATS,
+    "integral": DTYPES[:6],
+    "int": DTYPES[1:6],
 }
 
 # (rtol, atol) like torch.testing.assert_close; ints and bool compare exactly.

@@ -276,3 +276,44 @@ def test_named_result_pickles_by_name():
 def test_method_forms_as_functions(name, args):
     assert_same(plain(getattr(retorch, name)(*args(retorch))),
                 plain(getattr(torch, name)(*args(torch))), name)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int32", "int64"])
+def test_python_bitwise_operators_match_torch(dtype):
+    rng = np.random.default_rng(3)
+    a = rng.integers(-100, 100, 12) if dtype != "uint8" else rng.integers(0, 255, 12)
+    b = rng.integers(-100, 100, 12) if dtype != "uint8" else rng.integers(0, 255, 12)
+    if dtype == "bool":
+        a, b = a > 0, b > 0
+    a, b = a.astype(dtype), b.astype(dtype)
+    shifts = np.arange(12) % 7 + (1 if dtype != "bool" else 0)
+    cases = {
+        "and": lambda m, x, y: x & y, "or": lambda m, x, y: x | y, "xor": lambda m, x, y: x ^ y,
+        "not": lambda m, x, y: ~x, "and scalar": lambda m, x, y: x & 5,
+        "ror scalar": lambda m, x, y: 6 | x, "xor 0d": lambda m, x, y: x ^ m.tensor(3),
+        "iand": lambda m, x, y: x.clone().__iand__(y), "bitwise_or fn": lambda m, x, y:
+        m.bitwise_or(x, y),
+    }
+    if dtype != "bool":
+        cases.update({
+            "lshift": lambda m, x, y: x << m.tensor(shifts.astype(dtype)),
+            "rshift": lambda m, x, y: x >> m.tensor(shifts.astype(dtype)),
+            "rshift scalar": lambda m, x, y: x >> 2, "lshift scalar": lambda m, x, y: x << 3,
+            "irshift": lambda m, x, y: x.clone().__irshift__(1),
+        })
+    for name, f in cases.items():
+        want = f(torch, torch.tensor(a), torch.tensor(b))
+        got = f(retorch, retorch.tensor(a), retorch.tensor(b))
+        assert_same(plain(got), plain(want), f"{dtype} {name}")
+
+
+def test_bitwise_refuses_floats_and_right_shift_out_of_range_fills_the_sign():
+    with pytest.raises(RuntimeError, match="bitwise_and.*float32"):
+        retorch.tensor([1.5]) & retorch.tensor([1.0])
+    with pytest.raises(RuntimeError, match="bitwise_left_shift.*float32"):
+        retorch.tensor([1.5]) << 1
+    for dt in ("int8", "int16", "int32", "int64"):
+        a = np.array([5, -5, 3, -3, 1, -1], dt)
+        k = np.array([-1, -2, 0, 3, 7, 100], dt)
+        assert (retorch.tensor(a) >> retorch.tensor(k)).tolist() == \
+            (torch.tensor(a) >> torch.tensor(k)).tolist(), dt

@@ -781,7 +781,9 @@ HALF_CASES["prelu"] = (lambda L, x, y: L.prelu(x, y[0, :1]), {}, 2)
 CUSTOM["test_half_bfloat16_audit"] = sorted(HALF_CASES)
 
 # Pointwise and reduction ops without a float16/bfloat16 meaning (integer-only, or factories).
-NOT_FLOAT = {"bincount"}
+# Integer-only ops: no float16/bfloat16 case (they refuse floating dtypes, as in torch).
+NOT_FLOAT = {"bincount", "bitwise_not", "bitwise_and.Tensor", "bitwise_or.Tensor",
+             "bitwise_xor.Tensor", "bitwise_left_shift.Tensor", "bitwise_right_shift.Tensor"}
 # Cases above that index dimensions (no 0-dim variant).
 NEEDS_DIMS = {"glu", "softmin", "max.dim", "min.dim", "argmax", "argmin", "prelu", "cumsum",
               "softmax.int", "log_softmax.int", "amax", "amin", "norm", "var.correction", "var",
