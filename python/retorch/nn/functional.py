@@ -442,3 +442,6 @@ def bilinear(input1, input2, weight, bias=None):
     from ..linalg import _einsum
     out = _einsum("...i,oij,...j->...o", input1, weight, input2)
     return out + bias if bias is not None else out
+
+
+from ._functional_extra import *  # noqa: E402,F401,F403  (in-place forms, LP/unpool, more losses)

@@ -13,3 +13,4 @@ from .rnn import *  # noqa: F401,F403
 from .transformer import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
 from .cpp import *  # noqa: F401,F403
+from .extra import *  # noqa: F401,F403

@@ -1,0 +1,250 @@
+"""More of torch.nn.functional, composed of retorch's operators: in-place activation forms,
+the *_with_indices pools, LP pooling, max unpooling, channel shuffle, affine_grid, pdist,
+gumbel_softmax and the Gaussian NLL, multilabel and triplet-with-distance losses. functional.py
+installs them into its namespace."""
+import math
+import warnings
+
+from .. import _C
+
+__all__ = ["elu_", "celu_", "selu_", "leaky_relu_", "hardtanh_", "threshold_", "rrelu_",
+           "max_pool1d_with_indices", "max_pool2d_with_indices",
+           "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
+           "upsample_nearest", "upsample_bilinear", "lp_pool1d", "lp_pool2d", "max_unpool1d",
+           "max_unpool2d", "channel_shuffle", "affine_grid", "pdist", "gumbel_softmax",
+           "gaussian_nll_loss", "multilabel_soft_margin_loss", "multilabel_margin_loss",
+           "triplet_margin_with_distance_loss"]
+
+
+def _F():
+    from . import functional
+    return functional
+
+
+def elu_(input, alpha=1.0):
+    return _F().elu(input, alpha, inplace=True)
+
+
+def celu_(input, alpha=1.0):
+    return _F().celu(input, alpha, inplace=True)
+
+
+def selu_(input):
+    return _F().selu(input, inplace=True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    return _F().leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    return _F().hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input, threshold, value):
+    return _F().threshold(input, threshold, value, inplace=True)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    return _F().rrelu(input, lower, upper, training, inplace=True)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return _F().max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return _F().max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=True):
+    return _F().adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=True):
+    return _F().adaptive_max_pool2d(input, output_size, True)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    warnings.warn("nn.functional.upsample_nearest is deprecated. Use nn.functional.interpolate "
+                  "instead.", stacklevel=2)
+    return _F().interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    warnings.warn("nn.functional.upsample_bilinear is deprecated. Use "
+                  "nn.functional.interpolate instead.", stacklevel=2)
+    return _F().interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def _pair(v, n):
+    return tuple(v) if isinstance(v, (list, tuple)) else (v,) * n
+
+
+def _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, n):
+    k = _pair(kernel_size, n)
+    pool = _F().avg_pool1d if n == 1 else _F().avg_pool2d
+    out = pool(input.pow(norm_type), k if n == 2 else k[0],
+               stride if stride is None or n == 1 else _pair(stride, 2), 0, ceil_mode)
+    area = math.prod(k)
+    return (_C.sign(out) * _C.relu(_C.abs(out))).mul(area).pow(1.0 / norm_type)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 1)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    return _lp_pool(input, norm_type, kernel_size, stride, ceil_mode, 2)
+
+
+def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n):
+    k = _pair(kernel_size, n)
+    s = _pair(stride if stride is not None else kernel_size, n)
+    p = _pair(padding, n)
+    spatial = tuple(input.shape[-n:])
+    default = tuple((spatial[i] - 1) * s[i] - 2 * p[i] + k[i] for i in range(n))
+    if output_size is None:
+        size = default
+    else:
+        size = tuple(output_size)[-n:]
+    lead = tuple(input.shape[:-n])
+    flat_in = input.reshape(lead + (-1,))
+    flat_idx = indices.reshape(lead + (-1,))
+    out = _C.zeros(lead + (math.prod(size),), dtype=input.dtype).to(input.device)
+    out = out.scatter(-1, flat_idx, flat_in)
+    return out.reshape(lead + size)
+
+
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 1)
+
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    return _max_unpool(input, indices, kernel_size, stride, padding, output_size, 2)
+
+
+def channel_shuffle(input, groups):
+    n, c = input.shape[0], input.shape[1]
+    if c % groups:
+        raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "
+                           f"and {groups} groups.")
+    rest = tuple(input.shape[2:])
+    return input.reshape((n, groups, c // groups) + rest).transpose(1, 2).reshape(
+        (n, c) + rest)
+
+
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid (N, H, W, 2) of 2-d affine matrices theta (N, 2, 3), in [-1, 1]
+    coordinates (pixel centres unless align_corners)."""
+    if align_corners is None:
+        align_corners = False
+    if len(size) != 4:
+        raise NotImplementedError("affine_grid only supports 4D sizes, for 2D affine "
+                                  "transformations, here")
+    n, _, h, w = size
+
+    def line(steps):
+        if steps <= 1:
+            return _C.zeros([max(steps, 1)], dtype=theta.dtype)
+        x = _C.linspace(-1.0, 1.0, steps, dtype=theta.dtype)
+        return x if align_corners else x * ((steps - 1) / steps)
+    xs = line(w).reshape(1, w).expand(h, w)
+    ys = line(h).reshape(h, 1).expand(h, w)
+    base = _C.stack([xs, ys, _C.ones([h, w], dtype=theta.dtype)], -1)  # (H, W, 3)
+    grid = base.reshape(1, h * w, 3).matmul(theta.transpose(1, 2))  # (N, H*W, 2)
+    return grid.reshape(n, h, w, 2)
+
+
+def pdist(input, p=2):
+    if input.dim() != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
+    n = input.shape[0]
+    if n < 2:
+        return _C.empty([0], dtype=input.dtype)
+    from .. import triu_indices
+    from ..linalg import vector_norm
+    i, j = triu_indices(n, n, 1)
+    return vector_norm(input.index_select(0, i) - input.index_select(0, j), ord=p, dim=1)
+
+
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    gumbels = -_C.empty_like(logits).exponential_().log()
+    y = ((logits + gumbels) / tau).softmax(dim)
+    if not hard:
+        return y
+    index = y.argmax(dim, keepdim=True)
+    y_hard = _C.zeros_like(logits).scatter(dim, index, 1.0)
+    return y_hard - y.detach() + y
+
+
+def _reduce(loss, reduction):
+    if reduction == "none":
+        return loss
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.mean()
+    raise ValueError(f"{reduction} is not a valid value for reduction")
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-6, reduction="mean"):
+    if var.shape != input.shape:
+        if tuple(input.shape[:-1]) == tuple(var.shape):
+            var = var.unsqueeze(-1)
+        elif not (tuple(input.shape[:-1]) == tuple(var.shape[:-1]) and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")
+    if (var < 0).any().item():
+        raise ValueError("var has negative entry/entries")
+    from .. import no_grad
+    var = var.clone()
+    with no_grad():  # the clamp is not differentiated through, as in torch
+        var.clamp_(min=eps)
+    loss = 0.5 * (_C.log(var) + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    reduction = _F()._reduction(size_average, reduce, reduction)
+    loss = -(target * _F().logsigmoid(input) + (1 - target) * _F().logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.sum(dim=input.dim() - 1) / input.shape[-1]
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """The sum over listed target classes j and unlisted classes i of max(0, 1 - (x[j] - x[i])),
+    over C; a row's targets are its leading non-negative entries (up to the first -1)."""
+    reduction = _F()._reduction(size_average, reduce, reduction)
+    one_d = input.dim() == 1
+    x = input.unsqueeze(0) if one_d else input
+    t = target.reshape(x.shape)
+    c = x.shape[1]
+    valid = (t >= 0).to(_C.int64).cumprod(1).to(_C.bool)  # up to the first -1
+    safe = _C.where(valid, t, _C.zeros_like(t))
+    # A class listed twice counts twice on the target side, as torch's loop over the list does.
+    times = _C.zeros(x.shape, dtype=_C.int64).scatter_add(1, safe, valid.to(_C.int64))
+    margins = (1 - x.unsqueeze(2) + x.unsqueeze(1)).clamp(min=0)  # [n, j, i]
+    pairs = times.unsqueeze(2).to(x.dtype) * (times == 0).unsqueeze(1).to(x.dtype)
+    loss = (margins * pairs).sum((1, 2)) / c
+    if one_d:
+        loss = loss.squeeze(0)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    dist = distance_function if distance_function is not None else _F().pairwise_distance
+    d_pos = dist(anchor, positive)
+    d_neg = dist(anchor, negative)
+    if swap:
+        d_neg = _C.minimum(d_neg, dist(positive, negative))
+    return _reduce((d_pos - d_neg + margin).clamp(min=0), reduction)
