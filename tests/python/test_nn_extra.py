@@ -164,3 +164,20 @@ def test_errors_like_torch():
         F.channel_shuffle(retorch.zeros(1, 3, 2, 2), 2)
     with pytest.raises(RuntimeError, match="pdist only supports 2D tensors"):
         F.pdist(retorch.zeros(3))
+
+
+def test_gumbel_softmax_samples_the_softmax_and_passes_gradients_straight_through():
+    F = retorch.nn.functional
+    retorch.manual_seed(4)
+    logits = retorch.tensor([[1.0, 2.0, 0.5]]).expand(6000, 3).contiguous()
+    soft = F.gumbel_softmax(logits, tau=0.5)
+    np.testing.assert_allclose(soft.sum(1).numpy(), np.ones(6000), rtol=1e-5)
+    hard = F.gumbel_softmax(logits, hard=True)
+    assert set(np.unique(hard.detach().numpy()).tolist()) == {0.0, 1.0}
+    assert (hard.sum(1) == 1).all().item()
+    freq = hard.detach().numpy().mean(0)
+    p = np.exp([1.0, 2.0, 0.5]) / np.exp([1.0, 2.0, 0.5]).sum()
+    np.testing.assert_allclose(freq, p, atol=0.03)
+    x = retorch.tensor([[1.0, 2.0, 0.5]], requires_grad=True)
+    (F.gumbel_softmax(x, hard=True) * retorch.tensor([[1.0, 2.0, 3.0]])).sum().backward()
+    assert x.grad is not None and np.abs(x.grad.numpy()).sum() > 0
