@@ -2,7 +2,8 @@
 first set is in functional.py): views (unfold), reductions and products (aminmax, inner, vdot,
 addmv, addr, cov, corrcoef, logdet), scatter forms, element tests (signbit, isreal, fmax/fmin,
 gcd/lcm), in-place samplers (exponential_, cauchy_, log_normal_, geometric_, bernoulli_), and
-torch.linalg's matrix_power, multi_dot, pinv, matrix_rank, cond, vecdot and vander."""
+torch.linalg's matrix_power, multi_dot, pinv, matrix_rank, cond, vecdot, vander, the *_ex
+forms, lstsq (gelsy's results), tensorinv, tensorsolve, diagonal and matmul."""
 import math
 
 from . import _C
@@ -214,6 +215,109 @@ def vander(x, N=None):
     return x.unsqueeze(-1).pow(_C.arange(n, dtype=_C.int64).to(x.device))
 
 
+def _info_of(error):
+    """The 1-based position a LAPACK-style failure names ("diagonal element 2", "order 3")."""
+    import re
+    found = re.search(r"(?:element|order) (\d+)", str(error))
+    return int(found.group(1)) if found else 1
+
+
+def _ex(fn, A, name, fields, *args):
+    """torch.linalg.*_ex: (result, info) where info is 0 for each matrix that factored and the
+    failing position for one that did not (its result is NaN), instead of an error."""
+    batch = tuple(A.shape[:-2])
+    info = _C.zeros(list(batch), dtype=_C.int32)
+    try:
+        out = fn(A, *args)
+    except RuntimeError:
+        mats = A.reshape((-1,) + tuple(A.shape[-2:]))
+        results, infos = [], []
+        for i in range(mats.shape[0]):
+            try:
+                results.append(fn(mats[i], *args))
+                infos.append(0)
+            except RuntimeError as e:
+                results.append(_C.full_like(mats[i], math.nan))
+                infos.append(_info_of(e))
+        out = _C.stack(results).reshape(tuple(A.shape))
+        info = _int32(infos).reshape(list(batch))
+    return return_types._make(name, fields)(out, info)
+
+
+def _int32(values):
+    from . import tensor
+    return tensor(values, dtype=_C.int32)
+
+
+def inv_ex(A, *, check_errors=False):
+    if check_errors:
+        return return_types._make("linalg_inv_ex", ["inverse", "info"])(
+            _C.linalg_inv(A), _C.zeros(list(A.shape[:-2]), dtype=_C.int32))
+    return _ex(_C.linalg_inv, A, "linalg_inv_ex", ["inverse", "info"])
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):
+    fn = (lambda m: _C.linalg_cholesky(m).transpose(-2, -1)) if upper else _C.linalg_cholesky
+    if check_errors:
+        return return_types._make("linalg_cholesky_ex", ["L", "info"])(
+            fn(A), _C.zeros(list(A.shape[:-2]), dtype=_C.int32))
+    return _ex(fn, A, "linalg_cholesky_ex", ["L", "info"])
+
+
+def solve_ex(A, B, *, left=True, check_errors=False):
+    def fn(m):
+        return _C.linalg_solve(m, B) if left else _C.linalg_solve(m.transpose(-2, -1),
+                                                                  B.transpose(-2, -1)
+                                                                  ).transpose(-2, -1)
+    if check_errors or A.dim() > 2:
+        return return_types._make("linalg_solve_ex", ["result", "info"])(
+            fn(A), _C.zeros(list(A.shape[:-2]), dtype=_C.int32))
+    try:
+        return return_types._make("linalg_solve_ex", ["result", "info"])(
+            fn(A), _C.zeros([], dtype=_C.int32))
+    except RuntimeError as e:
+        return return_types._make("linalg_solve_ex", ["result", "info"])(
+            _C.full_like(B, math.nan), _C.full([], _info_of(e), dtype=_C.int32))
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """torch.linalg.lstsq with CPU's default driver (gelsy): the minimum-norm least-squares
+    solution and the numerical rank; residuals and singular values come back empty, as
+    gelsy's do."""
+    if driver not in (None, "gelsy"):
+        raise RuntimeError(f"torch.linalg.lstsq: only the gelsy driver is available here, "
+                           f"got {driver}")
+    vec = B.dim() == A.dim() - 1
+    b = B.unsqueeze(-1) if vec else B
+    eps = 1.1920928955078125e-07 if A.dtype == _C.float32 else 2.220446049250313e-16
+    rtol = rcond if rcond is not None else max(A.shape[-2:]) * eps
+    x = pinv(A, rtol=rtol).matmul(b)
+    rank = matrix_rank(A, rtol=rtol)
+    empty = _C.empty([0], dtype=A.dtype)
+    return return_types._make("linalg_lstsq", ["solution", "residuals", "rank",
+                                               "singular_values"])(
+        x.squeeze(-1) if vec else x, empty, rank, empty)
+
+
+def tensorinv(A, ind=2):
+    out_shape, in_shape = tuple(A.shape[:ind]), tuple(A.shape[ind:])
+    rows, cols = math.prod(out_shape), math.prod(in_shape)
+    if ind <= 0 or rows != cols:
+        raise RuntimeError("Expected self to satisfy the requirement prod(self.shape[ind:]) == "
+                           "prod(self.shape[:ind]), but got "
+                           f"{cols} != {rows}")
+    return _C.linalg_inv(A.reshape(rows, cols)).reshape(in_shape + out_shape)
+
+
+def tensorsolve(A, B, dims=None):
+    if dims is not None:
+        dims = [d % A.dim() for d in dims]
+        A = A.movedim(dims, list(range(A.dim() - len(dims), A.dim())))
+    x_shape = tuple(A.shape[B.dim():])
+    x = _C.linalg_solve(A.reshape(B.numel(), -1), B.reshape(-1))
+    return x.reshape(x_shape)
+
+
 def tensor_split(input, indices_or_sections, dim=0):
     size = input.shape[dim]
     if isinstance(indices_or_sections, int):
@@ -368,7 +472,11 @@ def install(Tensor, linalg_module):
     for name in _METHODS:
         if not hasattr(Tensor, name):
             setattr(Tensor, name, globals()[name])
+    linalg_module.diagonal = lambda A, *, offset=0, dim1=-2, dim2=-1: A.diagonal(offset, dim1,
+                                                                               dim2)
+    linalg_module.matmul = _C.matmul
     for name in ("matrix_power", "multi_dot", "pinv", "matrix_rank", "cond", "vecdot",
-                 "vander"):
+                 "vander", "inv_ex", "cholesky_ex", "solve_ex", "lstsq", "tensorinv",
+                 "tensorsolve"):
         if not hasattr(linalg_module, name):
             setattr(linalg_module, name, globals()[name])
