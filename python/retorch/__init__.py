@@ -124,6 +124,10 @@ functional.install(Tensor)
 from ._composites import *  # noqa: E402,F401,F403  (aminmax, cov, gcd, tensor_split, ...)
 from . import _composites  # noqa: E402
 _composites.install(Tensor, linalg)
+from ._math_extras import *  # noqa: E402,F401,F403  (acosh, copysign, frexp, windows, ...)
+from . import _math_extras  # noqa: E402
+_math_extras.install(Tensor)
+concat = concatenate = cat  # noqa: E305  (torch's aliases)
 from ._dtypes import finfo, iinfo, promote_types, result_type, can_cast  # noqa: E402,F401
 from .linalg import _einsum as einsum, _tensordot as tensordot, _cdist as cdist  # noqa: E402,F401,E501
 from .linalg import _multi_head_attention_forward as multi_head_attention_forward  # noqa: E402,F401,E501

@@ -593,7 +593,11 @@ def _from_method(name):
 
 # torch functions whose Tensor methods retorch has already.
 _AS_FUNCTIONS = ("equal", "clip", "fliplr", "flipud", "movedim", "square", "swapaxes",
-                 "true_divide", "is_floating_point", "is_nonzero")
+                 "true_divide", "is_floating_point", "is_nonzero", "arccos", "arccos_", "arcsin",
+                 "arcsin_", "arctan", "arctan_", "arctan2", "absolute", "divide", "multiply",
+                 "negative", "negative_", "not_equal", "greater", "greater_equal", "less",
+                 "less_equal", "fix", "fix_", "subtract", "swapdims", "moveaxis", "ravel", "sgn",
+                 "clip_", "unflatten", "is_complex", "is_signed", "is_same_size")
 for _name in _AS_FUNCTIONS:
     globals()[_name] = _from_method(_name)
 __all__ += list(_AS_FUNCTIONS)
