@@ -175,3 +175,8 @@ class ReduceLROnPlateau:
 
     def load_state_dict(self, state_dict):
         self._cpp.load_state_dict(dict(state_dict))
+
+
+from ._py_schedulers import *  # noqa: E402,F401,F403  (LambdaLR, CyclicLR, ...)
+from ._py_schedulers import __all__ as _py_all  # noqa: E402
+__all__ += _py_all
