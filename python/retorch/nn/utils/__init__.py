@@ -2,3 +2,7 @@
 from . import rnn  # noqa: F401
 from .clip_grad import clip_grad_norm_, clip_grad_value_, clip_grad_norm  # noqa: F401
 from .clip_grad import parameters_to_vector, vector_to_parameters  # noqa: F401
+from . import fusion  # noqa: F401
+from .fusion import fuse_conv_bn_eval, fuse_conv_bn_weights  # noqa: F401
+from .weight_norm import weight_norm, remove_weight_norm  # noqa: F401
+from . import clip_grad as convert_parameters  # noqa: F401  (torch's module name for the vectors)
