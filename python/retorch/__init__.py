@@ -118,6 +118,7 @@ Size = tuple
 
 # torch.linalg; einsum/tensordot take varargs / int dims in Python like torch's wrappers.
 from . import linalg  # noqa: E402,F401
+from . import distributions  # noqa: E402,F401  (torch.distributions' common families)
 from .functional import *  # noqa: E402,F401,F403  (meshgrid, median, quantile, hstack, ...)
 from . import functional  # noqa: E402,F401
 functional.install(Tensor)
