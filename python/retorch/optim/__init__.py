@@ -244,4 +244,7 @@ class Adagrad(Optimizer):
                                       eps=eps, maximize=maximize))
 
 
+from ._py_optimizers import *  # noqa: E402,F401,F403  (Adadelta, Adamax, NAdam, RAdam, ...)
+from ._py_optimizers import __all__ as _py_all  # noqa: E402
+__all__ += _py_all
 from . import lr_scheduler  # noqa: E402,F401

@@ -13,6 +13,10 @@ def _check_optimizer(optimizer):
     from . import Optimizer
     if not isinstance(optimizer, Optimizer):
         raise TypeError("{} is not an Optimizer".format(type(optimizer).__name__))
+    if not hasattr(optimizer, "_cpp"):
+        raise TypeError(f"this scheduler drives retorch's C++ optimizers (SGD, Adam, AdamW, "
+                        f"RMSprop, Adagrad); {type(optimizer).__name__} is written in Python: "
+                        f"use LambdaLR or another Python scheduler with it")
 
 
 class _LRScheduler:
