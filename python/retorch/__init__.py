@@ -159,3 +159,25 @@ Tensor.__deepcopy__ = _tensor_deepcopy
 from .serialization import save, load  # noqa: E402,F401  (safetensors-based checkpoints)
 from . import utils  # noqa: E402,F401  (torch.utils.data, torch.utils.dlpack)
 from .utils.dlpack import from_dlpack  # noqa: E402,F401
+
+
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
+                     profile=None, sci_mode=None):
+    """torch.set_printoptions: printing precision, summarizing threshold, edge items, line
+    width, a profile ("default", "short", "full"), and sci_mode (None: chosen per tensor)."""
+    o = _C._get_printoptions()
+    if profile == "default":
+        o.update(precision=4, threshold=1000, edgeitems=3, linewidth=80)
+    elif profile == "short":
+        o.update(precision=2, threshold=1000, edgeitems=2, linewidth=80)
+    elif profile == "full":
+        o.update(precision=4, threshold=2 ** 62, edgeitems=3, linewidth=80)
+    for key, value in (("precision", precision), ("edgeitems", edgeitems),
+                       ("linewidth", linewidth)):
+        if value is not None:
+            o[key] = _builtins.int(value)
+    if threshold is not None:  # float("inf") prints everything
+        o["threshold"] = _builtins.int(_builtins.min(threshold, 2 ** 62))
+    o["sci_mode"] = sci_mode
+    _C._set_printoptions(o["precision"], o["threshold"], o["edgeitems"], o["linewidth"],
+                         o["sci_mode"])

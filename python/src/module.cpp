@@ -3,6 +3,7 @@
 #include "retorch/backend/cpu/CpuIsa.h"
 #include "retorch/backend/cpu/Parallel.h"
 #include "retorch/core/Allocator.h"
+#include "retorch/core/PrintOptions.h"
 #include "retorch/dispatch/Dispatcher.h"
 #include "retorch/generated/python_ops.h"
 
@@ -184,6 +185,20 @@ PYBIND11_MODULE(_C, m) {
   // Runtime settings and statistics.
   m.def("get_default_dtype", &default_dtype);
   m.def("set_default_dtype", &set_default_dtype);
+  m.def("_get_printoptions", [] {
+    PrintOptions o = print_options();
+    py::dict d;
+    d["precision"] = o.precision;
+    d["threshold"] = o.threshold;
+    d["edgeitems"] = o.edgeitems;
+    d["linewidth"] = o.linewidth;
+    d["sci_mode"] = o.sci_mode ? py::cast(*o.sci_mode) : py::none();
+    return d;
+  });
+  m.def("_set_printoptions", [](int precision, int64_t threshold, int64_t edgeitems,
+                                int linewidth, std::optional<bool> sci_mode) {
+    set_print_options({precision, threshold, edgeitems, linewidth, sci_mode});
+  });
   m.def("get_num_threads", &get_num_threads);
   m.def("set_num_threads", &set_num_threads);
   m.def("_get_cpu_isa", []() { return std::string(cpu::cpu_isa_name(cpu::cpu_isa())); });

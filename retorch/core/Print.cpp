@@ -1,11 +1,13 @@
 // Tensor printing in PyTorch's format: tensor([[1., 2.]], requires_grad=True).
 #include <cmath>
 #include <cstdio>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "retorch/core/Dtypes.h"
+#include "retorch/core/PrintOptions.h"
 #include "retorch/core/Tensor.h"
 
 namespace retorch {
@@ -16,10 +18,11 @@ std::string node_name(const std::shared_ptr<Node>& n);
 
 namespace {
 
-constexpr int kPrecision = 4;
-constexpr int64_t kThreshold = 1000;
-constexpr int64_t kEdgeItems = 3;
-constexpr int kLineWidth = 80;
+std::mutex g_options_mu;
+PrintOptions g_options;
+
+// The options of the print in progress (one thread prints with one set).
+thread_local PrintOptions t_opts;
 
 double read_double(const char* base, ScalarType t) {
   double v = 0;
@@ -43,11 +46,11 @@ struct Formatter {
     if (std::isnan(v)) return "nan";
     if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
     if (sci) {
-      std::snprintf(buf, sizeof buf, "%.*e", kPrecision, v);
+      std::snprintf(buf, sizeof buf, "%.*e", t_opts.precision, v);
     } else if (int_mode) {
       std::snprintf(buf, sizeof buf, "%.0f.", v);
     } else {
-      std::snprintf(buf, sizeof buf, "%.*f", kPrecision, v);
+      std::snprintf(buf, sizeof buf, "%.*f", t_opts.precision, v);
     }
     return buf;
   }
@@ -68,7 +71,8 @@ void collect(const char* data, IntArrayRef sizes, IntArrayRef strides, size_t d,
   int64_t n = sizes[d];
   int64_t isz = int64_t(element_size(t));
   for (int64_t i = 0; i < n; ++i) {
-    if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) i = n - kEdgeItems;
+    const int64_t e = t_opts.edgeitems;
+    if (summarize && n > 2 * e && i == e) i = n - e;
     collect(data + i * strides[d] * isz, sizes, strides, d + 1, t, summarize, out);
   }
 }
@@ -85,12 +89,12 @@ void render(const char* data, IntArrayRef sizes, IntArrayRef strides, size_t d, 
   if (d + 1 == sizes.size()) {
     // Like PyTorch's _vector_str: the items (with " ..." standing for the elided middle)
     // are cut into lines of per_line items, joined by ", " and ",\n<indent>".
-    int per_line = std::max(1, (kLineWidth - indent) / (f.width + 2));
+    int per_line = std::max(1, (t_opts.linewidth - indent) / (f.width + 2));
     std::vector<std::string> items;
     for (int64_t i = 0; i < n; ++i) {
-      if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
+      if (summarize && n > 2 * t_opts.edgeitems && i == t_opts.edgeitems) {
         items.push_back(" ...");
-        i = n - kEdgeItems;
+        i = n - t_opts.edgeitems;
       }
       items.push_back(f.pad(read_double(data + i * strides[d] * isz, t)));
     }
@@ -105,9 +109,9 @@ void render(const char* data, IntArrayRef sizes, IntArrayRef strides, size_t d, 
     std::string sep = "," + std::string(sizes.size() - d - 1, '\n') +
                       std::string(size_t(indent + 1), ' ');
     for (int64_t i = 0; i < n; ++i) {
-      if (summarize && n > 2 * kEdgeItems && i == kEdgeItems) {
+      if (summarize && n > 2 * t_opts.edgeitems && i == t_opts.edgeitems) {
         os << "..." << sep;
-        i = n - kEdgeItems;
+        i = n - t_opts.edgeitems;
       }
       render(data + i * strides[d] * isz, sizes, strides, d + 1, t, summarize, f, indent + 1, os);
       if (i + 1 < n) os << sep;
@@ -118,8 +122,25 @@ void render(const char* data, IntArrayRef sizes, IntArrayRef strides, size_t d, 
 
 }  // namespace
 
+PrintOptions print_options() {
+  std::lock_guard<std::mutex> g(g_options_mu);
+  return g_options;
+}
+
+void set_print_options(const PrintOptions& options) {
+  RT_CHECK_VALUE(options.precision >= 0 && options.precision <= 30 && options.threshold >= 0 &&
+                     options.edgeitems >= 0 && options.linewidth > 0,
+                 "set_printoptions: precision must be in [0, 30], threshold and edgeitems >= 0 "
+                 "and linewidth > 0 (got precision=", options.precision, ", threshold=",
+                 options.threshold, ", edgeitems=", options.edgeitems, ", linewidth=",
+                 options.linewidth, ")");
+  std::lock_guard<std::mutex> g(g_options_mu);
+  g_options = options;
+}
+
 std::string Tensor::toString() const {
   if (!defined()) return "tensor(undefined)";
+  t_opts = print_options();
   std::ostringstream os;
   os << "tensor(";
   ScalarType t = dtype();
@@ -134,7 +155,7 @@ std::string Tensor::toString() const {
   }
   Tensor cpu = is_cpu() ? *this : to(Device(kCPU));
   const char* data = static_cast<const char*>(cpu.impl()->data());
-  bool summarize = numel() > kThreshold;
+  bool summarize = numel() > t_opts.threshold;
   std::vector<double> vals;
   if (numel() > 0) collect(data, cpu.sizes(), cpu.strides(), 0, t, summarize, vals);
 
@@ -158,10 +179,12 @@ std::string Tensor::toString() const {
       else f.sci = amax / amin > 1000.0 || amax > 1e8 || amin < 1e-4;
     }
   }
-  // Like PyTorch, a float column's width comes from its finite nonzero values only.
+  // Like PyTorch, a float column's width comes from its finite nonzero values only, formatted
+  // the way the values alone would choose; a forced sci_mode changes the digits, not the width.
   for (double v : vals)
     if (!f.floating || (std::isfinite(v) && v != 0))
       f.width = std::max(f.width, int(f.fmt(v).size()));
+  if (f.floating && t_opts.sci_mode) f.sci = *t_opts.sci_mode;
 
   if (numel() == 0) {
     os << "[]";
