@@ -181,3 +181,34 @@ def test_gumbel_softmax_samples_the_softmax_and_passes_gradients_straight_throug
     x = retorch.tensor([[1.0, 2.0, 0.5]], requires_grad=True)
     (F.gumbel_softmax(x, hard=True) * retorch.tensor([[1.0, 2.0, 3.0]])).sum().backward()
     assert x.grad is not None and np.abs(x.grad.numpy()).sum() > 0
+
+
+GRID = (RNG.rand(2, 5, 7, 2).astype(np.float32) * 2.4 - 1.2)  # some points outside [-1, 1]
+
+
+@pytest.mark.parametrize("mode", ["bilinear", "nearest"])
+@pytest.mark.parametrize("padding_mode", ["zeros", "border"])
+@pytest.mark.parametrize("align_corners", [False, True])
+def test_grid_sample_matches_torch(mode, padding_mode, align_corners):
+    got, want = [], []
+    for m, out in ((torch, want), (retorch, got)):
+        x = T(m, X4, grad=True)
+        g = T(m, GRID, grad=mode == "bilinear")
+        y = m.nn.functional.grid_sample(x, g, mode=mode, padding_mode=padding_mode,
+                                        align_corners=align_corners)
+        (y * m.tensor(np.linspace(-1, 1, y.numel()).reshape(tuple(y.shape)).astype(
+            np.float32))).sum().backward()
+        out += [y.detach().numpy(), x.grad.numpy()] + (
+            [g.grad.numpy()] if mode == "bilinear" else [])
+    for i, (a, b) in enumerate(zip(got, want)):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5, err_msg=f"output {i}")
+
+
+def test_grid_sample_with_affine_grid_is_the_identity_for_the_identity_transform():
+    x = retorch.tensor(X4)
+    theta = retorch.tensor([[[1.0, 0, 0], [0, 1.0, 0]]] * 2)
+    grid = retorch.nn.functional.affine_grid(theta, (2, 4, 6, 6), align_corners=False)
+    y = retorch.nn.functional.grid_sample(x, grid, align_corners=False)
+    np.testing.assert_allclose(y.numpy(), X4, rtol=1e-5, atol=1e-6)
+    with pytest.raises(NotImplementedError, match="padding_mode 'reflection'"):
+        retorch.nn.functional.grid_sample(x, grid, padding_mode="reflection")

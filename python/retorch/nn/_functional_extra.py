@@ -1,7 +1,7 @@
 """More of torch.nn.functional, composed of retorch's operators: in-place activation forms,
-the *_with_indices pools, LP pooling, max unpooling, channel shuffle, affine_grid, pdist,
-gumbel_softmax and the Gaussian NLL, multilabel and triplet-with-distance losses. functional.py
-installs them into its namespace."""
+the *_with_indices pools, LP pooling, max unpooling, channel shuffle, affine_grid, grid_sample,
+pdist, gumbel_softmax and the Gaussian NLL, multilabel and triplet-with-distance losses.
+functional.py installs them into its namespace."""
 import math
 import warnings
 
@@ -13,7 +13,7 @@ __all__ = ["elu_", "celu_", "selu_", "leaky_relu_", "hardtanh_", "threshold_", "
            "upsample_nearest", "upsample_bilinear", "lp_pool1d", "lp_pool2d", "max_unpool1d",
            "max_unpool2d", "channel_shuffle", "affine_grid", "pdist", "gumbel_softmax",
            "gaussian_nll_loss", "multilabel_soft_margin_loss", "multilabel_margin_loss",
-           "triplet_margin_with_distance_loss"]
+           "triplet_margin_with_distance_loss", "grid_sample"]
 
 
 def _F():
@@ -248,3 +248,49 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     if swap:
         d_neg = _C.minimum(d_neg, dist(positive, negative))
     return _reduce((d_pos - d_neg + margin).clamp(min=0), reduction)
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Samples input (N, C, H, W) at grid's (N, Ho, Wo, 2) points in [-1, 1] coordinates (x then
+    y), bilinear or nearest, with zeros or border padding; differentiable in input and grid
+    (bilinear). Composed of gathers over the flattened image."""
+    if align_corners is None:
+        align_corners = False
+    if input.dim() != 4 or grid.dim() != 4 or grid.shape[-1] != 2:
+        raise NotImplementedError("grid_sample supports 4-D input (N, C, H, W) with a grid of "
+                                  "shape (N, H_out, W_out, 2) here")
+    if mode not in ("bilinear", "nearest"):
+        raise NotImplementedError(f"grid_sample: mode '{mode}' is not supported here (bilinear, "
+                                  "nearest)")
+    if padding_mode not in ("zeros", "border"):
+        raise NotImplementedError(f"grid_sample: padding_mode '{padding_mode}' is not "
+                                  "supported here (zeros, border)")
+    n, c, h, w = input.shape
+    ho, wo = grid.shape[1], grid.shape[2]
+
+    def unnormalize(coord, size):
+        if align_corners:
+            return (coord + 1) / 2 * (size - 1)
+        return ((coord + 1) * size - 1) / 2
+
+    x = unnormalize(grid[..., 0], w)
+    y = unnormalize(grid[..., 1], h)
+    if padding_mode == "border":
+        x, y = x.clamp(0, w - 1), y.clamp(0, h - 1)
+    flat = input.reshape(n, c, h * w)
+
+    def tap(xi, yi):
+        """input at integer points (N, Ho, Wo), 0 where outside."""
+        inside = (xi >= 0) & (xi <= w - 1) & (yi >= 0) & (yi <= h - 1)
+        idx = (yi.clamp(0, h - 1) * w + xi.clamp(0, w - 1)).to(_C.int64)
+        vals = flat.gather(2, idx.reshape(n, 1, ho * wo).expand(n, c, ho * wo))
+        return vals.reshape(n, c, ho, wo) * inside.to(input.dtype).unsqueeze(1)
+
+    if mode == "nearest":
+        return tap(_C.round(x), _C.round(y))
+    x0, y0 = _C.floor(x), _C.floor(y)
+    x1, y1 = x0 + 1, y0 + 1
+    wx1, wy1 = (x - x0).unsqueeze(1), (y - y0).unsqueeze(1)
+    wx0, wy0 = 1 - wx1, 1 - wy1
+    return (tap(x0, y0) * wx0 * wy0 + tap(x1, y0) * wx1 * wy0 +
+            tap(x0, y1) * wx0 * wy1 + tap(x1, y1) * wx1 * wy1)
