@@ -150,30 +150,32 @@ def pinverse(input, rcond=1e-15):
     return pinv(input, rtol=rcond)
 
 
+def _default_rtol(A, atol):
+    """torch's default relative cutoff for singular values: eps * max(m, n), or 0 when a
+    positive atol is given."""
+    if atol is not None and atol > 0:
+        return 0.0
+    from ._dtypes import finfo
+    return max(A.shape[-2:]) * finfo(A.dtype).eps
+
+
+def _singular_cutoff(s, A, atol, rtol):
+    """Singular values s of A at or below this are treated as zero (pinv, matrix_rank)."""
+    smax = s.amax(-1, keepdim=True) if s.numel() else s
+    tol = smax * (_default_rtol(A, atol) if rtol is None else rtol)
+    return tol if atol is None else _C.maximum(tol, _C.full_like(tol, atol))
+
+
 def pinv(input, *, atol=None, rtol=None, hermitian=False):
     u, s, vh = _C.linalg_svd(input, False)
-    smax = s.amax(-1, keepdim=True) if s.numel() else s
-    if rtol is None:
-        eps = 1.1920928955078125e-07 if input.dtype == _C.float32 else 2.220446049250313e-16
-        rtol = 0.0 if atol is not None and atol > 0 else max(input.shape[-2:]) * eps
-    tol = smax * rtol
-    if atol is not None:
-        tol = _C.maximum(tol, _C.full_like(tol, atol))
-    keep = s > tol
+    keep = s > _singular_cutoff(s, input, atol, rtol)
     sinv = _C.where(keep, 1 / _C.where(keep, s, _C.ones_like(s)), _C.zeros_like(s))
     return (vh.transpose(-2, -1) * sinv.unsqueeze(-2)).matmul(u.transpose(-2, -1))
 
 
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
     s = _C.linalg_svdvals(A)
-    smax = s.amax(-1, keepdim=True)
-    if rtol is None:
-        eps = 1.1920928955078125e-07 if A.dtype == _C.float32 else 2.220446049250313e-16
-        rtol = 0.0 if atol is not None and atol > 0 else max(A.shape[-2:]) * eps
-    tol = smax * rtol
-    if atol is not None:
-        tol = _C.maximum(tol, _C.full_like(tol, atol))
-    return (s > tol).sum(-1)
+    return (s > _singular_cutoff(s, A, atol, rtol)).sum(-1)
 
 
 def cond(A, p=None):
@@ -289,8 +291,7 @@ def lstsq(A, B, rcond=None, *, driver=None):
                            f"got {driver}")
     vec = B.dim() == A.dim() - 1
     b = B.unsqueeze(-1) if vec else B
-    eps = 1.1920928955078125e-07 if A.dtype == _C.float32 else 2.220446049250313e-16
-    rtol = rcond if rcond is not None else max(A.shape[-2:]) * eps
+    rtol = rcond if rcond is not None else _default_rtol(A, None)
     x = pinv(A, rtol=rtol).matmul(b)
     rank = matrix_rank(A, rtol=rtol)
     empty = _C.empty([0], dtype=A.dtype)

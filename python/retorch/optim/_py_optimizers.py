@@ -7,20 +7,16 @@ from collections import defaultdict
 
 from .. import _C
 from .._C import Tensor
+from . import Optimizer  # defined before optim/__init__.py imports this module
 
 __all__ = ["Adadelta", "Adamax", "NAdam", "RAdam", "Rprop", "ASGD"]
 
 
-def _base():
-    from . import Optimizer
-    return Optimizer
+class _PyOptimizer(Optimizer):
+    """torch.optim.Optimizer's protocol in Python (retorch's Optimizer wraps a C++ one);
+    subclasses give their defaults and _update(p, grad, state, group)."""
 
-
-class _PyOptimizer:
-    """torch.optim.Optimizer's protocol in Python; created as a subclass of retorch's
-    Optimizer (see _make) so isinstance checks hold."""
-
-    def _py_init(self, params, defaults):
+    def __init__(self, params, defaults):
         self.defaults = dict(defaults)
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
@@ -37,12 +33,7 @@ class _PyOptimizer:
 
     def add_param_group(self, param_group):
         group = dict(param_group)
-        params = group["params"]
-        group["params"] = [params] if isinstance(params, Tensor) else list(params)
-        for p in group["params"]:
-            if not isinstance(p, Tensor):
-                raise TypeError("optimizer can only optimize Tensors, but one of the params is "
-                                + type(p).__name__)
+        group["params"] = self._check_params(group)
         for k, v in self.defaults.items():
             group.setdefault(k, v)
         self.param_groups.append(group)
@@ -98,24 +89,6 @@ class _PyOptimizer:
             self.state[params[int(i)]] = {k: (v.clone() if isinstance(v, Tensor) else v)
                                           for k, v in s.items()}
 
-    def __repr__(self):
-        lines = [type(self).__name__ + " ("]
-        for i, g in enumerate(self.param_groups):
-            lines.append(f"Parameter Group {i}")
-            for k in sorted(k for k in g if k != "params"):
-                lines.append(f"    {k}: {g[k]}")
-        return "\n".join(lines + [")"])
-
-
-def _make(name, update, defaults_fn, doc):
-    """A class deriving from retorch's Optimizer (for isinstance) with the Python machinery."""
-    def __init__(self, params, *args, **kwargs):
-        self._py_init(params, defaults_fn(*args, **kwargs))
-
-    body = {k: v for k, v in _PyOptimizer.__dict__.items() if not k.startswith("__")}
-    body.update({"__init__": __init__, "_update": update, "__doc__": doc,
-                 "__repr__": _PyOptimizer.__repr__})
-    return type(name, (_base(),), body)
 
 
 def _adadelta_defaults(lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *,
@@ -261,9 +234,18 @@ def _asgd(self, p, g, state, group):
     state["mu"] = 1 / max(1, state["step"] - group["t0"])
 
 
-Adadelta = _make("Adadelta", _adadelta, _adadelta_defaults, "torch.optim.Adadelta.")
-Adamax = _make("Adamax", _adamax, _adamax_defaults, "torch.optim.Adamax.")
-NAdam = _make("NAdam", _nadam, _nadam_defaults, "torch.optim.NAdam.")
-RAdam = _make("RAdam", _radam, _radam_defaults, "torch.optim.RAdam.")
-Rprop = _make("Rprop", _rprop, _rprop_defaults, "torch.optim.Rprop.")
-ASGD = _make("ASGD", _asgd, _asgd_defaults, "torch.optim.ASGD.")
+def _optimizer(name, defaults, update):
+    """A _PyOptimizer subclass named like torch's, taking torch's arguments."""
+    def __init__(self, params, *args, **kwargs):
+        _PyOptimizer.__init__(self, params, defaults(*args, **kwargs))
+    return type(name, (_PyOptimizer,), {"__init__": __init__, "_update": update,
+                                         "__doc__": f"torch.optim.{name}.",
+                                         "__module__": __name__})
+
+
+Adadelta = _optimizer("Adadelta", _adadelta_defaults, _adadelta)
+Adamax = _optimizer("Adamax", _adamax_defaults, _adamax)
+NAdam = _optimizer("NAdam", _nadam_defaults, _nadam)
+RAdam = _optimizer("RAdam", _radam_defaults, _radam)
+Rprop = _optimizer("Rprop", _rprop_defaults, _rprop)
+ASGD = _optimizer("ASGD", _asgd_defaults, _asgd)
