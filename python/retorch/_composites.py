@@ -3,13 +3,13 @@ first set is in functional.py): views (unfold), reductions and products (aminmax
 addmv, addr, cov, corrcoef, logdet), scatter forms, element tests (signbit, isreal, fmax/fmin,
 gcd/lcm), in-place samplers (exponential_, cauchy_, log_normal_, geometric_, bernoulli_), and
 torch.linalg's matrix_power, multi_dot, pinv, matrix_rank, cond, vecdot, vander, the *_ex
-forms, lstsq (gelsy's results), tensorinv, tensorsolve, diagonal and matmul."""
+forms, lstsq (gelsy's results), tensorinv, tensorsolve, diagonal and matmul; torch.lu."""
 import math
 
 from . import _C
 from . import return_types
 
-__all__ = ["aminmax", "argwhere", "msort", "inner", "vdot", "addmv", "addr", "cov", "corrcoef",
+__all__ = ["lu", "aminmax", "argwhere", "msort", "inner", "vdot", "addmv", "addr", "cov", "corrcoef",
            "diagflat", "isreal", "logdet", "matrix_power", "pinverse", "tensor_split",
            "narrow_copy", "signbit", "fmax", "fmin", "gcd", "lcm", "renorm", "select_scatter",
            "slice_scatter", "diagonal_scatter"]
@@ -319,6 +319,13 @@ def tensorsolve(A, B, dims=None):
     return x.reshape(x_shape)
 
 
+def lu(A, pivot=True, get_infos=False):
+    """torch.lu: the packed factors and pivots of linalg.lu_factor_ex, with the infos when
+    get_infos (a singular U does not raise either way, as in torch 1.13)."""
+    LU, pivots, infos = _C.linalg_lu_factor_ex(A, pivot=pivot)
+    return (LU, pivots, infos) if get_infos else (LU, pivots)
+
+
 def tensor_split(input, indices_or_sections, dim=0):
     size = input.shape[dim]
     if isinstance(indices_or_sections, int):
@@ -466,7 +473,7 @@ _METHODS = ("aminmax", "argwhere", "msort", "inner", "addmv", "addr", "cov", "co
             "diagflat", "isreal", "logdet", "matrix_power", "pinverse", "tensor_split",
             "narrow_copy", "signbit", "fmax", "fmin", "gcd", "lcm", "renorm", "select_scatter",
             "slice_scatter", "diagonal_scatter", "vdot", "unfold", "exponential_", "cauchy_",
-            "log_normal_", "geometric_", "bernoulli_", "fill_diagonal_")
+            "log_normal_", "geometric_", "bernoulli_", "fill_diagonal_", "lu")
 
 
 def install(Tensor, linalg_module):

@@ -16,6 +16,10 @@ eigvalsh = _C.linalg_eigvalsh
 vector_norm = _C.linalg_vector_norm
 matrix_norm = _C.linalg_matrix_norm
 cross = _C.linalg_cross
+lu_factor = _C.linalg_lu_factor
+lu_factor_ex = _C.linalg_lu_factor_ex
+lu = _C.linalg_lu
+lu_solve = _C.linalg_lu_solve
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):

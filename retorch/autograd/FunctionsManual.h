@@ -29,6 +29,11 @@ Tensor index_select_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim,
                              const Tensor& index);
 Tensor gather_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, const Tensor& index);
 Tensor masked_fill_value_backward(const Tensor& grad, const Tensor& mask);
+std::tuple<Tensor, Tensor> scatter_reduce_backward(const Tensor& grad, const Tensor& self,
+                                                   int64_t dim, const Tensor& index,
+                                                   const Tensor& src, std::string_view reduce,
+                                                   bool include_self, const Tensor& result,
+                                                   std::array<bool, 2> grad_input_mask);
 
 Tensor tanh_backward(const Tensor& grad, const Tensor& result);
 Tensor sigmoid_backward(const Tensor& grad, const Tensor& result);
@@ -148,6 +153,8 @@ Tensor linalg_inv_backward(const Tensor& grad, const Tensor& inv);
 Tensor linalg_det_backward(const Tensor& grad, const Tensor& det, const Tensor& A);
 Tensor slogdet_backward(const Tensor& grad_logabsdet, const Tensor& A);
 Tensor cholesky_backward(const Tensor& grad, bool upper, const Tensor& L);
+Tensor lu_unpack_backward(const Tensor& gL, const Tensor& gU, int64_t m, int64_t n);
+Tensor linalg_lu_factor_ex_backward(const Tensor& gLU, const Tensor& LU, const Tensor& pivots);
 Tensor linalg_qr_backward(const Tensor& gQ, const Tensor& gR, const Tensor& Q, const Tensor& R,
                           std::string_view mode);
 Tensor svd_backward(const Tensor& gU, const Tensor& gS, const Tensor& gVh, const Tensor& U,

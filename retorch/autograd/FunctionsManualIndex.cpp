@@ -1,4 +1,5 @@
-// Backward helpers of the index family (advanced indexing, diagonal, cumulative scans).
+// Backward helpers of the index family (advanced indexing, diagonal, cumulative scans,
+// scatter_reduce).
 #include <cfloat>
 
 #include "retorch/autograd/FunctionsManual.h"
@@ -96,6 +97,61 @@ Tensor logcumsumexp_backward(const Tensor& grad, const Tensor& self, const Tenso
   Tensor log_neg = where(grad.lt(Scalar(0)), log_abs, lowest);
   return (reverse_lcse(log_pos - result) + self).exp() -
          (reverse_lcse(log_neg - result) + self).exp();
+}
+
+// PyTorch's formulas for each reduction. sum/mean: self and each src share the position's
+// gradient (divided by the count for mean). prod: the product of the others, taken as result/x
+// where x is nonzero and recomputed with the zero replaced by one where x is a position's only
+// zero. amax/amin: split evenly among the values equal to the result (self counted whenever it
+// equals the result, as PyTorch does even with include_self=False). Positions whose self was
+// left out get no self gradient. A src larger than index gets zeros beyond index's extent.
+std::tuple<Tensor, Tensor> scatter_reduce_backward(const Tensor& grad, const Tensor& self,
+                                                   int64_t dim, const Tensor& index,
+                                                   const Tensor& src_full, std::string_view reduce,
+                                                   bool include_self, const Tensor& result,
+                                                   std::array<bool, 2> grad_input_mask) {
+  Tensor src = src_full;
+  for (int64_t d = 0; d < index.dim(); ++d)
+    if (src.size(d) != index.size(d)) src = src.narrow(d, 0, index.size(d));
+  Tensor gself, gsrc;
+  if (reduce == "sum") {
+    gself = grad;
+    gsrc = grad.gather(dim, index);
+  } else if (reduce == "mean") {
+    Tensor n = (include_self ? ones_like(grad) : zeros_like(grad))
+                   .scatter_add(dim, index, ones_like(src));
+    Tensor share = grad / n.masked_fill(n.eq(Scalar(0)), Scalar(1));
+    gself = share;
+    gsrc = share.gather(dim, index);
+  } else if (reduce == "prod") {
+    Tensor self_nz = self.masked_fill(self.eq(Scalar(0)), Scalar(1));
+    gself = grad * self_nz.scatter_reduce(dim, index, src, reduce, include_self) / self_nz;
+    Tensor src_zero = src.eq(Scalar(0));
+    Tensor zeros_there = zeros_like(self)
+                             .scatter_add(dim, index, src_zero.to(self.dtype()))
+                             .gather(dim, index);
+    Tensor only_zero = src_zero.logical_and(zeros_there.eq(Scalar(1)));
+    Tensor others = self.scatter_reduce(dim, index, src.masked_fill(only_zero, Scalar(1)), reduce,
+                                        include_self);
+    gsrc = where(only_zero, (grad * others).gather(dim, index),
+                 (grad * result).gather(dim, index) / src.masked_fill(src_zero, Scalar(1)));
+  } else {  // amax, amin
+    Tensor self_is = self.eq(result).to(grad.dtype());
+    Tensor src_is = src.eq(result.gather(dim, index)).to(grad.dtype());
+    Tensor share = grad / self_is.scatter_add(dim, index, src_is);
+    gself = self_is * share;
+    gsrc = src_is * share.gather(dim, index);
+  }
+  if (grad_input_mask[0] && !include_self) gself = gself.scatter(dim, index, Scalar(0));
+  if (grad_input_mask[1] && !src.is_same(src_full)) {
+    std::vector<int64_t> pad;
+    for (int64_t d = src.dim() - 1; d >= 0; --d) {
+      pad.push_back(0);
+      pad.push_back(src_full.size(d) - src.size(d));
+    }
+    gsrc = constant_pad_nd(gsrc, pad, Scalar(0));
+  }
+  return {grad_input_mask[0] ? gself : Tensor(), grad_input_mask[1] ? gsrc : Tensor()};
 }
 
 }  // namespace retorch::autograd::fm

@@ -113,6 +113,59 @@ Tensor qr_backward_tall(const Tensor& gQ, const Tensor& gR, const Tensor& Q, con
 
 }  // namespace
 
+namespace {
+
+// Note [LU backward]: with A = P L U and X = L^-1 P^T dA U^-1 (square case), dL = L tril(X, -1)
+// and dU = triu(X) U, so gA = P L^-T (tril(L^T gL, -1) + triu(gU U^T)) U^-T. A wide A = P L
+// [U1 U2] adds U2 = L^-1 P^T A2, whose gradient enters the strict lower part with -gU2 U2^T and
+// gives gA2 = P L^-T gU2; a tall A = P [L1; L2] U adds L2 = (P^T A)_2 U^-1, entering the upper
+// part with -L2^T gL2 and giving the bottom rows gL2 U^-T.
+Tensor linalg_lu_backward(const Tensor& gL, const Tensor& gU, const Tensor& P, const Tensor& L,
+                          const Tensor& U) {
+  int64_t m = L.size(-2), n = U.size(-1);
+  auto left_Lt = [](const Tensor& Lk, const Tensor& X) {  // L^-T X, L unit lower
+    return linalg_solve_triangular(mT(Lk), X, /*upper=*/true, /*left=*/true, true);
+  };
+  auto right_Ut = [](const Tensor& Uk, const Tensor& X) {  // X U^-T
+    return linalg_solve_triangular(mT(Uk), X, /*upper=*/false, /*left=*/false, false);
+  };
+  if (m == n) {
+    Tensor M = tril(mT(L).matmul(gL), -1) + triu(gU.matmul(mT(U)));
+    return P.matmul(right_Ut(U, left_Lt(L, M)));
+  }
+  if (m < n) {
+    Tensor U1 = U.narrow(-1, 0, m), U2 = U.narrow(-1, m, n - m);
+    Tensor gU1 = gU.narrow(-1, 0, m), gU2 = gU.narrow(-1, m, n - m);
+    Tensor M = tril(mT(L).matmul(gL) - gU2.matmul(mT(U2)), -1) + triu(gU1.matmul(mT(U1)));
+    return P.matmul(left_Lt(L, cat({right_Ut(U1, M), gU2}, -1)));
+  }
+  Tensor L1 = L.narrow(-2, 0, n), L2 = L.narrow(-2, n, m - n);
+  Tensor gL1 = gL.narrow(-2, 0, n), gL2 = gL.narrow(-2, n, m - n);
+  Tensor M = tril(mT(L1).matmul(gL1), -1) + triu(gU.matmul(mT(U)) - mT(L2).matmul(gL2));
+  return P.matmul(right_Ut(U, cat({left_Lt(L1, M), gL2}, -2)));
+}
+
+}  // namespace
+
+// L's strict lower triangle and U's upper triangle go back where lu_unpack read them in LU.
+Tensor lu_unpack_backward(const Tensor& gL, const Tensor& gU, int64_t m, int64_t n) {
+  int64_t k = std::min(m, n);
+  Tensor gLU;
+  if (gL.defined()) gLU = n > k ? constant_pad_nd(tril(gL, -1), {0, n - k}) : tril(gL, -1);
+  if (gU.defined()) {
+    Tensor u = m > k ? constant_pad_nd(triu(gU), {0, 0, 0, m - k}) : triu(gU);
+    gLU = gLU.defined() ? gLU + u : u;
+  }
+  return gLU;
+}
+
+Tensor linalg_lu_factor_ex_backward(const Tensor& gLU, const Tensor& LU, const Tensor& pivots) {
+  if (!gLU.defined()) return Tensor();
+  int64_t k = std::min(LU.size(-2), LU.size(-1));
+  auto [P, L, U] = lu_unpack(LU, pivots, true, true);
+  return linalg_lu_backward(tril(gLU.narrow(-1, 0, k), -1), triu(gLU.narrow(-2, 0, k)), P, L, U);
+}
+
 Tensor linalg_qr_backward(const Tensor& gQ, const Tensor& gR, const Tensor& Q, const Tensor& R,
                           std::string_view mode) {
   RT_CHECK(mode != "r",

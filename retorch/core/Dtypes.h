@@ -74,6 +74,19 @@
     }                                                                  \
   }()
 
+/// Integral dtypes without bool (shifts).
+#define RT_DISPATCH_INTS(dtype, name, ...)                            \
+  [&] {                                                                \
+    switch (dtype) {                                                   \
+      RT_DISPATCH_CASE(uint8_t, Byte, __VA_ARGS__)                     \
+      RT_DISPATCH_CASE(int8_t, Char, __VA_ARGS__)                      \
+      RT_DISPATCH_CASE(int16_t, Short, __VA_ARGS__)                    \
+      RT_DISPATCH_CASE(int32_t, Int, __VA_ARGS__)                      \
+      RT_DISPATCH_CASE(int64_t, Long, __VA_ARGS__)                     \
+      RT_DISPATCH_FAIL(dtype, name);                                   \
+    }                                                                  \
+  }()
+
 /// Integral dtypes (with bool).
 #define RT_DISPATCH_INTEGRAL(dtype, name, ...)                        \
   [&] {                                                                \

@@ -292,7 +292,10 @@ def gen_kernel(info, op):
     else:
         outs = {}
         for i, n in enumerate(rnames):
-            lines.append(f'    set_history(std::get<{i}>(result), node, {i}, nullptr);')
+            if e.output_differentiability[i]:
+                lines.append(f'    set_history(std::get<{i}>(result), node, {i}, nullptr);')
+            else:  # keeps the output numbering; the result gets no history
+                lines.append(f'    node->add_input_metadata(std::get<{i}>(result));')
             outs[n] = f'std::get<{i}>(result)'
     for i, n in info.saved_rets:
         lines.append(f'    node->{n}_ = SavedVariable({outs[n]}, true);')

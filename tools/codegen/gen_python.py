@@ -10,7 +10,7 @@ RETURN_TYPES = {
     'aminmax', 'frexp', 'histogram', 'triangular_solve', 'slogdet', 'linalg_slogdet', 'qr',
     'linalg_qr', 'svd', 'linalg_svd', '_linalg_svd', 'linalg_eigh', '_linalg_eigh', 'linalg_eig',
     'linalg_lstsq', 'lu_unpack', 'geqrf', 'linalg_inv_ex', 'linalg_cholesky_ex',
-    'linalg_lu_factor', 'linalg_lu', 'linalg_solve_ex',
+    'linalg_lu_factor', 'linalg_lu_factor_ex', 'linalg_lu', 'linalg_solve_ex',
 }
 
 

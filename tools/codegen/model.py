@@ -205,6 +205,11 @@ class Entry:
         self.test = d.get('test', {})
         self.python = d.get('python', True)
         self.nondiff = d.get('nondifferentiable', False)
+        # Per result, whether autograd tracks it (PyTorch's output_differentiability): False
+        # leaves that result without history, like lu_unpack's permutation P.
+        self.output_differentiability = d.get('output_differentiability') or [True] * len(self.rets)
+        assert len(self.output_differentiability) == len(self.rets), \
+            f'{self.name}: output_differentiability needs one entry per result'
         # Tensors of several devices may meet in one call (PyTorch's exceptions to its
         # same-device rule, like copy_); see Note [Device routing].
         self.mixed_devices = bool(d.get('mixed_devices', False))

@@ -9,19 +9,6 @@ namespace retorch::cpu {
 
 namespace {
 
-// Integral dtypes without bool (shifts).
-#define RT_DISPATCH_INTS(dtype, name, ...)                            \
-  [&] {                                                                \
-    switch (dtype) {                                                   \
-      RT_DISPATCH_CASE(uint8_t, Byte, __VA_ARGS__)                     \
-      RT_DISPATCH_CASE(int8_t, Char, __VA_ARGS__)                      \
-      RT_DISPATCH_CASE(int16_t, Short, __VA_ARGS__)                    \
-      RT_DISPATCH_CASE(int32_t, Int, __VA_ARGS__)                      \
-      RT_DISPATCH_CASE(int64_t, Long, __VA_ARGS__)                     \
-      RT_DISPATCH_FAIL(dtype, name);                                   \
-    }                                                                  \
-  }()
-
 // Shifts by a count outside [0, bits) have no C++ meaning (PyTorch's results there follow the
 // x86 instruction's masking of the count); here a left shift gives 0 and a right shift the
 // sign fill. In range, values wrap in their own width like PyTorch's.
@@ -69,6 +56,5 @@ RT_BITWISE(bitwise_xor, RT_DISPATCH_INTEGRAL, scalar_t(a ^ b))
 RT_BITWISE(bitwise_left_shift, RT_DISPATCH_INTS, shift_left(a, b))
 RT_BITWISE(bitwise_right_shift, RT_DISPATCH_INTS, shift_right(a, b))
 #undef RT_BITWISE
-#undef RT_DISPATCH_INTS
 
 }  // namespace retorch::cpu

@@ -1,5 +1,9 @@
-// Indexing kernels: index_select, gather, scatter (src/value/add), masked_fill, cat.
+// Indexing kernels: index_select, gather, scatter (src/value/add), scatter_reduce, masked_fill,
+// cat.
 #include <cstring>
+#include <limits>
+#include <string_view>
+#include <type_traits>
 
 #include "retorch/backend/cpu/Loops.h"
 #include "retorch/core/Shape.h"
@@ -191,6 +195,103 @@ void scatter_value_out(const Tensor& self, int64_t dim, const Tensor& index, con
 void scatter_add_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
                      Tensor& out) {
   scatter_impl<true>("scatter_add", self, dim, index, &src, nullptr, out);
+}
+
+namespace {
+
+enum class Reduction { Sum, Prod, Mean, Amax, Amin };
+
+Reduction parse_reduction(std::string_view reduce) {
+  if (reduce == "sum") return Reduction::Sum;
+  if (reduce == "prod") return Reduction::Prod;
+  if (reduce == "mean") return Reduction::Mean;
+  if (reduce == "amax") return Reduction::Amax;
+  RT_CHECK(reduce == "amin", "scatter_reduce(): reduce argument must be either sum, prod, mean, "
+           "amax or amin, got ", reduce);
+  return Reduction::Amin;
+}
+
+/// The value a position starts from when include_self=False leaves self out of its reduction.
+template <typename T>
+T reduction_identity(Reduction r) {
+  constexpr bool kInt = std::is_integral_v<T>;
+  switch (r) {
+    case Reduction::Prod: return T(1);
+    case Reduction::Amax:
+      if constexpr (kInt) return std::numeric_limits<T>::lowest();
+      else return T(-std::numeric_limits<float>::infinity());
+    case Reduction::Amin:
+      if constexpr (kInt) return std::numeric_limits<T>::max();
+      else return T(std::numeric_limits<float>::infinity());
+    default: return T(0);
+  }
+}
+
+/// One step of the reduction; amax/amin propagate NaN like PyTorch's kernel.
+template <typename T>
+T reduce_step(Reduction r, T acc, T v) {
+  using A = opmath_t<T>;
+  A a = A(acc), b = A(v);
+  switch (r) {
+    case Reduction::Prod: return T(a * b);
+    case Reduction::Amax: return (b != b || b > a) ? v : acc;
+    case Reduction::Amin: return (b != b || b < a) ? v : acc;
+    default: return T(a + b);
+  }
+}
+
+/// sum / count, rounded down for integers as PyTorch's mean of integer tensors is.
+template <typename T>
+T mean_of(T sum, int64_t count) {
+  if constexpr (std::is_integral_v<T>) {
+    int64_t s = int64_t(sum), q = s / count;
+    return T((s % count != 0 && s < 0) ? q - 1 : q);
+  } else {
+    return T(opmath_t<T>(sum) / opmath_t<T>(count));
+  }
+}
+
+}  // namespace
+
+// Note [scatter_reduce]: the positions index names reduce self's value (include_self) and every
+// src value sent there; untouched positions keep self. The work happens on a contiguous
+// result, whose element offsets double as positions for mean's counts, and is copied into a
+// strided out at the end.
+void scatter_reduce_out(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                        std::string_view reduce, bool include_self, Tensor& out) {
+  const char* op = "scatter_reduce";
+  Reduction r = parse_reduction(reduce);
+  int64_t d = maybe_wrap_dim(dim, self.dim(), op);
+  check_scatter_gather(op, self, d, index, &src);
+  RT_CHECK(src.dtype() == self.dtype(), op, "(): Expected self.dtype to be equal to src.dtype "
+           "(got ", self.dtype(), " and ", src.dtype(), ")");
+  RT_CHECK(r != Reduction::Mean || self.dtype() != kBool, op,
+           "(): reduce='mean' is not supported for Bool tensors");
+  start_from_self(self, out, op);
+  if (out.device().is_meta()) return;  // See Note [Meta through CPU kernels]
+  Tensor w = out.is_contiguous() ? out : out.contiguous();
+  RT_DISPATCH_ALL(self.dtype(), op, [&] {
+    scalar_t* dp = w.data_ptr<scalar_t>();
+    const scalar_t* sp = static_cast<const scalar_t*>(src.impl()->data());
+    std::vector<int64_t> count;
+    if (r == Reduction::Mean) count.assign(size_t(w.numel()), include_self ? 1 : 0);
+    if (!include_self) {
+      scalar_t start = reduction_identity<scalar_t>(r);
+      for_each_index(index, d, w.strides(), w.sizes(), src.strides(), op,
+                     [&](int64_t doff, int64_t) { dp[doff] = start; });
+    }
+    for_each_index(index, d, w.strides(), w.sizes(), src.strides(), op,
+                   [&](int64_t doff, int64_t soff) {
+      dp[doff] = reduce_step(r, dp[doff], sp[soff]);
+      if (r == Reduction::Mean) ++count[size_t(doff)];
+    });
+    if constexpr (!std::is_same_v<scalar_t, bool>) {
+      if (r == Reduction::Mean)
+        for (int64_t i = 0; i < w.numel(); ++i)
+          if (count[size_t(i)] > 1) dp[i] = mean_of(dp[i], count[size_t(i)]);
+    }
+  });
+  if (!w.is_same(out)) out.copy_(w);
 }
 
 void masked_fill_out(const Tensor& self, const Tensor& mask, const Scalar& value, Tensor& out) {

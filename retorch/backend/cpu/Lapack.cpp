@@ -1,5 +1,6 @@
 // LAPACK-backed linear algebra kernels (float32/float64, batched over leading dims): LU (solve,
-// inv, det, slogdet), Cholesky, QR, SVD, symmetric eigh, triangular solve; and _euclidean_dist.
+// inv, det, slogdet, the factors and their unpacking), Cholesky, QR, SVD, symmetric eigh,
+// triangular solve; and _euclidean_dist.
 #include <cblas.h>
 
 #include <cmath>
@@ -312,6 +313,94 @@ Tensor linalg_det(const Tensor& A) {
 std::tuple<Tensor, Tensor> linalg_slogdet(const Tensor& A) {
   check_lapack_dtype(A, "linalg.slogdet", true);
   return lu_slogdet(A, "linalg.slogdet");
+}
+
+// See Note [LU family]. getrf on each (m, n) matrix: LU holds L below the diagonal (unit
+// diagonal implied) and U on and above it; pivots are LAPACK's 1-based row swaps (int32) and
+// info the 1-based index of the first zero pivot (0 when U is invertible).
+std::tuple<Tensor, Tensor, Tensor> linalg_lu_factor_ex(const Tensor& A, bool pivot,
+                                                       bool check_errors) {
+  RT_CHECK(A.dim() >= 2, "linalg.lu_factor: Expected tensor with 2 or more dimensions. Got size: ",
+           A.sizes(), " instead");
+  check_lapack_dtype(A, "linalg.lu_factor");
+  RT_CHECK(pivot, "linalg.lu_factor: LU without pivoting is not implemented on the CPU");
+  if (low_precision(A)) {
+    auto [LU, piv, info] = cpu::linalg_lu_factor_ex(to_float(A), pivot, check_errors);
+    return {LU.to(A.dtype()), piv, info};
+  }
+  int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
+  auto bs = batch_shape(A);
+  Tensor A3 = as_batches(A);
+  Tensor LU3 = make_empty(A3.sizes(), A.dtype(), A.device());
+  Tensor piv = make_empty(with_tail(bs, {k}), kInt, A.device());
+  Tensor info = make_empty(bs, kInt, A.device());
+  dispatch_lapack(A, [&](auto tag) {
+    using scalar_t = decltype(tag);
+    int ld = int(std::max<int64_t>(m, 1));
+    std::vector<scalar_t> lu(size_t(m * n));
+    int* pp = piv.data_ptr<int>();
+    int* ip = info.data_ptr<int>();
+    for (int64_t b = 0; b < A3.size(0); ++b) {
+      load_col_major(A3, b, lu, m);
+      int inf = 0;
+      if (k > 0) getrf(int(m), int(n), lu.data(), ld, pp + b * k, &inf);
+      ip[b] = inf;
+      store_col_major(lu, m, LU3, b);
+      RT_CHECK(!check_errors || inf == 0, "torch.linalg.lu_factor_ex: ",
+               batch_prefix(!bs.empty(), b), "U[", inf, ",", inf, "] is zero and using it on "
+               "lu_solve would result in a division by zero. If you still want to perform the "
+               "factorization, consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, "
+               "pivot)");
+    }
+  });
+  return {LU3.reshape(A.sizes()), piv, info};
+}
+
+// P (m, m) with A = P L U: the pivots' row swaps applied in order to the identity's rows give
+// perm with (P^T A)[i] = A[perm[i]], so P[perm[i], i] = 1. L is (m, k) unit lower, U (k, n).
+std::tuple<Tensor, Tensor, Tensor> lu_unpack(const Tensor& LU, const Tensor& pivots,
+                                             bool unpack_data, bool unpack_pivots) {
+  RT_CHECK(LU.dim() >= 2, "torch.lu_unpack: Expected tensor with 2 or more dimensions. Got size: ",
+           LU.sizes(), " instead");
+  int64_t m = LU.size(-2), n = LU.size(-1), k = std::min(m, n);
+  RT_CHECK(pivots.dtype() == kInt, "torch.lu_unpack: LU_pivots is expected to be a contiguous "
+           "tensor of torch.int32 dtype (got ", pivots.dtype(), ").\nNote: this function is "
+           "intended to be used with the output produced by torch.linalg.lu_factor");
+  auto bs = batch_shape(LU);
+  RT_CHECK(pivots.dim() >= 1 && pivots.size(-1) <= k &&
+               IntArrayRef(pivots.sizes().begin(), pivots.sizes().end() - 1) == IntArrayRef(bs),
+           "torch.lu_unpack: Expected LU_pivots of shape ", IntArrayRef(with_tail(bs, {k})),
+           " for LU_data of shape ", LU.sizes(), ", got ", pivots.sizes());
+  Tensor P, L, U;
+  auto empty0 = [&] { return make_empty({0}, LU.dtype(), LU.device()); };
+  if (unpack_data) {
+    Tensor eye_mk = eye(m, k, TensorOptions().dtype(LU.dtype()).device(LU.device()));
+    L = tril(LU.narrow(-1, 0, k), -1) + eye_mk;
+    U = triu(LU.narrow(-2, 0, k));
+  } else {
+    L = empty0();
+    U = empty0();
+  }
+  if (!unpack_pivots) return {empty0(), L, U};
+  P = make_empty(with_tail(bs, {m, m}), LU.dtype(), LU.device());
+  if (LU.device().is_meta()) return {P, L, U};  // See Note [Meta through CPU kernels]
+  Tensor piv = pivots.contiguous();
+  const int* pp = piv.data_ptr<int>();
+  int64_t np = piv.size(-1);
+  for (int64_t i = 0; i < piv.numel(); ++i)
+    RT_CHECK(pp[i] >= 1 && pp[i] <= m, "pivots passed to lu_unpack must be between 1 and "
+             "LU.size(-2) inclusive. Did you properly pass the result of lu_factor?");
+  P.zero_();
+  RT_DISPATCH_FLOATING(LU.dtype(), "lu_unpack", [&] {
+    scalar_t* dst = P.data_ptr<scalar_t>();
+    std::vector<int64_t> perm(static_cast<size_t>(m));
+    for (int64_t b = 0; b < numel_of(bs); ++b) {
+      for (int64_t i = 0; i < m; ++i) perm[size_t(i)] = i;
+      for (int64_t i = 0; i < np; ++i) std::swap(perm[size_t(i)], perm[size_t(pp[b * np + i] - 1)]);
+      for (int64_t i = 0; i < m; ++i) dst[b * m * m + perm[size_t(i)] * m + i] = scalar_t(1);
+    }
+  });
+  return {P, L, U};
 }
 
 Tensor linalg_cholesky(const Tensor& self, bool upper) {
