@@ -247,4 +247,6 @@ class Adagrad(Optimizer):
 from ._py_optimizers import *  # noqa: E402,F401,F403  (Adadelta, Adamax, NAdam, RAdam, ...)
 from ._py_optimizers import __all__ as _py_all  # noqa: E402
 __all__ += _py_all
+from ._lbfgs import LBFGS  # noqa: E402,F401
+__all__.append("LBFGS")
 from . import lr_scheduler  # noqa: E402,F401
