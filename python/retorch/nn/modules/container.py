@@ -146,9 +146,9 @@ class ModuleList(Module):
 
     def __repr__(self):
         if not self._modules:
-            return "ModuleList()"
+            return self._get_name() + "()"
         lines = [f"({k}): " + _addindent(repr(m), 2) for k, m in self._modules.items()]
-        return "ModuleList(\n  " + "\n  ".join(lines) + "\n)"
+        return self._get_name() + "(\n  " + "\n  ".join(lines) + "\n)"
 
 
 class ModuleDict(Module):
