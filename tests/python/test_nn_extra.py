@@ -212,3 +212,12 @@ def test_grid_sample_with_affine_grid_is_the_identity_for_the_identity_transform
     np.testing.assert_allclose(y.numpy(), X4, rtol=1e-5, atol=1e-6)
     with pytest.raises(NotImplementedError, match="padding_mode 'reflection'"):
         retorch.nn.functional.grid_sample(x, grid, padding_mode="reflection")
+
+
+def test_normalize_writes_into_out_like_torch():
+    for p, dim in ((2.0, 1), (1.0, 0), (3.0, -1)):
+        t_out, r_out = torch.empty(1), retorch.empty(1)
+        t = torch.nn.functional.normalize(torch.from_numpy(M), p, dim, out=t_out)
+        r = retorch.nn.functional.normalize(retorch.from_numpy(M), p, dim, out=r_out)
+        assert r is r_out and t is t_out
+        np.testing.assert_allclose(r_out.numpy(), t_out.numpy(), rtol=1e-6, atol=1e-7)

@@ -113,8 +113,12 @@ def softmin(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """x / max(||x||_p over dim, eps); with out=, written into out (resized) and returned."""
     denom = _C.linalg_vector_norm(input, p, [dim], True).clamp_min(eps).expand_as(input)
-    return input / denom
+    if out is None:
+        return input / denom
+    _C.div(input, denom, out=out)
+    return out
 
 
 def one_hot(tensor, num_classes=-1):
