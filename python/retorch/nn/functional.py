@@ -404,8 +404,12 @@ def pad(input, pad, mode="constant", value=None):
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
+    if input.dim() == 5:
+        from ._functional_3d import _interpolate_5d
+        return _interpolate_5d(input, size, scale_factor, mode, align_corners,
+                               recompute_scale_factor, antialias)
     if input.dim() != 4:
-        raise NotImplementedError(f"interpolate: only 4-D inputs are supported, got "
+        raise NotImplementedError(f"interpolate: only 4-D and 5-D inputs are supported, got "
                                   f"{input.dim()}-D ({mode})")
     if (size is None) == (scale_factor is None):
         raise ValueError("either size or scale_factor should be defined")
@@ -449,3 +453,4 @@ def bilinear(input1, input2, weight, bias=None):
 
 
 from ._functional_extra import *  # noqa: E402,F401,F403  (in-place forms, LP/unpool, more losses)
+from ._functional_3d import *  # noqa: E402,F401,F403  (conv3d, 3-d pools)

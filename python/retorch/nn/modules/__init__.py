@@ -14,3 +14,4 @@ from .transformer import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
 from .cpp import *  # noqa: F401,F403
 from .extra import *  # noqa: F401,F403
+from .volumetric import *  # noqa: F401,F403

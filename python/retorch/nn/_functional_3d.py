@@ -1,0 +1,390 @@
+"""The 3-d (volumetric, N C D H W) ops of torch.nn.functional composed of retorch's 2-d ones:
+conv3d, conv_transpose3d, the max/avg/adaptive 3-d pools and 5-D nearest/trilinear/area
+interpolation. They are plain compositions, so autograd, tracing and device routing apply.
+functional.py installs them into its namespace."""
+import math
+
+import numpy as np
+
+from .. import _C
+
+__all__ = ["conv3d", "conv_transpose3d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d",
+           "adaptive_avg_pool3d", "adaptive_max_pool3d", "adaptive_max_pool3d_with_indices"]
+
+
+def _triple(v, op, name):
+    t = tuple(v) if isinstance(v, (tuple, list)) else (v,) * 3
+    if len(t) == 1:
+        t = t * 3
+    if len(t) != 3:
+        raise RuntimeError(f"{op}: expected {name} to be a single int or 3 ints, got {v}")
+    return tuple(int(x) for x in t)
+
+
+def _as_5d(input, op):
+    """input as N C D H W, and whether it came unbatched (C D H W)."""
+    if input.dim() not in (4, 5):
+        raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to {op}, but got "
+                           f"input of size: {list(input.shape)}")
+    return (input, False) if input.dim() == 5 else (input.unsqueeze(0), True)
+
+
+def _out_len(size, k, s, p, d, ceil_mode):
+    """A pooling window count along one dim; in ceil mode the last window must start inside
+    the input or its left padding."""
+    span = size + 2 * p - d * (k - 1) - 1
+    n = (-(-span // s) if ceil_mode else span // s) + 1
+    if ceil_mode and (n - 1) * s >= size + p:
+        n -= 1
+    return n
+
+
+# Convolutions ---------------------------------------------------------------------------------
+# Note [Depth folding]: a 3-d convolution is one 2-d convolution over (N * D_out) images whose
+# channels are (C, kD): im2col over depth alone (a (kD, 1) window on (N, C, D, H*W)) gathers
+# the kD depth slices each output plane reads next to the channels, so weight
+# (O, C/g, kD, kH, kW) reshapes in place to (O, C/g * kD, kH, kW), and channel order (c, kd)
+# keeps the groups contiguous. im2col also does the depth stride, dilation and zero padding,
+# and its backward is one col2im; stacking strided slices or summing kD separate conv2d calls
+# measured slower (bench/bench_conv3d.py). The transposed op runs the same fold backwards: one
+# conv_transpose2d makes every (co, kd) plane and col2im adds them into their output depths.
+def _conv_checks(op, x, weight, bias, groups, transposed):
+    if weight.dim() != 5:
+        raise RuntimeError(f"{op}: expected a 5-D weight, but got weight of size "
+                           f"{list(weight.shape)}")
+    if groups <= 0:
+        raise RuntimeError(f"{op}: non-positive groups is not supported, got groups={groups}")
+    c = x.shape[1]
+    want = weight.shape[0] if transposed else weight.shape[1] * groups
+    if c != want:
+        raise RuntimeError(f"{op}: given groups={groups}, weight of size {list(weight.shape)} "
+                           f"expects input of size {list(x.shape)} to have {want} channels, but "
+                           f"got {c} channels instead")
+    if weight.shape[0] % groups:
+        raise RuntimeError(f"{op}: given groups={groups}, expected weight to be divisible by "
+                           f"{groups} at dimension 0, but got weight of size "
+                           f"{list(weight.shape)} instead")
+    out_c = weight.shape[1] * groups if transposed else weight.shape[0]
+    if bias is not None and tuple(bias.shape) != (out_c,):
+        raise RuntimeError(f"{op}: expected bias of size [{out_c}], but got bias of size "
+                           f"{list(bias.shape)}")
+
+
+def _positive(op, **params):
+    for name, v in params.items():
+        if any(x <= 0 for x in v):
+            raise RuntimeError(f"{op}: {name} should be greater than zero, got {name}={v}")
+
+
+def _same_padding(op, kernel, stride, dilation):
+    """Per-dim (left, right) padding of padding='same' (the odd one out goes right, as in
+    torch)."""
+    if any(s != 1 for s in stride):
+        raise RuntimeError(f"{op}: padding='same' is not supported for strided convolutions")
+    total = [d * (k - 1) for d, k in zip(dilation, kernel)]
+    return [(t // 2, t - t // 2) for t in total]
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-d convolution of input (N, C, D, H, W) or (C, D, H, W) with weight
+    (O, C/groups, kD, kH, kW); padding is ints, 'same' or 'valid'. See Note [Depth folding]."""
+    x, unbatched = _as_5d(input, "conv3d")
+    _conv_checks("conv3d", x, weight, bias, groups, False)
+    stride = _triple(stride, "conv3d", "stride")
+    dilation = _triple(dilation, "conv3d", "dilation")
+    _positive("conv3d", stride=stride, dilation=dilation)
+    kernel = tuple(weight.shape[2:])
+    if isinstance(padding, str):
+        if padding not in ("same", "valid"):
+            raise RuntimeError(f"conv3d: invalid padding string '{padding}', expected 'same' "
+                               "or 'valid'")
+        pads = _same_padding("conv3d", kernel, stride, dilation) if padding == "same" else \
+            [(0, 0)] * 3
+    else:
+        pads = [(p, p) for p in _triple(padding, "conv3d", "padding")]
+        if any(p < 0 for p, _ in pads):
+            raise RuntimeError(f"conv3d: negative padding is not supported, got {padding}")
+    # Only an uneven 'same' remainder is padded explicitly; im2col and conv2d pad the rest.
+    extra = [0, pads[2][1] - pads[2][0], 0, pads[1][1] - pads[1][0], 0, pads[0][1] - pads[0][0]]
+    if any(extra):
+        x = _C.pad(x, extra)
+    n, c, depth, h, w = x.shape
+    padded = [depth + 2 * pads[0][0], h + 2 * pads[1][0], w + 2 * pads[2][0]]
+    spans = [d * (k - 1) + 1 for d, k in zip(dilation, kernel)]
+    if any(size < span for size, span in zip(padded, spans)):
+        raise RuntimeError(f"conv3d: padded input of size ({padded[0]} x {padded[1]} x "
+                           f"{padded[2]}) is smaller than the dilated kernel ({spans[0]} x "
+                           f"{spans[1]} x {spans[2]}); input {list(input.shape)}, weight "
+                           f"{list(weight.shape)}")
+    kd = kernel[0]
+    d_out = (padded[0] - spans[0]) // stride[0] + 1
+    cols = _C.im2col(x.reshape(n, c, depth, h * w), [kd, 1], [dilation[0], 1], [pads[0][0], 0],
+                     [stride[0], 1])  # N (C kD) (Do H W)
+    cols = cols.reshape(n, c * kd, d_out, h, w).transpose(1, 2).reshape(n * d_out, c * kd, h, w)
+    out_c = weight.shape[0]
+    y = _C.conv2d(cols, weight.reshape(out_c, weight.shape[1] * kd, kernel[1], kernel[2]), bias,
+                  stride[1:], [pads[1][0], pads[2][0]], dilation[1:], groups)
+    y = y.reshape(n, d_out, out_c, y.shape[2], y.shape[3]).transpose(1, 2).contiguous()
+    return y.squeeze(0) if unbatched else y
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0, groups=1,
+                     dilation=1):
+    """The transposed 3-d convolution (the gradient of conv3d with respect to its input) of
+    input (N, C_in, D, H, W) with weight (C_in, C_out/groups, kD, kH, kW). See Note [Depth
+    folding]."""
+    op = "conv_transpose3d"
+    x, unbatched = _as_5d(input, op)
+    _conv_checks(op, x, weight, bias, groups, True)
+    stride = _triple(stride, op, "stride")
+    padding = _triple(padding, op, "padding")
+    output_padding = _triple(output_padding, op, "output_padding")
+    dilation = _triple(dilation, op, "dilation")
+    _positive(op, stride=stride, dilation=dilation)
+    if any(p < 0 for p in padding + output_padding):
+        raise RuntimeError(f"{op}: negative padding is not supported, got padding={padding}, "
+                           f"output_padding={output_padding}")
+    if any(o >= s and o >= d for o, s, d in zip(output_padding, stride, dilation)):
+        raise RuntimeError(f"{op}: output padding must be smaller than either stride or "
+                           f"dilation, but got output_padding={output_padding}, "
+                           f"stride={stride}, dilation={dilation}")
+    n, c, depth, h, w = x.shape
+    kd, kh, kw = weight.shape[2:]
+    sd, pd, dd = stride[0], padding[0], dilation[0]
+    full = (depth - 1) * sd + dd * (kd - 1) + 1  # output depth before cropping the padding
+    d_out = full - 2 * pd + output_padding[0]
+    if d_out <= 0:
+        raise RuntimeError(f"{op}: input of size {list(input.shape)} with weight "
+                           f"{list(weight.shape)}, stride={stride}, padding={padding} gives a "
+                           f"non-positive output depth {d_out}")
+    xf = x.transpose(1, 2).reshape(n * depth, c, h, w)
+    planes = _C.conv_transpose2d(xf, weight.reshape(c, weight.shape[1] * kd, kh, kw), None,
+                                 stride[1:], padding[1:], output_padding[1:], groups,
+                                 dilation[1:])  # (N D) (C_out kD) Ho Wo
+    out_c, ho, wo = weight.shape[1] * groups, planes.shape[2], planes.shape[3]
+    cols = planes.reshape(n, depth, out_c * kd, ho * wo).transpose(1, 2).reshape(
+        n, out_c * kd, depth * ho * wo)
+    y = _C.col2im(cols, [full, ho * wo], [kd, 1], [dd, 1], [0, 0], [sd, 1])  # N C_out full HoWo
+    y = y[:, :, pd:min(full, pd + d_out)]
+    if y.shape[2] < d_out:  # output padding past the cropped end reads nothing
+        y = _C.pad(y, [0, 0, 0, d_out - y.shape[2]])
+    y = y.reshape(n, out_c, d_out, ho, wo)
+    if bias is not None:
+        y = y + bias.reshape(1, out_c, 1, 1, 1)
+    return y.squeeze(0) if unbatched else y
+
+
+# Pooling --------------------------------------------------------------------------------------
+# Note [Separable pools]: max, average and adaptive pooling over a box are separable: pool H and
+# W with the 2-d op over (N, C * D) images, then pool D with the 2-d op over (D, H_out * W_out)
+# "images" and a (k, 1) window. Averages divide by the product of per-dim counts in torch (with
+# or without the padding), so each stage dividing by its own count is exact; a divisor_override
+# is applied once, in the depth stage, after a plain sum over H and W. Max ties resolve to the
+# first element in (d, h, w) order as torch's scan does, since each stage keeps its first max.
+def _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode):
+    k = _triple(kernel_size, op, "kernel_size")
+    s = k if stride is None or (isinstance(stride, (tuple, list)) and not stride) else \
+        _triple(stride, op, "stride")
+    p = _triple(padding, op, "padding")
+    d = _triple(dilation, op, "dilation")
+    _positive(op, kernel_size=k, stride=s, dilation=d)
+    if any(pi < 0 or 2 * pi > ki for pi, ki in zip(p, k)):
+        raise RuntimeError(f"{op}: pad should be at most half of kernel size, but got "
+                           f"padding={p} and kernel_size={k}")
+    size = [_out_len(x.shape[2 + i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(3)]
+    if any(v <= 0 for v in size):
+        raise RuntimeError(f"{op}: input of size {list(x.shape)} is too small for "
+                           f"kernel_size={k}, stride={s}, padding={p}, dilation={d}: the "
+                           f"output size would be {size}")
+    return k, s, p, d
+
+
+def _flat_indices(hw_idx, d_idx, spatial, pooled_hw):
+    """Flat D*H*W indices from the H-W stage's (N, C*D, Ho, Wo) indices and the depth stage's
+    (N, C, Do, Ho*Wo) indices into (D, Ho*Wo). See Note [Separable pools]."""
+    n, c, d_out, hw_out = d_idx.shape
+    depth, h, w = spatial
+    flat_d = d_idx.reshape(n, c, d_out * hw_out)
+    hw = hw_idx.reshape(n, c, depth * pooled_hw).gather(2, flat_d)
+    src_depth = _C.div(flat_d, hw_out, rounding_mode="floor")
+    return (src_depth * (h * w) + hw).reshape(n, c, d_out, hw_out)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """Max over kD x kH x kW windows of (N, C, D, H, W) or (C, D, H, W); indices are flat over
+    D*H*W like torch's. See Note [Separable pools]."""
+    x, unbatched = _as_5d(input, "max_pool3d")
+    k, s, p, d = _pool_args("max_pool3d", x, kernel_size, stride, padding, dilation, ceil_mode)
+    n, c, depth, h, w = x.shape
+    pool = _C.max_pool2d_with_indices if return_indices else _C.max_pool2d
+    a = pool(x.reshape(n, c * depth, h, w), k[1:], s[1:], p[1:], d[1:], ceil_mode)
+    a, a_idx = a if return_indices else (a, None)
+    ho, wo = a.shape[2], a.shape[3]
+    b = pool(a.reshape(n, c, depth, ho * wo), [k[0], 1], [s[0], 1], [p[0], 0], [d[0], 1],
+             ceil_mode)
+    b, b_idx = b if return_indices else (b, None)
+    out = b.reshape(n, c, b.shape[2], ho, wo)
+    if return_indices:
+        idx = _flat_indices(a_idx, b_idx, (depth, h, w), ho * wo).reshape(out.shape)
+        return (out.squeeze(0), idx.squeeze(0)) if unbatched else (out, idx)
+    return out.squeeze(0) if unbatched else out
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=True):
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """Mean over kD x kH x kW windows. See Note [Separable pools]."""
+    x, unbatched = _as_5d(input, "avg_pool3d")
+    k, s, p, _ = _pool_args("avg_pool3d", x, kernel_size, stride, padding, 1, ceil_mode)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("avg_pool3d: divisor must be not zero")
+    n, c, depth, h, w = x.shape
+    a = _C.avg_pool2d(x.reshape(n, c * depth, h, w), k[1:], s[1:], p[1:], ceil_mode,
+                      count_include_pad, None if divisor_override is None else 1)
+    ho, wo = a.shape[2], a.shape[3]
+    b = _C.avg_pool2d(a.reshape(n, c, depth, ho * wo), [k[0], 1], [s[0], 1], [p[0], 0],
+                      ceil_mode, count_include_pad, divisor_override)
+    out = b.reshape(n, c, b.shape[2], ho, wo)
+    return out.squeeze(0) if unbatched else out
+
+
+def _adaptive_size(op, x, output_size):
+    size = (output_size,) * 3 if isinstance(output_size, int) else tuple(output_size)
+    if len(size) != 3:
+        raise RuntimeError(f"{op}: output_size must be an int or 3 values, got {output_size}")
+    size = tuple(x.shape[2 + i] if v is None else int(v) for i, v in enumerate(size))
+    if any(v <= 0 for v in size):
+        raise RuntimeError(f"{op}: output_size must be positive, got {output_size}")
+    return size
+
+
+def adaptive_avg_pool3d(input, output_size):
+    """Mean over torch's adaptive windows [floor(i*L/O), ceil((i+1)*L/O)) per dim; a None in
+    output_size keeps that dim. See Note [Separable pools]."""
+    x, unbatched = _as_5d(input, "adaptive_avg_pool3d")
+    od, oh, ow = _adaptive_size("adaptive_avg_pool3d", x, output_size)
+    n, c, depth, h, w = x.shape
+    a = _C.adaptive_avg_pool2d(x.reshape(n, c * depth, h, w), [oh, ow])
+    b = _C.adaptive_avg_pool2d(a.reshape(n, c, depth, oh * ow), [od, oh * ow])
+    out = b.reshape(n, c, od, oh, ow)
+    return out.squeeze(0) if unbatched else out
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """Max over the adaptive windows of adaptive_avg_pool3d, indices flat over D*H*W."""
+    x, unbatched = _as_5d(input, "adaptive_max_pool3d")
+    od, oh, ow = _adaptive_size("adaptive_max_pool3d", x, output_size)
+    n, c, depth, h, w = x.shape
+    a, a_idx = _C.adaptive_max_pool2d(x.reshape(n, c * depth, h, w), [oh, ow])
+    b, b_idx = _C.adaptive_max_pool2d(a.reshape(n, c, depth, oh * ow), [od, oh * ow])
+    out = b.reshape(n, c, od, oh, ow)
+    if return_indices:
+        idx = _flat_indices(a_idx, b_idx, (depth, h, w), oh * ow).reshape(out.shape)
+        return (out.squeeze(0), idx.squeeze(0)) if unbatched else (out, idx)
+    return out.squeeze(0) if unbatched else out
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
+    return adaptive_max_pool3d(input, output_size, True)
+
+
+# Interpolation --------------------------------------------------------------------------------
+# Source coordinates are computed on the host in the precision torch's CPU kernels use (float32
+# for nearest; the input's own float type for linear), then applied one dim at a time with
+# index_select, so the backward pass is index_add and the result is trilinear exactly.
+def _nearest_source(in_size, out_size, scale, exact):
+    dst = np.arange(out_size)
+    if not exact and out_size == in_size:
+        return dst
+    if not exact and out_size == 2 * in_size:
+        return dst // 2
+    ratio = np.float32(1.0 / scale) if scale else np.float32(in_size) / np.float32(out_size)
+    pos = (dst + 0.5).astype(np.float32) * ratio if exact else dst.astype(np.float32) * ratio
+    return np.minimum(np.floor(pos).astype(np.int64), in_size - 1)
+
+
+def _linear_source(in_size, out_size, scale, align_corners, ftype):
+    """(index0, index1, weight of index1) per output position along one dim."""
+    dst = np.arange(out_size).astype(ftype)
+    if align_corners:
+        ratio = ftype(in_size - 1) / ftype(out_size - 1) if out_size > 1 else ftype(0)
+        src = dst * ratio
+    else:
+        ratio = ftype(1.0 / scale) if scale else ftype(in_size) / ftype(out_size)
+        src = np.maximum((dst + ftype(0.5)) * ratio - ftype(0.5), ftype(0))
+    i0 = src.astype(np.int64)
+    i1 = i0 + (i0 < in_size - 1)
+    return i0, i1, (src - i0.astype(ftype)).astype(ftype)
+
+
+def _host(x, values, dtype):
+    from .. import tensor
+    return tensor(values, dtype=dtype, device=x.device)
+
+
+def _resize_dim(x, dim, out_size, scale, mode, align_corners):
+    in_size = x.shape[dim]
+    if mode in ("nearest", "nearest-exact"):
+        src = _nearest_source(in_size, out_size, scale, mode == "nearest-exact")
+        return x.index_select(dim, _host(x, src, _C.int64))
+    ftype = np.float64 if x.dtype == _C.float64 else np.float32
+    i0, i1, lam = _linear_source(in_size, out_size, scale, align_corners, ftype)
+    shape = [1] * x.dim()
+    shape[dim] = out_size
+    lam1 = _host(x, lam, x.dtype).reshape(shape)
+    return x.index_select(dim, _host(x, i0, _C.int64)) * (1 - lam1) + \
+        x.index_select(dim, _host(x, i1, _C.int64)) * lam1
+
+
+def _interpolate_5d(input, size, scale_factor, mode, align_corners, recompute_scale_factor,
+                    antialias):
+    """F.interpolate for (N, C, D, H, W) input: nearest, nearest-exact, trilinear and area."""
+    spatial = list(input.shape[2:])
+    if antialias:
+        raise ValueError("Anti-alias option is only supported for bilinear and bicubic modes")
+    if mode in ("linear", "bilinear", "bicubic"):
+        needs = 3 if mode == "linear" else 4
+        raise NotImplementedError(f"Got 5D input, but {mode} mode needs {needs}D input")
+    if mode not in ("nearest", "nearest-exact", "trilinear", "area"):
+        raise NotImplementedError(f"interpolate: mode '{mode}' is not supported for 5-D input")
+    if mode != "trilinear" and align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined" if size is not None
+                         else "either size or scale_factor should be defined")
+    scales = [None] * 3
+    if size is not None:
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+        out = [size] * 3 if isinstance(size, int) else list(size)
+        if len(out) != 3:
+            raise ValueError("Input and output must have the same number of spatial dimensions, "
+                             f"but got input with spatial dimensions of {spatial} and output "
+                             f"size of {size}. Please provide input tensor in (N, C, d1, d2, "
+                             "...,dK) format and output size in (o1, o2, ...,oK) format.")
+    else:
+        sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * 3
+        if len(sf) != 3:
+            raise ValueError("Input and scale_factor must have the same number of spatial "
+                             f"dimensions, but got input with spatial dimensions of {spatial} "
+                             f"and scale_factor of shape {scale_factor}.")
+        out = [int(math.floor(float(spatial[i]) * sf[i])) for i in range(3)]
+        if not recompute_scale_factor:
+            scales = [float(v) for v in sf]
+    if any(v <= 0 for v in out):
+        raise RuntimeError(f"interpolate: input of spatial size {spatial} gives a non-positive "
+                           f"output size {out}")
+    if mode == "area":
+        return adaptive_avg_pool3d(input, out)
+    corners = bool(align_corners)
+    x = input
+    for i in range(3):
+        if out[i] != spatial[i] or scales[i] not in (None, 1.0):  # else the identity
+            x = _resize_dim(x, 2 + i, out[i], scales[i], mode, corners)
+    return x
