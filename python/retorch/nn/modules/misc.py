@@ -82,7 +82,7 @@ class Upsample(Module):
     def extra_repr(self):
         info = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else \
             f"size={self.size!r}"
-        return info + f", mode={self.mode!r}"
+        return info + f", mode={self.mode}"  # unquoted, as torch 1.13 prints it
 
 
 class UpsamplingNearest2d(Upsample):
