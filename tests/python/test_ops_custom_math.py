@@ -335,6 +335,18 @@ def test_clamp(rng):
                 both(lambda L, x: x.clone().clamp_(lo, hi), x)
                 both(lambda L, x: L.clamp(x, lo, hi, out=L.empty(0, dtype=x.dtype)), x)
     both(lambda L, x: L.clamp(x, -1, 1), P(rng, (3, 4), "float32", special=True))
+    # Long enough for the vector loops (their lanes and tails), with NaN and infinities inside.
+    for dt in ("float32", "float64", "bfloat16", "int32"):
+        big = P(rng, (67, 33), dt, special=dt != "int32")
+        for lo, hi in bounds + [(float("nan"), 1), (None, float("nan"))]:
+            both(lambda L, x: x.clamp(lo, hi), big, what=f"clamp {dt} {lo} {hi}")
+            both(lambda L, x: x.clone().clamp_(lo, hi), big, what=f"clamp_ {dt} {lo} {hi}")
+        # torch.clamp leaves x alone for a lone NaN bound; clamp_min/clamp_max give NaN.
+        for f in (lambda L, x: L.clamp_min(x, float("nan")),
+                  lambda L, x: L.clamp_max(x, float("nan")),
+                  lambda L, x: x.clone().clamp_min_(float("nan")),
+                  lambda L, x: x.float().clamp_max_(float("nan"))):
+            both(f, big, what=f"NaN bound {dt}")
     both(lambda L, x: L.clamp(x, float("nan"), 1), P(rng, (3, 4)), what="nan bound")
     both(lambda L, x: L.clamp(x), P(rng, (3,)), what="no bounds")
     both(lambda L, x: L.clamp(x, 0, 1), P(rng, (3,), "bool"), what="bool")

@@ -40,16 +40,28 @@ void clamp_out(const Tensor& self, const std::optional<Scalar>& min, const std::
     using op_t = opmath_t<scalar_t>;
     bool has_lo = bool(min), has_hi = bool(max);
     op_t lo = has_lo ? min->to<op_t>() : op_t(0), hi = has_hi ? max->to<op_t>() : op_t(0);
-    unary_loop<scalar_t, scalar_t>(iter, [=](op_t x) -> op_t {
-      if constexpr (std::is_floating_point_v<op_t>) {
-        if (std::isnan(x)) return x;
-        if (has_lo && std::isnan(lo)) return lo;
-        if (has_hi && std::isnan(hi)) return hi;
-      }
-      if (has_lo && x < lo) x = lo;
-      if (has_hi && x > hi) x = hi;
-      return x;
-    });
+    bool nan_bound = false;
+    if constexpr (std::is_floating_point_v<op_t>)
+      nan_bound = (has_lo && std::isnan(lo)) || (has_hi && std::isnan(hi));
+    // Branch-free selects per bound (they vectorize); a NaN x fails both comparisons and comes
+    // through, and min > max gives max, as PyTorch's min(max(x, lo), hi). A NaN bound makes
+    // everything NaN when both bounds are given; alone it leaves x as it is, as torch.clamp
+    // does (clamp_min/clamp_max pass it as both bounds to get their NaN).
+    if (nan_bound && !(has_lo && has_hi)) {
+      unary_loop<scalar_t, scalar_t>(iter, [](op_t x) -> op_t { return x; });
+    } else if (nan_bound) {
+      op_t nan = has_lo && lo != lo ? lo : hi;
+      unary_loop<scalar_t, scalar_t>(iter, [=](op_t x) -> op_t { return x != x ? x : nan; });
+    } else if (has_lo && has_hi) {
+      unary_loop<scalar_t, scalar_t>(iter, [=](op_t x) -> op_t {
+        op_t y = x < lo ? lo : x;
+        return y > hi ? hi : y;
+      });
+    } else if (has_lo) {
+      unary_loop<scalar_t, scalar_t>(iter, [=](op_t x) -> op_t { return x < lo ? lo : x; });
+    } else {
+      unary_loop<scalar_t, scalar_t>(iter, [=](op_t x) -> op_t { return x > hi ? hi : x; });
+    }
   });
   iter.finish();
 }

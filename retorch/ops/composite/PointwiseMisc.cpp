@@ -1,5 +1,7 @@
 // Composite pointwise ops: Scalar overloads (xlogy, where, clamp_min/max), isclose/allclose and
 // the in-place forms that forward to an in-place primitive.
+#include <cmath>
+
 #include "retorch/generated/Functions.h"
 #include "retorch/generated/Kernels.h"
 #include "retorch/ops/TensorOperators.h"
@@ -24,11 +26,20 @@ Tensor polygamma_inplace(const Tensor& self, int64_t n) {
   return self;
 }
 
+// A NaN bound makes clamp_min/clamp_max all NaN, which clamp gives only with both bounds set
+// (see clamp_out): the NaN goes in as both.
+namespace {
+std::optional<Scalar> other_bound(const Scalar& b) {
+  if (b.is_floating_point() && std::isnan(b.to<double>())) return b;
+  return std::nullopt;
+}
+}  // namespace
+
 Tensor clamp_min(const Tensor& self, const Scalar& min) {
-  return retorch::clamp(self, std::optional<Scalar>(min), std::nullopt);
+  return retorch::clamp(self, std::optional<Scalar>(min), other_bound(min));
 }
 Tensor clamp_min_inplace(const Tensor& self, const Scalar& min) {
-  return retorch::clamp_(self, std::optional<Scalar>(min), std::nullopt);
+  return retorch::clamp_(self, std::optional<Scalar>(min), other_bound(min));
 }
 Tensor clamp_min_tensor(const Tensor& self, const Tensor& min) {
   return retorch::clamp(self, std::optional<Tensor>(min), std::nullopt);
@@ -37,10 +48,10 @@ Tensor clamp_min_tensor_inplace(const Tensor& self, const Tensor& min) {
   return retorch::clamp_(self, std::optional<Tensor>(min), std::nullopt);
 }
 Tensor clamp_max(const Tensor& self, const Scalar& max) {
-  return retorch::clamp(self, std::nullopt, std::optional<Scalar>(max));
+  return retorch::clamp(self, other_bound(max), std::optional<Scalar>(max));
 }
 Tensor clamp_max_inplace(const Tensor& self, const Scalar& max) {
-  return retorch::clamp_(self, std::nullopt, std::optional<Scalar>(max));
+  return retorch::clamp_(self, other_bound(max), std::optional<Scalar>(max));
 }
 Tensor clamp_max_tensor(const Tensor& self, const Tensor& max) {
   return retorch::clamp(self, std::nullopt, std::optional<Tensor>(max));
