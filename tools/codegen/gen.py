@@ -116,6 +116,38 @@ def gen_function_body(op):
     return lines
 
 
+# Unary methods whose rvalue receiver takes the result in place when it is a dying temporary
+# (Note [Reusing temporaries]): for floating inputs their result has the input's dtype.
+REUSING_METHODS = {
+    'abs', 'neg', 'sign', 'exp', 'exp2', 'expm1', 'log', 'log2', 'log10', 'log1p', 'sqrt',
+    'rsqrt', 'reciprocal', 'sin', 'cos', 'tan', 'asin', 'acos', 'atan', 'sinh', 'cosh', 'tanh',
+    'sigmoid', 'erf', 'erfc', 'relu', 'floor', 'ceil', 'round', 'trunc', 'clamp',
+}
+
+
+def reuses_temporary(e, op):
+    """Whether op's method gets an rvalue overload that runs the in-place form on a temporary."""
+    if e.name not in REUSING_METHODS or op.kind != 'functional' or e.scalar_overload:
+        return False
+    if 'inplace' not in e.variants or op.ret_cpp != 'Tensor':
+        return False
+    recv = method_receiver(op)
+    return all(a is recv or not a.is_tensor_like for a in op.args)
+
+
+def gen_reusing_method(op):
+    """Tensor::name(...) &&: the in-place op when *this is a reusable temporary."""
+    recv = method_receiver(op)
+    params = api_params(op, False, True)
+    fargs = ['*this' if a is recv else a.name for a in op.args]
+    return [f'Tensor Tensor::{op.name}({", ".join(params)}) && {{',
+            '  if (!detail::reusable_temporary(*this)) '
+            f'return retorch::{op.name}({", ".join(fargs)});',
+            f'  retorch::{op.name}_({", ".join(fargs)});',
+            '  return std::move(*this);',
+            '}']
+
+
 def gen_api(entries):
     decls, methods, defs = [], [], []
     for e in entries:
@@ -151,9 +183,14 @@ def gen_api(entries):
             if 'method' in e.variants and op.kind != 'out':
                 inplace = op.kind == 'inplace'
                 mret = 'Tensor&' if inplace else ret
+                reuse = reuses_temporary(e, op)
+                qual = 'const&' if reuse else 'const'
                 for s in ([None, e.scalar_overload] if e.scalar_overload else [None]):
-                    methods.append(f'{mret} {name}({", ".join(api_params(op, method=True, scalar_arg=s))}) const;')
-                    defs.append(f'{mret} Tensor::{name}({", ".join(api_params(op, False, True, s))}) const {{')
+                    if reuse:
+                        methods.append(f'{mret} {name}({", ".join(api_params(op, method=True))}) &&;')
+                        defs += gen_reusing_method(op)
+                    methods.append(f'{mret} {name}({", ".join(api_params(op, method=True, scalar_arg=s))}) {qual};')
+                    defs.append(f'{mret} Tensor::{name}({", ".join(api_params(op, False, True, s))}) {qual} {{')
                     recv = method_receiver(op)
                     fargs = [('*this' if a is recv else a.name) for a in op.args if not (
                         op.has_options and a.name in ('dtype', 'device'))]
@@ -174,7 +211,7 @@ def gen_api(entries):
     h += '\n'.join(decls) + '\n\n}  // namespace retorch\n'
     m = HEADER + '\n'.join('  ' + x for x in methods) + '\n'
     c = HEADER + '// Definitions of the public API: each computes the key set and calls the dispatcher.\n'
-    c += '#include "retorch/generated/Functions.h"\n#include "retorch/dispatch/Dispatcher.h"\n#include "retorch/ops/OpHelpers.h"\n\n'
+    c += '#include "retorch/generated/Functions.h"\n#include "retorch/dispatch/Dispatcher.h"\n#include "retorch/ops/OpHelpers.h"\n#include "retorch/ops/Temporaries.h"\n\n'
     c += 'namespace retorch {\n\n' + '\n'.join(defs) + '\n\n}  // namespace retorch\n'
     return h, m, c
 
