@@ -55,26 +55,31 @@ Tensor norm(const Tensor& self, const std::optional<Scalar>& p_opt, OptionalIntA
     auto fin_pow = [pv](double a, int64_t) {
       return scalar_t(opmath_t<scalar_t>(std::pow(a, 1.0 / pv)));
     };
+    // Lane folds (Note [Lane reductions]) for the common orders; NaN propagates through the
+    // max/min selects as through the sums.
+    auto fin = [](double a, int64_t) { return scalar_t(opmath_t<scalar_t>(a)); };
+    auto add = [](auto a, auto b) { return a + b; };
+    auto abs = [](auto x) { return x < 0 ? -x : x; };
     if (std::isinf(pv)) {
-      bool mx = pv > 0;
-      reduce_rows<scalar_t, scalar_t, double>(
-          plan, out, mx ? 0.0 : std::numeric_limits<double>::infinity(),
-          [mx](double a, scalar_t v, int64_t) {
-            double x = std::fabs(double(opmath_t<scalar_t>(v)));
-            if (std::isnan(x) || std::isnan(a)) return std::numeric_limits<double>::quiet_NaN();
-            return mx ? std::max(a, x) : std::min(a, x);
-          },
-          [](double a, int64_t) { return scalar_t(opmath_t<scalar_t>(a)); });
+      auto mx = [](auto a, auto x) { return x != x ? x : (x > a ? x : a); };
+      auto mn = [](auto a, auto x) { return x != x ? x : (x < a ? x : a); };
+      if (pv > 0)
+        reduce_rows_lanes<scalar_t, scalar_t, double>(
+            plan, out, 0.0, [=](auto a, auto x) { return mx(a, abs(x)); }, mx, fin);
+      else
+        reduce_rows_lanes<scalar_t, scalar_t, double>(
+            plan, out, std::numeric_limits<double>::infinity(),
+            [=](auto a, auto x) { return mn(a, abs(x)); }, mn, fin);
+    } else if (pv == 1) {
+      reduce_rows_lanes<scalar_t, scalar_t, double>(
+          plan, out, 0.0, [=](auto a, auto x) { return a + abs(x); }, add, fin);
     } else if (pv == 0) {
       reduce_rows<scalar_t, scalar_t, double>(
           plan, out, 0.0, [](double a, scalar_t v, int64_t) { return a + (double(opmath_t<scalar_t>(v)) != 0); },
           [](double a, int64_t) { return scalar_t(opmath_t<scalar_t>(a)); });
     } else if (pv == 2) {
-      reduce_rows<scalar_t, scalar_t, double>(
-          plan, out, 0.0, [](double a, scalar_t v, int64_t) {
-            double x = double(opmath_t<scalar_t>(v));
-            return a + x * x;
-          },
+      reduce_rows_lanes<scalar_t, scalar_t, double>(
+          plan, out, 0.0, [](auto a, auto x) { return a + x * x; }, add,
           [](double a, int64_t) { return scalar_t(opmath_t<scalar_t>(std::sqrt(a))); });
     } else {
       reduce_rows<scalar_t, scalar_t, double>(

@@ -263,10 +263,17 @@ Tensor prod_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
   if (result.device().is_meta()) return result;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_ALL(rt, "prod", [&] {
     using acc_t = acc_of<scalar_t>;
-    reduce_rows<scalar_t, scalar_t, acc_t>(
-        p, result.data_ptr<scalar_t>(), acc_t(1),
-        [](acc_t a, scalar_t v, int64_t) { return acc_t(a * acc_t(opmath_t<scalar_t>(v))); },
-        [](acc_t a, int64_t) { return scalar_t(opmath_t<scalar_t>(a)); });
+    auto fin = [](acc_t a, int64_t) { return scalar_t(opmath_t<scalar_t>(a)); };
+    if constexpr (std::is_same_v<acc_t, double>) {
+      auto mul = [](auto a, auto v) { return a * v; };
+      reduce_rows_lanes<scalar_t, scalar_t, double>(p, result.data_ptr<scalar_t>(), 1.0, mul,
+                                                    mul, fin);
+    } else {
+      reduce_rows<scalar_t, scalar_t, acc_t>(
+          p, result.data_ptr<scalar_t>(), acc_t(1),
+          [](acc_t a, scalar_t v, int64_t) { return acc_t(a * acc_t(opmath_t<scalar_t>(v))); },
+          fin);
+    }
   });
   return result;
 }
@@ -290,19 +297,29 @@ Tensor amax_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, cons
   if (result.device().is_meta()) return result;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_ALL(self.dtype(), op, [&] {
     using op_t = opmath_t<scalar_t>;
-    reduce_rows<scalar_t, scalar_t, op_t>(
-        p, result.data_ptr<scalar_t>(), op_t(0),
-        [](op_t a, scalar_t sv, int64_t i) -> op_t {
-          op_t v = op_t(sv);
-          if (i == 0) return v;
-          if constexpr (std::is_floating_point_v<op_t>) {
-            if (std::isnan(a)) return a;
-            if (std::isnan(v)) return v;
-          }
-          if constexpr (kMax) return v > a ? v : a;
-          else return v < a ? v : a;
-        },
-        [](op_t a, int64_t) { return scalar_t(a); });
+    // Selects that vectorize (Note [Lane reductions]): a NaN value wins and, once in a lane,
+    // stays (no comparison with it is true), so NaN propagates as in PyTorch.
+    auto fin = [](op_t a, int64_t) { return scalar_t(a); };
+    if constexpr (std::is_floating_point_v<op_t>) {
+      auto pick = [](auto a, auto v) {
+        auto m = (kMax ? v > a : v < a) ? v : a;
+        return v != v ? v : m;  // a NaN wins, and stays: no comparison with it is true
+      };
+      op_t start = kMax ? -std::numeric_limits<op_t>::infinity()
+                        : std::numeric_limits<op_t>::infinity();
+      reduce_rows_lanes<scalar_t, scalar_t, op_t>(p, result.data_ptr<scalar_t>(), start, pick,
+                                                  pick, fin);
+    } else {
+      reduce_rows<scalar_t, scalar_t, op_t>(
+          p, result.data_ptr<scalar_t>(), op_t(0),
+          [](op_t a, scalar_t sv, int64_t i) -> op_t {
+            op_t v = op_t(sv);
+            if (i == 0) return v;
+            if constexpr (kMax) return v > a ? v : a;
+            else return v < a ? v : a;
+          },
+          fin);
+    }
   });
   return result;
 }
