@@ -1,5 +1,7 @@
 // copy_ (with broadcasting and dtype conversion), fill_, clone and _to_copy.
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 
@@ -10,6 +12,66 @@
 namespace retorch::cpu {
 
 namespace {
+
+// Note [Transposing copies]: copying a transposed view into a contiguous tensor (`x.t()
+// .contiguous()`, a reduction's move of the reduced dim last, k.transpose(-2, -1)) read the
+// source a column at a time, every element from another cache line: 4.2 ms for 1024x1024 floats
+// (PyTorch 1.04). When the output's second-last dim is the source's unit-stride one, each
+// matrix is copied in 32x32 tiles instead, reading and writing whole cache lines.
+template <typename T>
+void transpose_tiles(const T* src, int64_t rows, int64_t cols, int64_t col_stride, T* dst) {
+  constexpr int64_t kTile = 32;
+  for (int64_t r0 = 0; r0 < rows; r0 += kTile)
+    for (int64_t c0 = 0; c0 < cols; c0 += kTile) {
+      const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) dst[r * cols + c] = src[r + c * col_stride];
+    }
+}
+
+bool copy_transposed(const Tensor& self, const Tensor& src) {
+  const int64_t nd = src.dim();
+  if (nd < 2 || self.dtype() != src.dtype() || !self.sizes().equals(src.sizes()) ||
+      !self.is_contiguous() || src.stride(-2) != 1 || src.stride(-1) == 1 ||
+      src.size(-1) < 8 || src.size(-2) < 8)
+    return false;
+  const int64_t rows = src.size(-2), cols = src.size(-1), col_stride = src.stride(-1);
+  const int64_t batches = self.numel() / (rows * cols);
+  const int64_t isz = src.element_size();
+  const char* sp = static_cast<const char*>(src.impl()->data());
+  char* dp = static_cast<char*>(self.impl()->data());
+  // Source offset of matrix b: its leading-dim coordinates times the source's strides.
+  auto src_offset = [&](int64_t b) {
+    int64_t off = 0;
+    for (int64_t d = nd - 3; d >= 0; --d) {
+      off += (b % src.size(d)) * src.stride(d);
+      b /= src.size(d);
+    }
+    return off;
+  };
+  const int64_t row_tiles = (rows + 31) / 32;
+  parallel_for(0, batches * row_tiles, std::max<int64_t>(1, 32768 / (32 * cols)),
+               [&](int64_t b0, int64_t e0) {
+    for (int64_t t = b0; t < e0; ++t) {
+      const int64_t b = t / row_tiles, r0 = (t % row_tiles) * 32;
+      const int64_t n = std::min<int64_t>(32, rows - r0);
+      const char* s = sp + (src_offset(b) + r0) * isz;
+      char* d = dp + (b * rows + r0) * cols * isz;
+      switch (isz) {
+        case 1: transpose_tiles(reinterpret_cast<const uint8_t*>(s), n, cols, col_stride,
+                                reinterpret_cast<uint8_t*>(d)); break;
+        case 2: transpose_tiles(reinterpret_cast<const uint16_t*>(s), n, cols, col_stride,
+                                reinterpret_cast<uint16_t*>(d)); break;
+        case 4: transpose_tiles(reinterpret_cast<const uint32_t*>(s), n, cols, col_stride,
+                                reinterpret_cast<uint32_t*>(d)); break;
+        default: transpose_tiles(reinterpret_cast<const uint64_t*>(s), n, cols, col_stride,
+                                 reinterpret_cast<uint64_t*>(d)); break;
+      }
+    }
+  });
+  return true;
+}
+
 // copy_ without the overlap check, shared with fill_ (see Note [Internal overlap]).
 Tensor copy_impl(const Tensor& self, const Tensor& src, bool check_overlap) {
   RT_CHECK(self.defined() && src.defined(), "copy_: undefined tensor");
@@ -27,6 +89,7 @@ Tensor copy_impl(const Tensor& self, const Tensor& src, bool check_overlap) {
     parallel_for(0, nbytes, 1 << 20, [&](int64_t b, int64_t e) { std::memmove(d + b, s + b, size_t(e - b)); });
     return self;
   }
+  if (copy_transposed(self, src)) return self;
   Tensor out = self;
   // copy_ broadcasts src to self's shape (the iterator only broadcasts inputs with each other).
   const Tensor s = src.sizes().equals(self.sizes()) ? src : src.expand(self.sizes());

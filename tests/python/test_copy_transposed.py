@@ -1,0 +1,28 @@
+"""Copies of transposed views into contiguous tensors (Note [Transposing copies]): tiled for every
+element size, batched, with strided leading dims and edges that are not tile multiples, equal to
+torch's."""
+import numpy as np
+import pytest
+
+from custom_helpers import P, both
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int8", "uint8",
+                                   "int16", "int32", "int64", "bool"])
+def test_transposed_copies_match_torch(rng, dtype):
+    for shape in [(8, 8), (33, 70), (100, 9), (3, 45, 64), (2, 3, 40, 17)]:
+        x = P(rng, shape, dtype)
+        both(lambda L, x: x.transpose(-2, -1).contiguous(), x, what=f"{shape}")
+        both(lambda L, x: x.transpose(-2, -1).clone(), x, what=f"clone {shape}")
+        both(lambda L, x: L.zeros(x.transpose(-2, -1).shape, dtype=x.dtype).copy_(
+            x.transpose(-2, -1)), x, what=f"copy_ {shape}")
+    # Strided leading dims and a column-strided source (every other column of a wider matrix).
+    x = P(rng, (4, 5, 24, 36), dtype)
+    both(lambda L, x: x[::2, 1:].transpose(-2, -1).contiguous(), x)
+    both(lambda L, x: x.permute(1, 0, 3, 2).contiguous(), x)
+    both(lambda L, x: x[..., ::2].transpose(-2, -1).contiguous(), x)
+    both(lambda L, x: x.transpose(-2, -1)[:, :, 3:30].contiguous(), x)
+    # Reductions over a leading dim go through the transposed copy.
+    if dtype in ("float32", "float64"):
+        both(lambda L, x: x.amax(0), P(rng, (70, 90), dtype))
+        both(lambda L, x: x.prod(0), P(rng, (40, 90), dtype, domain="unit"), rtol=1e-4)
