@@ -282,6 +282,23 @@ def test_activation(rng, name):
             grads(lambda L, x: act(L, name)(x, **kw), P(rng, (3, 4)), what="eval-mode grad")
 
 
+@pytest.mark.parametrize("name", ["hardtanh", "relu6", "hardswish", "hardsigmoid", "leaky_relu"])
+def test_activation_kernels_on_long_rows(rng, name):
+    # The one-pass kernels' vector loops and tails, with NaN/inf/zeros/bounds inside, and their
+    # gradients there (where each kernel's derivative formula decides the edges).
+    kws, has_inplace, _ = ACTIVATIONS[name]
+    for kw in kws:
+        for dt in FLOATS:
+            x = P(rng, (67, 33), dt, special=True)
+            both(lambda L, x: act(L, name)(x, **lkw(L, kw)), x, what=f"{name} {dt} {kw}")
+            both(lambda L, x: act(L, name, True)(x.clone(), **lkw(L, kw)), x, what=f"{name}_")
+        # 64 elements: all inside torch's vector loop, whose edge rules ours follow.
+        edges = I([-3.0, 3.0, -1.0, 1.0, 0.0, -0.0, 6.0, -0.5, 2.0, 0.2, 0.1] * 5 +
+                  [float("nan"), float("inf"), -float("inf"), 0.7] + [0.3] * 5, "float32")
+        for x in (P(rng, (67, 33), "float32", special=True), edges):
+            grads(lambda L, x: act(L, name)(x, **lkw(L, kw)), x, what=f"{name} grad {kw}")
+
+
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))
 def test_activation_gradgradcheck(rng, name):
     kws, _, _ = ACTIVATIONS[name]

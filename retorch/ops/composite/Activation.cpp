@@ -42,43 +42,9 @@ void check_fits(const char* op, const Scalar& s, ScalarType t) {
            dtype_name(t), " without overflow");
 }
 
-/// clamp(x, lo, hi) whose gradient passes only strictly inside (lo, hi), like PyTorch's
-/// hardtanh_backward (clamp's own gradient also passes on the bounds).
-Tensor clamp_open(const Tensor& x, const Scalar& lo, const Scalar& hi) {
-  return where((x > lo) & (x < hi), x, x.clamp(lo, hi).detach());
-}
-
 }  // namespace
 
-Tensor hardtanh(const Tensor& self, const Scalar& min_val, const Scalar& max_val) {
-  RT_CHECK(self.dtype() != kBool, "Bool inputs not supported for hardtanh");
-  if (is_integral_type(self.dtype(), false)) {
-    // Legacy PyTorch behaviour: on integer inputs the bounds are truncated to integers, so
-    // they never promote the result.
-    const int64_t lo = min_val.to_long(), hi = max_val.to_long();
-    RT_CHECK(self.dtype() != kByte || (lo >= 0 && hi >= 0),
-             "hardtanh: cannot do hardtanh on an unsigned type with negative limits");
-    return clamp_open(self, Scalar(lo), Scalar(hi));
-  }
-  return clamp_open(self, min_val, max_val);
-}
-
 Tensor relu6(const Tensor& self) { return retorch::hardtanh(self, Scalar(0), Scalar(6)); }
-
-Tensor hardswish(const Tensor& self) {
-  check_floating("hardswish_cpu", self);
-  // clamp's gradient (inclusive bounds) gives PyTorch's x/3 + 1/2 on [-3, 3].
-  return in_opmath(self, [](const Tensor& x) {
-    return x * (x + 3).clamp(Scalar(0), Scalar(6)) / 6;
-  });
-}
-
-Tensor hardsigmoid(const Tensor& self) {
-  check_floating("hardsigmoid_cpu", self);
-  return in_opmath(self, [](const Tensor& x) {
-    return clamp_open(x + 3, Scalar(0), Scalar(6)) / 6;
-  });
-}
 
 Tensor mish(const Tensor& self) {
   check_floating("mish_cpu", self);
@@ -105,11 +71,6 @@ Tensor selu(const Tensor& self) {
 Tensor celu(const Tensor& self, const Scalar& alpha) {
   RT_CHECK(alpha.to_double() != 0, "ZeroDivisionError: alpha cannot be 0 for CELU");
   return retorch::elu(self, alpha, Scalar(1), Scalar(1.0 / alpha.to_double()));
-}
-
-Tensor leaky_relu(const Tensor& self, const Scalar& negative_slope) {
-  check_floating("leaky_relu_cpu", self);
-  return in_opmath(self, [&](const Tensor& x) { return where(x > 0, x, x * negative_slope); });
 }
 
 Tensor prelu(const Tensor& self, const Tensor& weight) {
