@@ -282,7 +282,8 @@ def test_activation(rng, name):
             grads(lambda L, x: act(L, name)(x, **kw), P(rng, (3, 4)), what="eval-mode grad")
 
 
-@pytest.mark.parametrize("name", ["hardtanh", "relu6", "hardswish", "hardsigmoid", "leaky_relu"])
+@pytest.mark.parametrize("name", ["hardtanh", "relu6", "hardswish", "hardsigmoid", "leaky_relu",
+                                  "logsigmoid", "mish"])
 def test_activation_kernels_on_long_rows(rng, name):
     # The one-pass kernels' vector loops and tails, with NaN/inf/zeros/bounds inside, and their
     # gradients there (where each kernel's derivative formula decides the edges).
@@ -291,12 +292,25 @@ def test_activation_kernels_on_long_rows(rng, name):
         for dt in FLOATS:
             x = P(rng, (67, 33), dt, special=True)
             both(lambda L, x: act(L, name)(x, **lkw(L, kw)), x, what=f"{name} {dt} {kw}")
-            both(lambda L, x: act(L, name, True)(x.clone(), **lkw(L, kw)), x, what=f"{name}_")
+            if has_inplace:
+                both(lambda L, x: act(L, name, True)(x.clone(), **lkw(L, kw)), x,
+                     what=f"{name}_")
         # 64 elements: all inside torch's vector loop, whose edge rules ours follow.
         edges = I([-3.0, 3.0, -1.0, 1.0, 0.0, -0.0, 6.0, -0.5, 2.0, 0.2, 0.1] * 5 +
                   [float("nan"), float("inf"), -float("inf"), 0.7] + [0.3] * 5, "float32")
         for x in (P(rng, (67, 33), "float32", special=True), edges):
             grads(lambda L, x: act(L, name)(x, **lkw(L, kw)), x, what=f"{name} grad {kw}")
+
+
+def test_softplus_vector_path_on_long_rows(rng):
+    # The chunked vector exp/log1p path: chunk edges, the threshold switch, specials, in place.
+    for dt in FLOATS:
+        x = P(rng, (9, 131), dt, special=True)
+        for beta, threshold in ((1, 20), (2, 1), (0.5, 3), (-1, 20)):
+            both(lambda L, x: L.nn.functional.softplus(x, beta, threshold), x,
+                 what=f"softplus {dt} {beta} {threshold}")
+        both(lambda L, x: L.nn.functional.softplus(x[:, ::2], 1, 20), x, what="strided")
+    grads(lambda L, x: L.nn.functional.softplus(x, 2, 1), P(rng, (9, 131), "float32"))
 
 
 @pytest.mark.parametrize("name", sorted(ACTIVATIONS))
