@@ -53,6 +53,7 @@ bench: build
 	./$(BUILD)/bench/bench_compile
 	./$(BUILD)/bench/bench_quant
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_python.py
+	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_op_sweep.py
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_nn.py
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_devices.py
 	PYTHONPATH=$(CURDIR)/python:$(CURDIR)/.deps/python $(PY) bench/bench_llm.py

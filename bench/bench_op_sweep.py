@@ -1,0 +1,102 @@
+"""Op-by-op sweep: about a hundred pointwise ops, activations, reductions, copies and losses on
+1M float32 elements (rows of 1024 for the row-wise ones), retorch against PyTorch in the same
+run with the same thread count, slowest ratio first. It is how the long tail of slow kernels
+(clamp, prod, amax, sqrt, transposed copies, the piecewise activations, softplus) was found;
+ratio = retorch time / torch time, below 1 means retorch is faster."""
+import sys
+import time
+
+import numpy as np
+import torch
+
+import retorch
+
+N = 1 << 20
+UNARY = ["abs", "neg", "exp", "exp2", "expm1", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
+         "reciprocal", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh",
+         "sigmoid", "erf", "erfc", "erfinv", "relu", "floor", "ceil", "round", "trunc", "frac",
+         "sign", "square", "lgamma", "digamma", "sgn", "signbit", "isnan", "isfinite",
+         "logical_not", "nan_to_num", "deg2rad", "rad2deg", "i0", "sinc", "logit", "asinh",
+         "atanh"]
+ACTIVATIONS = ["silu", "gelu", "mish", "elu", "selu", "celu", "softplus", "hardswish",
+               "hardsigmoid", "hardtanh", "leaky_relu", "logsigmoid", "tanhshrink", "softsign",
+               "relu6"]
+BINARY = ["add", "sub", "mul", "div", "pow", "atan2", "maximum", "minimum", "fmod", "remainder",
+          "eq", "lt", "ge", "hypot", "copysign", "xlogy", "logaddexp", "fmax"]
+
+
+def best_ms(f, reps=40):
+    f()
+    best = float("inf")
+    for _ in range(5):
+        t = time.perf_counter()
+        for _ in range(reps):
+            f()
+        best = min(best, (time.perf_counter() - t) / reps)
+    return best * 1e3
+
+
+def cases(L, a_np, b_np):
+    """name -> zero-argument callable running the op with library L."""
+    F = L.nn.functional
+    a, b = L.from_numpy(a_np.copy()), L.from_numpy(b_np.copy())
+    a2, b2 = a.reshape(1024, 1024), b.reshape(1024, 1024)
+    ai, bi = (a * 100).to(L.int32), (b * 100).to(L.int32)
+    c = {n: (lambda n=n: getattr(L, n)(a)) for n in UNARY}
+    c.update({n: (lambda n=n: getattr(F, n)(a)) for n in ACTIVATIONS})
+    c.update({n: (lambda n=n: getattr(L, n)(a, b)) for n in BINARY})
+    c.update({
+        "acosh": lambda: L.acosh(a + 1), "clamp": lambda: a.clamp(0.2, 0.7),
+        "clamp_": lambda: a.clamp_(0.1, 0.9), "clamp(Tensor)": lambda: L.clamp(a, b * 0.5, b),
+        "softmax(1)": lambda: L.softmax(a2, 1), "log_softmax(1)": lambda: L.log_softmax(a2, 1),
+        "cumsum(1)": lambda: L.cumsum(a2, 1), "cumprod(1)": lambda: L.cumprod(a2, 1),
+        "sum(1)": lambda: a2.sum(1), "mean(1)": lambda: a2.mean(1), "prod(1)": lambda: a2.prod(1),
+        "amax(1)": lambda: a2.amax(1), "amin(1)": lambda: a2.amin(1), "amax(0)": lambda: a2.amax(0),
+        "max(1)": lambda: a2.max(1), "argmax(1)": lambda: a2.argmax(1), "std(1)": lambda: a2.std(1),
+        "norm(1)": lambda: a2.norm(dim=1), "inf-norm(1)": lambda: L.linalg.vector_norm(a2, float("inf"), [1]),
+        "logsumexp(1)": lambda: a2.logsumexp(1), "sort(1)": lambda: a2.sort(1),
+        "clone": lambda: a.clone(), "t().contiguous()": lambda: a2.t().contiguous(),
+        "to(float16)": lambda: a.half(), "to(float64)": lambda: a.double(), "to(int32)": lambda: a.int(),
+        "glu(1)": lambda: F.glu(a2, 1), "where": lambda: L.where(a > 0.5, a, b),
+        "lerp": lambda: L.lerp(a, b, 0.3), "addcmul": lambda: L.addcmul(a, a, b),
+        "floor_divide": lambda: L.floor_divide(a, b), "int32 &": lambda: ai & bi,
+        "add row-broadcast": lambda: a2 + b2[0], "mul column-broadcast": lambda: a2 * b2[:, :1],
+        "dist": lambda: L.dist(a, b), "dot": lambda: L.dot(a, b),
+        "mse_loss": lambda: F.mse_loss(a, b), "l1_loss": lambda: F.l1_loss(a, b),
+        "smooth_l1_loss": lambda: F.smooth_l1_loss(a, b),
+        "binary_cross_entropy": lambda: F.binary_cross_entropy(a, b),
+        "kl_div": lambda: F.kl_div(a.log(), b, reduction="sum"),
+        "cosine_similarity(1)": lambda: F.cosine_similarity(a2, b2),
+    })
+    return c
+
+
+def main():
+    threads = torch.get_num_threads()  # the core count, which retorch's pool uses too
+    rng = np.random.default_rng(0)
+    a_np = rng.uniform(0.1, 0.9, N).astype(np.float32)
+    b_np = rng.uniform(0.1, 0.9, N).astype(np.float32)
+    rt, pt = cases(retorch, a_np, b_np), cases(torch, a_np, b_np)
+    rows, missing = [], []
+    for name in pt:
+        try:
+            r = best_ms(rt[name])
+        except Exception as e:  # an op retorch lacks is listed, not fatal
+            missing.append(f"{name} ({type(e).__name__})")
+            continue
+        t = best_ms(pt[name])
+        rows.append((r / t, name, r, t))
+    rows.sort(reverse=True)
+    print(f"retorch op sweep, 1M float32 (rows of 1024), {threads} threads, vs torch {torch.__version__}")
+    print(f"{'case':24s} {'retorch':>10s} {'torch':>10s}  ratio")
+    for ratio, name, r, t in rows:
+        print(f"{name:24s} {r:8.3f} ms {t:8.3f} ms  {ratio:5.2f}")
+    slower = sum(1 for row in rows if row[0] > 1.1)
+    print(f"{len(rows)} cases: {len(rows) - slower} within 1.1x of torch or faster, {slower} slower")
+    if missing:
+        print("not run: " + ", ".join(missing))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
