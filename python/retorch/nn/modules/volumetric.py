@@ -7,9 +7,8 @@ from .. import functional as F
 from .. import init
 from ..parameter import Parameter
 from .conv import _ConvNd, _ConvTransposeNd
-from .module import Module
 from .normalization import _BatchNorm, _InstanceNorm
-from .pooling import _AdaptivePool, _MaxPoolNd
+from .pooling import AvgPool2d, _AdaptivePool, _MaxPoolNd
 
 __all__ = ["Conv3d", "ConvTranspose3d", "LazyConv3d", "MaxPool3d", "AvgPool3d",
            "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "BatchNorm3d", "InstanceNorm3d"]
@@ -101,21 +100,12 @@ class MaxPool3d(_MaxPoolNd):
                             self.ceil_mode, self.return_indices)
 
 
-class AvgPool3d(Module):
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False,
-                 count_include_pad=True, divisor_override=None):
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding, self.ceil_mode = padding, ceil_mode
-        self.count_include_pad, self.divisor_override = count_include_pad, divisor_override
+class AvgPool3d(AvgPool2d):
+    """AvgPool2d's arguments and repr over three spatial dims."""
 
     def forward(self, input):
         return F.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                             self.count_include_pad, self.divisor_override)
-
-    def extra_repr(self):
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
 class AdaptiveAvgPool3d(_AdaptivePool):
