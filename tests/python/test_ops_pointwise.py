@@ -283,7 +283,7 @@ def test_activation(rng, name):
 
 
 @pytest.mark.parametrize("name", ["hardtanh", "relu6", "hardswish", "hardsigmoid", "leaky_relu",
-                                  "logsigmoid", "mish"])
+                                  "logsigmoid", "mish", "elu", "selu", "celu"])
 def test_activation_kernels_on_long_rows(rng, name):
     # The one-pass kernels' vector loops and tails, with NaN/inf/zeros/bounds inside, and their
     # gradients there (where each kernel's derivative formula decides the edges).

@@ -51,18 +51,6 @@ Tensor mish(const Tensor& self) {
   return in_opmath(self, [](const Tensor& x) { return x * retorch::softplus(x).tanh(); });
 }
 
-Tensor elu(const Tensor& self, const Scalar& alpha, const Scalar& scale,
-           const Scalar& input_scale) {
-  check_floating("elu_cpu", self);
-  const double a = alpha.to_double(), s = scale.to_double(), is = input_scale.to_double();
-  return in_opmath(self, [=](const Tensor& x) {
-    // expm1 sees min(x, 0): the unselected branch must stay finite, or its zero gradient
-    // times an infinite derivative would give NaN.
-    Tensor neg = (x.clamp(std::nullopt, Scalar(0)) * is).expm1() * (a * s);
-    return where(x > 0, x * s, neg);
-  });
-}
-
 Tensor selu(const Tensor& self) {
   return retorch::elu(self, Scalar(1.6732632423543772848170429916717),
                       Scalar(1.0507009873554804934193349852946), Scalar(1));
