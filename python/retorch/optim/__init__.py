@@ -119,19 +119,23 @@ class Optimizer:
 
     def __init__(self, params, defaults):
         self.defaults = dict(defaults)
+        groups = self._groups_of(params)
+        cpp_groups = [(self._check_params(g), self._group_options(g)) for g in groups]
+        given = {k: v for k, v in self.defaults.items() if v is not required}
+        self._cpp = type(self)._factory(cpp_groups, _to_cpp(given))
+        self.param_groups = [_ParamGroup(self, i, list(p)) for i, (p, _) in enumerate(cpp_groups)]
+        self.state = _State(self._cpp)
+
+    @staticmethod
+    def _groups_of(params):
+        """The param groups (dicts) of an optimizer's params argument, refused like torch's."""
         if isinstance(params, Tensor):
             raise TypeError("params argument given to the optimizer should be an iterable of "
                             "Tensors or dicts, but got " + type(params).__name__)
         groups = list(params)
         if len(groups) == 0:
             raise ValueError("optimizer got an empty parameter list")
-        if not isinstance(groups[0], dict):
-            groups = [{"params": groups}]
-        cpp_groups = [(self._check_params(g), self._group_options(g)) for g in groups]
-        given = {k: v for k, v in self.defaults.items() if v is not required}
-        self._cpp = type(self)._factory(cpp_groups, _to_cpp(given))
-        self.param_groups = [_ParamGroup(self, i, list(p)) for i, (p, _) in enumerate(cpp_groups)]
-        self.state = _State(self._cpp)
+        return groups if isinstance(groups[0], dict) else [{"params": groups}]
 
     @staticmethod
     def _check_params(group):

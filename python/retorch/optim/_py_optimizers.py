@@ -18,14 +18,7 @@ class _PyOptimizer(Optimizer):
 
     def __init__(self, params, defaults):
         self.defaults = dict(defaults)
-        if isinstance(params, Tensor):
-            raise TypeError("params argument given to the optimizer should be an iterable of "
-                            "Tensors or dicts, but got " + type(params).__name__)
-        groups = list(params)
-        if not groups:
-            raise ValueError("optimizer got an empty parameter list")
-        if not isinstance(groups[0], dict):
-            groups = [{"params": groups}]
+        groups = self._groups_of(params)
         self.param_groups = []
         self.state = defaultdict(dict)
         for g in groups:

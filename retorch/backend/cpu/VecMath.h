@@ -1,7 +1,9 @@
 // Vectorized float32/float64 math over contiguous spans: SLEEF's 1-ULP AVX-512 or AVX2 functions,
 // whichever cpu_isa() allows, nothing otherwise (callers keep their scalar loops as the fallback).
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 namespace retorch::cpu {
 
@@ -56,6 +58,29 @@ inline constexpr float kExpHi = 88.72283f, kExpLo = -87.33654f, kExpShift = 1258
 /// no vector form or the CPU lacks AVX2/FMA.
 bool vec_unary(VecFn fn, const float* in, float* out, int64_t n);
 bool vec_unary(VecFn fn, const double* in, double* out, int64_t n);
+
+/// out[i] = finish(in[i], t[i]) over a contiguous float/double span, t = in * scale taken through
+/// the vector functions `fns` in turn, an L1-sized chunk at a time (softplus: exp then log1p;
+/// elu: expm1). False, writing nothing, where a vector function is missing or T is another
+/// type. in == out is allowed: each element is read before it is written.
+template <typename T, size_t kFns, typename Finish>
+bool vec_chunked(const VecFn (&fns)[kFns], const T* in, T* out, int64_t n, T scale,
+                 const Finish& finish) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    constexpr int64_t kChunk = 512;
+    alignas(64) T t[kChunk];
+    for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+      const int64_t m = n - i0 < kChunk ? n - i0 : kChunk;
+      for (int64_t j = 0; j < m; ++j) t[j] = in[i0 + j] * scale;
+      for (VecFn f : fns)
+        if (!vec_unary(f, t, t, m)) return false;  // first chunk only: fn and CPU are fixed
+      for (int64_t j = 0; j < m; ++j) out[i0 + j] = finish(in[i0 + j], t[j]);
+    }
+    return true;
+  } else {
+    return false;
+  }
+}
 
 /// out[i] = exp(in[i] - shift) and returns the sum of out (softmax rows); scalar fallback
 /// inside, so it always succeeds.
