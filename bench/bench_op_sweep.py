@@ -2,7 +2,8 @@
 1M float32 elements (rows of 1024 for the row-wise ones), retorch against PyTorch in the same
 run with the same thread count, slowest ratio first. It is how the long tail of slow kernels
 (clamp, prod, amax, sqrt, transposed copies, the piecewise activations, softplus) was found;
-ratio = retorch time / torch time, below 1 means retorch is faster."""
+ratio = retorch time / torch time, below 1 means retorch is faster. Arguments name the cases to
+run (`bench_op_sweep.py fmod atan2`); none runs them all."""
 import sys
 import time
 
@@ -72,13 +73,15 @@ def cases(L, a_np, b_np):
 
 
 def main():
-    threads = torch.get_num_threads()  # the core count, which retorch's pool uses too
+    torch.set_num_threads(retorch.get_num_threads())  # torch may default to fewer than the cores
+    threads = torch.get_num_threads()
     rng = np.random.default_rng(0)
     a_np = rng.uniform(0.1, 0.9, N).astype(np.float32)
     b_np = rng.uniform(0.1, 0.9, N).astype(np.float32)
     rt, pt = cases(retorch, a_np, b_np), cases(torch, a_np, b_np)
+    only = sys.argv[1:]  # case names to run (all when none are given)
     rows, missing = [], []
-    for name in pt:
+    for name in (n for n in pt if not only or n in only):
         try:
             r = best_ms(rt[name])
         except Exception as e:  # an op retorch lacks is listed, not fatal

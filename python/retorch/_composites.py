@@ -1,6 +1,6 @@
 """More of torch's functions and Tensor methods composed of retorch's operators in Python (the
 first set is in functional.py): views (unfold), reductions and products (aminmax, inner, vdot,
-addmv, addr, cov, corrcoef, logdet), scatter forms, element tests (signbit, isreal, fmax/fmin,
+addmv, addr, cov, corrcoef, logdet), scatter forms, element tests (isreal,
 gcd/lcm), in-place samplers (exponential_, cauchy_, log_normal_, geometric_, bernoulli_), and
 torch.linalg's matrix_power, multi_dot, pinv, matrix_rank, cond, vecdot, vander, the *_ex
 forms, lstsq (gelsy's results), tensorinv, tensorsolve, diagonal and matmul; torch.lu."""
@@ -11,7 +11,7 @@ from . import return_types
 
 __all__ = ["lu", "aminmax", "argwhere", "msort", "inner", "vdot", "addmv", "addr", "cov", "corrcoef",
            "diagflat", "isreal", "logdet", "matrix_power", "pinverse", "tensor_split",
-           "narrow_copy", "signbit", "fmax", "fmin", "gcd", "lcm", "renorm", "select_scatter",
+           "narrow_copy", "gcd", "lcm", "renorm", "select_scatter",
            "slice_scatter", "diagonal_scatter"]
 
 
@@ -353,22 +353,6 @@ def narrow_copy(input, dim, start, length):
     return input.narrow(dim, start, length).clone()
 
 
-def signbit(input):
-    if not input.is_floating_point():
-        return input < 0
-    return (input < 0) | ((input == 0) & ((1 / input) < 0))
-
-
-def fmax(input, other):
-    return _C.where(_C.isnan(other), input, _C.where(_C.isnan(input), other,
-                                                     _C.maximum(input, other)))
-
-
-def fmin(input, other):
-    return _C.where(_C.isnan(other), input, _C.where(_C.isnan(input), other,
-                                                     _C.minimum(input, other)))
-
-
 def gcd(input, other):
     if input.is_floating_point() or other.is_floating_point():
         raise RuntimeError("\"gcd_cpu\" not implemented for floating dtypes")
@@ -471,7 +455,7 @@ def fill_diagonal_(self, fill_value, wrap=False):
 
 _METHODS = ("aminmax", "argwhere", "msort", "inner", "addmv", "addr", "cov", "corrcoef",
             "diagflat", "isreal", "logdet", "matrix_power", "pinverse", "tensor_split",
-            "narrow_copy", "signbit", "fmax", "fmin", "gcd", "lcm", "renorm", "select_scatter",
+            "narrow_copy", "gcd", "lcm", "renorm", "select_scatter",
             "slice_scatter", "diagonal_scatter", "vdot", "unfold", "exponential_", "cauchy_",
             "log_normal_", "geometric_", "bernoulli_", "fill_diagonal_", "lu")
 

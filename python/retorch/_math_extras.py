@@ -1,5 +1,5 @@
 """torch math functions retorch lacked, composed of its operators: inverse hyperbolics (in float64
-for float32 and 16-bit inputs, then rounded), copysign, float_power, floor_divide, ldexp, frexp,
+for float32 and 16-bit inputs, then rounded), float_power, floor_divide, ldexp, frexp,
 isin, cumulative_trapezoid, h/v/dsplit, mvlgamma, cholesky_solve/inverse, rsub, histogram, the
 signal windows, and the real-tensor forms of conj and friends."""
 import math
@@ -7,7 +7,7 @@ import math
 from . import _C
 from . import return_types
 
-__all__ = ["acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh", "copysign",
+__all__ = ["acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh",
            "float_power", "floor_divide", "ldexp", "frexp", "isin", "cumulative_trapezoid",
            "trapz", "hsplit", "vsplit", "dsplit", "positive", "mvlgamma", "cholesky_solve",
            "cholesky_inverse", "rsub", "scalar_tensor", "histogram", "hann_window",
@@ -48,18 +48,10 @@ def atanh(input):
 
 def _sign_like(magnitude, x):
     """|magnitude| with x's sign (x's sign bit, so -0.0 stays negative)."""
-    from ._composites import signbit
-    return _C.where(signbit(x), -_C.abs(magnitude), _C.abs(magnitude))
+    return _C.where(_C.signbit(x), -_C.abs(magnitude), _C.abs(magnitude))
 
 
 arccosh, arcsinh, arctanh = acosh, asinh, atanh
-
-
-def copysign(input, other):
-    a = input if input.is_floating_point() else input.to(_C.get_default_dtype())
-    if not isinstance(other, _C.Tensor):
-        other = _C.full([], float(other), dtype=a.dtype)
-    return _sign_like(a, other)
 
 
 def float_power(input, exponent):
@@ -273,7 +265,7 @@ def square_(input):
     return input.mul_(input)
 
 
-_METHODS = ("acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh", "copysign",
+_METHODS = ("acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh",
             "float_power", "floor_divide", "ldexp", "frexp", "isin", "hsplit", "vsplit",
             "dsplit", "positive", "mvlgamma", "cholesky_solve", "cholesky_inverse", "histogram",
             "conj", "resolve_conj", "resolve_neg", "is_conj", "is_neg", "square_")

@@ -16,10 +16,10 @@ __all__ = [
     "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack", "dstack",
     "column_stack", "broadcast_shapes", "broadcast_tensors", "meshgrid", "cartesian_prod",
     "combinations", "block_diag", "chain_matmul", "diff", "count_nonzero", "deg2rad",
-    "rad2deg", "diag_embed", "dist", "logaddexp", "logaddexp2", "logspace", "median",
+    "rad2deg", "diag_embed", "dist", "logspace", "median",
     "nanmedian", "mode", "quantile", "nanquantile", "multinomial", "normal", "randint_like",
     "rot90", "std_mean", "var_mean", "take_along_dim", "trapezoid", "tril_indices",
-    "triu_indices", "unique_consecutive", "heaviside", "hypot", "frac", "nansum", "nanmean",
+    "triu_indices", "unique_consecutive", "nansum", "nanmean",
     "mv",
 ]
 
@@ -227,18 +227,6 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 def dist(input, other, p=2):
     from .linalg import vector_norm
     return vector_norm(input - other, ord=p)
-
-
-def logaddexp(input, other):
-    m = _C.maximum(input, other)
-    out = m + _C.log1p(_C.exp(-_C.abs(input - other)))
-    return _C.where((input == other) & _C.isinf(input), input, out)
-
-
-def logaddexp2(input, other):
-    m = _C.maximum(input, other)
-    out = m + _C.log1p(_C.exp2(-_C.abs(input - other))) / math.log(2.0)
-    return _C.where((input == other) & _C.isinf(input), input, out)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
@@ -538,25 +526,6 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
     return out[0] if len(out) == 1 else tuple(out)
 
 
-def heaviside(input, values):
-    one = _C.ones_like(input)
-    return _C.where(input == 0, values.to(input.dtype).expand_as(input) if isinstance(
-        values, _C.Tensor) else _C.full_like(input, values), _C.where(input > 0, one, one * 0))
-
-
-def hypot(input, other):
-    a, b = _C.abs(input), _C.abs(other)
-    big, small = _C.maximum(a, b), _C.minimum(a, b)
-    ratio = small / _C.where(big == 0, _C.ones_like(big), big)
-    out = big * _C.sqrt(1 + ratio * ratio)
-    inf = _C.isinf(a) | _C.isinf(b)
-    return _C.where(inf, _C.full_like(out, math.inf), out)
-
-
-def frac(input):
-    return input - _C.trunc(input)
-
-
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
     x = _C.where(_C.isnan(input), _C.zeros_like(input), input) if input.is_floating_point() \
         else input
@@ -602,10 +571,10 @@ for _name in _AS_FUNCTIONS:
     globals()[_name] = _from_method(_name)
 __all__ += list(_AS_FUNCTIONS)
 
-_METHODS = ("diff", "count_nonzero", "deg2rad", "rad2deg", "diag_embed", "dist", "logaddexp",
-            "logaddexp2", "median", "nanmedian", "mode", "quantile", "nanquantile",
-            "multinomial", "rot90", "take_along_dim", "unique_consecutive", "heaviside", "hypot",
-            "frac", "nansum", "nanmean", "mv")
+_METHODS = ("diff", "count_nonzero", "deg2rad", "rad2deg", "diag_embed", "dist",
+            "median", "nanmedian", "mode", "quantile", "nanquantile",
+            "multinomial", "rot90", "take_along_dim", "unique_consecutive", "nansum", "nanmean",
+            "mv")
 
 
 def install(Tensor):

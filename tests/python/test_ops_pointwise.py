@@ -38,6 +38,7 @@ CUSTOM = {
     "test_where_scalar": ["where.Scalar"],
     "test_where_condition": ["where"],
     "test_threshold_backward": ["threshold_backward"],
+    "test_signbit": ["signbit"],
     "test_sum_mean_dtype": ["sum", "sum.dim_IntList", "mean", "mean.dim"],
     "test_half_bfloat16_audit": [],  # filled in below from HALF_CASES
 }
@@ -801,6 +802,15 @@ HALF_CASES = {
     "where.Scalar": (lambda L, x: L.where(x > 0, 1.0, 0.0).to(x.dtype), {}),
     "where": (lambda L, x: L.where(x.relu()), {}),
     "threshold_backward": (lambda L, x, y: aten(L, "threshold_backward")(x, y, 0.25), {}, 2),
+    "copysign.Tensor": (lambda L, x, y: L.copysign(x, y), {}, 2),
+    "hypot": (lambda L, x, y: L.hypot(x, y), {}, 2),
+    "heaviside": (lambda L, x, y: L.heaviside(x, y), {}, 2),
+    "frac": (lambda L, x: L.frac(x * 3), {}),
+    "signbit": (lambda L, x: L.signbit(x), {}),
+    "fmax": (lambda L, x, y: L.fmax(x, y), {}, 2),
+    "fmin": (lambda L, x, y: L.fmin(x, y), {}, 2),
+    "logaddexp": (lambda L, x, y: L.logaddexp(x, y), {}, 2),
+    "logaddexp2": (lambda L, x, y: L.logaddexp2(x, y), {}, 2),
 }
 for _n in ("hardtanh", "relu6", "hardswish", "hardsigmoid", "mish", "elu", "selu", "celu",
            "leaky_relu", "softsign", "tanhshrink", "logsigmoid", "hardshrink", "softshrink",
@@ -820,6 +830,22 @@ NEEDS_DIMS = {"glu", "softmin", "max.dim", "min.dim", "argmax", "argmin", "prelu
               "softmax.int", "log_softmax.int", "amax", "amin", "norm", "var.correction", "var",
               "std.correction", "std", "logsumexp", "sum.dim_IntList", "mean.dim",
               "prod.dim_int", "all.dim", "any.dim"}
+
+
+@pytest.mark.parametrize("dt", DTYPES)
+def test_signbit(rng, dt):
+    """signbit against torch on every dtype: -0.0 and -inf set, NaN as its sign bit says (except
+    bfloat16, where torch's conversion from float32 sets a NaN's sign bit: finite values there)."""
+    special = dt in ("float32", "float64", "float16")
+    for shape in [(3, 4), (), (1500,)]:
+        x = P(rng, shape, dt, special=special and shape != ())
+        both(lambda L, a: L.signbit(a), x, what=f"signbit {dt} {shape}")
+        both(lambda L, a: a.signbit(), x, what=f"Tensor.signbit {dt} {shape}")
+    if dt in FLOATS:
+        z = pair_from_values(np.array([-0.0, 0.0, -1e-30, 1e-30, -np.inf, np.inf]), dt)
+        both(lambda L, a: L.signbit(a), z, what=f"signbit {dt} zeros and infinities")
+    out = P(rng, (3, 4), "bool")
+    both(lambda L, a, o: L.signbit(a, out=o), P(rng, (3, 4), dt), out, what="signbit out=")
 
 
 @pytest.mark.parametrize("dt", ["float16", "bfloat16"])

@@ -6,6 +6,7 @@
 
 #include "retorch/backend/cpu/Convert16.h"
 #include "retorch/backend/cpu/TensorIterator.h"
+#include "retorch/backend/cpu/VecMath.h"
 #include "retorch/core/Dtypes.h"
 
 namespace retorch::cpu {
@@ -97,37 +98,112 @@ void binary_blocked16(out_t* out, const in_t* a, const in_t* b, bool va, bool vb
 }
 }  // namespace loops
 
+/// binary_loop's work on one span of the iterator, as unary_span.
+template <typename out_t, typename in_t, typename F>
+void binary_span(char** data, const int64_t* st, int64_t n, const F& f) {
+  using op_t = opmath_t<in_t>;
+  auto* out = reinterpret_cast<out_t*>(data[0]);
+  const auto* a = reinterpret_cast<const in_t*>(data[1]);
+  const auto* b = reinterpret_cast<const in_t*>(data[2]);
+  constexpr int64_t so = sizeof(out_t), si = sizeof(in_t);
+  if constexpr (loops::kBlocked16<out_t, in_t>) {
+    if (st[0] == so && (st[1] == si || st[1] == 0) && (st[2] == si || st[2] == 0)) {
+      loops::binary_blocked16<out_t>(out, a, b, st[1] != 0, st[2] != 0, n, f);
+      return;
+    }
+  }
+  if (st[0] == so && st[1] == si && st[2] == si) {
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = static_cast<out_t>(f(static_cast<op_t>(a[i]), static_cast<op_t>(b[i])));
+  } else if (st[0] == so && st[1] == si && st[2] == 0) {
+    const op_t bv = static_cast<op_t>(b[0]);
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<out_t>(f(static_cast<op_t>(a[i]), bv));
+  } else if (st[0] == so && st[1] == 0 && st[2] == si) {
+    const op_t av = static_cast<op_t>(a[0]);
+    for (int64_t i = 0; i < n; ++i) out[i] = static_cast<out_t>(f(av, static_cast<op_t>(b[i])));
+  } else {
+    for (int64_t i = 0; i < n; ++i) {
+      auto x = static_cast<op_t>(*reinterpret_cast<const in_t*>(data[1] + i * st[1]));
+      auto y = static_cast<op_t>(*reinterpret_cast<const in_t*>(data[2] + i * st[2]));
+      *reinterpret_cast<out_t*>(data[0] + i * st[0]) = static_cast<out_t>(f(x, y));
+    }
+  }
+}
+
 /// out[i] = f(a[i], b[i]).
 template <typename out_t, typename in_t, typename F>
 void binary_loop(TensorIterator& iter, const F& f) {
-  using op_t = opmath_t<in_t>;
   iter.for_each([&](char** data, const int64_t* st, int64_t n) {
-    auto* out = reinterpret_cast<out_t*>(data[0]);
-    const auto* a = reinterpret_cast<const in_t*>(data[1]);
-    const auto* b = reinterpret_cast<const in_t*>(data[2]);
-    constexpr int64_t so = sizeof(out_t), si = sizeof(in_t);
-    if constexpr (loops::kBlocked16<out_t, in_t>) {
-      if (st[0] == so && (st[1] == si || st[1] == 0) && (st[2] == si || st[2] == 0)) {
-        loops::binary_blocked16<out_t>(out, a, b, st[1] != 0, st[2] != 0, n, f);
-        return;
-      }
+    binary_span<out_t, in_t>(data, st, n, f);
+  });
+}
+
+namespace loops {
+// For binary loops with a vector part: when the span's output is contiguous and each input is
+// contiguous or a broadcast scalar, calls body(x, y, out, m) on L1-sized chunks (x and y point
+// into the inputs, or at a chunk filled with the broadcast value) and returns true, unless body
+// returns false (no vector form on this CPU: the first chunk, before writing anything).
+template <typename T, typename Body>
+bool binary_chunks(char** data, const int64_t* st, int64_t n, const Body& body) {
+  constexpr int64_t s = sizeof(T), kChunk = 512;
+  if (st[0] != s || (st[1] != s && st[1] != 0) || (st[2] != s && st[2] != 0)) return false;
+  auto* out = reinterpret_cast<T*>(data[0]);
+  const auto* a = reinterpret_cast<const T*>(data[1]);
+  const auto* b = reinterpret_cast<const T*>(data[2]);
+  alignas(64) T ab[kChunk], bb[kChunk];
+  if (st[1] == 0) std::fill(ab, ab + std::min(kChunk, n), a[0]);
+  if (st[2] == 0) std::fill(bb, bb + std::min(kChunk, n), b[0]);
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    const int64_t m = std::min(kChunk, n - i0);
+    if (!body(st[1] ? a + i0 : ab, st[2] ? b + i0 : bb, out + i0, m)) return false;
+  }
+  return true;
+}
+
+template <typename T>
+constexpr bool kVecFloat = std::is_same_v<T, float> || std::is_same_v<T, double>;
+}  // namespace loops
+
+/// binary_loop for a function with a vector form (VecMath.h): float/double spans that
+/// loops::binary_chunks takes run vec_binary(fn) a chunk at a time, then
+/// out[i] = fix(a[i], b[i], r[i]) on its result r (remainder's sign fix, say: a loop the compiler
+/// vectorizes); everything else runs f per element.
+template <typename scalar_t, typename F, typename Fix>
+void binary_vec_loop(TensorIterator& iter, VecFn2 fn, const F& f, const Fix& fix) {
+  iter.for_each([&](char** data, const int64_t* st, int64_t n) {
+    if constexpr (loops::kVecFloat<scalar_t>) {
+      alignas(64) scalar_t r[512];
+      auto body = [&](const scalar_t* x, const scalar_t* y, scalar_t* o, int64_t m) {
+        if (!vec_binary(fn, x, y, r, m)) return false;
+        for (int64_t j = 0; j < m; ++j) o[j] = fix(x[j], y[j], r[j]);
+        return true;
+      };
+      if (loops::binary_chunks<scalar_t>(data, st, n, body)) return;
     }
-    if (st[0] == so && st[1] == si && st[2] == si) {
-      for (int64_t i = 0; i < n; ++i)
-        out[i] = static_cast<out_t>(f(static_cast<op_t>(a[i]), static_cast<op_t>(b[i])));
-    } else if (st[0] == so && st[1] == si && st[2] == 0) {
-      const op_t bv = static_cast<op_t>(b[0]);
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<out_t>(f(static_cast<op_t>(a[i]), bv));
-    } else if (st[0] == so && st[1] == 0 && st[2] == si) {
-      const op_t av = static_cast<op_t>(a[0]);
-      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<out_t>(f(av, static_cast<op_t>(b[i])));
-    } else {
-      for (int64_t i = 0; i < n; ++i) {
-        auto x = static_cast<op_t>(*reinterpret_cast<const in_t*>(data[1] + i * st[1]));
-        auto y = static_cast<op_t>(*reinterpret_cast<const in_t*>(data[2] + i * st[2]));
-        *reinterpret_cast<out_t*>(data[0] + i * st[0]) = static_cast<out_t>(f(x, y));
-      }
+    binary_span<scalar_t, scalar_t>(data, st, n, f);
+  });
+}
+
+/// binary_loop for a function built from one-argument vector functions: on the spans of
+/// binary_vec_loop, t[i] = pre(a[i], b[i]) goes through the vector functions `fns` in turn and
+/// out[i] = finish(a[i], b[i], t[i]) (logaddexp: -|a - b|, exp, log1p, then max + t); elsewhere
+/// f per element.
+template <typename scalar_t, size_t kFns, typename F, typename Pre, typename Finish>
+void binary_unary_chain_loop(TensorIterator& iter, const VecFn (&fns)[kFns], const F& f,
+                             const Pre& pre, const Finish& finish) {
+  iter.for_each([&](char** data, const int64_t* st, int64_t n) {
+    if constexpr (loops::kVecFloat<scalar_t>) {
+      alignas(64) scalar_t t[512];
+      auto body = [&](const scalar_t* x, const scalar_t* y, scalar_t* o, int64_t m) {
+        for (int64_t j = 0; j < m; ++j) t[j] = pre(x[j], y[j]);
+        for (VecFn fn : fns)
+          if (!vec_unary(fn, t, t, m)) return false;
+        for (int64_t j = 0; j < m; ++j) o[j] = finish(x[j], y[j], t[j]);
+        return true;
+      };
+      if (loops::binary_chunks<scalar_t>(data, st, n, body)) return;
     }
+    binary_span<scalar_t, scalar_t>(data, st, n, f);
   });
 }
 

@@ -10,7 +10,8 @@ namespace retorch::cpu {
 // Note [Special functions in double]: every special function below is evaluated in double and
 // rounded once to the result dtype. The series and recurrences lose a few ulps of their working
 // precision, so float inputs come out correctly rounded (PyTorch's float kernels are within a
-// few float ulps of that) and double inputs stay within ~1e-14 relative.
+// few float ulps of that) and double inputs stay within ~1e-14 relative. xlogy is the exception:
+// x * log(y) in the input's own precision with the vector log, as PyTorch computes it.
 
 namespace {
 
@@ -240,11 +241,18 @@ void xlogy_out(const Tensor& self, const Tensor& other, Tensor& out) {
   TensorIterator iter(out, {self, other}, {.name = "xlogy", .int_to_float = true});
   RT_DISPATCH_FLOATING(iter.common_dtype(), "xlogy", [&] {
     using op_t = opmath_t<scalar_t>;
-    binary_loop<scalar_t, scalar_t>(iter, [](op_t x, op_t y) -> op_t {
-      if (std::isnan(y)) return y;
-      if (x == 0) return 0;
-      return op_t(double(x) * std::log(double(y)));
-    });
+    auto finish = [](auto x, auto y, auto log_y) {
+      using T = decltype(x);
+      const T prod = x * log_y;
+      const T r = x == T(0) ? T(0) : prod;
+      return std::isnan(y) ? y : r;
+    };
+    // log(y) through the vector log a chunk at a time (PyTorch's float kernel is x * log(y)
+    // in float too)
+    constexpr VecFn kLogFn[1] = {VecFn::kLog};
+    binary_unary_chain_loop<scalar_t>(
+        iter, kLogFn, [finish](op_t x, op_t y) { return finish(x, y, std::log(y)); },
+        [](auto, auto y) { return y; }, finish);
   });
   iter.finish();
 }

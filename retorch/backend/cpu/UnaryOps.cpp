@@ -183,6 +183,28 @@ RT_ROUNDING(round, std::nearbyint)
 RT_ROUNDING(trunc, std::trunc)
 #undef RT_ROUNDING
 
+void signbit_out(const Tensor& self, Tensor& out) {
+  TensorIterator iter(out, {self}, {.name = "signbit", .out_dtype = kBool});
+  RT_DISPATCH_ALL(iter.common_dtype(), "signbit", [&] {
+    unary_loop<bool, scalar_t>(iter, [](auto x) -> bool {
+      using T = decltype(x);
+      if constexpr (std::is_floating_point_v<T>) return std::signbit(x);
+      else if constexpr (std::is_signed_v<T>) return x < T(0);
+      else return false;
+    });
+  });
+  iter.finish();
+}
+
+void frac_out(const Tensor& self, Tensor& out) {
+  TensorIterator iter(out, {self}, {.name = "frac"});
+  RT_DISPATCH_FLOATING(iter.common_dtype(), "frac_cpu", [&] {
+    using op_t = opmath_t<scalar_t>;
+    unary_loop<scalar_t, scalar_t>(iter, [](op_t x) -> op_t { return x - std::trunc(x); });
+  });
+  iter.finish();
+}
+
 Tensor isnan(const Tensor& self) {
   Tensor out;
   TensorIterator iter(out, {self}, {.name = "isnan", .out_dtype = kBool});

@@ -91,7 +91,68 @@ void map4(const F& f, const double* in, double* out, int64_t n) {
   }
 }
 
+// map8/map4 for two inputs.
+template <typename F>
+void map8x2(const F& f, const float* a, const float* b, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(out + i, f(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i)));
+  if (i < n) {
+    alignas(32) float x[8] = {0, 0, 0, 0, 0, 0, 0, 0}, y[8] = {1, 1, 1, 1, 1, 1, 1, 1};
+    std::memcpy(x, a + i, size_t(n - i) * sizeof(float));
+    std::memcpy(y, b + i, size_t(n - i) * sizeof(float));
+    _mm256_store_ps(x, f(_mm256_load_ps(x), _mm256_load_ps(y)));
+    std::memcpy(out + i, x, size_t(n - i) * sizeof(float));
+  }
+}
+
+template <typename F>
+void map4x2(const F& f, const double* a, const double* b, double* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    _mm256_storeu_pd(out + i, f(_mm256_loadu_pd(a + i), _mm256_loadu_pd(b + i)));
+  if (i < n) {
+    alignas(32) double x[4] = {0, 0, 0, 0}, y[4] = {1, 1, 1, 1};
+    std::memcpy(x, a + i, size_t(n - i) * sizeof(double));
+    std::memcpy(y, b + i, size_t(n - i) * sizeof(double));
+    _mm256_store_pd(x, f(_mm256_load_pd(x), _mm256_load_pd(y)));
+    std::memcpy(out + i, x, size_t(n - i) * sizeof(double));
+  }
+}
+
 }  // namespace
+
+#define RT_SLEEF_BINARY_CASE(E, F, U)                                            \
+  case VecFn2::E:                                                                 \
+    MAP([](auto x, auto y) { return RT_SLEEF_NAME(F, U)(x, y); }, a, b, out, n); \
+    return true;
+#define RT_SLEEF_PASTE(F, W, U) Sleef_##F##W##U##avx2
+#define RT_SLEEF_PASTE2(F, W, U) RT_SLEEF_PASTE(F, W, U)
+
+bool vec_binary(VecFn2 fn, const float* a, const float* b, float* out, int64_t n) {
+  if (vec_avx512()) return vec512::vec_binary_avx512(fn, a, b, out, n);
+  if (!have_avx2()) return false;
+#define MAP map8x2
+#define RT_SLEEF_NAME(F, U) RT_SLEEF_PASTE2(F, f8, U)
+  switch (fn) { RT_SLEEF_BINARY(RT_SLEEF_BINARY_CASE) }
+#undef RT_SLEEF_NAME
+#undef MAP
+  return false;
+}
+
+bool vec_binary(VecFn2 fn, const double* a, const double* b, double* out, int64_t n) {
+  if (vec_avx512()) return vec512::vec_binary_avx512(fn, a, b, out, n);
+  if (!have_avx2()) return false;
+#define MAP map4x2
+#define RT_SLEEF_NAME(F, U) RT_SLEEF_PASTE2(F, d4, U)
+  switch (fn) { RT_SLEEF_BINARY(RT_SLEEF_BINARY_CASE) }
+#undef RT_SLEEF_NAME
+#undef MAP
+  return false;
+}
+#undef RT_SLEEF_PASTE2
+#undef RT_SLEEF_PASTE
+#undef RT_SLEEF_BINARY_CASE
 
 #define RT_VEC_CASE(E, FN)                                        \
   case VecFn::E:                                                  \
@@ -192,6 +253,8 @@ float vec_max(const float* x, int64_t n) {
 
 bool vec_unary(VecFn, const float*, float*, int64_t) { return false; }
 bool vec_unary(VecFn, const double*, double*, int64_t) { return false; }
+bool vec_binary(VecFn2, const float*, const float*, float*, int64_t) { return false; }
+bool vec_binary(VecFn2, const double*, const double*, double*, int64_t) { return false; }
 float vec_exp_shift_sum(const float* in, float shift, float* out, int64_t n) {
   float s = 0;
   for (int64_t i = 0; i < n; ++i) s += out[i] = std::exp(in[i] - shift);

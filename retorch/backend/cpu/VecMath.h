@@ -59,6 +59,18 @@ inline constexpr float kExpHi = 88.72283f, kExpLo = -87.33654f, kExpShift = 1258
 bool vec_unary(VecFn fn, const float* in, float* out, int64_t n);
 bool vec_unary(VecFn fn, const double* in, double* out, int64_t n);
 
+/// The two-argument functions with a vector form: SLEEF's, as PyTorch's CPU kernels use (fmod
+/// exact, hypot within 0.5 ULP, atan2 and pow within 1 ULP), so the same bits as PyTorch.
+enum class VecFn2 : uint8_t { kFmod, kAtan2, kHypot, kPow };
+// X(enum, SLEEF name stem, accuracy suffix): the .cpp files paste in width and ISA.
+#define RT_SLEEF_BINARY(X) X(kFmod, fmod, _) X(kAtan2, atan2, _u10) X(kHypot, hypot, _u05) \
+  X(kPow, pow, _u10)
+
+/// out[i] = fn(a[i], b[i]) for i < n (out may alias a or b); false, writing nothing, as
+/// vec_unary.
+bool vec_binary(VecFn2 fn, const float* a, const float* b, float* out, int64_t n);
+bool vec_binary(VecFn2 fn, const double* a, const double* b, double* out, int64_t n);
+
 /// out[i] = finish(in[i], t[i]) over a contiguous float/double span, t = in * scale taken through
 /// the vector functions `fns` in turn, an L1-sized chunk at a time (softplus: exp then log1p;
 /// elu: expm1). False, writing nothing, where a vector function is missing or T is another
@@ -90,6 +102,8 @@ namespace vec512 {
 // The AVX-512 forms (VecMathAvx512.cpp); callers check cpu_isa() first.
 bool vec_unary_avx512(VecFn fn, const float* in, float* out, int64_t n);
 bool vec_unary_avx512(VecFn fn, const double* in, double* out, int64_t n);
+bool vec_binary_avx512(VecFn2 fn, const float* a, const float* b, float* out, int64_t n);
+bool vec_binary_avx512(VecFn2 fn, const double* a, const double* b, double* out, int64_t n);
 float vec_exp_shift_sum_avx512(const float* in, float shift, float* out, int64_t n);
 // lane[k] += float(x[i]) for i < m, i % 32 == k, over the first m = n - n % 32 elements of
 // float16 or (bf16) bfloat16 bits x; returns m.

@@ -114,7 +114,61 @@ inline void map8d(const F& f, const double* in, double* out, int64_t n) {
   }
 }
 
+// map16/map8d for two inputs.
+template <typename F>
+inline void map16x2(const F& f, const float* a, const float* b, float* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    _mm512_storeu_ps(out + i, f(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i)));
+  if (i < n) {
+    const __mmask16 m = __mmask16((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(out + i, m, f(_mm512_maskz_loadu_ps(m, a + i),
+                                        _mm512_maskz_loadu_ps(m, b + i)));
+  }
+}
+
+template <typename F>
+inline void map8dx2(const F& f, const double* a, const double* b, double* out, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm512_storeu_pd(out + i, f(_mm512_loadu_pd(a + i), _mm512_loadu_pd(b + i)));
+  if (i < n) {
+    const __mmask8 m = __mmask8((1u << (n - i)) - 1);
+    _mm512_mask_storeu_pd(out + i, m, f(_mm512_maskz_loadu_pd(m, a + i),
+                                        _mm512_maskz_loadu_pd(m, b + i)));
+  }
+}
+
 }  // namespace
+
+// The binary cases, W the SLEEF width-and-type stem (f16, d8) and MAP the mapper.
+#define RT_SLEEF_BINARY_CASE(E, F, U)                                                    \
+  case VecFn2::E:                                                                         \
+    MAP([](auto x, auto y) { return RT_SLEEF_NAME(F, U)(x, y); }, a, b, out, n);         \
+    return true;
+#define RT_SLEEF_PASTE(F, W, U) Sleef_##F##W##U##avx512f
+#define RT_SLEEF_PASTE2(F, W, U) RT_SLEEF_PASTE(F, W, U)
+
+bool vec_binary_avx512(VecFn2 fn, const float* a, const float* b, float* out, int64_t n) {
+#define MAP map16x2
+#define RT_SLEEF_NAME(F, U) RT_SLEEF_PASTE2(F, f16, U)
+  switch (fn) { RT_SLEEF_BINARY(RT_SLEEF_BINARY_CASE) }
+#undef RT_SLEEF_NAME
+#undef MAP
+  return false;
+}
+
+bool vec_binary_avx512(VecFn2 fn, const double* a, const double* b, double* out, int64_t n) {
+#define MAP map8dx2
+#define RT_SLEEF_NAME(F, U) RT_SLEEF_PASTE2(F, d8, U)
+  switch (fn) { RT_SLEEF_BINARY(RT_SLEEF_BINARY_CASE) }
+#undef RT_SLEEF_NAME
+#undef MAP
+  return false;
+}
+#undef RT_SLEEF_PASTE2
+#undef RT_SLEEF_PASTE
+#undef RT_SLEEF_BINARY_CASE
 
 #define RT_VEC_CASE(E, FN)                         \
   case VecFn::E:                                   \
@@ -207,6 +261,8 @@ bool vec_avx512_compiled() { return true; }
 namespace retorch::cpu::vec512 {
 bool vec_unary_avx512(VecFn, const float*, float*, int64_t) { return false; }
 bool vec_unary_avx512(VecFn, const double*, double*, int64_t) { return false; }
+bool vec_binary_avx512(VecFn2, const float*, const float*, float*, int64_t) { return false; }
+bool vec_binary_avx512(VecFn2, const double*, const double*, double*, int64_t) { return false; }
 float vec_exp_shift_sum_avx512(const float*, float, float*, int64_t) { return 0; }
 int64_t sum_lanes16_avx512(const uint16_t*, int64_t, bool, double*) { return 0; }
 bool vec_avx512_compiled() { return false; }
