@@ -1,6 +1,7 @@
 """Reductions folded in vector lanes (Note [Lane reductions]): amax/amin, prod and vector norms on
 rows long enough for the vector loop and its tail, with NaN, infinities and signed zeros placed
-in both, against torch in every floating dtype."""
+in both, against torch in every floating dtype; amax/amin over leading dims (whole columns) and
+max/min with indices (Note [Two-pass argmax])."""
 import numpy as np
 import pytest
 
@@ -52,3 +53,45 @@ def test_vector_norms(rng, dtype):
         for dim in ([1], [0], None):
             both(lambda L, x: L.linalg.vector_norm(x, ord, dim), x, what=f"ord {ord} dim {dim}",
                  rtol=1e-2 if dtype in ("bfloat16", "float16") else 1e-5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + ("int32", "uint8", "bool"))
+def test_amax_amin_over_leading_dims(rng, dtype):
+    """amax/amin over the leading dims of a contiguous tensor fold whole columns (no transposed
+    copy): NaN, infinities and signed zeros in columns, more than one column block, keepdim,
+    two leading dims, and integer and bool columns."""
+    x = rng.uniform(-1, 1, (37, 1100)) * (100 if dtype in ("int32", "uint8") else 1)
+    if dtype in DTYPES:
+        x[5, 3], x[36, 1099] = np.nan, np.nan
+        x[:, 7], x[0, 8], x[3, 8] = -0.0, 0.0, -0.0
+        x[2, 9], x[4, 10] = np.inf, -np.inf
+        x[:, 11] = -np.inf
+    if dtype == "uint8":
+        x = np.abs(x)
+    vals = x if dtype != "bool" else x > 0
+    t = I(vals, dtype)
+    for f in ("amax", "amin"):
+        both(lambda L, t: getattr(t, f)(0), t, what=f"{f}(0)")
+        both(lambda L, t: getattr(t, f)(0, keepdim=True), t, what=f"{f}(0, keepdim)")
+        both(lambda L, t: getattr(t, f)((0, 1)), I(vals.reshape(37, 2, 550), dtype),
+             what=f"{f} 3-d")
+        both(lambda L, t: getattr(t, f)(0), I(vals[:1], dtype), what=f"{f} one row")
+
+
+@pytest.mark.parametrize("dtype", DTYPES + ("int64",))
+def test_max_min_with_indices(rng, dtype):
+    """max/min(dim) return the first index of the extreme value (Note [Two-pass argmax]): ties,
+    NaN (the first NaN wins), signed zeros, the extreme in the last partial chunk, and rows
+    shorter than one vector."""
+    x = np.round(rng.uniform(-4, 4, (7, 203)))  # many ties
+    if dtype != "int64":
+        x[1, 37], x[1, 100] = np.nan, np.nan
+        x[2, 201] = np.nan
+        x[3] = 0.0
+        x[3, 1::3] = -0.0
+        x[4, 5], x[4, 150] = np.inf, -np.inf
+    x[5, 202], x[6, 200] = 9, -9
+    for t in (I(x, dtype), I(x[:, :13], dtype), I(x[:, 64:129], dtype)):
+        for f in ("max", "min", "argmax", "argmin"):
+            both(lambda L, t: getattr(t, f)(1), t, what=f"{f}(1) {tuple(t.t.shape)}")
+            both(lambda L, t: getattr(t, f)(0), t, what=f"{f}(0) {tuple(t.t.shape)}")

@@ -99,7 +99,8 @@ void elu_out(const Tensor& self, const Scalar& alpha, const Scalar& scale,
       if (st[0] == sz && st[1] == sz &&
           vec_chunked({VecFn::kExpm1}, reinterpret_cast<const scalar_t*>(data[1]),
                       reinterpret_cast<scalar_t*>(data[0]), n, scalar_t(isc),
-                      [=](auto x, auto t) { return x > decltype(x)(0) ? x * sp : t * sn; }))
+                      [=](auto x, auto t) { return x > decltype(x)(0) ? x * sp : t * sn; },
+                      [](auto x) { return !(x > decltype(x)(0)); }))  // expm1 only if needed
         return;
       unary_span<scalar_t, scalar_t>(data, st, n, [=](op_t x) -> op_t {
         return x > op_t(0) ? x * pos : std::expm1(x * isc) * neg;

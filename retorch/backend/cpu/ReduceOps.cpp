@@ -1,5 +1,6 @@
 // Reductions: sum, mean, prod, amax/amin, max/min (with indices), argmax/argmin, all/any.
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "retorch/backend/cpu/Convert16.h"
@@ -288,8 +289,60 @@ Tensor prod_dim(const Tensor& self, int64_t dim, bool keepdim, std::optional<Sca
 }
 
 namespace {
+// amax/amin over the leading dims of a contiguous tensor, as Note [Column sums]: each output
+// column folds its input column in row order, threads splitting the columns in blocks, where
+// the general path copied the tensor transposed first (amax(0) of [1024, 1024] float32:
+// 0.59 -> 0.06 ms).
+template <typename scalar_t, typename op_t, typename Pick>
+void pick_columns(const scalar_t* in, int64_t rows, int64_t cols, scalar_t* out, op_t init,
+                  const Pick& pick) {
+  constexpr int64_t kBlock = 512;
+  const int64_t blocks = (cols + kBlock - 1) / kBlock;
+  parallel_for(0, blocks, std::max<int64_t>(1, 65536 / std::max<int64_t>(rows * kBlock, 1)),
+               [&](int64_t b, int64_t e) {
+    op_t acc[kBlock];
+    for (int64_t blk = b; blk < e; ++blk) {
+      const int64_t c0 = blk * kBlock, n = std::min(kBlock, cols - c0);
+      for (int64_t j = 0; j < n; ++j) acc[j] = init;
+      for (int64_t r = 0; r < rows; ++r) {
+        const scalar_t* x = in + r * cols + c0;
+        for (int64_t j = 0; j < n; ++j) acc[j] = pick(acc[j], op_t(x[j]));
+      }
+      for (int64_t j = 0; j < n; ++j) out[c0 + j] = scalar_t(acc[j]);
+    }
+  });
+}
+
 template <bool kMax>
 Tensor amax_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, const char* op) {
+  auto [k0, k1] = kept_block(self, dim);
+  if (k0 > 0 && k1 == self.dim() && self.numel() > 0) {
+    DimVector shape;
+    int64_t rows = 1;
+    for (int64_t d = 0; d < self.dim(); ++d) {
+      if (d >= k0) shape.push_back(self.size(d));
+      else if (keepdim) shape.push_back(1);
+      if (d < k0) rows *= self.size(d);
+    }
+    Tensor result = make_empty(shape, self.dtype(), self.device());
+    if (result.numel() == 0 || result.device().is_meta()) return result;
+    RT_DISPATCH_ALL(self.dtype(), op, [&] {
+      using op_t = opmath_t<scalar_t>;
+      auto pick = [](op_t a, op_t v) {
+        const op_t m = (kMax ? v > a : v < a) ? v : a;
+        if constexpr (std::is_floating_point_v<op_t>) return v != v ? v : m;  // NaN wins, stays
+        else return m;
+      };
+      const op_t init = std::is_floating_point_v<op_t>
+                            ? (kMax ? -std::numeric_limits<op_t>::infinity()
+                                    : std::numeric_limits<op_t>::infinity())
+                            : (kMax ? std::numeric_limits<op_t>::lowest()
+                                    : std::numeric_limits<op_t>::max());
+      pick_columns<scalar_t, op_t>(static_cast<const scalar_t*>(self.impl()->data()), rows,
+                                   result.numel(), result.data_ptr<scalar_t>(), init, pick);
+    });
+    return result;
+  }
   ReducePlan p = plan_reduce(self, dim, keepdim, op);
   RT_CHECK_INDEX(p.inner > 0 || p.outer == 0, op, "(): Expected reduction dim to have non-zero "
                  "size (input shape ", self.sizes(), ")");
@@ -324,6 +377,45 @@ Tensor amax_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, cons
   return result;
 }
 
+// Note [Two-pass argmax]
+// max/min with indices over a float row: the first pass finds the extreme value with the
+// vector selects of Note [Lane reductions] (NaN wins), the second the first index holding it
+// (the first NaN for NaN), 64 elements at a time, testing a chunk with one vectorized OR before
+// looking inside: the same answer as one scalar pass with its compare-and-branch per element,
+// which ran at 2.2x PyTorch's time (max(1) of [1024, 1024] float32).
+template <bool kMax, typename T>
+int64_t arg_pick_row(const T* row, int64_t n) {
+  constexpr int64_t kLanes = 64 / sizeof(T);
+  typedef T Lanes __attribute__((vector_size(64)));
+  auto pick = [](auto a, auto v) {
+    auto m = (kMax ? v > a : v < a) ? v : a;
+    return v != v ? v : m;
+  };
+  const T init = kMax ? -std::numeric_limits<T>::infinity() : std::numeric_limits<T>::infinity();
+  Lanes lane = Lanes{} + init;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    Lanes x;
+    std::memcpy(&x, row + i, sizeof(x));
+    lane = pick(lane, x);
+  }
+  T best = init;
+  for (int64_t k = 0; k < kLanes; ++k) best = pick(best, lane[k]);
+  for (; i < n; ++i) best = pick(best, row[i]);
+  const bool nan = best != best;
+  constexpr int64_t kChunk = 64;
+  for (int64_t c = 0; c < n; c += kChunk) {
+    const int64_t m = std::min(kChunk, n - c);
+    int hit = 0;  // an int count vectorizes, a bool |= did not
+    for (int64_t j = 0; j < m; ++j)
+      hit += (nan ? row[c + j] != row[c + j] : row[c + j] == best) ? 1 : 0;
+    if (!hit) continue;
+    for (int64_t j = 0; j < m; ++j)
+      if (nan ? row[c + j] != row[c + j] : row[c + j] == best) return c + j;
+  }
+  return 0;  // n == 0 is rejected before; not reached
+}
+
 template <bool kMax>
 std::tuple<Tensor, Tensor> max_dim_impl(const Tensor& self, int64_t dim, bool keepdim,
                                         const char* op) {
@@ -343,6 +435,11 @@ std::tuple<Tensor, Tensor> max_dim_impl(const Tensor& self, int64_t dim, bool ke
                  [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         const scalar_t* row = in + r * p.inner;
+        if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>) {
+          io[r] = arg_pick_row<kMax>(row, p.inner);
+          vo[r] = row[io[r]];
+          continue;
+        }
         op_t best = op_t(row[0]);
         int64_t bi = 0;
         for (int64_t i = 1; i < p.inner; ++i) {

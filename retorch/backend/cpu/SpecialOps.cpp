@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "retorch/backend/cpu/Loops.h"
+#include "retorch/backend/cpu/VecMath.h"
 #include "retorch/generated/Kernels.h"
 
 namespace retorch::cpu {
@@ -207,7 +208,82 @@ void lgamma_out(const Tensor& self, Tensor& out) { special_unary("lgamma", self,
 void digamma_out(const Tensor& self, Tensor& out) {
   special_unary("digamma", self, out, digamma_d);
 }
-void erfinv_out(const Tensor& self, Tensor& out) { special_unary("erfinv", self, out, erfinv_d); }
+// Note [Vector erfinv]
+// float32 and float64 erfinv run in double over L1-sized chunks with the vector log, exp, erf
+// and erfc: Giles' single-precision polynomials in w = -log((1 - |x|)(1 + |x|)) ("Approximating
+// the erfinv function", GPU Computing Gems, 2011; within 1.3e-7 relative of the true value,
+// checked against PyTorch's float64 erfinv over [-1, 1]), then Newton steps on erf(y) = |x|
+// (on erfc(y) = 1 - |x| past 1/2, where 1 - |x| is exact and erf(y) - |x| would cancel): one
+// for float32 (the error squares to ~1e-14 before the rounding to float), two for float64. Where
+// the scalar form took four Newton steps with libm's erf and exp per element (3.6x PyTorch's
+// time on 1M floats). |x| == 1 gives +-inf, |x| > 1 and NaN give NaN, and x = +-0 stays.
+// Giles' polynomials cover the float range (w <= 16); float64 inputs closer to +-1 than
+// 1 - kErfinvPolyMax start 7% off there, so they take the scalar form.
+constexpr double kErfinvPolyMax = 0.9999999;
+namespace {
+template <typename T>
+void erfinv_chunks(const T* x, T* out, int64_t n) {
+  constexpr int64_t kChunk = 256;
+  constexpr int kSteps = std::is_same_v<T, float> ? 1 : 2;
+  const double k = 2 / std::sqrt(kPi);
+  alignas(64) double ax[kChunk], w[kChunk], y[kChunk], e[kChunk], ef[kChunk], efc[kChunk];
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    const int64_t m = std::min(kChunk, n - i0);
+    for (int64_t j = 0; j < m; ++j) {
+      ax[j] = std::fabs(double(x[i0 + j]));
+      w[j] = (1 - ax[j]) * (1 + ax[j]);
+    }
+    vec_unary(VecFn::kLog, w, w, m);
+    for (int64_t j = 0; j < m; ++j) {
+      const double wj = -w[j], ws = wj - 2.5, wl = std::sqrt(wj) - 3;
+      double p1 = 2.81022636e-08, p2 = -0.000200214257;
+      for (double c : {3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087,
+                       -0.00125372503, -0.00417768164, 0.246640727, 1.50140941})
+        p1 = c + p1 * ws;
+      for (double c : {0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773,
+                       -0.0076224613, 0.00943887047, 1.00167406, 2.83297682})
+        p2 = c + p2 * wl;
+      y[j] = (wj < 5 ? p1 : p2) * ax[j];
+    }
+    for (int step = 0; step < kSteps; ++step) {
+      for (int64_t j = 0; j < m; ++j) e[j] = -y[j] * y[j];
+      vec_unary(VecFn::kExp, e, e, m);
+      vec_unary(VecFn::kErf, y, ef, m);
+      vec_unary(VecFn::kErfc, y, efc, m);
+      for (int64_t j = 0; j < m; ++j) {
+        const double f = ax[j] < 0.5 ? ef[j] - ax[j] : (1 - ax[j]) - efc[j];
+        y[j] -= f / (k * e[j]);
+      }
+    }
+    for (int64_t j = 0; j < m; ++j) {
+      const double r = ax[j] == 1 ? kInf : (ax[j] > 1 || ax[j] != ax[j] ? kNaN : y[j]);
+      out[i0 + j] = T(std::copysign(r, double(x[i0 + j])));
+    }
+    for (int64_t j = 0; j < m; ++j)  // past the polynomials' range (w > 15): the scalar form
+      if (ax[j] > kErfinvPolyMax && ax[j] < 1) out[i0 + j] = T(erfinv_d(double(x[i0 + j])));
+  }
+}
+}  // namespace
+
+void erfinv_out(const Tensor& self, Tensor& out) {
+  double probe = 0;
+  if (!vec_unary(VecFn::kErfc, &probe, &probe, 0))  // no vector math: the scalar form
+    return special_unary("erfinv", self, out, erfinv_d);
+  TensorIterator iter(out, {self}, {.name = "erfinv", .int_to_float = true});
+  RT_DISPATCH_FLOATING(iter.common_dtype(), "erfinv", [&] {
+    using op_t = opmath_t<scalar_t>;
+    iter.for_each([&](char** data, const int64_t* st, int64_t n) {
+      constexpr int64_t sz = sizeof(scalar_t);
+      if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>) {
+        if (st[0] == sz && st[1] == sz)
+          return erfinv_chunks(reinterpret_cast<const scalar_t*>(data[1]),
+                               reinterpret_cast<scalar_t*>(data[0]), n);
+      }
+      unary_span<scalar_t, scalar_t>(data, st, n, [](op_t x) { return op_t(erfinv_d(x)); });
+    });
+  });
+  iter.finish();
+}
 void i0_out(const Tensor& self, Tensor& out) { special_unary("i0", self, out, i0_d); }
 void sinc_out(const Tensor& self, Tensor& out) { special_unary("sinc", self, out, sinc_d); }
 void erfc_out(const Tensor& self, Tensor& out) {
@@ -225,16 +301,58 @@ void polygamma_out(int64_t n, const Tensor& self, Tensor& out) {
   special_unary("polygamma", self, out, [n](double x) { return polygamma_d(n, x); });
 }
 
+namespace {
+// out[i] = log(pre(x[i])) for contiguous float/double spans, the log vectorized a chunk at a
+// time; false, writing nothing, for other types or without the vector log.
+template <typename T, typename Pre>
+bool log_chunks(const T* x, T* out, int64_t n, const Pre& pre) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    T probe = 1;
+    if (!vec_unary(VecFn::kLog, &probe, &probe, 0)) return false;
+    constexpr int64_t kChunk = 512;
+    alignas(64) T t[kChunk];
+    for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+      const int64_t m = std::min(kChunk, n - i0);
+      for (int64_t j = 0; j < m; ++j) t[j] = pre(x[i0 + j]);
+      vec_unary(VecFn::kLog, t, out + i0, m);
+    }
+    return true;
+  } else {
+    return false;
+  }
+}
+}  // namespace
+
+// logit(x) = log(z / (1 - z)), z = clamp(x, eps, 1 - eps) when eps is given (with eps > 1/2
+// every value becomes 1 - eps). float32/float64 as PyTorch computes it: z / (1 - z) in the
+// input's precision, then the vector log, a chunk at a time (2.8 -> 0.7 ms on 1M floats, where
+// one double log per element took four times PyTorch's time); other dtypes in double.
 void logit_out(const Tensor& self, std::optional<double> eps, Tensor& out) {
   const bool clamp = eps.has_value();
   const double lo = eps.value_or(0), hi = 1 - eps.value_or(0);
-  special_unary("logit", self, out, [=](double x) {
-    if (clamp) {  // clamp(x, eps, 1 - eps): with eps > 1/2 every value becomes 1 - eps
-      x = x < lo ? lo : x;
-      x = x > hi ? hi : x;
+  auto ratio = [=](auto x) {
+    using T = decltype(x);
+    if (clamp) {
+      x = x < T(lo) ? T(lo) : x;
+      x = x > T(hi) ? T(hi) : x;
     }
-    return std::log(x / (1 - x));
+    return x / (T(1) - x);
+  };
+  TensorIterator iter(out, {self}, {.name = "logit", .int_to_float = true});
+  RT_DISPATCH_FLOATING(iter.common_dtype(), "logit", [&] {
+    using op_t = opmath_t<scalar_t>;
+    iter.for_each([&](char** data, const int64_t* st, int64_t n) {
+      constexpr int64_t sz = sizeof(scalar_t);
+      if (st[0] == sz && st[1] == sz &&
+          log_chunks(reinterpret_cast<const scalar_t*>(data[1]),
+                     reinterpret_cast<scalar_t*>(data[0]), n, ratio))
+        return;
+      unary_span<scalar_t, scalar_t>(data, st, n, [&](op_t x) -> op_t {
+        return op_t(std::log(ratio(double(x))));
+      });
+    });
   });
+  iter.finish();
 }
 
 void xlogy_out(const Tensor& self, const Tensor& other, Tensor& out) {

@@ -168,6 +168,7 @@ bool vec_unary(VecFn fn, const float* in, float* out, int64_t n) {
     RT_SLEEF_UNARY(RT_SLEEF_CASE)
 #undef RT_SLEEF_CASE
     RT_VEC_CASE(kTanh, tanh8)
+    RT_VEC_CASE(kErfc, Sleef_erfcf8_u15avx2)
     RT_VEC_CASE(kSigmoid, sigmoid8)
     RT_VEC_CASE(kSilu, silu8)
     RT_VEC_CASE(kGelu, gelu8)
@@ -188,6 +189,7 @@ bool vec_unary(VecFn fn, const double* in, double* out, int64_t n) {
     RT_SLEEF_UNARY(RT_SLEEF_CASE)
 #undef RT_SLEEF_CASE
     RT_VEC_CASE(kTanh, Sleef_tanhd4_u10avx2)
+    RT_VEC_CASE(kErfc, Sleef_erfcd4_u15avx2)
     RT_VEC_CASE(kSigmoid, sigmoid4)
     RT_VEC_CASE(kSilu, silu4)
     RT_VEC_CASE(kGelu, gelu4)

@@ -10,7 +10,7 @@ namespace retorch::cpu {
 /// The elementwise functions with a vector form (see Note [Vectorized math]).
 enum class VecFn : uint8_t {
   kNone, kExp, kExp2, kExpm1, kLog, kLog2, kLog10, kLog1p, kSin, kCos, kTan, kAsin, kAcos,
-  kAtan, kSinh, kCosh, kTanh, kErf, kSigmoid, kSilu,
+  kAtan, kSinh, kCosh, kTanh, kErf, kErfc, kSigmoid, kSilu,
   kGelu,      // x/2 * (1 + erf(x/sqrt(2)))
   kGeluTanh,  // x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
 };
@@ -21,6 +21,7 @@ enum class VecFn : uint8_t {
   X(kExp, exp) X(kExp2, exp2) X(kExpm1, expm1) X(kLog, log) X(kLog2, log2) X(kLog10, log10)     \
   X(kLog1p, log1p) X(kSin, sin) X(kCos, cos) X(kTan, tan) X(kAsin, asin) X(kAcos, acos)         \
   X(kAtan, atan) X(kSinh, sinh) X(kCosh, cosh) X(kErf, erf)
+// erfc comes as u15 only (at most 1.5 ULP): its cases are spelled out.
 
 // Note [Rational tanh]
 // float32 tanh is x * P(x^2) / Q(x^2), P and Q of degrees 5 and 4 in x^2, fitted for least
@@ -73,19 +74,29 @@ bool vec_binary(VecFn2 fn, const double* a, const double* b, double* out, int64_
 
 /// out[i] = finish(in[i], t[i]) over a contiguous float/double span, t = in * scale taken through
 /// the vector functions `fns` in turn, an L1-sized chunk at a time (softplus: exp then log1p;
-/// elu: expm1). False, writing nothing, where a vector function is missing or T is another
-/// type. in == out is allowed: each element is read before it is written.
-template <typename T, size_t kFns, typename Finish>
+/// elu: expm1). A chunk where no element satisfies `needs` skips the vector functions (elu on
+/// positive values; finish must then not read t). False, writing nothing, where a vector
+/// function is missing or T is another type. in == out is allowed: each element is read before
+/// it is written.
+template <typename T, size_t kFns, typename Finish, typename Needs = std::nullptr_t>
 bool vec_chunked(const VecFn (&fns)[kFns], const T* in, T* out, int64_t n, T scale,
-                 const Finish& finish) {
+                 const Finish& finish, const Needs& needs = nullptr) {
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     constexpr int64_t kChunk = 512;
     alignas(64) T t[kChunk];
+    T probe = 0;
+    for (VecFn f : fns)
+      if (!vec_unary(f, &probe, &probe, 0)) return false;  // no vector form: nothing written
     for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
       const int64_t m = n - i0 < kChunk ? n - i0 : kChunk;
+      int any = 1;
+      if constexpr (!std::is_null_pointer_v<Needs>) {
+        any = 0;  // an int count vectorizes, a bool |= did not
+        for (int64_t j = 0; j < m; ++j) any += needs(in[i0 + j]) ? 1 : 0;
+      }
       for (int64_t j = 0; j < m; ++j) t[j] = in[i0 + j] * scale;
-      for (VecFn f : fns)
-        if (!vec_unary(f, t, t, m)) return false;  // first chunk only: fn and CPU are fixed
+      if (any)
+        for (VecFn f : fns) vec_unary(f, t, t, m);
       for (int64_t j = 0; j < m; ++j) out[i0 + j] = finish(in[i0 + j], t[j]);
     }
     return true;

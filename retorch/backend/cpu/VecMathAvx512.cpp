@@ -182,6 +182,7 @@ bool vec_unary_avx512(VecFn fn, const float* in, float* out, int64_t n) {
     RT_SLEEF_UNARY(RT_SLEEF_CASE)
 #undef RT_SLEEF_CASE
     RT_VEC_CASE(kTanh, tanh16)
+    RT_VEC_CASE(kErfc, Sleef_erfcf16_u15avx512f)
     RT_VEC_CASE(kSigmoid, sigmoid16)
     RT_VEC_CASE(kSilu, silu16)
     RT_VEC_CASE(kGelu, gelu16)
@@ -200,6 +201,7 @@ bool vec_unary_avx512(VecFn fn, const double* in, double* out, int64_t n) {
     RT_SLEEF_UNARY(RT_SLEEF_CASE)
 #undef RT_SLEEF_CASE
     RT_VEC_CASE(kTanh, Sleef_tanhd8_u10avx512f)
+    RT_VEC_CASE(kErfc, Sleef_erfcd8_u15avx512f)
     RT_VEC_CASE(kSigmoid, sigmoid8d)
     RT_VEC_CASE(kSilu, silu8d)
     RT_VEC_CASE(kGelu, gelu8d)
