@@ -10,6 +10,7 @@ from custom_helpers import I, P, aten, both, gradcheck, grads, raises_like_torch
 # test name -> the ops.yaml entries it covers (checked by test_op_coverage.py).
 CUSTOM = {
     "test_regression_losses": ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"],
+    "test_smooth_l1_huber_kernel": ["_smooth_l1", "smooth_l1_loss", "huber_loss"],
     "test_nll_loss": ["nll_loss"],
     "test_cross_entropy": ["cross_entropy", "_cross_entropy_fused",
                            "_cross_entropy_fused_backward"],
@@ -61,6 +62,36 @@ def test_regression_losses(rng):
                   P(rng, (3, 4), "float64"))
     both(lambda L, x, y: fn(L, "smooth_l1_loss")(x, y, beta=-1.0), P(rng, (3,)), P(rng, (3,)))
     both(lambda L, x, y: fn(L, "huber_loss")(x, y, delta=0.0), P(rng, (3,)), P(rng, (3,)))
+
+
+@pytest.mark.parametrize("dt", ["float32", "float64", "bfloat16"])
+def test_smooth_l1_huber_kernel(rng, dt):
+    """The one-pass elementwise term behind smooth_l1_loss and huber_loss: long inputs, values on
+    both sides of beta and exactly at +-beta, NaN and infinities, broadcasting, and gradients
+    for input and target."""
+    d = rng.uniform(-3, 3, 1500)
+    d[::50], d[1::50], d[2::50] = 0.5, -0.5, 0.0
+    t = rng.uniform(-1, 1, 1500)
+    x = d + t
+    x[7], x[8], t[9] = np.nan, np.inf, -np.inf
+    X, T = I(x, dt), I(t, dt)
+    for name, kw in [("smooth_l1_loss", {"beta": 0.5}), ("smooth_l1_loss", {}),
+                     ("huber_loss", {"delta": 0.5}), ("huber_loss", {"delta": 2.0})]:
+        for red in REDUCTIONS:
+            both(lambda L, x, y: fn(L, name)(x, y, reduction=red, **kw), X, T,
+                 what=f"{name} {kw} {red}", **tol(dt))
+    if dt == "bfloat16":
+        return
+    x2, t2 = I(d[:600].reshape(20, 30) + 0.1, dt), I(t[:30], dt)
+    for name, kw in [("smooth_l1_loss", {"beta": 0.5}), ("huber_loss", {"delta": 0.5})]:
+        both(lambda L, x, y: fn(L, name)(x, y, reduction="none", **kw), x2, t2,
+             what=f"{name} broadcast")
+        for red in REDUCTIONS:
+            grads(lambda L, x, y: fn(L, name)(x, y, reduction=red, **kw),
+                  I(d[:300] + t[:300], dt), I(t[:300], dt))
+    gradcheck(lambda L, x, y: L._smooth_l1(x, y, 0.7) if L.__name__ == "retorch" else
+              L.nn.functional.smooth_l1_loss(x, y, reduction="none", beta=0.7),
+              P(rng, (3, 4), "float64"), P(rng, (3, 4), "float64"))
 
 
 def _targets(rng, shape, C, ignore=None):

@@ -65,7 +65,8 @@ void leaky_relu_out(const Tensor& self, const Scalar& negative_slope, Tensor& ou
   const double s = negative_slope.to_double();
   floating_activation("leaky_relu", self, out, [=](auto x) {
     using T = decltype(x);
-    return x > T(0) ? x : x * T(s);
+    const T scaled = x * T(s);  // read s unconditionally: a load under the select kept it scalar
+    return x > T(0) ? x : scaled;
   });
 }
 

@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include "retorch/backend/cpu/Loops.h"
 #include "retorch/backend/cpu/Parallel.h"
 #include "retorch/backend/cpu/VecMath.h"
 #include "retorch/backend/cpu/VecMathAvx2.h"
@@ -420,6 +421,24 @@ Tensor ctc_loss_backward(const Tensor& grad, const Tensor& log_probs, const Tens
     }
   });
   return out.to(log_probs.dtype());
+}
+
+// smooth_l1_loss's elementwise term as PyTorch computes it: z = |self - target|,
+// 0.5 z^2 / beta below beta, z - beta / 2 from there on.
+Tensor smooth_l1_elementwise(const Tensor& self, const Tensor& target, double beta) {
+  Tensor out;
+  TensorIterator iter(out, {self, target}, {.name = "smooth_l1_loss"});
+  RT_DISPATCH_FLOATING(iter.common_dtype(), "smooth_l1_loss", [&] {
+    using op_t = opmath_t<scalar_t>;
+    const op_t b = op_t(beta), half = op_t(0.5);
+    binary_loop<scalar_t, scalar_t>(iter, [=](op_t x, op_t y) {
+      const op_t z = std::abs(x - y);
+      const op_t quad = half * z * z / b, lin = z - half * b;
+      return z < b ? quad : lin;
+    });
+  });
+  iter.finish();
+  return out;
 }
 
 }  // namespace retorch::cpu

@@ -97,16 +97,14 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_vie
   reduction_enum(reduction);
   RT_CHECK(beta >= 0, "smooth_l1_loss does not support negative values for beta.");
   if (beta == 0) return retorch::l1_loss(input, target, reduction);
-  Tensor z = (input - target).abs();
-  return reduce(where(z.lt(Scalar(beta)), z * z * (0.5 / beta), z - 0.5 * beta), reduction);
+  return reduce(retorch::_smooth_l1(input, target, beta), reduction);
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view reduction,
                   double delta) {
   reduction_enum(reduction);
   RT_CHECK(delta > 0, "huber_loss does not support non-positive values for delta.");
-  Tensor z = (input - target).abs();
-  return reduce(where(z.lt(Scalar(delta)), z * z * 0.5, (z - 0.5 * delta) * delta), reduction);
+  return reduce(retorch::_smooth_l1(input, target, delta), reduction) * delta;
 }
 
 // ---------------------------------------------------------------- classification losses
