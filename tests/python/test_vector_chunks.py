@@ -64,7 +64,7 @@ def test_pow_small_exponents(rng, exponent):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16"])
-def test_logit_erfinv_chunks(rng, dtype):
+def test_logit_erfinv_sinc_chunks(rng, dtype):
     u = rng.uniform(0, 1, N)
     u[::97] = 0.0
     u[5::97] = 1.0
@@ -77,6 +77,9 @@ def test_logit_erfinv_chunks(rng, dtype):
     v[11::211], v[13::211], v[17::211] = np.nan, 1.5, -0.0
     both(lambda L, x: L.erfinv(x), I(v, dtype), what="erfinv")
     both(lambda L, x: x.clone().erfinv_(), I(v, dtype), what="erfinv_")
+    s = specials(rng, -50, 50)
+    s[100:110] = np.arange(-5, 5)  # the zeros of sin(pi x), and sinc(0) = 1
+    both(lambda L, x: L.sinc(x), I(s, dtype), what="sinc")
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])

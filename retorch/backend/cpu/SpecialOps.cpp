@@ -30,6 +30,28 @@ void special_unary(const char* name, const Tensor& self, Tensor& out, const F& f
   iter.finish();
 }
 
+// out[i] = post(x[i], fn(pre(x[i]))) over a contiguous float/double span, pre, fn and post in
+// W (double, or T itself), fn vectorized a chunk at a time; false, writing nothing, for other
+// types or without the vector fn.
+template <typename W, typename T, typename Pre, typename Post>
+bool vec_fn_chunks(VecFn fn, const T* x, T* out, int64_t n, const Pre& pre, const Post& post) {
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    W probe = 1;
+    if (!vec_unary(fn, &probe, &probe, 0)) return false;
+    constexpr int64_t kChunk = 512;
+    alignas(64) W t[kChunk];
+    for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+      const int64_t m = std::min(kChunk, n - i0);
+      for (int64_t j = 0; j < m; ++j) t[j] = pre(W(x[i0 + j]));
+      vec_unary(fn, t, t, m);
+      for (int64_t j = 0; j < m; ++j) out[i0 + j] = T(post(W(x[i0 + j]), t[j]));
+    }
+    return true;
+  } else {
+    return false;
+  }
+}
+
 double lgamma_d(double x) {
   int sign;
   return ::lgamma_r(x, &sign);  // the reentrant form: std::lgamma writes the global signgam
@@ -285,7 +307,26 @@ void erfinv_out(const Tensor& self, Tensor& out) {
   iter.finish();
 }
 void i0_out(const Tensor& self, Tensor& out) { special_unary("i0", self, out, i0_d); }
-void sinc_out(const Tensor& self, Tensor& out) { special_unary("sinc", self, out, sinc_d); }
+// sin(pi x) / (pi x) in double (Note [Special functions in double]), float32 and float64 spans
+// with the vector sin in double (5.2 -> ~1 ms on 1M floats, where libm's sin per element took
+// 1.4x PyTorch's float time).
+void sinc_out(const Tensor& self, Tensor& out) {
+  TensorIterator iter(out, {self}, {.name = "sinc", .int_to_float = true});
+  RT_DISPATCH_FLOATING(iter.common_dtype(), "sinc", [&] {
+    using op_t = opmath_t<scalar_t>;
+    iter.for_each([&](char** data, const int64_t* st, int64_t n) {
+      constexpr int64_t sz = sizeof(scalar_t);
+      if (st[0] == sz && st[1] == sz &&
+          vec_fn_chunks<double>(VecFn::kSin, reinterpret_cast<const scalar_t*>(data[1]),
+                                reinterpret_cast<scalar_t*>(data[0]), n,
+                                [](double x) { return kPi * x; },
+                                [](double x, double s) { return x == 0 ? 1.0 : s / (kPi * x); }))
+        return;
+      unary_span<scalar_t, scalar_t>(data, st, n, [](op_t x) { return op_t(sinc_d(x)); });
+    });
+  });
+  iter.finish();
+}
 void erfc_out(const Tensor& self, Tensor& out) {
   special_unary("erfc", self, out, [](double x) { return std::erfc(x); });
 }
@@ -300,28 +341,6 @@ void polygamma_out(int64_t n, const Tensor& self, Tensor& out) {
   RT_CHECK(n >= 0, "polygamma(n, x) does not support negative n.");
   special_unary("polygamma", self, out, [n](double x) { return polygamma_d(n, x); });
 }
-
-namespace {
-// out[i] = log(pre(x[i])) for contiguous float/double spans, the log vectorized a chunk at a
-// time; false, writing nothing, for other types or without the vector log.
-template <typename T, typename Pre>
-bool log_chunks(const T* x, T* out, int64_t n, const Pre& pre) {
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-    T probe = 1;
-    if (!vec_unary(VecFn::kLog, &probe, &probe, 0)) return false;
-    constexpr int64_t kChunk = 512;
-    alignas(64) T t[kChunk];
-    for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
-      const int64_t m = std::min(kChunk, n - i0);
-      for (int64_t j = 0; j < m; ++j) t[j] = pre(x[i0 + j]);
-      vec_unary(VecFn::kLog, t, out + i0, m);
-    }
-    return true;
-  } else {
-    return false;
-  }
-}
-}  // namespace
 
 // logit(x) = log(z / (1 - z)), z = clamp(x, eps, 1 - eps) when eps is given (with eps > 1/2
 // every value becomes 1 - eps). float32/float64 as PyTorch computes it: z / (1 - z) in the
@@ -344,8 +363,9 @@ void logit_out(const Tensor& self, std::optional<double> eps, Tensor& out) {
     iter.for_each([&](char** data, const int64_t* st, int64_t n) {
       constexpr int64_t sz = sizeof(scalar_t);
       if (st[0] == sz && st[1] == sz &&
-          log_chunks(reinterpret_cast<const scalar_t*>(data[1]),
-                     reinterpret_cast<scalar_t*>(data[0]), n, ratio))
+          vec_fn_chunks<scalar_t>(VecFn::kLog, reinterpret_cast<const scalar_t*>(data[1]),
+                                  reinterpret_cast<scalar_t*>(data[0]), n, ratio,
+                                  [](auto, auto l) { return l; }))
         return;
       unary_span<scalar_t, scalar_t>(data, st, n, [&](op_t x) -> op_t {
         return op_t(std::log(ratio(double(x))));
