@@ -122,37 +122,29 @@ void map4x2(const F& f, const double* a, const double* b, double* out, int64_t n
 
 }  // namespace
 
-#define RT_SLEEF_BINARY_CASE(E, F, U)                                            \
-  case VecFn2::E:                                                                 \
-    MAP([](auto x, auto y) { return RT_SLEEF_NAME(F, U)(x, y); }, a, b, out, n); \
-    return true;
-#define RT_SLEEF_PASTE(F, W, U) Sleef_##F##W##U##avx2
-#define RT_SLEEF_PASTE2(F, W, U) RT_SLEEF_PASTE(F, W, U)
-
+#define RT_SLEEF_ISA avx2
 bool vec_binary(VecFn2 fn, const float* a, const float* b, float* out, int64_t n) {
   if (vec_avx512()) return vec512::vec_binary_avx512(fn, a, b, out, n);
   if (!have_avx2()) return false;
-#define MAP map8x2
-#define RT_SLEEF_NAME(F, U) RT_SLEEF_PASTE2(F, f8, U)
+#define RT_MAP2 map8x2
+#define RT_SLEEF_W f8
   switch (fn) { RT_SLEEF_BINARY(RT_SLEEF_BINARY_CASE) }
-#undef RT_SLEEF_NAME
-#undef MAP
+#undef RT_SLEEF_W
+#undef RT_MAP2
   return false;
 }
 
 bool vec_binary(VecFn2 fn, const double* a, const double* b, double* out, int64_t n) {
   if (vec_avx512()) return vec512::vec_binary_avx512(fn, a, b, out, n);
   if (!have_avx2()) return false;
-#define MAP map4x2
-#define RT_SLEEF_NAME(F, U) RT_SLEEF_PASTE2(F, d4, U)
+#define RT_MAP2 map4x2
+#define RT_SLEEF_W d4
   switch (fn) { RT_SLEEF_BINARY(RT_SLEEF_BINARY_CASE) }
-#undef RT_SLEEF_NAME
-#undef MAP
+#undef RT_SLEEF_W
+#undef RT_MAP2
   return false;
 }
-#undef RT_SLEEF_PASTE2
-#undef RT_SLEEF_PASTE
-#undef RT_SLEEF_BINARY_CASE
+#undef RT_SLEEF_ISA
 
 #define RT_VEC_CASE(E, FN)                                        \
   case VecFn::E:                                                  \

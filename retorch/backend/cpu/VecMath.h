@@ -67,6 +67,16 @@ enum class VecFn2 : uint8_t { kFmod, kAtan2, kHypot, kPow };
 #define RT_SLEEF_BINARY(X) X(kFmod, fmod, _) X(kAtan2, atan2, _u10) X(kHypot, hypot, _u05) \
   X(kPow, pow, _u10)
 
+// One case of vec_binary's switch: the .cpp files define RT_MAP2 (their mapper over two inputs),
+// RT_SLEEF_W (SLEEF's width-and-type stem: f8, d4, f16, d8) and RT_SLEEF_ISA (avx2, avx512f).
+#define RT_SLEEF_PASTE(F, W, U, ISA) Sleef_##F##W##U##ISA
+#define RT_SLEEF_NAME(F, W, U, ISA) RT_SLEEF_PASTE(F, W, U, ISA)
+#define RT_SLEEF_BINARY_CASE(E, F, U)                                                          \
+  case VecFn2::E:                                                                              \
+    RT_MAP2([](auto x, auto y) { return RT_SLEEF_NAME(F, RT_SLEEF_W, U, RT_SLEEF_ISA)(x, y); }, \
+            a, b, out, n);                                                                     \
+    return true;
+
 /// out[i] = fn(a[i], b[i]) for i < n (out may alias a or b); false, writing nothing, as
 /// vec_unary.
 bool vec_binary(VecFn2 fn, const float* a, const float* b, float* out, int64_t n);

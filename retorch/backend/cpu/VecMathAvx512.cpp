@@ -141,34 +141,25 @@ inline void map8dx2(const F& f, const double* a, const double* b, double* out, i
 
 }  // namespace
 
-// The binary cases, W the SLEEF width-and-type stem (f16, d8) and MAP the mapper.
-#define RT_SLEEF_BINARY_CASE(E, F, U)                                                    \
-  case VecFn2::E:                                                                         \
-    MAP([](auto x, auto y) { return RT_SLEEF_NAME(F, U)(x, y); }, a, b, out, n);         \
-    return true;
-#define RT_SLEEF_PASTE(F, W, U) Sleef_##F##W##U##avx512f
-#define RT_SLEEF_PASTE2(F, W, U) RT_SLEEF_PASTE(F, W, U)
-
+#define RT_SLEEF_ISA avx512f
 bool vec_binary_avx512(VecFn2 fn, const float* a, const float* b, float* out, int64_t n) {
-#define MAP map16x2
-#define RT_SLEEF_NAME(F, U) RT_SLEEF_PASTE2(F, f16, U)
+#define RT_MAP2 map16x2
+#define RT_SLEEF_W f16
   switch (fn) { RT_SLEEF_BINARY(RT_SLEEF_BINARY_CASE) }
-#undef RT_SLEEF_NAME
-#undef MAP
+#undef RT_SLEEF_W
+#undef RT_MAP2
   return false;
 }
 
 bool vec_binary_avx512(VecFn2 fn, const double* a, const double* b, double* out, int64_t n) {
-#define MAP map8dx2
-#define RT_SLEEF_NAME(F, U) RT_SLEEF_PASTE2(F, d8, U)
+#define RT_MAP2 map8dx2
+#define RT_SLEEF_W d8
   switch (fn) { RT_SLEEF_BINARY(RT_SLEEF_BINARY_CASE) }
-#undef RT_SLEEF_NAME
-#undef MAP
+#undef RT_SLEEF_W
+#undef RT_MAP2
   return false;
 }
-#undef RT_SLEEF_PASTE2
-#undef RT_SLEEF_PASTE
-#undef RT_SLEEF_BINARY_CASE
+#undef RT_SLEEF_ISA
 
 #define RT_VEC_CASE(E, FN)                         \
   case VecFn::E:                                   \
