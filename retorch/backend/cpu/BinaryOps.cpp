@@ -1,7 +1,7 @@
 // Binary elementwise kernels: arithmetic, division modes, pow, min/max, remainders,
 // comparisons and logical ops, all through TensorIterator's promotion and broadcasting.
 #include <cmath>
-#include <string>
+#include <functional>
 
 #include "retorch/backend/cpu/Loops.h"
 #include "retorch/generated/Kernels.h"
@@ -122,7 +122,8 @@ void mul_out(const Tensor& self, const Tensor& other, Tensor& out) {
     if constexpr (std::is_same_v<scalar_t, bool>)
       binary_loop<bool, bool>(iter, [](bool x, bool y) { return x && y; });
     else  // std::multiplies: this branch is compiled for bool too, where `*` would warn
-      binary_loop<scalar_t, scalar_t>(iter, [](op_t x, op_t y) { return std::multiplies<op_t>()(x, y); });
+      binary_loop<scalar_t, scalar_t>(iter,
+                                      [](op_t x, op_t y) { return std::multiplies<op_t>()(x, y); });
   });
   iter.finish();
 }
@@ -173,13 +174,13 @@ bool pow_small_exponent(TensorIterator& iter, double e) {
   RT_DISPATCH_FLOATING(iter.common_dtype(), "pow", [&] {
     using op_t = opmath_t<scalar_t>;
     const op_t one(1);
-    if (e == 2) binary_loop<scalar_t, scalar_t>(iter, [](op_t x, op_t) { return x * x; });
-    else if (e == 3) binary_loop<scalar_t, scalar_t>(iter, [](op_t x, op_t) { return x * x * x; });
-    else if (e == 0.5) binary_loop<scalar_t, scalar_t>(iter, [](op_t x, op_t) { return std::sqrt(x); });
-    else if (e == -0.5)
-      binary_loop<scalar_t, scalar_t>(iter, [one](op_t x, op_t) { return one / std::sqrt(x); });
-    else if (e == -1) binary_loop<scalar_t, scalar_t>(iter, [one](op_t x, op_t) { return one / x; });
-    else binary_loop<scalar_t, scalar_t>(iter, [one](op_t x, op_t) { return one / (x * x); });
+    auto run = [&](auto f) { binary_loop<scalar_t, scalar_t>(iter, f); };
+    if (e == 2) run([](op_t x, op_t) { return x * x; });
+    else if (e == 3) run([](op_t x, op_t) { return x * x * x; });
+    else if (e == 0.5) run([](op_t x, op_t) { return std::sqrt(x); });
+    else if (e == -0.5) run([one](op_t x, op_t) { return one / std::sqrt(x); });
+    else if (e == -1) run([one](op_t x, op_t) { return one / x; });
+    else run([one](op_t x, op_t) { return one / (x * x); });
   });
   return true;
 }
@@ -228,17 +229,24 @@ void pow_scalar_out(const Tensor& self, const Scalar& exponent, Tensor& out) {
 }
 
 namespace {
-template <bool kMax>
+// maximum/minimum (kMax) and, with kSkipNan, fmax/fmin: the larger (smaller) value; a NaN wins
+// for maximum/minimum and loses for fmax/fmin (the other value, NaN only if both are).
+template <bool kMax, bool kSkipNan = false>
 void max_min_out(const char* name, const Tensor& self, const Tensor& other, Tensor& out) {
   TensorIterator iter(out, {self, other}, {.name = name});
   RT_DISPATCH_ALL(iter.common_dtype(), name, [&] {
     using op_t = opmath_t<scalar_t>;
     binary_loop<scalar_t, scalar_t>(iter, [](auto x, auto y) -> op_t {
+      const op_t m = kMax ? (x > y ? x : y) : (x < y ? x : y);
       if constexpr (is_float_v<decltype(x)>) {
-        if (std::isnan(x) || std::isnan(y)) return x + y;
+        if constexpr (kSkipNan) {
+          const op_t r = std::isnan(x) ? y : m;
+          return std::isnan(y) ? x : r;
+        } else {
+          if (std::isnan(x) || std::isnan(y)) return x + y;
+        }
       }
-      if constexpr (kMax) return x > y ? x : y;
-      else return x < y ? x : y;
+      return m;
     });
   });
   iter.finish();
@@ -304,10 +312,10 @@ namespace {
 // (exp2, and the log1p over ln 2, for logaddexp2), a itself where a == b is infinite; float32
 // and float64 with SLEEF's exp/exp2/log1p a chunk at a time.
 template <bool kLog2>
-void logaddexp_impl(const char* name, const Tensor& self, const Tensor& other, Tensor& out) {
-  TensorIterator iter(out, {self, other}, {.name = name});
-  const std::string cpu_name = std::string(name) + "_cpu";  // PyTorch's name in the dtype error
-  RT_DISPATCH_FLOATING(iter.common_dtype(), cpu_name.c_str(), [&] {
+void logaddexp_impl(const Tensor& self, const Tensor& other, Tensor& out) {
+  TensorIterator iter(out, {self, other}, {.name = kLog2 ? "logaddexp2" : "logaddexp"});
+  // PyTorch's kernel names in the dtype error
+  RT_DISPATCH_FLOATING(iter.common_dtype(), kLog2 ? "logaddexp2_cpu" : "logaddexp_cpu", [&] {
     using op_t = opmath_t<scalar_t>;
     auto finish = [](auto a, auto b, auto t) {
       using T = decltype(a);
@@ -325,37 +333,19 @@ void logaddexp_impl(const char* name, const Tensor& self, const Tensor& other, T
   iter.finish();
 }
 
-// fmax (kMax) and fmin: the larger (smaller) value, the other one where one is NaN.
-template <bool kMax>
-void fmax_fmin(const char* name, const Tensor& self, const Tensor& other, Tensor& out) {
-  TensorIterator iter(out, {self, other}, {.name = name});
-  RT_DISPATCH_ALL(iter.common_dtype(), name, [&] {
-    using op_t = opmath_t<scalar_t>;
-    binary_loop<scalar_t, scalar_t>(iter, [](op_t a, op_t b) -> op_t {
-      const op_t m = kMax ? (a > b ? a : b) : (a < b ? a : b);
-      if constexpr (is_float_v<op_t>) {
-        const op_t r = std::isnan(a) ? b : m;
-        return std::isnan(b) ? a : r;
-      } else {
-        return m;
-      }
-    });
-  });
-  iter.finish();
-}
 }  // namespace
 
 void logaddexp_out(const Tensor& self, const Tensor& other, Tensor& out) {
-  logaddexp_impl<false>("logaddexp", self, other, out);
+  logaddexp_impl<false>(self, other, out);
 }
 void logaddexp2_out(const Tensor& self, const Tensor& other, Tensor& out) {
-  logaddexp_impl<true>("logaddexp2", self, other, out);
+  logaddexp_impl<true>(self, other, out);
 }
 void fmax_out(const Tensor& self, const Tensor& other, Tensor& out) {
-  fmax_fmin<true>("fmax", self, other, out);
+  max_min_out<true, true>("fmax", self, other, out);
 }
 void fmin_out(const Tensor& self, const Tensor& other, Tensor& out) {
-  fmax_fmin<false>("fmin", self, other, out);
+  max_min_out<false, true>("fmin", self, other, out);
 }
 
 void copysign_out(const Tensor& self, const Tensor& other, Tensor& out) {
