@@ -10,7 +10,8 @@ from custom_helpers import P, both
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int8", "uint8",
                                    "int16", "int32", "int64", "bool"])
 def test_transposed_copies_match_torch(rng, dtype):
-    for shape in [(8, 8), (33, 70), (100, 9), (3, 45, 64), (2, 3, 40, 17)]:
+    # (45, 512) and (2, 9, 2048): column strides of 2 KB multiples, copied through the buffer.
+    for shape in [(8, 8), (33, 70), (100, 9), (3, 45, 64), (2, 3, 40, 17), (45, 512), (2, 9, 2048)]:
         x = P(rng, shape, dtype)
         both(lambda L, x: x.transpose(-2, -1).contiguous(), x, what=f"{shape}")
         both(lambda L, x: x.transpose(-2, -1).clone(), x, what=f"clone {shape}")

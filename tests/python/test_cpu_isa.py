@@ -89,10 +89,11 @@ def test_avx2_and_avx512_forms_agree_bit_for_bit():
 
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
 def test_sums_match_torch_and_agree_across_isas(dtype):
-    # Note [Float sum accumulation]: 32 lanes of double, 16-bit inputs widened in registers on
-    # AVX-512 and in blocks otherwise; the lanes are the same, so are the bits.
+    # Note [Float sum accumulation]: blocks of 64 added in float, then 16 lanes of double;
+    # 16-bit inputs widened in registers on AVX-512 and in blocks otherwise, the same adds in
+    # the same order, so the same bits.
     have = supported_isas()
-    for n in (1, 31, 32, 33, 255, 256, 257, 4099, 200003):
+    for n in (1, 31, 32, 33, 63, 64, 65, 255, 256, 257, 321, 4099, 200003):
         v = np.random.default_rng(n).standard_normal(n).astype(np.float32)
         t = torch.from_numpy(v).to(getattr(torch, dtype))
         want = t.double().sum().item()
@@ -104,3 +105,24 @@ def test_sums_match_torch_and_agree_across_isas(dtype):
             np.testing.assert_allclose(outs[-1], want, rtol=1e-2 if dtype != "float32"
                                        else 1e-6, atol=1e-2, err_msg=f"{dtype} n={n} {isa}")
         assert len(set(outs)) == 1, f"{dtype} n={n}: {dict(zip(have, outs))}"
+        # The error bound of the note: two float roundings per element at most.
+        exact = t.double().sum().item()
+        bound = 2.0 ** -23 * t.double().abs().sum().item() if dtype == "float32" else None
+        if bound is not None:
+            assert abs(outs[0] - exact) <= bound + abs(exact) * 2.0 ** -24, (n, outs[0], exact)
+
+
+def test_float_sum_error_bound_on_hard_inputs():
+    # Large values that cancel and small ones between them: the float pre-adds of Note [Float
+    # sum accumulation] keep within 2^-23 of sum(|x|) (and so within PyTorch's own error here).
+    rng = np.random.default_rng(7)
+    for n in (64, 4096, 1 << 20):
+        v = (rng.standard_normal(n) * np.where(rng.random(n) < 0.5, 1e6, 1e-3)).astype(np.float32)
+        exact = v.astype(np.float64).sum()
+        got = retorch.from_numpy(v).sum().item()
+        rows = retorch.from_numpy(v).reshape(-1, 64).sum(1).numpy().astype(np.float64)
+        row_exact = v.reshape(-1, 64).astype(np.float64).sum(1)
+        bound = 2.0 ** -23 * np.abs(v.astype(np.float64)).sum()
+        assert abs(got - exact) <= bound + abs(exact) * 2.0 ** -24, (n, got, exact, bound)
+        row_bound = 2.0 ** -23 * np.abs(v.reshape(-1, 64).astype(np.float64)).sum(1)
+        assert np.all(np.abs(rows - row_exact) <= row_bound + np.abs(row_exact) * 2.0 ** -24)

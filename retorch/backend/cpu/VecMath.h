@@ -84,10 +84,10 @@ bool vec_binary(VecFn2 fn, const double* a, const double* b, double* out, int64_
 
 /// out[i] = finish(in[i], t[i]) over a contiguous float/double span, t = in * scale taken through
 /// the vector functions `fns` in turn, an L1-sized chunk at a time (softplus: exp then log1p;
-/// elu: expm1). A chunk where no element satisfies `needs` skips the vector functions (elu on
-/// positive values; finish must then not read t). False, writing nothing, where a vector
-/// function is missing or T is another type. in == out is allowed: each element is read before
-/// it is written.
+/// elu: expm1). A chunk where no element satisfies `needs` skips t and the vector functions (elu
+/// on positive values): finish then gets the input as t, and must not depend on it. False,
+/// writing nothing, where a vector function is missing or T is another type. in == out is
+/// allowed: each element is read before it is written.
 template <typename T, size_t kFns, typename Finish, typename Needs = std::nullptr_t>
 bool vec_chunked(const VecFn (&fns)[kFns], const T* in, T* out, int64_t n, T scale,
                  const Finish& finish, const Needs& needs = nullptr) {
@@ -104,9 +104,12 @@ bool vec_chunked(const VecFn (&fns)[kFns], const T* in, T* out, int64_t n, T sca
         any = 0;  // an int count vectorizes, a bool |= did not
         for (int64_t j = 0; j < m; ++j) any += needs(in[i0 + j]) ? 1 : 0;
       }
+      if (!any) {  // finish must not depend on t here: it gets the input twice
+        for (int64_t j = 0; j < m; ++j) out[i0 + j] = finish(in[i0 + j], in[i0 + j]);
+        continue;
+      }
       for (int64_t j = 0; j < m; ++j) t[j] = in[i0 + j] * scale;
-      if (any)
-        for (VecFn f : fns) vec_unary(f, t, t, m);
+      for (VecFn f : fns) vec_unary(f, t, t, m);
       for (int64_t j = 0; j < m; ++j) out[i0 + j] = finish(in[i0 + j], t[j]);
     }
     return true;
@@ -119,6 +122,11 @@ bool vec_chunked(const VecFn (&fns)[kFns], const T* in, T* out, int64_t n, T sca
 /// inside, so it always succeeds.
 float vec_exp_shift_sum(const float* in, float shift, float* out, int64_t n);
 
+// The lanes and block of Note [Float sum accumulation] (ReduceOps.cpp): 16 double lanes in two
+// vectors, fed by float sums of blocks of 64 elements.
+typedef double SumLanes __attribute__((vector_size(64)));
+constexpr int64_t kSumBlock = 64;
+
 namespace vec512 {
 // The AVX-512 forms (VecMathAvx512.cpp); callers check cpu_isa() first.
 bool vec_unary_avx512(VecFn fn, const float* in, float* out, int64_t n);
@@ -126,9 +134,10 @@ bool vec_unary_avx512(VecFn fn, const double* in, double* out, int64_t n);
 bool vec_binary_avx512(VecFn2 fn, const float* a, const float* b, float* out, int64_t n);
 bool vec_binary_avx512(VecFn2 fn, const double* a, const double* b, double* out, int64_t n);
 float vec_exp_shift_sum_avx512(const float* in, float shift, float* out, int64_t n);
-// lane[k] += float(x[i]) for i < m, i % 32 == k, over the first m = n - n % 32 elements of
-// float16 or (bf16) bfloat16 bits x; returns m.
-int64_t sum_lanes16_avx512(const uint16_t* x, int64_t n, bool bf16, double* lane);
+// The widening block sums of Note [Float sum accumulation] (ReduceOps.cpp) for float16 or (bf16)
+// bfloat16 bits x, the same adds in the same order as sum_quads over the widened floats;
+// returns the count summed, a multiple of kSumBlock.
+int64_t sum_quads16_avx512(const uint16_t* x, int64_t n, bool bf16, SumLanes& lo, SumLanes& hi);
 bool vec_avx512_compiled();
 }  // namespace vec512
 

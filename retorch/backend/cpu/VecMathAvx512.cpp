@@ -223,25 +223,25 @@ float vec_exp_shift_sum_avx512(const float* in, float shift, float* out, int64_t
   return _mm512_reduce_add_ps(acc);
 }
 
-int64_t sum_lanes16_avx512(const uint16_t* x, int64_t n, bool bf16, double* lane) {
-  __m512d acc[4];
-  for (int k = 0; k < 4; ++k) acc[k] = _mm512_loadu_pd(lane + 8 * k);
+int64_t sum_quads16_avx512(const uint16_t* x, int64_t n, bool bf16, SumLanes& lo,
+                           SumLanes& hi) {
+  static_assert(kSumBlock == 64);
+  __m512d l = _mm512_loadu_pd(&lo), h = _mm512_loadu_pd(&hi);
   int64_t i = 0;
-  for (; i + 32 <= n; i += 32) {
-    __m512 f[2];
-    for (int h = 0; h < 2; ++h) {
-      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 16 * h));
-      f[h] = bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16))
+  for (; i + kSumBlock <= n; i += kSumBlock) {
+    __m512 f[4];
+    for (int k = 0; k < 4; ++k) {
+      const __m256i raw = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + i + 16 * k));
+      f[k] = bf16 ? _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(raw), 16))
                   : _mm512_cvtph_ps(raw);
     }
-    for (int h = 0; h < 2; ++h) {
-      acc[2 * h] = _mm512_add_pd(acc[2 * h], _mm512_cvtps_pd(_mm512_castps512_ps256(f[h])));
-      acc[2 * h + 1] = _mm512_add_pd(
-          acc[2 * h + 1],
-          _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(f[h]), 1))));
-    }
+    const __m512 q = _mm512_add_ps(_mm512_add_ps(f[0], f[1]), _mm512_add_ps(f[2], f[3]));
+    l = _mm512_add_pd(l, _mm512_cvtps_pd(_mm512_castps512_ps256(q)));
+    h = _mm512_add_pd(
+        h, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(q), 1))));
   }
-  for (int k = 0; k < 4; ++k) _mm512_storeu_pd(lane + 8 * k, acc[k]);
+  _mm512_storeu_pd(&lo, l);
+  _mm512_storeu_pd(&hi, h);
   return i;
 }
 
@@ -257,7 +257,7 @@ bool vec_unary_avx512(VecFn, const double*, double*, int64_t) { return false; }
 bool vec_binary_avx512(VecFn2, const float*, const float*, float*, int64_t) { return false; }
 bool vec_binary_avx512(VecFn2, const double*, const double*, double*, int64_t) { return false; }
 float vec_exp_shift_sum_avx512(const float*, float, float*, int64_t) { return 0; }
-int64_t sum_lanes16_avx512(const uint16_t*, int64_t, bool, double*) { return 0; }
+int64_t sum_quads16_avx512(const uint16_t*, int64_t, bool, SumLanes&, SumLanes&) { return 0; }
 bool vec_avx512_compiled() { return false; }
 }  // namespace retorch::cpu::vec512
 
