@@ -1,7 +1,9 @@
 // Reductions: sum, mean, prod, amax/amin, max/min (with indices), argmax/argmin, all/any.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 
 #include "retorch/backend/cpu/Convert16.h"
 #include "retorch/backend/cpu/ReduceUtils.h"
@@ -139,22 +141,33 @@ void sum_float_rows(const ReducePlan& p, scalar_t* out, bool mean) {
 // Note [Column sums]
 // Summing the leading dims of a contiguous tensor (a broadcast gradient's sum_to, a batch
 // mean) needs no transposed copy: each output column accumulates its input column in row order
-// in double, threads splitting the columns in fixed blocks (so the result does not depend on the
-// thread count). Measured on [4096, 1024] float32, sum(0), 2 threads: 18 ms through the
-// transposed copy, 0.63 ms this way (PyTorch 1.4 ms).
+// in double, threads splitting the columns in fixed blocks and the rows in fixed chunks, whose
+// partial sums are added in chunk order (so the result does not depend on the thread count).
+// Measured on [4096, 1024] float32, sum(0), 2 threads: 18 ms through the transposed copy, 0.63
+// ms this way (PyTorch 1.4 ms). `outer` independent such matrices sum at once: kept dims
+// before the summed ones (a channels-last image batch's mean over (2, 3), Note [Sums in memory
+// order]).
 template <typename scalar_t>
-void sum_columns(const scalar_t* in, int64_t rows, int64_t cols, scalar_t* out, bool mean) {
-  constexpr int64_t kBlock = 512;
-  const int64_t blocks = (cols + kBlock - 1) / kBlock;
-  parallel_for(0, blocks, std::max<int64_t>(1, 65536 / std::max<int64_t>(rows * kBlock, 1)),
+void sum_columns(const scalar_t* in, int64_t outer, int64_t rows, int64_t cols, scalar_t* out,
+                 bool mean) {
+  constexpr int64_t kBlock = 512, kRows = 1024;
+  const int64_t blocks = (cols + kBlock - 1) / kBlock, chunks = (rows + kRows - 1) / kRows;
+  std::vector<double> part(chunks > 1 ? size_t(outer * chunks * cols) : 0);
+  auto finish = [&](double total) {
+    return scalar_t(opmath_t<scalar_t>(mean ? total / double(rows) : total));
+  };
+  const int64_t work = std::min(rows, kRows) * std::min(cols, kBlock);
+  parallel_for(0, outer * chunks * blocks, std::max<int64_t>(1, 65536 / std::max<int64_t>(work, 1)),
                [&](int64_t b, int64_t e) {
     double acc[kBlock];
     alignas(32) float buf[kBlock];
-    for (int64_t blk = b; blk < e; ++blk) {
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t o = task / (chunks * blocks), ch = task / blocks % chunks, blk = task % blocks;
       const int64_t c0 = blk * kBlock, n = std::min(kBlock, cols - c0);
+      const int64_t r0 = ch * kRows, r1 = std::min(rows, r0 + kRows);
       for (int64_t j = 0; j < n; ++j) acc[j] = 0;
-      for (int64_t r = 0; r < rows; ++r) {
-        const scalar_t* x = in + r * cols + c0;
+      for (int64_t r = r0; r < r1; ++r) {
+        const scalar_t* x = in + (o * rows + r) * cols + c0;
         if constexpr (is_float16_v<scalar_t>) {
           to_float(x, buf, n);
           for (int64_t j = 0; j < n; ++j) acc[j] += double(buf[j]);
@@ -162,10 +175,21 @@ void sum_columns(const scalar_t* in, int64_t rows, int64_t cols, scalar_t* out, 
           for (int64_t j = 0; j < n; ++j) acc[j] += double(x[j]);
         }
       }
-      for (int64_t j = 0; j < n; ++j)
-        out[c0 + j] = scalar_t(opmath_t<scalar_t>(mean ? acc[j] / double(rows) : acc[j]));
+      if (chunks == 1) {
+        for (int64_t j = 0; j < n; ++j) out[o * cols + c0 + j] = finish(acc[j]);
+      } else {
+        double* p = part.data() + (o * chunks + ch) * cols + c0;
+        for (int64_t j = 0; j < n; ++j) p[j] = acc[j];
+      }
     }
   });
+  if (chunks == 1) return;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < cols; ++j) {
+      double total = 0;
+      for (int64_t ch = 0; ch < chunks; ++ch) total += part[size_t((o * chunks + ch) * cols + j)];
+      out[o * cols + j] = finish(total);
+    }
 }
 
 // Note [Plane sums]
@@ -189,25 +213,71 @@ void sum_planes(const scalar_t* in, int64_t A, int64_t C, int64_t B, scalar_t* o
 }
 
 // Where a floating sum of a contiguous tensor can skip the general path's permuted copy: the
-// reduced dims are the k0 leading ones and those from k1 on, with the kept dims [k0, k1) between
-// them and at least one leading dim reduced (Note [Column sums] when k1 is the last dim, else
-// Note [Plane sums]). {0, 0} otherwise.
-std::pair<int64_t, int64_t> kept_block(const Tensor& self, OptionalIntArrayRef dim) {
-  if (!dim || dim->empty() || !self.is_contiguous() || self.dim() < 2) return {0, 0};
+// dims, grouped into runs of reduced and kept ones, are reduced-kept (Note [Column sums]),
+// kept-reduced-kept (columns of `outer` matrices) or reduced-kept-reduced (Note [Plane sums]).
+// A, C and B are the element counts of the first, middle and last run (B = 1 for two runs).
+struct SumLayout {
+  enum Kind { kNone, kColumns, kOuterColumns, kPlanes } kind = kNone;
+  int64_t A = 1, C = 1, B = 1;
+};
+
+SumLayout sum_layout(const Tensor& self, OptionalIntArrayRef dim) {
+  if (!dim || dim->empty() || !self.is_contiguous() || self.dim() < 2) return {};
   std::vector<bool> reduced(size_t(self.dim()), false);
   for (int64_t d : *dim) {
     int64_t w = d < 0 ? d + self.dim() : d;
-    if (w < 0 || w >= self.dim() || reduced[size_t(w)]) return {0, 0};  // errors: the general path
+    if (w < 0 || w >= self.dim() || reduced[size_t(w)]) return {};  // errors: the general path
     reduced[size_t(w)] = true;
   }
-  int64_t k0 = 0;
-  while (k0 < self.dim() && reduced[size_t(k0)]) ++k0;
-  int64_t k1 = k0;
-  while (k1 < self.dim() && !reduced[size_t(k1)]) ++k1;
-  for (int64_t d = k1; d < self.dim(); ++d)
-    if (!reduced[size_t(d)]) return {0, 0};
-  if (k0 == 0 || k0 == self.dim()) return {0, 0};
-  return {k0, k1};
+  std::vector<std::pair<bool, int64_t>> runs;  // (reduced, elements)
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (runs.empty() || runs.back().first != reduced[size_t(d)])
+      runs.emplace_back(reduced[size_t(d)], 1);
+    runs.back().second *= self.size(d);
+  }
+  SumLayout l;
+  if (runs.size() == 2 && runs[0].first) {
+    l.kind = SumLayout::kColumns;
+  } else if (runs.size() == 3) {
+    l.kind = runs[0].first ? SumLayout::kPlanes : SumLayout::kOuterColumns;
+  } else {
+    return {};
+  }
+  l.A = runs[0].second;
+  l.C = runs[1].second;
+  if (runs.size() == 3) l.B = runs[2].second;
+  return l;
+}
+
+// Note [Sums in memory order]
+// A dense tensor in another memory order (channels-last) sums as the contiguous tensor its
+// memory holds, its dims permuted into memory order: a channels-last batch's sum over (0, 2, 3)
+// is then column sums, its mean over (2, 3) columns of each image, with no copy (both had gone
+// through a permuted copy of the whole input: 14.8 and 4.9 ms on 32x64x56x56, PyTorch 0.55 and
+// 0.45). The kept dims come out in memory order; where that is not their order, the (smaller)
+// result is permuted back. Returns the permuted view, the reduced dims in its order (mdims) and
+// the kept dims in memory order (kept), or an undefined tensor.
+Tensor memory_order_view(const Tensor& self, IntArrayRef dim, DimVector& mdims, DimVector& kept) {
+  const int64_t nd = self.dim();
+  std::vector<int64_t> perm(static_cast<size_t>(nd));
+  for (int64_t d = 0; d < nd; ++d) perm[size_t(d)] = d;
+  std::stable_sort(perm.begin(), perm.end(),
+                   [&](int64_t a, int64_t b) { return self.stride(a) > self.stride(b); });
+  Tensor m = self.permute(perm);
+  if (!m.is_contiguous()) return {};
+  std::vector<bool> reduced(size_t(nd), false);
+  for (int64_t d : dim) {
+    int64_t w = d < 0 ? d + nd : d;
+    if (w < 0 || w >= nd || reduced[size_t(w)]) return {};  // errors: the general path
+    reduced[size_t(w)] = true;
+  }
+  mdims.clear();
+  kept.clear();
+  for (int64_t j = 0; j < nd; ++j) {
+    if (reduced[size_t(perm[size_t(j)])]) mdims.push_back(j);
+    else kept.push_back(perm[size_t(j)]);
+  }
+  return m;
 }
 
 template <bool kMean>
@@ -215,22 +285,46 @@ Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
                 std::optional<ScalarType> dtype, const char* op) {
   ScalarType rt = sum_dtype(self, dtype);
   Tensor in = self.dtype() == rt ? self : self.to(rt);
-  auto [k0, k1] = is_floating_type(rt) ? kept_block(in, dim) : std::pair<int64_t, int64_t>{0, 0};
-  int64_t A = 1, C = 1, B = 1;
-  for (int64_t d = 0; d < in.dim(); ++d) (d < k0 ? A : d < k1 ? C : B) *= in.size(d);
-  // Rows of fewer than 64 elements sum faster through the general path's copy.
-  if (k0 > 0 && (B == 1 || B >= 64)) {
-    DimVector shape;
-    for (int64_t d = 0; d < in.dim(); ++d) {
-      if (d >= k0 && d < k1) shape.push_back(in.size(d));
-      else if (keepdim) shape.push_back(1);
+  // See Note [Sums in memory order]: the sum runs over `in` without keepdim and its result is
+  // viewed with the output's shape.
+  DimVector mdims, kept, shape;
+  if (is_floating_type(rt) && dim && !dim->empty() && in.dim() >= 2 && !in.is_contiguous()) {
+    Tensor m = memory_order_view(in, *dim, mdims, kept);
+    if (m.defined()) {
+      std::vector<bool> reduced(size_t(in.dim()), false);
+      for (int64_t d : *dim) reduced[size_t(d < 0 ? d + in.dim() : d)] = true;
+      for (int64_t d = 0; d < in.dim(); ++d)
+        if (!reduced[size_t(d)]) shape.push_back(in.size(d));
+        else if (keepdim) shape.push_back(1);
+      Tensor r = sum_impl<kMean>(m, IntArrayRef(mdims), false, rt, op);
+      if (!std::is_sorted(kept.begin(), kept.end())) {
+        DimVector back;  // result dim i holds kept[i]; put them back in ascending order
+        for (size_t i = 0; i < kept.size(); ++i) back.push_back(int64_t(i));
+        std::sort(back.begin(), back.end(),
+                  [&](int64_t a, int64_t b) { return kept[size_t(a)] < kept[size_t(b)]; });
+        r = r.permute(back).contiguous();
+      }
+      return r.view(shape);
     }
+  }
+  const SumLayout l = is_floating_type(rt) ? sum_layout(in, dim) : SumLayout{};
+  // Rows of fewer than 64 elements (columns of fewer than 8) sum faster through the general
+  // path's copy.
+  if (l.kind != SumLayout::kNone && (l.kind != SumLayout::kPlanes || l.B >= 64) &&
+      (l.kind != SumLayout::kOuterColumns || l.B >= 8)) {
+    std::vector<bool> reduced(size_t(in.dim()), false);
+    for (int64_t d : *dim) reduced[size_t(d < 0 ? d + in.dim() : d)] = true;
+    for (int64_t d = 0; d < in.dim(); ++d)
+      if (!reduced[size_t(d)]) shape.push_back(in.size(d));
+      else if (keepdim) shape.push_back(1);
     Tensor result = make_empty(shape, rt, self.device());
     if (result.numel() == 0 || result.device().is_meta()) return result;
     RT_DISPATCH_FLOATING(rt, op, [&] {
       const scalar_t* x = static_cast<const scalar_t*>(in.impl()->data());
-      if (B == 1) sum_columns<scalar_t>(x, A, C, result.data_ptr<scalar_t>(), kMean);
-      else sum_planes<scalar_t>(x, A, C, B, result.data_ptr<scalar_t>(), kMean);
+      scalar_t* out = result.data_ptr<scalar_t>();
+      if (l.kind == SumLayout::kColumns) sum_columns<scalar_t>(x, 1, l.A, l.C, out, kMean);
+      else if (l.kind == SumLayout::kOuterColumns) sum_columns<scalar_t>(x, l.A, l.C, l.B, out, kMean);
+      else sum_planes<scalar_t>(x, l.A, l.C, l.B, out, kMean);
     });
     return result;
   }
@@ -327,40 +421,84 @@ Tensor prod_dim(const Tensor& self, int64_t dim, bool keepdim, std::optional<Sca
 
 namespace {
 // amax/amin over the leading dims of a contiguous tensor, as Note [Column sums]: each output
-// column folds its input column in row order, threads splitting the columns in blocks, where
-// the general path copied the tensor transposed first (amax(0) of [1024, 1024] float32:
-// 0.59 -> 0.06 ms).
+// column folds its input column in row order, threads splitting the columns in blocks and the
+// rows in chunks (a max is exact, so the chunks join in any order), where the general path
+// copied the tensor transposed first (amax(0) of [1024, 1024] float32: 0.59 -> 0.06 ms); and
+// of `outer` such matrices (Note [Sums in memory order]).
 template <typename scalar_t, typename op_t, typename Pick>
-void pick_columns(const scalar_t* in, int64_t rows, int64_t cols, scalar_t* out, op_t init,
-                  const Pick& pick) {
-  constexpr int64_t kBlock = 512;
-  const int64_t blocks = (cols + kBlock - 1) / kBlock;
-  parallel_for(0, blocks, std::max<int64_t>(1, 65536 / std::max<int64_t>(rows * kBlock, 1)),
+void pick_columns(const scalar_t* in, int64_t outer, int64_t rows, int64_t cols, scalar_t* out,
+                  op_t init, const Pick& pick) {
+  constexpr int64_t kBlock = 512, kRows = 1024;
+  const int64_t blocks = (cols + kBlock - 1) / kBlock, chunks = (rows + kRows - 1) / kRows;
+  // (not a std::vector: op_t may be bool)
+  std::unique_ptr<op_t[]> part(chunks > 1 ? new op_t[size_t(outer * chunks * cols)] : nullptr);
+  const int64_t work = std::min(rows, kRows) * std::min(cols, kBlock);
+  parallel_for(0, outer * chunks * blocks, std::max<int64_t>(1, 65536 / std::max<int64_t>(work, 1)),
                [&](int64_t b, int64_t e) {
     op_t acc[kBlock];
-    for (int64_t blk = b; blk < e; ++blk) {
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t o = task / (chunks * blocks), ch = task / blocks % chunks, blk = task % blocks;
       const int64_t c0 = blk * kBlock, n = std::min(kBlock, cols - c0);
+      const int64_t r0 = ch * kRows, r1 = std::min(rows, r0 + kRows);
       for (int64_t j = 0; j < n; ++j) acc[j] = init;
-      for (int64_t r = 0; r < rows; ++r) {
-        const scalar_t* x = in + r * cols + c0;
+      for (int64_t r = r0; r < r1; ++r) {
+        const scalar_t* x = in + (o * rows + r) * cols + c0;
         for (int64_t j = 0; j < n; ++j) acc[j] = pick(acc[j], op_t(x[j]));
       }
-      for (int64_t j = 0; j < n; ++j) out[c0 + j] = scalar_t(acc[j]);
+      if (chunks == 1) {
+        for (int64_t j = 0; j < n; ++j) out[o * cols + c0 + j] = scalar_t(acc[j]);
+      } else {
+        op_t* p = part.get() + (o * chunks + ch) * cols + c0;
+        for (int64_t j = 0; j < n; ++j) p[j] = acc[j];
+      }
     }
   });
+  if (chunks == 1) return;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < cols; ++j) {
+      op_t best = init;
+      for (int64_t ch = 0; ch < chunks; ++ch)
+        best = pick(best, part[size_t((o * chunks + ch) * cols + j)]);
+      out[o * cols + j] = scalar_t(best);
+    }
 }
 
 template <bool kMax>
 Tensor amax_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, const char* op) {
-  auto [k0, k1] = kept_block(self, dim);
-  if (k0 > 0 && k1 == self.dim() && self.numel() > 0) {
-    DimVector shape;
-    int64_t rows = 1;
-    for (int64_t d = 0; d < self.dim(); ++d) {
-      if (d >= k0) shape.push_back(self.size(d));
-      else if (keepdim) shape.push_back(1);
-      if (d < k0) rows *= self.size(d);
+  DimVector mdims, kept;
+  if (dim && !dim->empty() && self.dim() >= 2 && !self.is_contiguous()) {
+    // See Note [Sums in memory order].
+    Tensor m = memory_order_view(self, *dim, mdims, kept);
+    const SumLayout ml = m.defined() ? sum_layout(m, IntArrayRef(mdims)) : SumLayout{};
+    if (ml.kind == SumLayout::kColumns || (ml.kind == SumLayout::kOuterColumns && ml.B >= 8)) {
+      DimVector shape;
+      std::vector<bool> reduced(size_t(self.dim()), false);
+      for (int64_t r : *dim) reduced[size_t(r < 0 ? r + self.dim() : r)] = true;
+      for (int64_t k = 0; k < self.dim(); ++k)
+        if (!reduced[size_t(k)]) shape.push_back(self.size(k));
+        else if (keepdim) shape.push_back(1);
+      Tensor r = amax_impl<kMax>(m, IntArrayRef(mdims), false, op);
+      if (!std::is_sorted(kept.begin(), kept.end())) {
+        DimVector back;  // result dim i holds kept[i]; put them back in ascending order
+        for (size_t i = 0; i < kept.size(); ++i) back.push_back(int64_t(i));
+        std::sort(back.begin(), back.end(),
+                  [&](int64_t a, int64_t b) { return kept[size_t(a)] < kept[size_t(b)]; });
+        r = r.permute(back).contiguous();
+      }
+      return r.view(shape);
     }
+  }
+  const SumLayout l = sum_layout(self, dim);
+  if ((l.kind == SumLayout::kColumns || (l.kind == SumLayout::kOuterColumns && l.B >= 8)) &&
+      self.numel() > 0) {
+    DimVector shape;
+    const bool two = l.kind == SumLayout::kColumns;
+    const int64_t outer = two ? 1 : l.A, rows = two ? l.A : l.C, cols = two ? l.C : l.B;
+    std::vector<bool> reduced(size_t(self.dim()), false);
+    for (int64_t r : *dim) reduced[size_t(r < 0 ? r + self.dim() : r)] = true;
+    for (int64_t k = 0; k < self.dim(); ++k)
+      if (!reduced[size_t(k)]) shape.push_back(self.size(k));
+      else if (keepdim) shape.push_back(1);
     Tensor result = make_empty(shape, self.dtype(), self.device());
     if (result.numel() == 0 || result.device().is_meta()) return result;
     RT_DISPATCH_ALL(self.dtype(), op, [&] {
@@ -375,8 +513,8 @@ Tensor amax_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, cons
                                     : std::numeric_limits<op_t>::infinity())
                             : (kMax ? std::numeric_limits<op_t>::lowest()
                                     : std::numeric_limits<op_t>::max());
-      pick_columns<scalar_t, op_t>(static_cast<const scalar_t*>(self.impl()->data()), rows,
-                                   result.numel(), result.data_ptr<scalar_t>(), init, pick);
+      pick_columns<scalar_t, op_t>(static_cast<const scalar_t*>(self.impl()->data()), outer,
+                                   rows, cols, result.data_ptr<scalar_t>(), init, pick);
     });
     return result;
   }

@@ -1,6 +1,8 @@
 // Reduction planning shared by the reduction and normalization kernels.
 #include "retorch/backend/cpu/ReduceUtils.h"
 
+#include <algorithm>
+
 #include "retorch/generated/Functions.h"
 
 namespace retorch::cpu {
@@ -33,13 +35,37 @@ ReducePlan plan_reduce(const Tensor& self, OptionalIntArrayRef dims, bool keepdi
     p.out_shape.clear();
     for (int64_t d = 0; d < nd; ++d) p.out_shape.push_back((all || reduced[size_t(d)]) ? 1 : self.size(d));
   }
+  const size_t first_reduced = perm.size();
   for (int64_t d = 0; d < nd; ++d) {
     if (all || reduced[size_t(d)]) {
       perm.push_back(d);
       p.inner *= self.size(d);
     }
   }
+  // Note [Reduced dims in memory order]: each row's elements may be visited in any order, so the
+  // reduced dims go in the order of the input's memory (largest stride first), and those that
+  // then chain (stride = next stride * next size) merge into one. A channels-last input's
+  // (1, 2, 3) rows are then its memory as it is (no copy), and its (2, 3) rows one transposed
+  // copy per image (Note [Transposing copies]) instead of a 4-d strided gather.
+  std::stable_sort(perm.begin() + long(first_reduced), perm.end(), [&](int64_t a, int64_t b) {
+    return self.stride(a) > self.stride(b);
+  });
   Tensor t = nd == 0 ? self : self.permute(perm);
+  if (!t.is_contiguous() && nd > 0) {
+    DimVector sizes, strides;
+    for (int64_t d = 0; d < nd; ++d) {
+      const bool merge = size_t(d) > first_reduced &&
+                         strides.back() == t.stride(d) * t.size(d);
+      if (merge) {
+        sizes.back() *= t.size(d);
+        strides.back() = t.stride(d);
+      } else {
+        sizes.push_back(t.size(d));
+        strides.push_back(t.stride(d));
+      }
+    }
+    if (int64_t(sizes.size()) < nd) t = as_strided(t, sizes, strides, t.storage_offset());
+  }
   p.rows = t.contiguous();
   return p;
 }
