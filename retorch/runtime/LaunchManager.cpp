@@ -20,10 +20,13 @@ namespace retorch::runtime {
 // capture also keeps each outermost launch's kernel, dispatch keys, argument values and
 // results; replay calls the kernels directly on the same arguments — no key computation, no
 // autograd or profiler layers — and writes each result into the tensor the capture returned, so
-// a captured sequence reads and writes the same buffers each time, like a CUDA graph. (A few CPU
-// kernels still call helper ops through the dispatcher — a reduction's permute — and those
-// dispatch on replay too.) On CPU a launch is synchronous; CUDA launches will go
-// through the same records with their stream.
+// a captured sequence reads and writes the same buffers each time, like a CUDA graph. Where the
+// op has an out= form with a kernel for the same backend (add.Tensor -> add.Tensor_out), replay
+// calls that one with the captured result as `out`: the kernel writes the same buffer itself,
+// with no new tensor and no copy (a three-op graph on 16 floats replayed in 770 ns through
+// fresh results and copies, eager 610). (A few CPU kernels still call helper ops through the
+// dispatcher — a reduction's permute — and those dispatch on replay too.) On CPU a launch is
+// synchronous; CUDA launches will go through the same records with their stream.
 
 struct LaunchGraph::Launch {
   const OperatorHandle* op = nullptr;
@@ -32,6 +35,10 @@ struct LaunchGraph::Launch {
   Stack inputs;
   std::vector<IValue> outputs;
   LaunchRecord record;
+  // The out= form replay calls instead, when there is one (see Note [Launch manager]).
+  const OperatorHandle* out_op = nullptr;
+  KernelFunction out_kernel;
+  Stack scratch;  // replay's stack, kept so its storage is reused
 };
 
 struct LaunchManager::State {
@@ -70,6 +77,30 @@ LaunchRecord make_record(const OperatorHandle& op, DispatchKeySet ks, const Stac
   return r;
 }
 
+// Sets l.out_op and l.out_kernel to the op's out= form (its arguments and then `out`, one
+// result) where it has a kernel for the launch's backend and the captured result is a tensor of
+// its own: not one of the inputs' memory (an op that returned its input, or a view of it).
+void find_out_form(LaunchGraph::Launch& l) {
+  const OpSchema& s = l.op->schema();
+  if (s.num_returns != 1 || l.outputs.size() != 1 || !l.outputs[0].is_tensor()) return;
+  const Tensor& result = l.outputs[0].to_tensor();
+  if (!result.defined() || !result.is_contiguous()) return;
+  for (const IValue& v : l.inputs)
+    if (v.is_tensor() && v.to_tensor().defined() &&
+        v.to_tensor().impl()->storage().get() == result.impl()->storage().get())
+      return;
+  std::string name(s.name);
+  name += s.overload.empty() ? ".out" : "." + std::string(s.overload) + "_out";
+  const OperatorHandle* out = Dispatcher::singleton().find(name);
+  if (out == nullptr || out->schema().num_args != s.num_args + 1 ||
+      out->schema().num_returns != 1)
+    return;
+  const DispatchKey backend = (l.ks & kBackendKeys).highest();
+  if (!out->has_kernel(backend)) return;
+  l.out_op = out;
+  l.out_kernel = out->kernel(backend);
+}
+
 void launch_hook(const OperatorHandle& op, const KernelFunction& k, DispatchKeySet ks,
                  Stack* stack) {
   std::vector<std::shared_ptr<LaunchObserver>> observers;
@@ -104,6 +135,7 @@ void launch_hook(const OperatorHandle& op, const KernelFunction& k, DispatchKeyS
   if (capture) {
     l->outputs.assign(stack->end() - std::ptrdiff_t(op.schema().num_returns), stack->end());
     l->record = r;
+    find_out_form(*l);
     capture->launches.push_back(std::move(l));
   }
   for (const auto& o : observers) o->after(r, ns);
@@ -177,7 +209,13 @@ LaunchGraph LaunchManager::capture(const std::function<void()>& fn) {
 
 void LaunchGraph::replay() const {
   for (const auto& l : launches) {
-    Stack stack = l->inputs;
+    Stack& stack = l->scratch;
+    stack.assign(l->inputs.begin(), l->inputs.end());
+    if (l->out_op) {  // writes the captured result's buffer itself
+      stack.push_back(l->outputs[0]);
+      run_kernel(*l->out_op, l->out_kernel, l->ks, &stack);
+      continue;
+    }
     run_kernel(*l->op, l->kernel, l->ks, &stack);
     const size_t n = l->outputs.size();
     RT_CHECK(stack.size() >= n, "launch graph: ", l->record.name, " returned too few values");

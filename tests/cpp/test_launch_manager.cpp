@@ -83,6 +83,37 @@ TEST(LaunchManager, CaptureReplaysOnTheSameBuffersWithoutDispatch) {
   EXPECT_EQ(detail::g_launch_hook.load(), nullptr);  // a failed capture uninstalls the hook
 }
 
+TEST(LaunchManager, ReplayWritesOutFormsIntoTheCapturedBuffers) {
+  // add and mul have out= forms: replay calls them on the captured results, so nothing is
+  // allocated and the results keep their memory; relu has none and still runs functionally.
+  Tensor a = randn({16}), b = randn({16}), y, z;
+  runtime::LaunchGraph g = LaunchManager::get().capture([&] {
+    y = (a + b) * a;
+    z = y.relu();
+  });
+  ASSERT_EQ(g.size(), 3u);
+  const void* y_data = y.data_ptr();
+  const void* z_data = z.data_ptr();
+  a.copy_(randn({16}));
+  b.fill_(-0.5);
+  Tensor want_y = (a + b) * a, want_z = want_y.relu();
+  const int64_t allocs = cpu_allocator()->stats().num_allocs;
+  g.replay();
+  // The relu's fresh result is the one allocation: add and mul wrote y's buffers in place.
+  EXPECT_EQ(cpu_allocator()->stats().num_allocs - allocs, 1);
+  EXPECT_EQ(y.data_ptr(), y_data);
+  EXPECT_EQ(z.data_ptr(), z_data);
+  EXPECT_TRUE(allclose(y, want_y, 1e-6, 1e-6));
+  EXPECT_TRUE(allclose(z, want_z, 1e-6, 1e-6));
+  // An in-place op (its result is its input's memory) replays in place, once per replay.
+  Tensor c = zeros({4, 4}), d = full({4, 4}, 0.5);
+  runtime::LaunchGraph h = LaunchManager::get().capture([&] { c.add_(d); });
+  ASSERT_EQ(h.size(), 1u);
+  h.replay();
+  h.replay();
+  EXPECT_TRUE(allclose(c, full({4, 4}, 1.5)));
+}
+
 TEST(LaunchManager, ProfilerRecordsKernelsInsideTheirOps) {
   Tensor a = randn({32, 32});
   profiler::Profile p;
