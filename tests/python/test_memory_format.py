@@ -342,6 +342,35 @@ def test_batch_norm_channels_last(shape, training, dtype):
         np.testing.assert_allclose(getattr(rb, name).numpy(), getattr(tb, name).numpy(), **tol)
 
 
+def test_batch_norm_channels_last_statistics_precision():
+    # Note [One-pass NHWC statistics]: shifted sums in double hold a small variance under a
+    # large mean (float32 E[x^2] - E[x]^2 would lose it all); checked against float64 batch stats
+    # and torch. A NaN in one channel makes that channel's statistics NaN, and only its.
+    t, r = pair((4, 6, 9, 7), shift=1000.0, scale=0.01, seed=3)
+    mean = t.double().mean((0, 2, 3)).numpy()
+    var = t.double().var((0, 2, 3), unbiased=False).numpy()
+    # The output's x * scale + shift in float rounds at ~1e5 * 2^-24 here (torch's own output is
+    # off by 0.024 at most: its float mean), so 1e-2 against the float64 normalization.
+    y = retorch.nn.functional.batch_norm(r, None, None, training=True, eps=0.0).numpy()
+    want = ((t.double().numpy() - mean[None, :, None, None]) /
+            np.sqrt(var)[None, :, None, None])
+    np.testing.assert_allclose(y, want, atol=1e-2)
+    rm, rv = retorch.zeros(6), retorch.ones(6)
+    retorch.nn.functional.batch_norm(r, rm, rv, training=True, momentum=1.0)
+    np.testing.assert_allclose(rm.numpy(), mean, rtol=1e-6)
+    np.testing.assert_allclose(rv.numpy(), var * t[:, 0].numel() / (t[:, 0].numel() - 1),
+                               rtol=1e-4)
+    a = t.numpy().copy()
+    a[1, 2, 3, 4] = np.nan
+    r2 = retorch.from_numpy(a).contiguous(memory_format=RCL)
+    rm2, rv2 = retorch.zeros(6), retorch.ones(6)
+    y2 = retorch.nn.functional.batch_norm(r2, rm2, rv2, training=True, momentum=1.0).numpy()
+    assert np.isnan(rm2.numpy()[2]) and np.isnan(rv2.numpy()[2])
+    assert np.all(np.isnan(y2[:, 2]))
+    others = [c for c in range(6) if c != 2]
+    assert np.all(np.isfinite(y2[:, others])) and np.all(np.isfinite(rv2.numpy()[others]))
+
+
 def test_batch_norm_channels_last_double_backward():
     tb, rb = bn_pair(3, torch.float64)
     t, r = pair((2, 3, 4, 5), dtype=torch.float64)
