@@ -11,6 +11,7 @@ from custom_helpers import I, P, aten, both, gradcheck, grads, raises_like_torch
 CUSTOM = {
     "test_regression_losses": ["mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss"],
     "test_smooth_l1_huber_kernel": ["_smooth_l1", "smooth_l1_loss", "huber_loss"],
+    "test_mse_sum_kernel": ["_mse_sum", "mse_loss"],
     "test_nll_loss": ["nll_loss"],
     "test_cross_entropy": ["cross_entropy", "_cross_entropy_fused",
                            "_cross_entropy_fused_backward"],
@@ -92,6 +93,46 @@ def test_smooth_l1_huber_kernel(rng, dt):
     gradcheck(lambda L, x, y: L._smooth_l1(x, y, 0.7) if L.__name__ == "retorch" else
               L.nn.functional.smooth_l1_loss(x, y, reduction="none", beta=0.7),
               P(rng, (3, 4), "float64"), P(rng, (3, 4), "float64"))
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_mse_sum_kernel(rng, dt):
+    """mse_loss's one-pass sum of squared differences (Note [Squared difference sums]): sizes
+    across its 16 lanes and 64K chunks, strided inputs, NaN and infinities, gradients for input
+    and target, the composite path for broadcasting and mixed dtypes, and bad inputs."""
+    for n in (1, 15, 16, 17, 1000, 65536 + 33, 200003):
+        x, y = P(rng, (n,), dt), P(rng, (n,), dt)
+        for red in ("mean", "sum"):
+            both(lambda L, x, y: fn(L, "mse_loss")(x, y, reduction=red), x, y,
+                 what=f"n={n} {red}", **({"rtol": 1e-5, "atol": 1e-6} if dt != "float16" and
+                                         dt != "bfloat16" else {"rtol": 3e-2, "atol": 3e-2}))
+    x, y = P(rng, (30, 40), dt, "transposed"), P(rng, (30, 40), dt, "sliced")
+    both(lambda L, x, y: fn(L, "mse_loss")(x, y), x, y, what="strided", **tol(dt))
+    a = rng.standard_normal(40)
+    a[3], a[5] = np.nan, np.inf
+    both(lambda L, x, y: fn(L, "mse_loss")(x, y), I(a, dt), P(rng, (40,), dt), what="nan")
+    if dt in ("float16", "bfloat16"):
+        return
+    # against float64 sums: retorch's double accumulation holds to float rounding
+    u = rng.standard_normal(300001).astype(dt)
+    v = rng.standard_normal(300001).astype(dt)
+    got = retorch.mse_loss(retorch.from_numpy(u), retorch.from_numpy(v), reduction="sum").item()
+    want = ((u - v).astype(np.float64) ** 2).sum()
+    assert abs(got - want) <= want * (1e-6 if dt == "float32" else 1e-13)
+    for red in ("mean", "sum"):
+        grads(lambda L, x, y: fn(L, "mse_loss")(x, y, reduction=red), P(rng, (7, 9), dt),
+              P(rng, (7, 9), dt))
+    gradcheck(lambda L, x, y: L._mse_sum(x, y) if L.__name__ == "retorch" else
+              L.nn.functional.mse_loss(x, y, reduction="sum"),
+              P(rng, (3, 4), "float64"), P(rng, (3, 4), "float64"))
+    both(lambda L, x, y: fn(L, "mse_loss")(x, y), P(rng, (5, 4), dt), P(rng, (4,), dt),
+         what="broadcast")
+    both(lambda L, x, y: fn(L, "mse_loss")(x, y), P(rng, (5, 4), dt), P(rng, (5, 4), "float32"),
+         what="mixed dtypes")
+    with pytest.raises(RuntimeError, match="_mse_sum"):
+        retorch._mse_sum(retorch.ones(3), retorch.ones(4))
+    with pytest.raises(RuntimeError, match="_mse_sum"):
+        retorch._mse_sum(retorch.ones(3, dtype=retorch.int64), retorch.ones(3, dtype=retorch.int64))
 
 
 def _targets(rng, shape, C, ignore=None):

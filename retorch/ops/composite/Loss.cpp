@@ -82,7 +82,12 @@ void check_nll_shapes(const Tensor& input, const Tensor& target, const char* op)
 // ---------------------------------------------------------------- regression losses
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, std::string_view reduction) {
-  reduction_enum(reduction);
+  const int64_t r = reduction_enum(reduction);  // 0 none, 1 mean, 2 sum
+  if (r != 0 && input.sizes().equals(target.sizes()) && input.dtype() == target.dtype() &&
+      is_floating_type(input.dtype()) && input.device() == target.device() && input.is_cpu()) {
+    Tensor s = retorch::_mse_sum(input, target);
+    return r == 2 ? s : s / double(input.numel());  // (empty: 0 / 0, NaN, as PyTorch)
+  }
   Tensor d = input - target;
   return reduce(d * d, reduction);
 }
