@@ -9,6 +9,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include <sys/mman.h>
+
 #include "retorch/core/Error.h"
 
 namespace retorch {
@@ -29,6 +31,25 @@ size_t round_size(size_t n) {
   size_t p = size_t(1) << (63 - __builtin_clzll(n));  // highest power of two <= n
   size_t step = p / 4;
   return (n + step - 1) / step * step;
+}
+
+// Note [Huge pages for large blocks]
+// Blocks of 2 MB and more start on a 2 MB boundary and ask the kernel for transparent huge
+// pages over their whole 2 MB pages (where THP is "madvise", the default, memory gets them only
+// if asked): an elementwise op over a few MB then walks a handful of TLB entries instead of a
+// thousand 4 KB pages (relu of 1M floats into a cached 4 MB block: 55-71 -> 47-53 us, PyTorch
+// 47-59, on a Zen 4 VM; the op sweep's cheap unary ops 1.2-1.4x -> 0.95-1.1x PyTorch's time).
+// The cache keeps the blocks, so the madvise and the huge pages' first touch are paid once.
+constexpr size_t kHugePage = size_t(2) << 20;
+
+void* os_alloc(size_t sz) {
+  if (sz < kHugePage) return std::aligned_alloc(kAlign, sz);
+  void* p = nullptr;
+  if (posix_memalign(&p, kHugePage, sz) != 0) return nullptr;
+#ifdef MADV_HUGEPAGE
+  madvise(p, sz / kHugePage * kHugePage, MADV_HUGEPAGE);  // a tail under 2 MB keeps 4 KB pages
+#endif
+  return p;
 }
 
 std::atomic<MemoryObserver> g_memory_observer{nullptr};
@@ -70,7 +91,7 @@ class CachingCPUAllocator final : public Allocator {
       after = stats_;
     }
     if (!p) {
-      p = std::aligned_alloc(kAlign, sz);
+      p = os_alloc(sz);
       if (!p) {
         std::lock_guard<std::mutex> g(mu_);
         stats_.allocated_bytes -= sz;

@@ -363,6 +363,18 @@ TEST(AllocatorTest, DataIs64ByteAligned) {
   }
 }
 
+TEST(AllocatorTest, LargeBlocksStartOnHugePages) {
+  // Note [Huge pages for large blocks]: from 2 MB, blocks start on a 2 MB boundary (so the
+  // madvised range is whole huge pages), and stay usable to their last byte.
+  for (int64_t n : {int64_t(2) << 20, (int64_t(5) << 20) + 7, int64_t(24) << 20}) {
+    Tensor t = empty({n}, kByte);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data_ptr()) % (uintptr_t(2) << 20), 0u) << n;
+    t.fill_(7);
+    EXPECT_EQ(t[n - 1].item<int64_t>(), 7);
+    EXPECT_EQ(t.sum().item<int64_t>(), 7 * n);
+  }
+}
+
 // ---------------------------------------------------------------- generator
 
 TEST(GeneratorTest, ManualSeedReproduces) {
