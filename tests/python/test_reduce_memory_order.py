@@ -84,6 +84,10 @@ def test_empty_and_errors(rng):
     x = P(rng, (2, 0, 3, 3))
     both(lambda L, x: channels_last(L, x).sum((0, 2, 3)), x, what="empty sum")
     both(lambda L, x: channels_last(L, x).sum((2, 3)), x, what="empty sum 2")
+    # No rows to fold (Note [Column folds]): sums of 0, means of NaN, amax an error.
+    e = P(rng, (0, 4))
+    for op in ("sum", "mean", "amax"):
+        both(lambda L, e: getattr(e, op)(0), e, what=f"empty rows {op}")
     z = P(rng, (2, 3, 4, 5))
     both(lambda L, z: channels_last(L, z).sum((1, 1)), z, what="repeated dim")
     both(lambda L, z: channels_last(L, z).sum((0, 7)), z, what="bad dim")

@@ -150,46 +150,21 @@ void sum_float_rows(const ReducePlan& p, scalar_t* out, bool mean) {
 template <typename scalar_t>
 void sum_columns(const scalar_t* in, int64_t outer, int64_t rows, int64_t cols, scalar_t* out,
                  bool mean) {
-  constexpr int64_t kBlock = 512, kRows = 1024;
-  const int64_t blocks = (cols + kBlock - 1) / kBlock, chunks = (rows + kRows - 1) / kRows;
-  std::vector<double> part(chunks > 1 ? size_t(outer * chunks * cols) : 0);
-  auto finish = [&](double total) {
-    return scalar_t(opmath_t<scalar_t>(mean ? total / double(rows) : total));
-  };
-  const int64_t work = std::min(rows, kRows) * std::min(cols, kBlock);
-  parallel_for(0, outer * chunks * blocks, std::max<int64_t>(1, 65536 / std::max<int64_t>(work, 1)),
-               [&](int64_t b, int64_t e) {
-    double acc[kBlock];
-    alignas(32) float buf[kBlock];
-    for (int64_t task = b; task < e; ++task) {
-      const int64_t o = task / (chunks * blocks), ch = task / blocks % chunks, blk = task % blocks;
-      const int64_t c0 = blk * kBlock, n = std::min(kBlock, cols - c0);
-      const int64_t r0 = ch * kRows, r1 = std::min(rows, r0 + kRows);
-      for (int64_t j = 0; j < n; ++j) acc[j] = 0;
-      for (int64_t r = r0; r < r1; ++r) {
-        const scalar_t* x = in + (o * rows + r) * cols + c0;
+  fold_columns<scalar_t, double>(
+      in, outer, rows, cols, out, 0.0,
+      [](double* acc, const scalar_t* x, int64_t n) {
         if constexpr (is_float16_v<scalar_t>) {
+          alignas(32) float buf[kColumnBlock];
           to_float(x, buf, n);
           for (int64_t j = 0; j < n; ++j) acc[j] += double(buf[j]);
         } else {
           for (int64_t j = 0; j < n; ++j) acc[j] += double(x[j]);
         }
-      }
-      if (chunks == 1) {
-        for (int64_t j = 0; j < n; ++j) out[o * cols + c0 + j] = finish(acc[j]);
-      } else {
-        double* p = part.data() + (o * chunks + ch) * cols + c0;
-        for (int64_t j = 0; j < n; ++j) p[j] = acc[j];
-      }
-    }
-  });
-  if (chunks == 1) return;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < cols; ++j) {
-      double total = 0;
-      for (int64_t ch = 0; ch < chunks; ++ch) total += part[size_t((o * chunks + ch) * cols + j)];
-      out[o * cols + j] = finish(total);
-    }
+      },
+      [](double a, double b) { return a + b; },
+      [&](double total) {
+        return scalar_t(opmath_t<scalar_t>(mean ? total / double(rows) : total));
+      });
 }
 
 // Note [Plane sums]
@@ -255,9 +230,11 @@ SumLayout sum_layout(const Tensor& self, OptionalIntArrayRef dim) {
 // is then column sums, its mean over (2, 3) columns of each image, with no copy (both had gone
 // through a permuted copy of the whole input: 14.8 and 4.9 ms on 32x64x56x56, PyTorch 0.55 and
 // 0.45). The kept dims come out in memory order; where that is not their order, the (smaller)
-// result is permuted back. Returns the permuted view, the reduced dims in its order (mdims) and
-// the kept dims in memory order (kept), or an undefined tensor.
-Tensor memory_order_view(const Tensor& self, IntArrayRef dim, DimVector& mdims, DimVector& kept) {
+// result is permuted back. in_memory_order runs reduce(view, its reduced dims) without keepdim
+// and returns the result in the output's shape, or an undefined tensor where the input is not
+// a permuted contiguous tensor or reduce declines (returns an undefined tensor).
+template <typename Reduce>
+Tensor in_memory_order(const Tensor& self, IntArrayRef dim, bool keepdim, const Reduce& reduce) {
   const int64_t nd = self.dim();
   std::vector<int64_t> perm(static_cast<size_t>(nd));
   for (int64_t d = 0; d < nd; ++d) perm[size_t(d)] = d;
@@ -271,13 +248,24 @@ Tensor memory_order_view(const Tensor& self, IntArrayRef dim, DimVector& mdims, 
     if (w < 0 || w >= nd || reduced[size_t(w)]) return {};  // errors: the general path
     reduced[size_t(w)] = true;
   }
-  mdims.clear();
-  kept.clear();
+  DimVector mdims, kept, shape;  // reduced dims in m's order; kept dims in memory order
   for (int64_t j = 0; j < nd; ++j) {
     if (reduced[size_t(perm[size_t(j)])]) mdims.push_back(j);
     else kept.push_back(perm[size_t(j)]);
   }
-  return m;
+  Tensor r = reduce(m, IntArrayRef(mdims));
+  if (!r.defined()) return {};
+  if (!std::is_sorted(kept.begin(), kept.end())) {
+    DimVector back;  // result dim i holds kept[i]; put them back in ascending order
+    for (size_t i = 0; i < kept.size(); ++i) back.push_back(int64_t(i));
+    std::sort(back.begin(), back.end(),
+              [&](int64_t a, int64_t b) { return kept[size_t(a)] < kept[size_t(b)]; });
+    r = r.permute(back).contiguous();
+  }
+  for (int64_t d = 0; d < nd; ++d)
+    if (!reduced[size_t(d)]) shape.push_back(self.size(d));
+    else if (keepdim) shape.push_back(1);
+  return r.view(shape);
 }
 
 template <bool kMean>
@@ -287,26 +275,13 @@ Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
   Tensor in = self.dtype() == rt ? self : self.to(rt);
   // See Note [Sums in memory order]: the sum runs over `in` without keepdim and its result is
   // viewed with the output's shape.
-  DimVector mdims, kept, shape;
   if (is_floating_type(rt) && dim && !dim->empty() && in.dim() >= 2 && !in.is_contiguous()) {
-    Tensor m = memory_order_view(in, *dim, mdims, kept);
-    if (m.defined()) {
-      std::vector<bool> reduced(size_t(in.dim()), false);
-      for (int64_t d : *dim) reduced[size_t(d < 0 ? d + in.dim() : d)] = true;
-      for (int64_t d = 0; d < in.dim(); ++d)
-        if (!reduced[size_t(d)]) shape.push_back(in.size(d));
-        else if (keepdim) shape.push_back(1);
-      Tensor r = sum_impl<kMean>(m, IntArrayRef(mdims), false, rt, op);
-      if (!std::is_sorted(kept.begin(), kept.end())) {
-        DimVector back;  // result dim i holds kept[i]; put them back in ascending order
-        for (size_t i = 0; i < kept.size(); ++i) back.push_back(int64_t(i));
-        std::sort(back.begin(), back.end(),
-                  [&](int64_t a, int64_t b) { return kept[size_t(a)] < kept[size_t(b)]; });
-        r = r.permute(back).contiguous();
-      }
-      return r.view(shape);
-    }
+    Tensor r = in_memory_order(in, *dim, keepdim, [&](const Tensor& m, IntArrayRef mdims) {
+      return sum_impl<kMean>(m, mdims, false, rt, op);
+    });
+    if (r.defined()) return r;
   }
+  DimVector shape;
   const SumLayout l = is_floating_type(rt) ? sum_layout(in, dim) : SumLayout{};
   // Rows of fewer than 64 elements (columns of fewer than 8) sum faster through the general
   // path's copy.
@@ -322,9 +297,12 @@ Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
     RT_DISPATCH_FLOATING(rt, op, [&] {
       const scalar_t* x = static_cast<const scalar_t*>(in.impl()->data());
       scalar_t* out = result.data_ptr<scalar_t>();
-      if (l.kind == SumLayout::kColumns) sum_columns<scalar_t>(x, 1, l.A, l.C, out, kMean);
-      else if (l.kind == SumLayout::kOuterColumns) sum_columns<scalar_t>(x, l.A, l.C, l.B, out, kMean);
-      else sum_planes<scalar_t>(x, l.A, l.C, l.B, out, kMean);
+      if (l.kind == SumLayout::kColumns)
+        sum_columns<scalar_t>(x, 1, l.A, l.C, out, kMean);
+      else if (l.kind == SumLayout::kOuterColumns)
+        sum_columns<scalar_t>(x, l.A, l.C, l.B, out, kMean);
+      else
+        sum_planes<scalar_t>(x, l.A, l.C, l.B, out, kMean);
     });
     return result;
   }
@@ -428,65 +406,25 @@ namespace {
 template <typename scalar_t, typename op_t, typename Pick>
 void pick_columns(const scalar_t* in, int64_t outer, int64_t rows, int64_t cols, scalar_t* out,
                   op_t init, const Pick& pick) {
-  constexpr int64_t kBlock = 512, kRows = 1024;
-  const int64_t blocks = (cols + kBlock - 1) / kBlock, chunks = (rows + kRows - 1) / kRows;
-  // (not a std::vector: op_t may be bool)
-  std::unique_ptr<op_t[]> part(chunks > 1 ? new op_t[size_t(outer * chunks * cols)] : nullptr);
-  const int64_t work = std::min(rows, kRows) * std::min(cols, kBlock);
-  parallel_for(0, outer * chunks * blocks, std::max<int64_t>(1, 65536 / std::max<int64_t>(work, 1)),
-               [&](int64_t b, int64_t e) {
-    op_t acc[kBlock];
-    for (int64_t task = b; task < e; ++task) {
-      const int64_t o = task / (chunks * blocks), ch = task / blocks % chunks, blk = task % blocks;
-      const int64_t c0 = blk * kBlock, n = std::min(kBlock, cols - c0);
-      const int64_t r0 = ch * kRows, r1 = std::min(rows, r0 + kRows);
-      for (int64_t j = 0; j < n; ++j) acc[j] = init;
-      for (int64_t r = r0; r < r1; ++r) {
-        const scalar_t* x = in + (o * rows + r) * cols + c0;
+  fold_columns<scalar_t, op_t>(
+      in, outer, rows, cols, out, init,
+      [&](op_t* acc, const scalar_t* x, int64_t n) {
         for (int64_t j = 0; j < n; ++j) acc[j] = pick(acc[j], op_t(x[j]));
-      }
-      if (chunks == 1) {
-        for (int64_t j = 0; j < n; ++j) out[o * cols + c0 + j] = scalar_t(acc[j]);
-      } else {
-        op_t* p = part.get() + (o * chunks + ch) * cols + c0;
-        for (int64_t j = 0; j < n; ++j) p[j] = acc[j];
-      }
-    }
-  });
-  if (chunks == 1) return;
-  for (int64_t o = 0; o < outer; ++o)
-    for (int64_t j = 0; j < cols; ++j) {
-      op_t best = init;
-      for (int64_t ch = 0; ch < chunks; ++ch)
-        best = pick(best, part[size_t((o * chunks + ch) * cols + j)]);
-      out[o * cols + j] = scalar_t(best);
-    }
+      },
+      pick, [](op_t a) { return scalar_t(a); });
 }
 
 template <bool kMax>
 Tensor amax_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, const char* op) {
-  DimVector mdims, kept;
   if (dim && !dim->empty() && self.dim() >= 2 && !self.is_contiguous()) {
-    // See Note [Sums in memory order].
-    Tensor m = memory_order_view(self, *dim, mdims, kept);
-    const SumLayout ml = m.defined() ? sum_layout(m, IntArrayRef(mdims)) : SumLayout{};
-    if (ml.kind == SumLayout::kColumns || (ml.kind == SumLayout::kOuterColumns && ml.B >= 8)) {
-      DimVector shape;
-      std::vector<bool> reduced(size_t(self.dim()), false);
-      for (int64_t r : *dim) reduced[size_t(r < 0 ? r + self.dim() : r)] = true;
-      for (int64_t k = 0; k < self.dim(); ++k)
-        if (!reduced[size_t(k)]) shape.push_back(self.size(k));
-        else if (keepdim) shape.push_back(1);
-      Tensor r = amax_impl<kMax>(m, IntArrayRef(mdims), false, op);
-      if (!std::is_sorted(kept.begin(), kept.end())) {
-        DimVector back;  // result dim i holds kept[i]; put them back in ascending order
-        for (size_t i = 0; i < kept.size(); ++i) back.push_back(int64_t(i));
-        std::sort(back.begin(), back.end(),
-                  [&](int64_t a, int64_t b) { return kept[size_t(a)] < kept[size_t(b)]; });
-        r = r.permute(back).contiguous();
-      }
-      return r.view(shape);
-    }
+    // See Note [Sums in memory order]: only where the memory then folds as columns.
+    Tensor r = in_memory_order(self, *dim, keepdim, [&](const Tensor& m, IntArrayRef mdims) {
+      const SumLayout ml = sum_layout(m, mdims);
+      const bool columns = ml.kind == SumLayout::kColumns ||
+                           (ml.kind == SumLayout::kOuterColumns && ml.B >= 8);
+      return columns ? amax_impl<kMax>(m, mdims, false, op) : Tensor();
+    });
+    if (r.defined()) return r;
   }
   const SumLayout l = sum_layout(self, dim);
   if ((l.kind == SumLayout::kColumns || (l.kind == SumLayout::kOuterColumns && l.B >= 8)) &&

@@ -1,6 +1,8 @@
 // Reduction planning: move reduced dims last, view the input as [outer, inner] rows.
 #pragma once
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -97,6 +99,49 @@ void reduce_rows_lanes(const ReducePlan& p, out_t* out, acc_t init, const Step& 
       out[r] = fin(l[0], inner);
     }
   });
+}
+
+/// Note [Column folds]: out[o * cols + c] = finish(the fold of column c of matrix o), for `outer`
+/// contiguous [rows, cols] matrices. fold_row(acc, x, n) folds n consecutive elements of one
+/// row into acc[0, n); join(a, b) combines two partial folds. Threads split the columns in
+/// blocks of kColumnBlock and the rows in fixed chunks of kColumnRows, whose partials join in
+/// chunk order, so the result does not depend on the thread count (column sums, Note [Column
+/// sums]; amax/amin over leading dims).
+constexpr int64_t kColumnBlock = 512, kColumnRows = 1024;
+template <typename scalar_t, typename acc_t, typename FoldRow, typename Join, typename Finish>
+void fold_columns(const scalar_t* in, int64_t outer, int64_t rows, int64_t cols, scalar_t* out,
+                  acc_t init, const FoldRow& fold_row, const Join& join, const Finish& finish) {
+  const int64_t blocks = (cols + kColumnBlock - 1) / kColumnBlock;
+  // (no rows: one empty chunk, so each column is finish(init), a sum's 0)
+  const int64_t chunks = std::max<int64_t>(1, (rows + kColumnRows - 1) / kColumnRows);
+  // (not a std::vector: acc_t may be bool)
+  std::unique_ptr<acc_t[]> part(chunks > 1 ? new acc_t[size_t(outer * chunks * cols)] : nullptr);
+  const int64_t work = std::min(rows, kColumnRows) * std::min(cols, kColumnBlock);
+  parallel_for(0, outer * chunks * blocks, std::max<int64_t>(1, 65536 / std::max<int64_t>(work, 1)),
+               [&](int64_t b, int64_t e) {
+    acc_t acc[kColumnBlock];
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t o = task / (chunks * blocks), ch = task / blocks % chunks, blk = task % blocks;
+      const int64_t c0 = blk * kColumnBlock, n = std::min(kColumnBlock, cols - c0);
+      const int64_t r0 = ch * kColumnRows, r1 = std::min(rows, r0 + kColumnRows);
+      for (int64_t j = 0; j < n; ++j) acc[j] = init;
+      for (int64_t r = r0; r < r1; ++r) fold_row(acc, in + (o * rows + r) * cols + c0, n);
+      if (chunks == 1) {
+        for (int64_t j = 0; j < n; ++j) out[o * cols + c0 + j] = finish(acc[j]);
+      } else {
+        acc_t* p = part.get() + (o * chunks + ch) * cols + c0;
+        for (int64_t j = 0; j < n; ++j) p[j] = acc[j];
+      }
+    }
+  });
+  if (chunks == 1) return;
+  for (int64_t o = 0; o < outer; ++o)
+    for (int64_t j = 0; j < cols; ++j) {
+      acc_t total = part[size_t(o * chunks * cols + j)];
+      for (int64_t ch = 1; ch < chunks; ++ch)
+        total = join(total, part[size_t((o * chunks + ch) * cols + j)]);
+      out[o * cols + j] = finish(total);
+    }
 }
 
 }  // namespace retorch::cpu
