@@ -38,7 +38,6 @@ struct LaunchGraph::Launch {
   // The out= form replay calls instead, when there is one (see Note [Launch manager]).
   const OperatorHandle* out_op = nullptr;
   KernelFunction out_kernel;
-  Stack scratch;  // replay's stack, kept so its storage is reused
 };
 
 struct LaunchManager::State {
@@ -209,8 +208,7 @@ LaunchGraph LaunchManager::capture(const std::function<void()>& fn) {
 
 void LaunchGraph::replay() const {
   for (const auto& l : launches) {
-    Stack& stack = l->scratch;
-    stack.assign(l->inputs.begin(), l->inputs.end());
+    Stack stack = l->inputs;  // (a fresh stack: a graph may replay on several threads)
     if (l->out_op) {  // writes the captured result's buffer itself
       stack.push_back(l->outputs[0]);
       run_kernel(*l->out_op, l->out_kernel, l->ks, &stack);

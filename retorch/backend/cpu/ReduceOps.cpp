@@ -194,7 +194,17 @@ void sum_planes(const scalar_t* in, int64_t A, int64_t C, int64_t B, scalar_t* o
 struct SumLayout {
   enum Kind { kNone, kColumns, kOuterColumns, kPlanes } kind = kNone;
   int64_t A = 1, C = 1, B = 1;
+  std::vector<bool> reduced;  // per dim of the input
 };
+
+// The output shape of a reduction over the dims flagged in `reduced`.
+DimVector reduced_shape(const Tensor& self, const std::vector<bool>& reduced, bool keepdim) {
+  DimVector shape;
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (!reduced[size_t(d)]) shape.push_back(self.size(d));
+    else if (keepdim) shape.push_back(1);
+  return shape;
+}
 
 SumLayout sum_layout(const Tensor& self, OptionalIntArrayRef dim) {
   if (!dim || dim->empty() || !self.is_contiguous() || self.dim() < 2) return {};
@@ -221,6 +231,7 @@ SumLayout sum_layout(const Tensor& self, OptionalIntArrayRef dim) {
   l.A = runs[0].second;
   l.C = runs[1].second;
   if (runs.size() == 3) l.B = runs[2].second;
+  l.reduced = std::move(reduced);
   return l;
 }
 
@@ -248,7 +259,7 @@ Tensor in_memory_order(const Tensor& self, IntArrayRef dim, bool keepdim, const 
     if (w < 0 || w >= nd || reduced[size_t(w)]) return {};  // errors: the general path
     reduced[size_t(w)] = true;
   }
-  DimVector mdims, kept, shape;  // reduced dims in m's order; kept dims in memory order
+  DimVector mdims, kept;  // reduced dims in m's order; kept dims in memory order
   for (int64_t j = 0; j < nd; ++j) {
     if (reduced[size_t(perm[size_t(j)])]) mdims.push_back(j);
     else kept.push_back(perm[size_t(j)]);
@@ -262,10 +273,7 @@ Tensor in_memory_order(const Tensor& self, IntArrayRef dim, bool keepdim, const 
               [&](int64_t a, int64_t b) { return kept[size_t(a)] < kept[size_t(b)]; });
     r = r.permute(back).contiguous();
   }
-  for (int64_t d = 0; d < nd; ++d)
-    if (!reduced[size_t(d)]) shape.push_back(self.size(d));
-    else if (keepdim) shape.push_back(1);
-  return r.view(shape);
+  return r.view(reduced_shape(self, reduced, keepdim));
 }
 
 template <bool kMean>
@@ -281,18 +289,12 @@ Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
     });
     if (r.defined()) return r;
   }
-  DimVector shape;
   const SumLayout l = is_floating_type(rt) ? sum_layout(in, dim) : SumLayout{};
   // Rows of fewer than 64 elements (columns of fewer than 8) sum faster through the general
   // path's copy.
   if (l.kind != SumLayout::kNone && (l.kind != SumLayout::kPlanes || l.B >= 64) &&
       (l.kind != SumLayout::kOuterColumns || l.B >= 8)) {
-    std::vector<bool> reduced(size_t(in.dim()), false);
-    for (int64_t d : *dim) reduced[size_t(d < 0 ? d + in.dim() : d)] = true;
-    for (int64_t d = 0; d < in.dim(); ++d)
-      if (!reduced[size_t(d)]) shape.push_back(in.size(d));
-      else if (keepdim) shape.push_back(1);
-    Tensor result = make_empty(shape, rt, self.device());
+    Tensor result = make_empty(reduced_shape(in, l.reduced, keepdim), rt, self.device());
     if (result.numel() == 0 || result.device().is_meta()) return result;
     RT_DISPATCH_FLOATING(rt, op, [&] {
       const scalar_t* x = static_cast<const scalar_t*>(in.impl()->data());
@@ -429,15 +431,10 @@ Tensor amax_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, cons
   const SumLayout l = sum_layout(self, dim);
   if ((l.kind == SumLayout::kColumns || (l.kind == SumLayout::kOuterColumns && l.B >= 8)) &&
       self.numel() > 0) {
-    DimVector shape;
     const bool two = l.kind == SumLayout::kColumns;
     const int64_t outer = two ? 1 : l.A, rows = two ? l.A : l.C, cols = two ? l.C : l.B;
-    std::vector<bool> reduced(size_t(self.dim()), false);
-    for (int64_t r : *dim) reduced[size_t(r < 0 ? r + self.dim() : r)] = true;
-    for (int64_t k = 0; k < self.dim(); ++k)
-      if (!reduced[size_t(k)]) shape.push_back(self.size(k));
-      else if (keepdim) shape.push_back(1);
-    Tensor result = make_empty(shape, self.dtype(), self.device());
+    Tensor result = make_empty(reduced_shape(self, l.reduced, keepdim), self.dtype(),
+                               self.device());
     if (result.numel() == 0 || result.device().is_meta()) return result;
     RT_DISPATCH_ALL(self.dtype(), op, [&] {
       using op_t = opmath_t<scalar_t>;
