@@ -12,7 +12,8 @@ class CompiledFunction:
     the last call's specialization, `kernel_names` its kernels, `num_compiled` the number of
     specializations built so far."""
 
-    def __init__(self, fn, max_recompiles=8, max_fusion_size=64, horizontal=True, threads=0):
+    def __init__(self, fn, max_recompiles=8, max_fusion_size=64, horizontal=True, threads=0,
+                 target="cpu"):
         from . import jit
         from .nn import Module
 
@@ -35,7 +36,7 @@ class CompiledFunction:
             return flat
 
         self._c = _C._compiler.CompiledFunction(tracer, eager, max_recompiles, max_fusion_size,
-                                                horizontal, threads)
+                                                horizontal, threads, target)
 
     def __call__(self, *inputs):
         for i, t in enumerate(inputs):
@@ -52,13 +53,18 @@ class CompiledFunction:
     num_compiled = property(lambda self: self._c.num_compiled)
     eager_calls = property(lambda self: self._c.eager_calls)
     cache_hit = property(lambda self: self._c.cache_hit)
+    cuda_source = property(lambda self: self._c.cuda_source)
 
 
-def compile(model=None, *, max_recompiles=8, max_fusion_size=64, horizontal=True, threads=0):
+def compile(model=None, *, max_recompiles=8, max_fusion_size=64, horizontal=True, threads=0,
+            target="cpu"):
     """Compiles a function of tensors or a retorch.nn.Module (torch.compile's entry point); use
-    it as `retorch.compile(fn)` or as a decorator, with or without options."""
+    it as `retorch.compile(fn)` or as a decorator, with or without options. target="cuda_emulated"
+    generates the CUDA kernels instead and runs them on the host, one loop iteration per GPU
+    thread: a test of the CUDA emitter on machines without a GPU (`cuda_source` is the device
+    form, `retorch._C._compiler.compile_ptx` builds it with NVRTC)."""
     options = dict(max_recompiles=max_recompiles, max_fusion_size=max_fusion_size,
-                   horizontal=horizontal, threads=threads)
+                   horizontal=horizontal, threads=threads, target=target)
     if model is None:
         return lambda fn: CompiledFunction(fn, **options)
     if not callable(model):

@@ -4,6 +4,7 @@
 #include "bindings.h"
 #include "retorch/compiler/Benchmark.h"
 #include "retorch/compiler/Compiler.h"
+#include "retorch/compiler/Nvrtc.h"
 
 namespace retorch::python {
 
@@ -13,12 +14,16 @@ void bind_compiler(py::module_& m) {
   py::class_<CompiledFunction>(c, "CompiledFunction")
       // tracer(inputs) -> (jit Graph, [(name, tensor)]); eager(inputs) -> [tensor]
       .def(py::init([](py::function tracer, py::function eager, size_t max_recompiles,
-                       size_t max_fusion_size, bool horizontal, int threads) {
+                       size_t max_fusion_size, bool horizontal, int threads,
+                       const std::string& target) {
              CompileOptions o;
              o.max_recompiles = max_recompiles;
              o.lowering.max_fusion_size = max_fusion_size;
              o.lowering.horizontal = horizontal;
              o.codegen.threads = threads;
+             if (target == "cuda_emulated") o.codegen.target = Target::kCudaEmulated;
+             else RT_CHECK(target == "cpu", "retorch.compile: target must be 'cpu' or "
+                           "'cuda_emulated', not '", target, "'");
              CompiledFunction::Tracer t = [tracer](const std::vector<Tensor>& in) {
                py::gil_scoped_acquire gil;
                auto r = tracer(py::cast(in))
@@ -35,7 +40,8 @@ void bind_compiler(py::module_& m) {
              return CompiledFunction(t, e, o);
            }),
            py::arg("tracer"), py::arg("eager"), py::arg("max_recompiles") = 8,
-           py::arg("max_fusion_size") = 64, py::arg("horizontal") = true, py::arg("threads") = 0)
+           py::arg("max_fusion_size") = 64, py::arg("horizontal") = true, py::arg("threads") = 0,
+           py::arg("target") = "cpu")
       .def("__call__", [](const CompiledFunction& f,
                           const std::vector<Tensor>& inputs) { return f(inputs); })
       .def_property_readonly("num_compiled", &CompiledFunction::num_compiled)
@@ -51,7 +57,23 @@ void bind_compiler(py::module_& m) {
                                return names;
                              })
       .def_property_readonly("cache_hit",
-                             [](const CompiledFunction& f) { return f.last().cache_hit; });
+                             [](const CompiledFunction& f) { return f.last().cache_hit; })
+      // The CUDA source of the last specialization's kernels (Target kCuda), for NVRTC.
+      .def_property_readonly("cuda_source", [](const CompiledFunction& f) {
+        CodegenOptions o;
+        o.target = Target::kCuda;
+        return generate_cuda(f.last().lowered.kernels, o);
+      });
+  c.def("nvrtc_available", [] { return nvrtc_available(); });
+  c.def("nvrtc_version", &nvrtc_version);
+  c.def(
+      "compile_ptx",
+      [](const std::string& source, const std::string& arch) {
+        bool hit = false;
+        std::string ptx = compile_ptx(source, arch, &hit);
+        return py::make_tuple(ptx, hit);
+      },
+      py::arg("source"), py::arg("arch") = "compute_80");
   // benchmark(fn, warmup_ms, rep_ms, flush_cache) -> dict of seconds and counts
   c.def(
       "benchmark",

@@ -229,4 +229,30 @@ std::shared_ptr<Library> build_or_load(const std::string& source, BuildInfo* inf
   return lib;
 }
 
+std::string cached_build(const std::string& source, const std::string& identity,
+                         const std::string& ext, const std::function<std::string()>& build,
+                         bool* cache_hit) {
+  std::lock_guard<std::mutex> lock(cache_mutex());
+  const std::string stem =
+      cache_dir() + "/compiler/" + sha256_hex(source + '\0' + identity) + "." + ext;
+  bool have_src = false, have_out = false, have_sum = false;
+  const std::string cached_src = read_file(stem + ".src", &have_src);
+  std::string out = read_file(stem, &have_out);
+  const std::string sum = read_file(stem + ".sha256", &have_sum);
+  const bool hit = have_src && have_out && have_sum && cached_src == source &&
+                   sum == sha256_hex(out);
+  if (cache_hit) *cache_hit = hit;
+  if (hit) return out;
+  out = build();
+  const std::string tmp = stem + ".tmp" + std::to_string(::getpid());
+  write_file(tmp, out);
+  write_file(tmp + ".src", source);
+  write_file(tmp + ".sha256", sha256_hex(out));
+  RT_CHECK(::rename(tmp.c_str(), stem.c_str()) == 0 &&
+               ::rename((tmp + ".src").c_str(), (stem + ".src").c_str()) == 0 &&
+               ::rename((tmp + ".sha256").c_str(), (stem + ".sha256").c_str()) == 0,
+           "compile: cannot move the built ", ext, " into ", cache_dir(), "/compiler");
+  return out;
+}
+
 }  // namespace retorch::compiler

@@ -1,6 +1,7 @@
 // Builds generated C++ into shared objects with the system compiler, caches them in a private
 // per-user directory keyed by a hash of source + compiler + flags, and loads them with dlopen.
 #pragma once
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -42,6 +43,13 @@ std::string compiler_command();
 /// temporary name, renamed into place) and loads that. Throws with the compiler's output when
 /// the build fails.
 std::shared_ptr<Library> build_or_load(const std::string& source, BuildInfo* info = nullptr);
+
+/// A built text artifact (PTX from NVRTC) cached like the objects (Note [Code cache]):
+/// <key>.<ext> next to its source and digest, key = sha256(source, identity); a cached one is
+/// used only when both verify, else `build()` makes it again.
+std::string cached_build(const std::string& source, const std::string& identity,
+                         const std::string& ext, const std::function<std::string()>& build,
+                         bool* cache_hit = nullptr);
 
 /// sha256 of bytes, as 64 hex digits.
 std::string sha256_hex(const std::string& bytes);

@@ -10,9 +10,18 @@
 #include "retorch/autograd/GradMode.h"
 #include "retorch/compiler/Backward.h"
 #include "retorch/compiler/CodeCache.h"
+#include "retorch/compiler/Nvrtc.h"
+#include "retorch/device/DeviceApi.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/jit/passes/Passes.h"
 #include "retorch/nn/Module.h"
+
+namespace retorch::detail {
+// Generated kernels on a CUDA device (backend/cuda/CudaModules.cpp; backend/no_cuda fails).
+std::string cuda_backend_arch();
+void* cuda_backend_kernel(const std::string& ptx, const std::string& name);
+void cuda_backend_launch(void* kernel, int64_t work, int block, void** args);
+}  // namespace retorch::detail
 
 namespace retorch::compiler {
 
@@ -57,21 +66,26 @@ bool debug_enabled() {
   return e && *e && std::string(e) != "0";
 }
 
-// The runner of one kernel call node (Note [Kernel fallback]).
+// The runner of one kernel call node (Note [Kernel fallback]): a host function `fn`, or, when
+// `cuda_kernel` is set, a generated kernel launched on the inputs' CUDA device (no compiled
+// backward there yet: inputs requiring grad take the fallback).
 jit::NodeFn kernel_runner(const Kernel& k, KernelFn fn, KernelFn backward_fn,
-                          std::shared_ptr<const Library> lib) {
+                          std::shared_ptr<const Library> lib, void* cuda_kernel = nullptr) {
   auto fallback = std::make_shared<std::once_flag>();
   auto interp = std::make_shared<std::unique_ptr<jit::Interpreter>>();
-  return [&k, fn, backward_fn, lib, fallback, interp](Stack& stack) {
+  if (cuda_kernel) backward_fn = nullptr;
+  return [&k, fn, backward_fn, lib, fallback, interp, cuda_kernel](Stack& stack) {
     const size_t ni = k.inputs.size(), base = stack.size() - ni;
-    bool ok = true, needs_grad = false;
+    bool ok = !(cuda_kernel && ni == 0), needs_grad = false;  // outputs follow an input's device
     const bool grad = GradMode::is_enabled();
     std::vector<void*> args(ni + k.outputs.size());
+    Device device = kCPU;
     for (size_t i = 0; i < ni && ok; ++i) {
       const Tensor& t = stack[base + i].to_tensor();
       const KernelArg& a = k.inputs[i];
-      ok = t.dtype() == a.dtype && t.device().is_cpu() && t.sizes().equals(a.sizes) &&
-           t.strides().equals(a.strides);
+      device = t.device();
+      ok = t.dtype() == a.dtype && (cuda_kernel ? device.is_cuda() : device.is_cpu()) &&
+           t.sizes().equals(a.sizes) && t.strides().equals(a.strides);
       needs_grad |= grad && t.requires_grad();
       if (ok) args[i] = t.impl()->data();
     }
@@ -86,10 +100,18 @@ jit::NodeFn kernel_runner(const Kernel& k, KernelFn fn, KernelFn backward_fn,
     std::vector<Tensor> outs;
     for (size_t o = 0; o < k.outputs.size(); ++o) {
       const KernelArg& a = k.outputs[o];
-      outs.push_back(empty_strided(a.sizes, a.strides, TensorOptions(a.dtype)));
+      outs.push_back(empty_strided(a.sizes, a.strides, TensorOptions(a.dtype).device(device)));
       args[ni + o] = outs.back().impl()->data();
     }
-    fn(args.data());
+    if (cuda_kernel) {
+      // cudaLaunchKernel takes the address of each parameter.
+      std::vector<void*> params(args.size());
+      for (size_t i = 0; i < args.size(); ++i) params[i] = &args[i];
+      const CudaLaunch l = cuda_launch(k);
+      detail::cuda_backend_launch(cuda_kernel, l.work, l.block, params.data());
+    } else {
+      fn(args.data());
+    }
     if (needs_grad) {
       std::vector<Tensor> ins;
       for (size_t i = 0; i < ni; ++i) ins.push_back(stack[base + i].to_tensor());
@@ -111,6 +133,7 @@ struct CompiledFunction::State {
     CompiledGraphInfo info;
     jit::AttributeTable attrs;
     std::shared_ptr<Library> lib;
+    std::string ptx;  // the kernels' PTX when they run on a CUDA device
     std::unique_ptr<jit::Interpreter> interp;
     bool has_self = false;
   };
@@ -136,8 +159,22 @@ struct CompiledFunction::State {
     }
     e->info.traced = graph;
     e->info.lowered = lower(*graph, options.lowering);
-    e->info.source = generate_cpp(e->info.lowered.kernels, options.codegen);
-    if (!e->info.lowered.kernels.empty()) {
+    // Inputs on a CUDA device get CUDA kernels (Note [Generated CUDA kernels]); the host runs
+    // kCpu, or kCudaEmulated to test the CUDA emitter (Note [CUDA kernels]).
+    CodegenOptions codegen = options.codegen;
+    bool on_device = false;
+    for (const Tensor& t : inputs) on_device |= t.device().is_cuda();
+    on_device = on_device && device_available(kCUDA);
+    if (on_device) codegen.target = Target::kCuda;
+    RT_CHECK(codegen.target != Target::kCuda || on_device,
+             "compile: target cuda needs inputs on a CUDA device (",
+             device_available(kCUDA) ? "none is" : "CUDA is not available", ")");
+    const std::vector<Kernel>& kernels = e->info.lowered.kernels;
+    e->info.source = codegen.target == Target::kCpu ? generate_cpp(kernels, codegen)
+                                                    : generate_cuda(kernels, codegen);
+    if (!kernels.empty() && on_device) {
+      e->ptx = compile_ptx(e->info.source, detail::cuda_backend_arch(), &e->info.cache_hit);
+    } else if (!kernels.empty()) {
       BuildInfo bi;
       e->lib = build_or_load(e->info.source, &bi);
       e->info.object = bi.object;
@@ -153,10 +190,14 @@ struct CompiledFunction::State {
     e->has_self = !lg.inputs().empty() && lg.inputs()[0]->type()->kind() == jit::TypeKind::kClass;
     const LoweredGraph& low = e->info.lowered;
     std::shared_ptr<const Library> lib = e->lib;
+    const std::string& ptx = e->ptx;
     e->interp = std::make_unique<jit::Interpreter>(
-        lg, e->attrs, [&low, lib](const jit::Node& n) -> jit::NodeFn {
+        lg, e->attrs, [&low, lib, &ptx](const jit::Node& n) -> jit::NodeFn {
           if (n.kind() != kCppKernel) return {};
           const Kernel& k = low.kernels.at(size_t(n.attr("index").to_int()));
+          if (!ptx.empty())
+            return kernel_runner(k, nullptr, nullptr, nullptr,
+                                 detail::cuda_backend_kernel(ptx, k.name));
           auto fn = reinterpret_cast<KernelFn>(lib->symbol(k.name));
           KernelFn bwd = nullptr;
           if (k.backward) bwd = reinterpret_cast<KernelFn>(lib->symbol(k.backward->name));

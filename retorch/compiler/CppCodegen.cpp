@@ -7,28 +7,24 @@
 #include <optional>
 #include <sstream>
 
+#include "retorch/compiler/CodegenParts.h"
+#include "retorch/core/Error.h"
+
 namespace retorch::compiler {
 
-namespace {
+namespace detail {
 
-std::string storage_ctype(ScalarType t) {
+std::string storage_ctype(ScalarType t, Target target) {
   switch (t) {
     case kFloat: return "float";
     case kDouble: return "double";
     case kBFloat16: return "uint16_t";
-    case kHalf: return "_Float16";
+    case kHalf: return is_cuda(target) ? "rt_half" : "_Float16";
     case kBool: return "bool";
     case kLong: return "int64_t";
     default: return "void";
   }
 }
-
-// The loop nest of a kernel: iteration sizes (outermost first) and each operand's stride per
-// loop (inputs then outputs), after aligning broadcasts, ordering and collapsing.
-struct LoopNest {
-  std::vector<int64_t> sizes;
-  std::vector<std::vector<int64_t>> strides;
-};
 
 LoopNest loop_nest(const Kernel& k) {
   std::vector<std::vector<int64_t>> all;
@@ -64,44 +60,61 @@ LoopNest loop_nest(const Kernel& k) {
   return ln;
 }
 
-// The function's opening line and its typed input/output pointers.
-void emit_signature(std::ostringstream& os, const Kernel& k) {
-  os << "extern \"C\" void " << k.name << "(void* const* args) {\n";
+void emit_signature(std::ostringstream& os, const Kernel& k, Target target) {
   size_t ni = k.inputs.size();
+  if (is_cuda(target)) {
+    if (target == Target::kCuda)
+      os << "extern \"C\" __global__ void __launch_bounds__(" << cuda_launch(k).block << ") "
+         << k.name << "(";
+    else
+      os << "static void " << k.name << "_thread(";
+    for (size_t i = 0; i < ni + k.outputs.size(); ++i) {
+      const bool in = i < ni;
+      std::string ct = storage_ctype(in ? k.inputs[i].dtype : k.outputs[i - ni].dtype, target);
+      os << (i ? ",\n    " : "") << (in ? "const " : "") << ct << "* __restrict__ "
+         << (in ? "in" : "out") << (in ? i : i - ni);
+    }
+    os << ") {\n";
+    return;
+  }
+  os << "extern \"C\" void " << k.name << "(void* const* args) {\n";
   for (size_t i = 0; i < ni; ++i) {
-    std::string ct = storage_ctype(k.inputs[i].dtype);
+    std::string ct = storage_ctype(k.inputs[i].dtype, target);
     os << "  const " << ct << "* __restrict in" << i << " = static_cast<const " << ct << "*>(args["
        << i << "]);\n";
   }
   for (size_t i = 0; i < k.outputs.size(); ++i) {
-    std::string ct = storage_ctype(k.outputs[i].dtype);
+    std::string ct = storage_ctype(k.outputs[i].dtype, target);
     os << "  " << ct << "* __restrict out" << i << " = static_cast<" << ct << "*>(args["
        << ni + i << "]);\n";
   }
 }
 
-std::string store_expr(const Kernel& k, size_t i) {
+std::string store_expr(const Kernel& k, size_t i, Target target) {
   std::string v = "t" + std::to_string(k.stores[i]);
   ScalarType dt = k.outputs[i].dtype;
   if (dt == kBFloat16) return "rt_to_bf16(" + v + ")";
-  if (dt == kHalf) return "_Float16(" + v + ")";
+  if (dt == kHalf) return (is_cuda(target) ? "rt_to_half(" : "_Float16(") + v + ")";
   return v;
 }
 
-// "i * 4" / "i" / "0" for an index times a constant stride.
 std::string scaled(const std::string& i, int64_t stride) {
   if (stride == 0) return "0";
   if (stride == 1) return i;
   return i + " * " + std::to_string(stride);
 }
 
-void emit_row_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptions& opt);
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
 
 void emit_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptions& opt) {
   if (!k.reductions.empty()) return emit_row_kernel(os, k, opt);
   os << "// " << k.name << ": from\n";
   for (const std::string& o : k.origins) os << "//   " << o << "\n";
-  emit_signature(os, k);
+  emit_signature(os, k, Target::kCpu);
   size_t ni = k.inputs.size(), no = k.outputs.size();
   LoopNest ln = loop_nest(k);
   const int64_t numel = std::accumulate(ln.sizes.begin(), ln.sizes.end(), int64_t(1),
@@ -168,12 +181,17 @@ void emit_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptions& 
   for (size_t s = 0; s < k.body.size(); ++s)
     os << in2 << "const " << k.body[s].ctype << " t" << s << " = " << k.body[s].expr << ";\n";
   for (size_t i = 0; i < no; ++i)
-    os << in2 << "out" << i << "[" << at(ni + i) << "] = " << store_expr(k, i) << ";\n";
+    os << in2 << "out" << i << "[" << at(ni + i) << "] = " << store_expr(k, i, Target::kCpu)
+       << ";\n";
   os << indent << "}\n";
   if (indent != "  ") os << "  }\n";
   os << "}\n\n";
 }
 
+
+}  // namespace
+
+namespace detail {
 
 // Note [Row kernels]
 // A row kernel (one with reductions) runs one outer loop over the kept dims (threads split it)
@@ -203,7 +221,13 @@ static_assert(kStreams == 4, "the joins below pair four accumulators");
 void emit_row_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptions& opt) {
   os << "// " << k.name << ": from\n";
   for (const std::string& o : k.origins) os << "//   " << o << "\n";
-  emit_signature(os, k);
+  emit_signature(os, k, opt.target);
+  const bool cuda = is_cuda(opt.target);
+  // OpenMP's pragmas (none in CUDA C++: a thread's row is a plain loop).
+  auto pragma = [&](const std::string& p) -> std::ostringstream& {
+    if (!cuda) os << "    #pragma omp " << p << "\n";
+    return os;
+  };
   const size_t rank = k.sizes.size(), nred = k.reduce_dims, nout = rank - nred;
   int64_t outer = 1, inner = 1;
   for (size_t d = 0; d < nout; ++d) outer *= k.sizes[d];
@@ -214,8 +238,13 @@ void emit_row_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptio
   for (const KernelArg& a : k.outputs) operands.push_back(&a);
   std::string par = "#pragma omp parallel for schedule(static)";
   if (opt.threads > 0) par += " num_threads(" + std::to_string(opt.threads) + ")";
-  if (outer > 1 && outer * inner >= opt.parallel_threshold) os << "  " << par << "\n";
-  os << "  for (int64_t o = 0; o < " << outer << "; ++o) {\n";
+  if (cuda) {
+    os << "  for (int64_t o = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; o < " << outer
+       << "; o += int64_t(blockDim.x) * gridDim.x) {\n";
+  } else {
+    if (outer > 1 && outer * inner >= opt.parallel_threshold) os << "  " << par << "\n";
+    os << "  for (int64_t o = 0; o < " << outer << "; ++o) {\n";
+  }
   os << "    int64_t q = o;\n";
   for (size_t d = nout; d-- > 0;) {
     if (d == 0) os << "    const int64_t o0 = q;\n";
@@ -273,7 +302,7 @@ void emit_row_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptio
       if (last[s] && red[s] && !k.body[s].row && k.body[s].expr.find("rt_") != std::string::npos)
         kept = s;
     for (size_t o = 0; kept && o < k.outputs.size() && !kept_in; ++o)
-      if (!k.outputs[o].row && storage_ctype(k.outputs[o].dtype) == k.body[*kept].ctype)
+      if (!k.outputs[o].row && storage_ctype(k.outputs[o].dtype, opt.target) == k.body[*kept].ctype)
         kept_in = ni + o;
     if (!kept_in) kept.reset();
   }
@@ -319,7 +348,7 @@ void emit_row_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptio
     const std::string acc = "acc" + std::to_string(j), nan = "nan" + std::to_string(j);
     const bool max = r.kind == "max", flag = max && r.keep_nan;
     // Note [Reduction streams]: a light pass sums in kStreams independent accumulators.
-    bool light = inner >= kStreamMinRow;
+    bool light = inner >= kStreamMinRow && !cuda;
     for (size_t s = 0; s < k.body.size() && light; ++s)
       if (need[s] && !k.body[s].row && k.body[s].expr.find("rt_") != std::string::npos)
         light = false;
@@ -345,8 +374,8 @@ void emit_row_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptio
       if (flag) os << "      " << nan << " |= " << v << " != " << v << ";\n";
       if (!max) os << "      " << a << " += " << v << ";\n";
     };
-    os << "    #pragma omp simd reduction(" << (max ? "max:" : "+:") << accs << ")"
-       << (flag ? " reduction(|:" + nan + ")" : "") << "\n";
+    pragma(std::string("simd reduction(") + (max ? "max:" : "+:") + accs + ")" +
+           (flag ? " reduction(|:" + nan + ")" : ""));
     if (streams == 1) {
       os << "    for (int64_t i = 0; i < " << inner << "; ++i) {\n";
       element(acc);
@@ -377,23 +406,26 @@ void emit_row_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptio
   }
   emit_rows(closure(row_stores));
   for (size_t o = 0; o < k.outputs.size(); ++o)
-    if (k.outputs[o].row) os << "    out" << o << "[b" << ni + o << "] = " << store_expr(k, o) << ";\n";
+    if (k.outputs[o].row)
+      os << "    out" << o << "[b" << ni + o << "] = " << store_expr(k, o, opt.target) << ";\n";
   if (!element_stores.empty()) {
     const std::vector<bool> need = closure(element_stores, kept);
     emit_rows(need);
-    os << "    #pragma omp simd\n";
+    pragma("simd");
     os << "    for (int64_t i = 0; i < " << inner << "; ++i) {\n";
     emit_elements(need, true);
     for (size_t o = 0; o < k.outputs.size(); ++o)
       if (!k.outputs[o].row)
-        os << "      out" << o << "[" << at[ni + o] << "] = " << store_expr(k, o) << ";\n";
+        os << "      out" << o << "[" << at[ni + o] << "] = " << store_expr(k, o, opt.target)
+           << ";\n";
     os << "    }\n";
   }
   os << "  }\n}\n\n";
 }
-}  // namespace
+}  // namespace detail
 
 std::string generate_cpp(const std::vector<Kernel>& kernels, const CodegenOptions& options) {
+  RT_CHECK(options.target == Target::kCpu, "generate_cpp: the target is CUDA; use generate_cuda");
   std::ostringstream os;
   os << "// Generated by retorch's compiler (retorch/compiler/CppCodegen.cpp).\n"
      << cpp_prelude() << "\n";

@@ -134,16 +134,12 @@ RT_INLINE uint16_t rt_to_bf16(float f) {
   return f != f ? uint16_t(0x7fc0) : uint16_t(r);
 }
 
-template <typename T> RT_INLINE T rt_max_nan(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
-template <typename T> RT_INLINE T rt_min_nan(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
-template <typename T> RT_INLINE T rt_relu(T x) { return x > T(0) ? x : (x != x ? x : T(0)); }
-template <typename T> RT_INLINE T rt_abs(T x) { return x < T(0) ? -x : (x == T(0) ? T(0) : x); }
-template <typename T> RT_INLINE T rt_sign(T x) { return T((x > T(0)) - (x < T(0))); }
 template <typename T> RT_INLINE T rt_sqrt(T x) { return std::sqrt(x); }
 template <typename T> RT_INLINE T rt_rsqrt(T x) { return T(1) / std::sqrt(x); }
 template <typename T> RT_INLINE T rt_floor(T x) { return std::floor(x); }
 template <typename T> RT_INLINE T rt_ceil(T x) { return std::ceil(x); }
 template <typename T> RT_INLINE T rt_trunc(T x) { return std::trunc(x); }
+template <typename T> RT_INLINE T rt_round(T x) { return std::nearbyint(x); }
 
 // backend/cpu/VecMathAvx2.h's Note [Vector exp], the same steps: no clamp (out-of-range
 // results are replaced, NaN runs through), n from the bits of x * log2(e) + 1.5 * 2^23.
@@ -204,8 +200,6 @@ RT_INLINE float rt_odd_rational(float x, const float (&P)[NP], const float (&Q)[
 RT_INLINE float rt_tanh(float x) { return rt_odd_rational(x, rt_tanh_p, rt_tanh_q, rt_tanh_sat); }
 RT_INLINE double rt_tanh(double x) { return tanh(x); }
 
-template <typename T> RT_INLINE T rt_sigmoid(T x) { return T(1) / (T(1) + rt_exp(-x)); }
-template <typename T> RT_INLINE T rt_silu(T x) { return x / (T(1) + rt_exp(-x)); }
 RT_INLINE float rt_log(float x) { return logf(x); }
 RT_INLINE double rt_log(double x) { return log(x); }
 RT_INLINE float rt_sin(float x) { return sinf(x); }
@@ -251,6 +245,22 @@ RT_INLINE float rt_gelu(float x) {
   return 0.5f * x * (1.f + rt_erf_fast(x * 0.70710678118654752440f));
 }
 RT_INLINE double rt_gelu(double x) { return 0.5 * x * (1.0 + rt_erf(x * 0.70710678118654752440)); }
+)PRELUDE";
+}
+
+}  // namespace
+
+// The functions both preludes share, written once over the target's rt_exp, rt_tanh and rt_erf.
+const char* prelude_common() {
+  return R"PRELUDE(
+// Shared by the C++ and CUDA preludes (CppPrelude.cpp's prelude_common).
+template <typename T> RT_INLINE T rt_max_nan(T a, T b) { return a != a ? a : (b != b ? b : (a > b ? a : b)); }
+template <typename T> RT_INLINE T rt_min_nan(T a, T b) { return a != a ? a : (b != b ? b : (a < b ? a : b)); }
+template <typename T> RT_INLINE T rt_relu(T x) { return x > T(0) ? x : (x != x ? x : T(0)); }
+template <typename T> RT_INLINE T rt_abs(T x) { return x < T(0) ? -x : (x == T(0) ? T(0) : x); }
+template <typename T> RT_INLINE T rt_sign(T x) { return T((x > T(0)) - (x < T(0))); }
+template <typename T> RT_INLINE T rt_sigmoid(T x) { return T(1) / (T(1) + rt_exp(-x)); }
+template <typename T> RT_INLINE T rt_silu(T x) { return x / (T(1) + rt_exp(-x)); }
 template <typename T> RT_INLINE T rt_gelu_tanh(T x) {
   return T(0.5) * x * (T(1) + rt_tanh(T(0.79788456080286535588) * (x + T(0.044715) * x * x * x)));
 }
@@ -272,8 +282,6 @@ template <typename T> RT_INLINE T rt_gelu_tanh_grad(T x) {
 )PRELUDE";
 }
 
-}  // namespace
-
 const char* cpp_prelude() {
   static const std::string text = [] {
     using namespace retorch::cpu;
@@ -284,7 +292,7 @@ const char* cpp_prelude() {
     std::snprintf(sat, sizeof sat,
                   "static constexpr float rt_tanh_sat = %#.9gf, rt_erf_sat = %#.9gf;\n",
                   double(kTanhSaturate), double(kErfSaturate));
-    std::string t = prelude_text();
+    std::string t = std::string(prelude_text()) + prelude_common();
     const std::string mark = "@ODD_RATIONAL_CONSTANTS@\n";
     return t.replace(t.find(mark), mark.size(), constants + sat);
   }();

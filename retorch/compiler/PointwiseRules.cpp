@@ -118,7 +118,7 @@ const std::unordered_map<std::string_view, PointwiseRule>& rules() {
                           "log10", "erfc", "tan", "atan", "sinh", "cosh", "asin", "acos"}) {
       m.emplace(f, unary_float(std::string("rt_") + f));
     }
-    m.emplace("round", unary_float("std::nearbyint"));
+    m.emplace("round", unary_float("rt_round"));
     m.emplace("reciprocal", PointwiseRule{[](const Args& a, const std::string& ct) -> Out {
                                             return "(" + literal(1, ct) + " / " + as_ctype(a[0], ct) + ")";
                                           },

@@ -9,6 +9,7 @@
 #include "retorch/compiler/Benchmark.h"
 #include "retorch/compiler/CodeCache.h"
 #include "retorch/compiler/Compiler.h"
+#include "retorch/compiler/Nvrtc.h"
 #include "test_helpers.h"
 
 using namespace retorch;
@@ -252,6 +253,65 @@ TEST_F(CompilerTest, RowKernelsFuseNormsSoftmaxAndTheirEpilogues) {
     EXPECT_EQ(k[0].reduce_dims, 1u);
     EXPECT_EQ(k[0].reductions.size(), 8u);  // two passes each
   }
+}
+
+TEST_F(CompilerTest, CudaEmulatedKernelsMatchEager) {
+  // The CUDA emitter's kernels built for the host (Note [CUDA kernels]): pointwise with a
+  // transposed operand, and row kernels, over more work than the emulated grid's threads.
+  auto fn = [](const std::vector<Tensor>& x) {
+    Tensor y = (x[0] - x[1]).sigmoid() * x[1].exp() + x[0].relu();
+    return std::vector<Tensor>{y, softmax(y, -1), layer_norm(x[0], {x[0].size(-1)})};
+  };
+  compiler::CompileOptions o;
+  o.codegen.target = compiler::Target::kCudaEmulated;
+  for (ScalarType dt : {kFloat, kDouble}) {
+    std::vector<Tensor> in = {randn({300, 70}).to(dt), randn({70, 300}).to(dt).t()};
+    auto f = compile(fn, o);
+    std::vector<Tensor> got = f(in), want = fn(in);
+    for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 1e-5, 1e-5);
+    EXPECT_NE(f.last().source.find("blockIdx.x"), std::string::npos);
+    EXPECT_EQ(f.last().source.find("#pragma omp simd"), std::string::npos);
+  }
+  o.codegen.target = compiler::Target::kCuda;  // generated, but not launchable on the host
+  auto g = compile(fn, o);
+  std::vector<Tensor> in = {randn({4, 5}), randn({4, 5})};
+  expect_close(g(in)[0], fn(in)[0]);
+  EXPECT_EQ(g.eager_calls(), 1u);
+}
+
+TEST(CudaCodegen, IndexesIn32BitsWhereEveryOffsetFits) {
+  // y = x + 1 over sizes whose last offset does or does not fit in 31 bits.
+  auto kernel = [](int64_t rows) {
+    compiler::Kernel k;
+    k.name = "k";
+    k.sizes = {rows, 65536};
+    compiler::KernelArg a;
+    a.sizes = k.sizes;
+    a.strides = a.loop_strides = {65536, 1};
+    k.inputs = {a};
+    k.outputs = {a};
+    k.input_ctypes = {"float"};
+    k.body = {compiler::Stmt{"float", "(l0 + float(1.0))", false, {0}, {}, {}}};
+    k.stores = {0};
+    return k;
+  };
+  compiler::CodegenOptions o;
+  o.target = compiler::Target::kCuda;
+  const std::string narrow = compiler::generate_cuda({kernel(32767)}, o);
+  const std::string wide = compiler::generate_cuda({kernel(32768)}, o);
+  EXPECT_NE(narrow.find("int32_t r = int32_t(e);"), std::string::npos);
+  EXPECT_NE(wide.find("int64_t r = int64_t(e);"), std::string::npos);
+  EXPECT_NE(wide.find("e < 2147483648;"), std::string::npos);
+  EXPECT_EQ(compiler::cuda_launch(kernel(2)).work, 131072);
+  EXPECT_THROW(compiler::generate_cpp({kernel(2)}, o), Error);
+  if (!compiler::nvrtc_available()) GTEST_SKIP() << "NVRTC (CUDA toolkit) not installed";
+  TempDir dir{"retorch_nvrtc"};
+  ::setenv("RETORCH_CACHE_DIR", dir.path.c_str(), 1);
+  for (const std::string& src : {narrow, wide}) {
+    const std::string ptx = compiler::compile_ptx(src, "compute_90");
+    EXPECT_NE(ptx.find(".entry k("), std::string::npos);
+  }
+  ::unsetenv("RETORCH_CACHE_DIR");
 }
 
 TEST(CompilerBenchmark, CountsFollowTheEstimateAndQuantilesAreOrdered) {

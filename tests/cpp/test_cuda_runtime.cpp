@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "retorch/compiler/Compiler.h"
 #include "retorch/core/TensorImpl.h"
 #include "retorch/device/DeviceApi.h"
 #include "retorch/device/DeviceFallback.h"
@@ -181,6 +182,26 @@ TEST_F(CudaDevice, TensorsLiveInDeviceMemoryAndOpsRunThroughCopies) {
   a = Tensor(), d = Tensor(), m = Tensor();
   cuda::empty_cache();
   EXPECT_LE(cuda::memory_reserved(), cuda::memory_allocated() + 2 * 1024 * 1024);
+}
+
+TEST_F(CudaDevice, CompiledKernelsRunOnTheDevice) {
+  // Note [Generated CUDA kernels]: NVRTC builds the CUDA emitter's source for this device.
+  auto fn = [](const std::vector<Tensor>& x) {
+    Tensor y = (x[0] * 2 + x[1]).tanh() + x[0].relu();
+    return std::vector<Tensor>{y, softmax(y, -1)};
+  };
+  std::vector<Tensor> host = {randn({300, 70}), randn({70, 300}).t()};
+  std::vector<Tensor> dev = {host[0].to(Device(kCUDA)), host[1].to(Device(kCUDA))};
+  auto f = compile(fn);
+  std::vector<Tensor> got = f(dev), want = fn(host);
+  EXPECT_NE(f.last().source.find("__global__"), std::string::npos);
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_TRUE(got[i].device().is_cuda());
+    std::vector<double> g = retorch::testing::values(got[i].to(Device(kCPU)));
+    std::vector<double> w = retorch::testing::values(want[i]);
+    ASSERT_EQ(g.size(), w.size());
+    for (size_t j = 0; j < g.size(); ++j) EXPECT_NEAR(g[j], w[j], 1e-5 + 1e-5 * std::abs(w[j]));
+  }
 }
 
 #endif  // RETORCH_HAVE_CUDA

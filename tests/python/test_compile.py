@@ -181,7 +181,8 @@ def row_ops(lib, F):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("layout", ["contiguous", "transposed"])
-def test_row_ops_match_torch(dtype, layout):
+@pytest.mark.parametrize("target", ["cpu", "cuda_emulated"])  # see test_compile_cuda.py
+def test_row_ops_match_torch(dtype, layout, target):
     rng = np.random.default_rng(4)
     x = (rng.standard_normal((6, 20, 96)) * 3 + 1).astype(dtype)
     w, b = rng.standard_normal(96).astype(dtype), rng.standard_normal(96).astype(dtype)
@@ -189,7 +190,7 @@ def test_row_ops_match_torch(dtype, layout):
     if layout == "transposed":  # rows read with a stride
         (rx,), (tx,) = both([np.ascontiguousarray(x.transpose(0, 2, 1))])
         rx, tx = rx.transpose(1, 2), tx.transpose(1, 2)
-    cf = retorch.compile(row_ops(retorch, retorch.nn.functional))
+    cf = retorch.compile(row_ops(retorch, retorch.nn.functional), target=target)
     got = cf(rx, rw, rb)
     want = row_ops(torch, torch.nn.functional)(tx, tw, tb)
     for g, w_ in zip(got, want):
@@ -197,7 +198,10 @@ def test_row_ops_match_torch(dtype, layout):
         close(g, w_, rtol=2e-5, atol=2e-5)
     # Rows of the last dim share kernels; the two-dim layer_norm has its own.
     assert len(cf.kernel_names) <= 3
-    assert "reduction(max:acc0)" in cf.source
+    if target == "cpu":
+        assert "reduction(max:acc0)" in cf.source
+    else:  # a thread per row, its passes plain loops
+        assert "blockIdx.x" in cf.source and "#pragma omp simd" not in cf.cuda_source
 
 
 def test_layer_norm_gelu_residual_is_one_kernel():

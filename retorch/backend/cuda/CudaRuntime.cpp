@@ -71,6 +71,8 @@ cudaEvent_t as_event(EventHandle e) { return static_cast<cudaEvent_t>(e); }
 
 }  // namespace
 
+void check_status(int status, const char* what) { check(cudaError_t(status), what); }
+
 int device_count() { return discovery().count; }
 std::string unavailable_reason() { return discovery().reason; }
 

@@ -23,6 +23,9 @@ namespace retorch::cuda_backend {
 using StreamHandle = void*;  // a cudaStream_t; nullptr is the legacy default stream
 using EventHandle = void*;   // a cudaEvent_t
 
+/// Throws a retorch::Error naming `what` and CUDA's message unless status (a cudaError_t) is 0.
+void check_status(int status, const char* what);
+
 /// Devices the driver reports; 0 without a driver or GPU. Never throws.
 int device_count();
 /// Why device_count() is 0 ("no CUDA driver", "no CUDA device", ...), or "" when it is not.

@@ -1,4 +1,9 @@
 // Stubs chosen by the build when the CUDA backend is not compiled: CUDA reports unavailable.
+#include <cstdint>
+#include <string>
+
+#include "retorch/core/Error.h"
+
 namespace retorch {
 class Dispatcher;
 namespace detail {
@@ -10,6 +15,15 @@ void register_cuda_backend(Dispatcher&) {}
 bool cuda_backend_available() { return false; }
 /// Number of CUDA devices visible to this build.
 int cuda_backend_device_count() { return 0; }
+
+/// Generated kernels (backend/cuda/CudaModules.cpp): never reached, no tensor is on a device.
+std::string cuda_backend_arch() { RT_ERROR("CUDA is not available: this build has no CUDA backend"); }
+void* cuda_backend_kernel(const std::string&, const std::string&) {
+  RT_ERROR("CUDA is not available: this build has no CUDA backend");
+}
+void cuda_backend_launch(void*, int64_t, int, void**) {
+  RT_ERROR("CUDA is not available: this build has no CUDA backend");
+}
 
 }  // namespace detail
 }  // namespace retorch
