@@ -103,6 +103,8 @@ void BM_Prefill(benchmark::State& state) {
 void decode_args(benchmark::internal::Benchmark* b) {
   for (int64_t q : {kQ4_0, kQ8_0, kQ4_K, kQ6_K, kF32})
     for (int64_t n : {4096, 11008}) b->Args({q, n, 4096});
+  // A ~110M-parameter model's MLP (hidden 768): short rows, where per-row costs show.
+  for (int64_t q : {kQ4_0, kQ8_0}) b->Args({q, 2048, 768});
 }
 
 BENCHMARK(BM_Decode)->Apply(decode_args)->UseRealTime()->Unit(benchmark::kMicrosecond);

@@ -145,9 +145,10 @@ TEST(GgufQuant, ScalarAvx2AndAvx512DotsAgree) {
       for (int trial = 0; trial < 20; ++trial) {
         std::vector<uint8_t> w(size_t(row_bytes(*info, K)));
         for (uint8_t& b : w) b = uint8_t(gen());
-        // Sane fp16 scales (0.0625) where each block keeps them.
-        const uint16_t h = 0x2c00;
+        // Sane fp16 scales (1/32 to 1/4), a different one per block, where each block keeps them.
+        const uint16_t scales[4] = {0x2800, 0x2c00, 0x3000, 0x3400};
         for (size_t b = 0; b < w.size(); b += size_t(info->bytes)) {
+          const uint16_t h = scales[gen() % 4];
           std::memcpy(&w[b + (qt == kQ6_K ? 208 : 0)], &h, 2);
           if (qt == kQ4_K) std::memcpy(&w[b + 2], &h, 2);
         }

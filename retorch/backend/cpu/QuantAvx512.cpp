@@ -21,13 +21,18 @@ namespace retorch::cpu::quant {
 // sign(w) x, as the AVX2 kernel's maddubs does). Each pair's int32 sums become floats scaled by
 // d_w * d_x of their block (a permute spreads the 8 scales of an 8-block group over the two
 // halves), so a block costs about half the instructions of the AVX2 kernels' one-block steps.
-// Q4_0's 16 nibble bytes per block sit at an 18-byte stride: one masked 36-byte load covers two
-// blocks (masked, so it never reads past the row) and one vpermb places each block's 16 bytes
-// in two 128-bit lanes, the second shifted right by 4 for the high nibbles.
+// Q4_0's 16 nibble bytes per block sit at an 18-byte stride: a byte permute places each
+// block's 16 bytes in two 128-bit lanes, the second shifted right by 4 for the high nibbles
+// (Note [Q4_0 groups in three loads]).
 
 namespace {
 
-constexpr int kPrefetch = 2048;  // bytes ahead (1024 in the AVX2 kernels): Note [Weight prefetch]
+// Bytes ahead (1024 in the AVX2 kernels): Note [Weight prefetch]. 2048 on the Intel machine;
+// on Zen 4 (2026-11-25) it was the worst of 1-16 KB: `bench_quant` decode of 11008x4096,
+// alternating runs, Q8_0 1.55-1.61 -> 0.74-0.87 ms and Q4_0 0.91-0.95 -> 0.59-0.71 ms at 8192;
+// `retorch bench-llm --model 1b` decode Q8_0 24-27 -> 29-41 tok/s, Q4_0 41-43 -> 49-54. (The
+// AVX2 kernels measured the same at 1024, 4096 and 8192.)
+constexpr int kPrefetch = 8192;
 
 // Into L2 only, leaving the L1 miss buffers to the loads: 1b Q8_0 decode 17.7-17.9 -> 21.0-21.8
 // tok/s (72-74% -> 85-90% of the bound) against the T0 hint, Q4_0 6% faster in alternating runs.
@@ -41,12 +46,11 @@ inline float fp16(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
-// The 8 block scales d_w of the blocks at p, p + stride, ... widened, times the input's d.
-inline __m512 group_scales(const uint8_t* p, int64_t stride, const float* dx, __m256* dw_out) {
+// The 8 block scales d_w of the Q8_0 blocks at p, p + stride, ... widened, times the input's d.
+inline __m512 group_scales(const uint8_t* p, int64_t stride, const float* dx) {
   alignas(16) uint16_t dh[8];
   for (int j = 0; j < 8; ++j) std::memcpy(&dh[j], p + stride * j, 2);
   const __m256 dw = _mm256_cvtph_ps(_mm_load_si128(reinterpret_cast<const __m128i*>(dh)));
-  if (dw_out) *dw_out = dw;
   return _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_loadu_ps(dx)));
 }
 
@@ -74,7 +78,7 @@ float dot_q8_0(int64_t K, const uint8_t* w, const ActRow& a) {
   for (; b + 8 <= nb; b += 8) {
     const uint8_t* p = w + 34 * b;
     for (int l = 0; l < 272; l += 64) prefetch(p + l);
-    const __m512 sc = group_scales(p, 34, a.d + b, nullptr);
+    const __m512 sc = group_scales(p, 34, a.d + b);
     for (int j = 0; j < 8; j += 4) {
       const __m512i s0 = q8_0_pair(p + 34 * j, a.q + kQK * (b + j));
       const __m512i s1 = q8_0_pair(p + 34 * (j + 2), a.q + kQK * (b + j + 2));
@@ -94,45 +98,76 @@ float dot_q8_0(int64_t K, const uint8_t* w, const ActRow& a) {
   return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1)) + tail;
 }
 
-// vpermb indices: block 0's 16 bytes (at 0) into lanes 0 and 1, block 1's (at 18) into 2 and 3.
-inline __m512i q4_0_gather() {
-  alignas(64) uint8_t idx[64];
-  for (int i = 0; i < 64; ++i) idx[i] = uint8_t((i < 32 ? 0 : 18) + i % 16);
+// Note [Q4_0 groups in three loads]
+// A group of 8 Q4_0 blocks is 144 bytes: its scales at 18-byte steps, each block's 16 nibble
+// bytes after its scale. Three loads cover it (bytes 0-63, 64-127, and 16 masked bytes from
+// 128), and byte permutes take everything else from registers: one two-source vpermt2b gathers
+// the 8 fp16 scales, and each pair of blocks is one vpermb (pairs 0 and 2, inside one vector)
+// or vpermt2b (pairs 1 and 3, across two) placing block b's 16 bytes in 128-bit lanes 0 and 1
+// and block b + 1's in lanes 2 and 3. Per row of 768 values this replaced 12 masked loads,
+// 24 scalar scale loads and their stack round trips; the sums are the same, in the same order.
+// With the weight in cache (`bench_quant` decode of 2048x768 on one copy) 30.4-31.0 -> 26.8-27.6
+// us; the same gather for Q8_0's 272-byte groups (five loads, six two-source permutes) was
+// slower than its pairs of 32-byte loads (28.6-31.4 -> 34.4-35.5 us) and was not kept.
+struct Q4Indices {
+  alignas(64) uint8_t scales[64], pair[4][64];
+  Q4Indices() : scales(), pair() {
+    for (int j = 0; j < 8; ++j) {
+      scales[2 * j] = uint8_t(18 * j);
+      scales[2 * j + 1] = uint8_t(18 * j + 1);
+    }
+    // Pair q's blocks start at 36q + 2 and 36q + 20 in the group; pairs 2 and 3 index from
+    // byte 64 (their first source is bytes 64-127).
+    for (int q = 0; q < 4; ++q)
+      for (int i = 0; i < 64; ++i)
+        pair[q][i] = uint8_t(36 * q + (i < 32 ? 2 : 20) + i % 16 - (q >= 2 ? 64 : 0));
+  }
+};
+
+inline __m512i index_vector(const uint8_t* idx) {
   return _mm512_load_si512(idx);
 }
 
-// The integer sums of blocks p and p + 18 (nibbles 0..15) with 64 input values.
-inline __m512i q4_0_pair(const uint8_t* p, const int8_t* x, __m512i gather) {
-  const __m512i raw = _mm512_permutexvar_epi8(gather, _mm512_maskz_loadu_epi8(0xfffffffffULL, p + 2));
+// The integer sums of a pair of blocks (their 16 nibble bytes in lanes 0-1 and 2-3 of raw) with
+// 64 input values.
+inline __m512i q4_0_sums(__m512i raw, const int8_t* x) {
   const __m512i w = _mm512_and_si512(_mm512_srlv_epi64(raw, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)),
                                      _mm512_set1_epi8(0x0f));
   return _mm512_dpbusd_epi32(_mm512_setzero_si512(), w, _mm512_loadu_si512(x));
 }
 
 float dot_q4_0(int64_t K, const uint8_t* w, const ActRow& a) {
+  static const Q4Indices kIdx;
   const int64_t nb = K / kQK;
-  const __m512i gather = q4_0_gather();
+  const __m512i is = index_vector(kIdx.scales), i0 = index_vector(kIdx.pair[0]),
+                i1 = index_vector(kIdx.pair[1]), i2 = index_vector(kIdx.pair[2]),
+                i3 = index_vector(kIdx.pair[3]);
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   __m256 off = _mm256_setzero_ps();
   int64_t b = 0;
   for (; b + 8 <= nb; b += 8) {
     const uint8_t* p = w + 18 * b;
     for (int l = 0; l < 144; l += 64) prefetch(p + l);
-    __m256 dw;
-    const __m512 sc = group_scales(p, 18, a.d + b, &dw);
+    const __m512i z0 = _mm512_loadu_si512(p), z1 = _mm512_loadu_si512(p + 64),
+                  z2 = _mm512_maskz_loadu_epi8(0xffffULL, p + 128);
+    const __m256 dw =
+        _mm256_cvtph_ps(_mm512_castsi512_si128(_mm512_permutex2var_epi8(z0, is, z1)));
+    const __m512 sc = _mm512_castps256_ps512(_mm256_mul_ps(dw, _mm256_loadu_ps(a.d + b)));
     off = _mm256_fmadd_ps(dw, _mm256_loadu_ps(a.dsum + b), off);  // the -8 offset, in float
-    for (int j = 0; j < 8; j += 4) {
-      const __m512i s0 = q4_0_pair(p + 18 * j, a.q + kQK * (b + j), gather);
-      const __m512i s1 = q4_0_pair(p + 18 * (j + 2), a.q + kQK * (b + j + 2), gather);
-      acc0 = _mm512_fmadd_ps(pair_scales(sc, j), _mm512_cvtepi32_ps(s0), acc0);
-      acc1 = _mm512_fmadd_ps(pair_scales(sc, j + 2), _mm512_cvtepi32_ps(s1), acc1);
-    }
+    const int8_t* x = a.q + kQK * b;
+    const __m512i s0 = q4_0_sums(_mm512_permutexvar_epi8(i0, z0), x);
+    const __m512i s1 = q4_0_sums(_mm512_permutex2var_epi8(z0, i1, z1), x + 2 * kQK);
+    acc0 = _mm512_fmadd_ps(pair_scales(sc, 0), _mm512_cvtepi32_ps(s0), acc0);
+    acc1 = _mm512_fmadd_ps(pair_scales(sc, 2), _mm512_cvtepi32_ps(s1), acc1);
+    const __m512i s2 = q4_0_sums(_mm512_permutexvar_epi8(i2, z1), x + 4 * kQK);
+    const __m512i s3 = q4_0_sums(_mm512_permutex2var_epi8(z1, i3, z2), x + 6 * kQK);
+    acc0 = _mm512_fmadd_ps(pair_scales(sc, 4), _mm512_cvtepi32_ps(s2), acc0);
+    acc1 = _mm512_fmadd_ps(pair_scales(sc, 6), _mm512_cvtepi32_ps(s3), acc1);
   }
   float tail = 0.0f, tail_off = 0.0f;
   for (; b < nb; ++b) {  // one block at a time: the pair kernel with the second block masked off
     const uint8_t* p = w + 18 * b;
-    const __m512i raw =
-        _mm512_permutexvar_epi8(gather, _mm512_maskz_loadu_epi8(0xffffULL, p + 2));
+    const __m512i raw = _mm512_permutexvar_epi8(i0, _mm512_maskz_loadu_epi8(0x3ffffULL, p));
     const __m512i wv = _mm512_and_si512(
         _mm512_srlv_epi64(raw, _mm512_setr_epi64(0, 0, 4, 4, 0, 0, 4, 4)), _mm512_set1_epi8(0x0f));
     const __m512i s = _mm512_dpbusd_epi32(
