@@ -27,6 +27,9 @@ struct LoopNest {
 };
 LoopNest loop_nest(const Kernel& k);
 
+/// The kernel's name and the graph nodes it came from, as a comment.
+void emit_origins(std::ostringstream& os, const Kernel& k);
+
 /// The function's opening line and its typed input/output pointers `in<i>`/`out<i>`: from
 /// `void* const* args` on the CPU, as parameters of a `__global__` function on CUDA (named
 /// `<name>_thread` and called by the launcher when emulated).

@@ -60,6 +60,11 @@ LoopNest loop_nest(const Kernel& k) {
   return ln;
 }
 
+void emit_origins(std::ostringstream& os, const Kernel& k) {
+  os << "// " << k.name << ": from\n";
+  for (const std::string& o : k.origins) os << "//   " << o << "\n";
+}
+
 void emit_signature(std::ostringstream& os, const Kernel& k, Target target) {
   size_t ni = k.inputs.size();
   if (is_cuda(target)) {
@@ -112,8 +117,7 @@ using namespace detail;
 
 void emit_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptions& opt) {
   if (!k.reductions.empty()) return emit_row_kernel(os, k, opt);
-  os << "// " << k.name << ": from\n";
-  for (const std::string& o : k.origins) os << "//   " << o << "\n";
+  emit_origins(os, k);
   emit_signature(os, k, Target::kCpu);
   size_t ni = k.inputs.size(), no = k.outputs.size();
   LoopNest ln = loop_nest(k);
@@ -219,14 +223,12 @@ constexpr int64_t kStreamMinRow = 256;
 static_assert(kStreams == 4, "the joins below pair four accumulators");
 
 void emit_row_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptions& opt) {
-  os << "// " << k.name << ": from\n";
-  for (const std::string& o : k.origins) os << "//   " << o << "\n";
+  emit_origins(os, k);
   emit_signature(os, k, opt.target);
   const bool cuda = is_cuda(opt.target);
   // OpenMP's pragmas (none in CUDA C++: a thread's row is a plain loop).
-  auto pragma = [&](const std::string& p) -> std::ostringstream& {
+  auto pragma = [&](const std::string& p) {
     if (!cuda) os << "    #pragma omp " << p << "\n";
-    return os;
   };
   const size_t rank = k.sizes.size(), nred = k.reduce_dims, nout = rank - nred;
   int64_t outer = 1, inner = 1;

@@ -36,11 +36,6 @@ using namespace detail;
 constexpr int64_t kEmulatedGrid = 64;
 constexpr int64_t kInt32Limit = int64_t(1) << 31;
 
-void emit_origins(std::ostringstream& os, const Kernel& k) {
-  os << "// " << k.name << ": from\n";
-  for (const std::string& o : k.origins) os << "//   " << o << "\n";
-}
-
 void emit_pointwise(std::ostringstream& os, const Kernel& k, Target target) {
   emit_origins(os, k);
   emit_signature(os, k, target);
