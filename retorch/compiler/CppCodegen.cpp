@@ -218,7 +218,17 @@ namespace detail {
 // into their own accumulators in one loop, the few elements left over into the first, and
 // joins them pairwise at the end. Passes with a math call (softmax's exp) have work enough
 // per element to hide the latency and keep one accumulator.
+//
+// Note [Next-row prefetch]
+// A 4 KB row (softmax over 1024 floats) is a page, and the hardware prefetchers stop at page
+// boundaries: every row began with a run of cache misses, the passes waiting on memory. A row
+// kernel therefore prefetches the next row of each row-major input (the memory right after the
+// current row: the next iteration of this thread's contiguous share of rows) before its first
+// pass, a line per 64 bytes; rows of 256 bytes to 16 KB (longer rows amortize the prefetchers'
+// start). Zen 4, softmax(x * 0.125 + mask) over 4096x1024, the generated source timed alone
+// (best of 30): 1.27-1.30 -> 0.99-1.00 ms.
 constexpr int kStreams = 4;
+constexpr int64_t kPrefetchMinRow = 256, kPrefetchMaxRow = 16384;
 constexpr int64_t kStreamMinRow = 256;
 static_assert(kStreams == 4, "the joins below pair four accumulators");
 
@@ -281,6 +291,16 @@ void emit_row_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptio
         if (st[d] != 0) e += (e.empty() ? "" : " + ") + scaled("j" + std::to_string(d), st[d]);
     }
     at[a] = "b" + std::to_string(a) + (e.empty() || e == "0" ? "" : " + " + e);
+  }
+  // Note [Next-row prefetch]: a row-major input's next row, while this one is worked on.
+  for (size_t a = 0; a < ni && !cuda && nout > 0; ++a) {
+    const KernelArg& in = k.inputs[a];
+    const int64_t bytes = inner * int64_t(element_size(in.dtype));
+    if (in.row || at[a] != "b" + std::to_string(a) + " + i" || in.loop_strides[nout - 1] != inner ||
+        bytes < kPrefetchMinRow || bytes > kPrefetchMaxRow)
+      continue;
+    os << "    for (int64_t p = 0; p < " << inner << "; p += " << 64 / element_size(in.dtype)
+       << ") __builtin_prefetch(&in" << a << "[b" << a << " + " << inner << " + p]);\n";
   }
   // need[s]: statement s is in the closure of the roots (not looking through `leaf`).
   auto closure = [&](const std::vector<size_t>& roots, std::optional<size_t> leaf = {}) {

@@ -1,6 +1,8 @@
 """retorch.compile against torch: compiled functions and modules give torch's values and
 gradients (pointwise chains, broadcasting, transposed inputs, externs in between), one generated
 kernel per fused chain, guards recompile only for new signatures, and the decorator form."""
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -200,6 +202,13 @@ def test_row_ops_match_torch(dtype, layout, target):
     assert len(cf.kernel_names) <= 3
     if target == "cpu":
         assert "reduction(max:acc0)" in cf.source
+        # Note [Next-row prefetch]: the last-dim kernel prefetches x's next row where rows are
+        # row-major (not the transposed ones; never w and b, which every row shares).
+        forward = "".join(k for k in cf.source.split('extern "C" void ')[1:]
+                          if not k.split("(")[0].endswith("_backward"))
+        prefetched = re.findall(r"__builtin_prefetch\(&in(\d+)\[b\d+ \+ (\d+) \+ p\]\)", forward)
+        rows_of_96 = {i for i, n in prefetched if n == "96"}
+        assert rows_of_96 == ({"0"} if layout == "contiguous" else set())
     else:  # a thread per row, its passes plain loops
         assert "blockIdx.x" in cf.source and "#pragma omp simd" not in cf.cuda_source
 
