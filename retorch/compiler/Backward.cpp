@@ -12,6 +12,11 @@
 #include "retorch/compiler/RowOps.h"
 #include "retorch/generated/Functions.h"
 
+namespace retorch::detail {
+// backend/cuda/CudaModules.cpp (backend/no_cuda fails: no tensor is on a device there).
+void cuda_backend_launch(void* kernel, int64_t work, int block, void** args);
+}  // namespace retorch::detail
+
 namespace retorch::compiler {
 
 // Note [Compiled backward]
@@ -170,7 +175,7 @@ namespace {
 // Owns what it runs: the backward kernel's loop IR and the loaded library holding its code, so
 // a gradient outlives the compiled function that made it.
 struct CompiledKernelBackward final : autograd::Node {
-  CompiledKernelBackward(std::shared_ptr<const Kernel> b, KernelFn fn,
+  CompiledKernelBackward(std::shared_ptr<const Kernel> b, KernelCall fn,
                          std::shared_ptr<const void> library)
       : b_(std::move(b)), fn_(fn), library_(std::move(library)) {}
   std::string name() const override { return "CompiledKernelBackward"; }
@@ -186,10 +191,11 @@ struct CompiledKernelBackward final : autograd::Node {
              "freed); specify retain_graph=True the first time");
     std::vector<Tensor> keep;
     for (const autograd::SavedVariable& v : inputs_) keep.push_back(v.unpack());
+    const Device device = keep.empty() ? Device(kCPU) : keep[0].device();
     for (size_t j = 0; j < b.grad_of_outputs.size(); ++j) {
       const KernelArg& a = b.inputs[ni + j];
       Tensor g = grads.at(b.grad_of_outputs[j]);
-      if (!g.defined()) g = zeros(a.sizes, TensorOptions(a.dtype));
+      if (!g.defined()) g = zeros(a.sizes, TensorOptions(a.dtype).device(device));
       else if (g.dtype() != a.dtype || !g.is_contiguous()) g = g.to(a.dtype).contiguous();
       keep.push_back(g);
     }
@@ -197,10 +203,10 @@ struct CompiledKernelBackward final : autograd::Node {
     for (const Tensor& t : keep) args.push_back(t.impl()->data());
     std::vector<Tensor> outs;
     for (const KernelArg& a : b.outputs) {
-      outs.push_back(empty_strided(a.sizes, a.strides, TensorOptions(a.dtype)));
+      outs.push_back(empty_strided(a.sizes, a.strides, TensorOptions(a.dtype).device(device)));
       args.push_back(outs.back().impl()->data());
     }
-    fn_(args.data());
+    fn_(args);
     autograd::variable_list result(ni);
     for (size_t j = 0; j < b.grad_for_inputs.size(); ++j) {
       const size_t i = b.grad_for_inputs[j];
@@ -213,14 +219,22 @@ struct CompiledKernelBackward final : autograd::Node {
   void release_variables() override { inputs_.clear(); }
 
   std::shared_ptr<const Kernel> b_;
-  KernelFn fn_;
+  KernelCall fn_;
   std::shared_ptr<const void> library_;
   std::vector<autograd::SavedVariable> inputs_;
 };
 
 }  // namespace
 
-void attach_backward(std::shared_ptr<const Kernel> backward, KernelFn backward_fn,
+void KernelCall::operator()(std::vector<void*>& args) const {
+  if (host) return host(args.data());
+  // cudaLaunchKernel takes the address of each parameter.
+  std::vector<void*> params(args.size());
+  for (size_t i = 0; i < args.size(); ++i) params[i] = &args[i];
+  detail::cuda_backend_launch(cuda, work, block, params.data());
+}
+
+void attach_backward(std::shared_ptr<const Kernel> backward, KernelCall backward_fn,
                      std::shared_ptr<const void> library, const std::vector<Tensor>& inputs,
                      const std::vector<Tensor>& outputs) {
   auto node = std::make_shared<CompiledKernelBackward>(std::move(backward), backward_fn,

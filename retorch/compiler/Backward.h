@@ -15,10 +15,23 @@ std::shared_ptr<Kernel> make_backward(const Kernel& k);
 
 using KernelFn = void (*)(void* const*);
 
+/// How a generated kernel runs on its arguments (input pointers, then output pointers): a host
+/// function, or a CUDA kernel (Note [Generated CUDA kernels]) launched over `work` items in
+/// blocks of `block` threads on the current device.
+struct KernelCall {
+  KernelFn host = nullptr;
+  void* cuda = nullptr;
+  int64_t work = 0;
+  int block = 0;
+  explicit operator bool() const { return host != nullptr || cuda != nullptr; }
+  void operator()(std::vector<void*>& args) const;
+};
+
 /// Makes a kernel's outputs (computed from `inputs` by its forward) differentiable: their
 /// grad_fn runs `backward` (the kernel's backward) through `backward_fn` on the saved inputs and
-/// the incoming gradients; it keeps `library` (the code's owner) alive as long as it lives.
-void attach_backward(std::shared_ptr<const Kernel> backward, KernelFn backward_fn,
+/// the incoming gradients, on the inputs' device; it keeps `library` (the code's owner) alive
+/// as long as it lives.
+void attach_backward(std::shared_ptr<const Kernel> backward, KernelCall backward_fn,
                      std::shared_ptr<const void> library, const std::vector<Tensor>& inputs,
                      const std::vector<Tensor>& outputs);
 

@@ -20,7 +20,6 @@ namespace retorch::detail {
 // Generated kernels on a CUDA device (backend/cuda/CudaModules.cpp; backend/no_cuda fails).
 std::string cuda_backend_arch();
 void* cuda_backend_kernel(const std::string& ptx, const std::string& name);
-void cuda_backend_launch(void* kernel, int64_t work, int block, void** args);
 }  // namespace retorch::detail
 
 namespace retorch::compiler {
@@ -66,14 +65,13 @@ bool debug_enabled() {
   return e && *e && std::string(e) != "0";
 }
 
-// The runner of one kernel call node (Note [Kernel fallback]): a host function `fn`, or, when
-// `cuda_kernel` is set, a generated kernel launched on the inputs' CUDA device (no compiled
-// backward there yet: inputs requiring grad take the fallback).
-jit::NodeFn kernel_runner(const Kernel& k, KernelFn fn, KernelFn backward_fn,
-                          std::shared_ptr<const Library> lib, void* cuda_kernel = nullptr) {
+// The runner of one kernel call node (Note [Kernel fallback]): the kernel and its backward run
+// on the host, or, for CUDA calls, on the inputs' device.
+jit::NodeFn kernel_runner(const Kernel& k, KernelCall fn, KernelCall backward_fn,
+                          std::shared_ptr<const Library> lib) {
   auto fallback = std::make_shared<std::once_flag>();
   auto interp = std::make_shared<std::unique_ptr<jit::Interpreter>>();
-  if (cuda_kernel) backward_fn = nullptr;
+  const bool cuda_kernel = fn.cuda != nullptr;
   return [&k, fn, backward_fn, lib, fallback, interp, cuda_kernel](Stack& stack) {
     const size_t ni = k.inputs.size(), base = stack.size() - ni;
     bool ok = !(cuda_kernel && ni == 0), needs_grad = false;  // outputs follow an input's device
@@ -89,7 +87,7 @@ jit::NodeFn kernel_runner(const Kernel& k, KernelFn fn, KernelFn backward_fn,
       needs_grad |= grad && t.requires_grad();
       if (ok) args[i] = t.impl()->data();
     }
-    ok &= !needs_grad || backward_fn != nullptr;
+    ok &= !needs_grad || bool(backward_fn);
     if (!ok) {
       std::call_once(*fallback, [&] { *interp = std::make_unique<jit::Interpreter>(*k.fallback); });
       std::vector<IValue> ins(stack.begin() + std::ptrdiff_t(base), stack.end());
@@ -103,15 +101,7 @@ jit::NodeFn kernel_runner(const Kernel& k, KernelFn fn, KernelFn backward_fn,
       outs.push_back(empty_strided(a.sizes, a.strides, TensorOptions(a.dtype).device(device)));
       args[ni + o] = outs.back().impl()->data();
     }
-    if (cuda_kernel) {
-      // cudaLaunchKernel takes the address of each parameter.
-      std::vector<void*> params(args.size());
-      for (size_t i = 0; i < args.size(); ++i) params[i] = &args[i];
-      const CudaLaunch l = cuda_launch(k);
-      detail::cuda_backend_launch(cuda_kernel, l.work, l.block, params.data());
-    } else {
-      fn(args.data());
-    }
+    fn(args);
     if (needs_grad) {
       std::vector<Tensor> ins;
       for (size_t i = 0; i < ni; ++i) ins.push_back(stack[base + i].to_tensor());
@@ -195,13 +185,20 @@ struct CompiledFunction::State {
         lg, e->attrs, [&low, lib, &ptx](const jit::Node& n) -> jit::NodeFn {
           if (n.kind() != kCppKernel) return {};
           const Kernel& k = low.kernels.at(size_t(n.attr("index").to_int()));
-          if (!ptx.empty())
-            return kernel_runner(k, nullptr, nullptr, nullptr,
-                                 detail::cuda_backend_kernel(ptx, k.name));
-          auto fn = reinterpret_cast<KernelFn>(lib->symbol(k.name));
-          KernelFn bwd = nullptr;
-          if (k.backward) bwd = reinterpret_cast<KernelFn>(lib->symbol(k.backward->name));
-          return kernel_runner(k, fn, bwd, lib);
+          // A host symbol of the loaded library, or a CUDA kernel of the PTX module.
+          auto call = [&](const Kernel& kk) {
+            KernelCall c;
+            if (ptx.empty()) {
+              c.host = reinterpret_cast<KernelFn>(lib->symbol(kk.name));
+            } else {
+              const CudaLaunch l = cuda_launch(kk);
+              c.cuda = detail::cuda_backend_kernel(ptx, kk.name);
+              c.work = l.work;
+              c.block = l.block;
+            }
+            return c;
+          };
+          return kernel_runner(k, call(k), k.backward ? call(*k.backward) : KernelCall{}, lib);
         });
     return e;
   }

@@ -191,3 +191,12 @@ def test_cuda_tensors_run_the_generated_kernels_on_the_device():
     rows = retorch.compile(f(retorch.nn.functional))
     for g, w in zip(rows(rx.to("cuda")), f(torch.nn.functional)(tx)):
         close(g.cpu(), w, rtol=2e-5, atol=2e-5)
+    # The backward kernels run on the device too; gradients land there.
+    da, db = ra.to("cuda").detach().requires_grad_(True), rb.to("cuda").detach().requires_grad_(True)
+    ta.requires_grad_(True)
+    tb.requires_grad_(True)
+    sum(y.sum() for y in cf(da, db)).backward()
+    sum(y.sum() for y in chain(torch)(ta, tb)).backward()
+    assert da.grad.device.type == "cuda"
+    close(da.grad.cpu(), ta.grad, rtol=1e-4, atol=1e-5)
+    close(db.grad.cpu(), tb.grad, rtol=1e-4, atol=1e-5)
