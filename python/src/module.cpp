@@ -25,6 +25,7 @@ void bind_gguf(py::module_& m);
 void bind_tokenizer(py::module_& m);
 void bind_llm(py::module_& m);
 void bind_device(py::module_& m);
+void bind_distributed(py::module_& m);
 
 namespace {
 
@@ -144,6 +145,7 @@ PYBIND11_MODULE(_C, m) {
   bind_tokenizer(m);
   bind_llm(m);
   bind_device(m);
+  bind_distributed(m);
 
   // Grad modes.
   m.def("is_grad_enabled", &GradMode::is_enabled);

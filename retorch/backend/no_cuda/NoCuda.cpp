@@ -1,4 +1,5 @@
 // Stubs chosen by the build when the CUDA backend is not compiled: CUDA reports unavailable.
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -23,6 +24,16 @@ void* cuda_backend_kernel(const std::string&, const std::string&) {
 }
 void cuda_backend_launch(void*, int64_t, int, void**) {
   RT_ERROR("CUDA is not available: this build has no CUDA backend");
+}
+
+/// NCCL (backend/cuda/CudaNccl.cpp): unavailable without the CUDA backend.
+bool cuda_backend_nccl_available() { return false; }
+void* cuda_backend_nccl_comm() { RT_ERROR("NCCL is not available: this build has no CUDA backend"); }
+void cuda_backend_nccl_all_reduce(void*, void*, size_t, int, int) {
+  RT_ERROR("NCCL is not available: this build has no CUDA backend");
+}
+void cuda_backend_nccl_broadcast(void*, void*, size_t, int, int) {
+  RT_ERROR("NCCL is not available: this build has no CUDA backend");
 }
 
 }  // namespace detail
