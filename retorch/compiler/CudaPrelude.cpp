@@ -56,6 +56,7 @@ struct rt_dim3 { unsigned x = 0, y = 1, z = 1; };
 static thread_local rt_dim3 threadIdx, blockIdx, blockDim, gridDim;
 RT_INLINE float rt_bits_float(uint32_t u) { float f; std::memcpy(&f, &u, 4); return f; }
 RT_INLINE uint32_t rt_float_bits(float f) { uint32_t u; std::memcpy(&u, &f, 4); return u; }
+struct alignas(16) float4 { float x, y, z, w; };
 struct rt_half { _Float16 v; };
 RT_INLINE float rt_load(rt_half h) { return float(h.v); }
 RT_INLINE rt_half rt_to_half(float f) { return rt_half{_Float16(f)}; }

@@ -73,6 +73,30 @@ def test_pointwise_gradients_match_torch(layout):
     assert "_backward(void* const* args)" in cf.source
 
 
+def test_four_elements_per_thread_where_aligned():
+    # float4 loads and stores where every operand allows: a row vector (stride 1) moves four at a
+    # time, a column (stride 0 along the row) is read once per four; a view one float into its
+    # storage is not 16-byte aligned and takes the one-element loop of the same kernel.
+    rng = np.random.default_rng(9)
+    a, b, c = (rng.standard_normal(s).astype(np.float32) for s in [(64 * 32 + 1,), (32,), (64, 1)])
+    (ra, rb, rc), (ta, tb, tc) = both([a, b, c])
+    f = lambda x, y, z: ((x * y + z).exp(), x - z)  # noqa: E731
+    cf = emulated(f)
+    for offset in (0, 1):  # the same sizes and strides: one specialization, two alignments
+        rx, tx = ra[offset:offset + 2048].reshape(64, 32), ta[offset:offset + 2048].reshape(64, 32)
+        for g, w in zip(cf(rx, rb, rc), f(tx, tb, tc)):
+            close(g, w)
+    assert cf.num_compiled == 1
+    src = cf.cuda_source
+    assert "float4 v0 = *reinterpret_cast<const float4*>(in0" in src and "& 15) == 0" in src
+    assert "const float l2 = rt_load(in2[" in src.split("for (int64_t e = ")[0]  # the column
+    if C.nvrtc_available():
+        assert "ld.global.nc.v4.f32" in C.compile_ptx(src)[0]
+    g = emulated(lambda x: (x * 2).exp())
+    g(retorch.randn(7, 33))  # 231 elements in one loop: no four-element groups
+    assert "float4" not in g.cuda_source.split("rt_to_half")[-1]
+
+
 def test_integer_bool_and_16_bit_values_match_torch():
     a = np.arange(-6, 6, dtype=np.int64).reshape(3, 4)
     (ra,), (ta,) = both([a])
