@@ -24,7 +24,9 @@ namespace retorch::runtime {
 // op has an out= form with a kernel for the same backend (add.Tensor -> add.Tensor_out), replay
 // calls that one with the captured result as `out`: the kernel writes the same buffer itself,
 // with no new tensor and no copy (a three-op graph on 16 floats replayed in 770 ns through
-// fresh results and copies, eager 610). (A few CPU kernels still call helper ops through the
+// fresh results and copies, eager 610; with out= forms and one stack per thread instead of one
+// per launch, 617-626 against the per-launch stack's 646-672 and eager's 548-594 in alternating
+// runs of `bench_overhead --benchmark_filter='Replay|EagerThree'` on Zen 4). (A few CPU kernels still call helper ops through the
 // dispatcher — a reduction's permute — and those dispatch on replay too.) On CPU a launch is
 // synchronous; CUDA launches will go through the same records with their stream.
 
@@ -207,8 +209,11 @@ LaunchGraph LaunchManager::capture(const std::function<void()>& fn) {
 }
 
 void LaunchGraph::replay() const {
+  // One stack per thread (a graph may replay on several threads), its capacity kept between
+  // launches and replays: a fresh one per launch was an allocation per op.
+  thread_local Stack stack;
   for (const auto& l : launches) {
-    Stack stack = l->inputs;  // (a fresh stack: a graph may replay on several threads)
+    stack.assign(l->inputs.begin(), l->inputs.end());
     if (l->out_op) {  // writes the captured result's buffer itself
       stack.push_back(l->outputs[0]);
       run_kernel(*l->out_op, l->out_kernel, l->ks, &stack);
@@ -229,6 +234,7 @@ void LaunchGraph::replay() const {
       }
     }
   }
+  stack.clear();  // keeps no tensor alive past the replay
 }
 
 size_t LaunchGraph::size() const { return launches.size(); }
