@@ -46,8 +46,7 @@ class ArrayRef {
   ArrayRef slice(size_t start) const { return ArrayRef(data_ + start, size_ - start); }
   std::vector<T> vec() const { return std::vector<T>(begin(), end()); }
   // A plain loop: std::equal on integers becomes a memcmp call, whose call and setup cost more
-  // than the comparison of the few sizes and strides it is used for (7.5% of three small ops;
-  // `bench_overhead` BM_EagerThreeOps 474-488 -> 443-450 ns on Zen 4).
+  // than the comparison of the few sizes and strides it is used for (7.5% of three small ops).
   bool equals(ArrayRef o) const {
     if (size_ != o.size_) return false;
     for (size_t i = 0; i < size_; ++i)
