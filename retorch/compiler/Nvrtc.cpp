@@ -2,14 +2,13 @@
 // the CUDA toolkit keep the same compiler and simply report NVRTC as unavailable.
 #include "retorch/compiler/Nvrtc.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <mutex>
 #include <vector>
 
 #include "retorch/compiler/CodeCache.h"
 #include "retorch/core/Error.h"
+#include "retorch/core/SharedLibrary.h"
 
 namespace retorch::compiler {
 
@@ -35,12 +34,6 @@ struct Api {
   Result (*destroy)(Program*) = nullptr;
 };
 
-template <typename F>
-bool bind(void* h, const char* name, F* f) {
-  *f = reinterpret_cast<F>(::dlsym(h, name));
-  return *f != nullptr;
-}
-
 const Api& api() {
   static const Api a = [] {
     Api r;
@@ -51,21 +44,17 @@ const Api& api() {
       names = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
                "/usr/local/cuda/lib64/libnvrtc.so"};
     }
-    for (const std::string& n : names) {
-      r.handle = ::dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (r.handle) break;
-      r.why += (r.why.empty() ? "" : "; ") + n + ": " + ::dlerror();
-    }
+    r.handle = open_first_library(names, &r.why);
     if (!r.handle) return r;
-    const bool ok = bind(r.handle, "nvrtcGetErrorString", &r.error_string) &&
-                    bind(r.handle, "nvrtcVersion", &r.version) &&
-                    bind(r.handle, "nvrtcCreateProgram", &r.create) &&
-                    bind(r.handle, "nvrtcCompileProgram", &r.compile) &&
-                    bind(r.handle, "nvrtcGetPTXSize", &r.ptx_size) &&
-                    bind(r.handle, "nvrtcGetPTX", &r.ptx) &&
-                    bind(r.handle, "nvrtcGetProgramLogSize", &r.log_size) &&
-                    bind(r.handle, "nvrtcGetProgramLog", &r.log) &&
-                    bind(r.handle, "nvrtcDestroyProgram", &r.destroy);
+    const bool ok = bind_symbol(r.handle, "nvrtcGetErrorString", &r.error_string) &&
+                    bind_symbol(r.handle, "nvrtcVersion", &r.version) &&
+                    bind_symbol(r.handle, "nvrtcCreateProgram", &r.create) &&
+                    bind_symbol(r.handle, "nvrtcCompileProgram", &r.compile) &&
+                    bind_symbol(r.handle, "nvrtcGetPTXSize", &r.ptx_size) &&
+                    bind_symbol(r.handle, "nvrtcGetPTX", &r.ptx) &&
+                    bind_symbol(r.handle, "nvrtcGetProgramLogSize", &r.log_size) &&
+                    bind_symbol(r.handle, "nvrtcGetProgramLog", &r.log) &&
+                    bind_symbol(r.handle, "nvrtcDestroyProgram", &r.destroy);
     if (!ok) {
       r.why = "the loaded libnvrtc lacks nvrtc functions";
       ::dlclose(r.handle);

@@ -1,12 +1,11 @@
 // NCCL for the distributed process group (retorch/distributed): loaded with dlopen when a group
 // is made, a one-device communicator, in-place all-reduce and broadcast on the default stream.
-#include <dlfcn.h>
-
 #include <mutex>
 #include <string>
 
 #include "retorch/backend/cuda/CudaRuntime.h"
 #include "retorch/core/Error.h"
+#include "retorch/core/SharedLibrary.h"
 
 namespace retorch::detail {
 
@@ -25,23 +24,15 @@ struct Nccl {
   Result (*broadcast)(const void*, void*, size_t, int, int, Comm, void*) = nullptr;
 };
 
-template <typename F>
-bool bind(void* h, const char* name, F* f) {
-  *f = reinterpret_cast<F>(::dlsym(h, name));
-  return *f != nullptr;
-}
-
 const Nccl& nccl() {
   static const Nccl n = [] {
     Nccl r;
-    for (const char* name : {"libnccl.so.2", "libnccl.so", "/usr/local/cuda/lib64/libnccl.so.2"}) {
-      r.handle = ::dlopen(name, RTLD_NOW | RTLD_LOCAL);
-      if (r.handle) break;
-    }
-    if (r.handle && !(bind(r.handle, "ncclGetErrorString", &r.error_string) &&
-                      bind(r.handle, "ncclCommInitAll", &r.init_all) &&
-                      bind(r.handle, "ncclAllReduce", &r.all_reduce) &&
-                      bind(r.handle, "ncclBroadcast", &r.broadcast))) {
+    r.handle =
+        open_first_library({"libnccl.so.2", "libnccl.so", "/usr/local/cuda/lib64/libnccl.so.2"});
+    if (r.handle && !(bind_symbol(r.handle, "ncclGetErrorString", &r.error_string) &&
+                      bind_symbol(r.handle, "ncclCommInitAll", &r.init_all) &&
+                      bind_symbol(r.handle, "ncclAllReduce", &r.all_reduce) &&
+                      bind_symbol(r.handle, "ncclBroadcast", &r.broadcast))) {
       ::dlclose(r.handle);
       r.handle = nullptr;
     }

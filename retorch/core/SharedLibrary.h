@@ -1,0 +1,28 @@
+// Optional C libraries opened at run time (NVRTC, NCCL): the first of several names that loads,
+// and typed function pointers bound from it, so libretorch neither links nor needs them.
+#pragma once
+#include <dlfcn.h>
+
+#include <string>
+#include <vector>
+
+namespace retorch {
+
+/// The first of `names` dlopen loads (RTLD_NOW | RTLD_LOCAL), or nullptr; `why` collects each
+/// failure's dlerror when given.
+inline void* open_first_library(const std::vector<std::string>& names, std::string* why = nullptr) {
+  for (const std::string& n : names) {
+    if (void* h = ::dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL)) return h;
+    if (why) *why += (why->empty() ? "" : "; ") + n + ": " + ::dlerror();
+  }
+  return nullptr;
+}
+
+/// Sets *f to the function `name` of the dlopen handle h; false when h has none.
+template <typename F>
+bool bind_symbol(void* h, const char* name, F* f) {
+  *f = reinterpret_cast<F>(::dlsym(h, name));
+  return *f != nullptr;
+}
+
+}  // namespace retorch
