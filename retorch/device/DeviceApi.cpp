@@ -2,6 +2,7 @@
 // queries; truthful answers without a backend (Note [Device API without a device]).
 #include "retorch/device/DeviceApi.h"
 
+#include <atomic>
 #include <chrono>
 #include <cstring>
 
@@ -182,5 +183,13 @@ std::string memory_summary(DeviceType type, int index) {
 }
 
 }  // namespace device_api
+
+namespace cuda::matmul {
+namespace {
+std::atomic<bool> g_allow_tf32{false};
+}
+void set_allow_tf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
+bool allow_tf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
+}  // namespace cuda::matmul
 
 }  // namespace retorch

@@ -123,4 +123,11 @@ RETORCH_DEVICE_NAMESPACE(mps, kMPS)
 RETORCH_DEVICE_NAMESPACE(xpu, kXPU)
 #undef RETORCH_DEVICE_NAMESPACE
 
+/// Whether float32 matrix products on CUDA may round their inputs to TF32 (cuBLAS's fast TF32
+/// mode): PyTorch's torch.backends.cuda.matmul.allow_tf32, false by default as since 1.12.
+namespace cuda::matmul {
+void set_allow_tf32(bool allow);
+bool allow_tf32();
+}  // namespace cuda::matmul
+
 }  // namespace retorch

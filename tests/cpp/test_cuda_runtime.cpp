@@ -13,6 +13,7 @@
 #include "test_helpers.h"
 
 #ifdef RETORCH_HAVE_CUDA
+#include "retorch/backend/cuda/CudaOps.h"
 #include "retorch/backend/cuda/CudaRuntime.h"
 #endif
 
@@ -43,6 +44,24 @@ TEST(CudaRuntime, WithoutADeviceQueriesAnswerZeroAndCallsFailClearly) {
                        {"cuda.set_device: CUDA is not available: ", cb::unavailable_reason()}));
   EXPECT_TRUE(contains(catch_error([] { cb::create_stream(); }).what(), {"cuda.Stream"}));
   EXPECT_TRUE(contains(catch_error([] { cb::synchronize(); }).what(), {"not available"}));
+}
+
+// The host side of the op kernels (Note [CUDA op kernels]), which runs without a device.
+TEST(CudaOps, VariantsStridesAndTypesAreReadOffTheCall) {
+  auto variant = [](const char* name) {
+    return cb::variant_of(Dispatcher::singleton().find(name)->schema());
+  };
+  EXPECT_EQ(variant("add.Tensor"), cb::Variant::kFunctional);
+  EXPECT_EQ(variant("add_.Tensor"), cb::Variant::kInplace);
+  EXPECT_EQ(variant("add.Tensor_out"), cb::Variant::kOut);
+  EXPECT_EQ(variant("exp.out"), cb::Variant::kOut);
+  EXPECT_EQ(variant("mm"), cb::Variant::kFunctional);
+  const Tensor col = zeros({5, 1});
+  EXPECT_EQ(cb::broadcast_strides(col, {3, 5, 4}), (DimVector{0, 1, 0}));
+  const Tensor t = zeros({4, 6}).t();
+  EXPECT_EQ(cb::broadcast_strides(t, {2, 6, 4}), (DimVector{0, 1, 6}));
+  EXPECT_EQ(cb::float_type(kBFloat16), cb::FloatType::kBFloat16);
+  EXPECT_FALSE(cb::float_type(kLong).has_value());
 }
 
 class CudaDevice : public ::testing::Test {

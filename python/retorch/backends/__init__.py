@@ -1,2 +1,2 @@
 """retorch.backends: settings of the compute backends (as torch.backends)."""
-from . import cpu  # noqa: F401
+from . import cpu, cuda  # noqa: F401

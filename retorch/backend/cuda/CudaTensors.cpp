@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "retorch/backend/cuda/CudaOps.h"
 #include "retorch/backend/cuda/CudaRuntime.h"
 #include "retorch/core/Error.h"
 #include "retorch/core/TensorImpl.h"
@@ -15,18 +16,18 @@ namespace cuda_backend {
 
 // Note [CUDA tensors]
 // With a device present, cuda tensors live in device memory (the caching allocator) and carry
-// the CUDA key alone. The backend's kernels so far are the copies: copy_ moves bytes with one
-// cudaMemcpy when both sides are contiguous with one dtype, and otherwise brings the span of
-// device memory each cuda side occupies to the host, runs the CPU kernel between host views of
-// the same geometry (dtype conversion, broadcasting, strides), and sends the destination's span
-// back; _to_copy allocates on the target device and copy_es. Copies are synchronous (the host
-// sees the data when they return; PyTorch's non_blocking is accepted and ignored). Every other
-// op reaches the device fallback, which copies its cuda arguments to the cpu and its results
-// back (Note [Fallback copies]), so a program runs correctly on the GPU machine while the
-// GPU does nothing but hold memory: CUDA kernels for the ops come next, registered at the CUDA
-// key. Placement follows the CUDA current device (one GPU, as on the machines used here). A
-// kernel that reads a cuda tensor's data on the host by mistake gets an error, not a crash:
-// TensorImpl::data() refuses memory that is not the host's (raw() below is this file's way in).
+// the CUDA key alone. copy_ moves bytes with one cudaMemcpy when both sides are contiguous with
+// one dtype; between two cuda tensors of one dtype, or of two floating dtypes, it runs a strided
+// (broadcasting, converting) copy kernel on the device (CudaOps.cpp); otherwise it brings the
+// span of device memory each cuda side occupies to the host, runs the CPU kernel between host
+// views of the same geometry, and sends the destination's span back. _to_copy allocates on the
+// target device and copy_es. Copies to and from the host are synchronous (the host sees the data
+// when they return; PyTorch's non_blocking is accepted and ignored). Ops with CUDA kernels
+// (Note [CUDA op kernels], Note [cuBLAS products]) run on the GPU; every other op reaches the
+// device fallback, which copies its cuda arguments to the cpu and its results back (Note
+// [Fallback copies]). Placement follows the CUDA current device (one GPU, as on the machines
+// used here). A kernel that reads a cuda tensor's data on the host by mistake gets an error, not
+// a crash: TensorImpl::data() refuses memory that is not the host's (device_ptr() is the way in).
 
 namespace {
 
@@ -67,21 +68,14 @@ struct HostSpan {
   void write_back() { copy_bytes(device, buffer.data_ptr(), nbytes); }
 };
 
-bool in_device_memory(const Tensor& t) { return !t.impl()->storage()->device().is_cpu(); }
-
-// The address of t's first element, host or device (TensorImpl::data() refuses device memory).
-void* raw(const Tensor& t) {
-  return static_cast<char*>(t.impl()->storage()->data()) +
-         size_t(t.storage_offset()) * t.element_size();
-}
-
 Tensor copy(const Tensor& self, const Tensor& src) {
   if (self.numel() == 0) return self;
   if (self.dtype() == src.dtype() && self.sizes().equals(src.sizes()) && self.is_contiguous() &&
       src.is_contiguous()) {
-    copy_bytes(raw(self), raw(src), size_t(self.numel()) * self.element_size());
+    copy_bytes(device_ptr(self), device_ptr(src), size_t(self.numel()) * self.element_size());
     return self;
   }
+  if (copy_on_device(self, src)) return self;  // Note [CUDA op kernels]
   std::optional<HostSpan> from, to;
   if (in_device_memory(src)) from.emplace(src, true);
   if (in_device_memory(self)) to.emplace(self, true);  // keeps the span's other bytes
@@ -128,6 +122,8 @@ void register_cuda_backend(Dispatcher& d) {
   d.find("copy_")->set_kernel(DispatchKey::CUDA, make_boxed_kernel(&cuda_backend::copy_kernel));
   d.find("_to_copy")->set_kernel(DispatchKey::CUDA,
                                  make_boxed_kernel(&cuda_backend::to_copy_kernel));
+  cuda_backend::register_pointwise_ops(d);
+  cuda_backend::register_blas_ops(d);
 }
 
 bool cuda_backend_available() { return cuda_backend::device_count() > 0; }

@@ -1,0 +1,237 @@
+// Matrix products on CUDA through cuBLAS (opened at run time): mm, bmm and addmm in float32
+// (TF32 by policy), float64, float16 and bfloat16, transposed operands read in place.
+#include <cublas_api.h>
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "retorch/backend/cuda/CudaOps.h"
+#include "retorch/core/Error.h"
+#include "retorch/core/SharedLibrary.h"
+#include "retorch/core/TensorImpl.h"
+#include "retorch/device/DeviceApi.h"
+
+namespace retorch::cuda_backend {
+
+// Note [cuBLAS products]
+// cuBLAS is dlopen'd when the first product runs (RETORCH_CUBLAS names the library, else
+// libcublas.so.13/.12 from the loader path or /usr/local/cuda/lib64), like NVRTC and NCCL, so
+// libretorch neither links nor needs it; without it products take the device fallback. cuBLAS
+// is column-major: a row-major C = A·B is the column-major Cᵀ = Bᵀ·Aᵀ, so the call passes B
+// then A. An operand whose rows are contiguous (row stride ≥ its columns) is read as stored
+// (CUBLAS_OP_N); one whose columns are contiguous — a transposed view such as w.t() — is read
+// with CUBLAS_OP_T and its column stride as the leading dimension; any other layout is copied
+// contiguous on the device first. bmm passes the batch stride (0 for a broadcast batch) to
+// cublasGemmStridedBatchedEx, one call for all matrices. Every dtype accumulates in float32
+// (float64 in float64); float32 inputs are rounded to TF32 only when
+// retorch::cuda::matmul::set_allow_tf32(true) says so (PyTorch's default since 1.12 is off).
+// addmm copies its broadcast `self` into the result and passes beta, or beta = 0 when beta is
+// 0, so that NaNs in self are ignored as PyTorch ignores them. Results are contiguous; out=
+// writes a target whose rows are contiguous, others take the fallback.
+
+namespace {
+
+using GemmFn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                  int, const void*, const void*, cudaDataType, int, long long,
+                                  const void*, cudaDataType, int, long long, const void*, void*,
+                                  cudaDataType, int, long long, int, cublasComputeType_t,
+                                  cublasGemmAlgo_t);
+
+struct Cublas {
+  void* lib = nullptr;
+  std::string why;
+  cublasStatus_t (*create)(cublasHandle_t*) = nullptr;
+  cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t) = nullptr;
+  const char* (*status_string)(cublasStatus_t) = nullptr;
+  GemmFn gemm = nullptr;
+  cublasHandle_t handle = nullptr;
+};
+
+// The library and one handle (this backend places tensors on one device; Note [CUDA tensors]).
+Cublas* cublas() {
+  static Cublas* c = [] {
+    auto* r = new Cublas();
+    std::vector<std::string> names;
+    if (const char* e = std::getenv("RETORCH_CUBLAS"); e && *e) names = {e};
+    else names = {"libcublas.so.13", "libcublas.so.12", "libcublas.so",
+                  "/usr/local/cuda/lib64/libcublas.so"};
+    r->lib = open_first_library(names, &r->why);
+    if (r->lib && !(bind_symbol(r->lib, "cublasCreate_v2", &r->create) &&
+                    bind_symbol(r->lib, "cublasSetStream_v2", &r->set_stream) &&
+                    bind_symbol(r->lib, "cublasGetStatusString", &r->status_string) &&
+                    bind_symbol(r->lib, "cublasGemmStridedBatchedEx", &r->gemm))) {
+      r->why = "libcublas lacks the functions used here";
+      r->lib = nullptr;
+    }
+    if (r->lib && r->create(&r->handle) != CUBLAS_STATUS_SUCCESS) {
+      r->why = "cublasCreate failed";
+      r->lib = nullptr;
+    }
+    if (r->lib) r->set_stream(r->handle, nullptr);
+    return r;
+  }();
+  return c->lib ? c : nullptr;
+}
+
+// How cuBLAS reads one row-major [rows, cols] operand with strides (rs, cs): as stored (rows
+// contiguous) or transposed (columns contiguous), with its leading dimension.
+struct Layout {
+  bool ok = false, columns_contiguous = false;
+  int64_t ld = 0;
+};
+
+Layout layout_of(int64_t rows, int64_t cols, int64_t rs, int64_t cs) {
+  // The leading dimension is raised to cuBLAS's minimum where it addresses nothing (one row,
+  // one column, or no elements).
+  Layout l;
+  if ((cols == 1 || cs == 1) && (rows == 1 || rs >= cols)) {
+    l = {true, false, std::max<int64_t>(rows == 1 ? 0 : rs, std::max<int64_t>(cols, 1))};
+  } else if ((rows == 1 || rs == 1) && (cols == 1 || cs >= rows)) {
+    l = {true, true, std::max<int64_t>(cols == 1 ? 0 : cs, std::max<int64_t>(rows, 1))};
+  }
+  l.ok = l.ok && l.ld <= INT32_MAX;
+  return l;
+}
+
+struct GemmTypes {
+  cudaDataType data;
+  cublasComputeType_t compute;
+  bool double_scalars;
+};
+
+std::optional<GemmTypes> gemm_types(ScalarType t) {
+  switch (t) {
+    case kFloat:
+      return GemmTypes{CUDA_R_32F,
+                       cuda::matmul::allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32
+                                                  : CUBLAS_COMPUTE_32F,
+                       false};
+    case kDouble: return GemmTypes{CUDA_R_64F, CUBLAS_COMPUTE_64F, true};
+    case kHalf: return GemmTypes{CUDA_R_16F, CUBLAS_COMPUTE_32F, false};
+    case kBFloat16: return GemmTypes{CUDA_R_16BF, CUBLAS_COMPUTE_32F, false};
+    default: return std::nullopt;
+  }
+}
+
+// A contiguous device copy of t (for an operand cuBLAS cannot read in place).
+Tensor contiguous_copy(const Tensor& t) {
+  Tensor c = make_empty(t.sizes(), t.dtype(), t.device());
+  RT_CHECK(copy_on_device(c, t), "cuda matmul: cannot copy a ", t.dim(), "-dim operand");
+  return c;
+}
+
+// C[b] = alpha * A[b] @ B[b] + beta * C[b] for 3-dim views a [b, m, k], b [b, k, n] and a
+// row-major c [b, m, n] (batch strides may be 0); false when something does not fit cuBLAS.
+bool gemm(Tensor a, Tensor b, const Tensor& c, double alpha, double beta) {
+  Cublas* lib = cublas();
+  const auto types = gemm_types(c.dtype());
+  if (!lib || !types) return false;
+  const int64_t batch = c.size(0), m = c.size(1), n = c.size(2), k = a.size(2);
+  if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batch > INT32_MAX) return false;
+  const Layout lc = layout_of(m, n, c.stride(1), c.stride(2));
+  if (!lc.ok || lc.columns_contiguous) return false;
+  Layout la = layout_of(m, k, a.stride(1), a.stride(2));
+  if (!la.ok) {
+    a = contiguous_copy(a);
+    la = layout_of(m, k, a.stride(1), a.stride(2));
+  }
+  Layout lb = layout_of(k, n, b.stride(1), b.stride(2));
+  if (!lb.ok) {
+    b = contiguous_copy(b);
+    lb = layout_of(k, n, b.stride(1), b.stride(2));
+  }
+  const int64_t sa = a.size(0) == 1 ? 0 : a.stride(0), sb = b.size(0) == 1 ? 0 : b.stride(0);
+  const double ad = alpha, bd = beta;
+  const float af = float(alpha), bf = float(beta);
+  const void* pa = types->double_scalars ? static_cast<const void*>(&ad) : &af;
+  const void* pb = types->double_scalars ? static_cast<const void*>(&bd) : &bf;
+  // Column-major Cᵀ[n, m] = Bᵀ[n, k] · Aᵀ[k, m]: B's stored rows are Bᵀ's columns.
+  const cublasStatus_t st = lib->gemm(
+      lib->handle, lb.columns_contiguous ? CUBLAS_OP_T : CUBLAS_OP_N,
+      la.columns_contiguous ? CUBLAS_OP_T : CUBLAS_OP_N, int(n), int(m), int(k), pa,
+      device_ptr(b), types->data, int(lb.ld), sb, device_ptr(a), types->data, int(la.ld), sa, pb,
+      device_ptr(c), types->data, int(lc.ld), c.size(0) == 1 ? 0 : c.stride(0), int(batch),
+      types->compute, CUBLAS_GEMM_DEFAULT);
+  RT_CHECK(st == CUBLAS_STATUS_SUCCESS, "cuda matmul (", m, "x", k, " @ ", k, "x", n, ", ",
+           batch, " matrices): cuBLAS failed: ", lib->status_string(st));
+  return true;
+}
+
+bool on_device_with(const Tensor& t, ScalarType dtype) {
+  return in_device_memory(t) && t.dtype() == dtype;
+}
+
+// mm, bmm and addmm in their three variants; `batched` for bmm, `scaled` for addmm's self,
+// beta and alpha.
+void product(bool batched, bool scaled, const OperatorHandle& h, DispatchKeySet ks,
+             Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Variant v = variant_of(s);
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});  // views below
+  const Tensor self = (*stack)[base].to_tensor();
+  const Tensor a = (*stack)[base + (scaled ? 1 : 0)].to_tensor();
+  const Tensor b = (*stack)[base + (scaled ? 2 : 1)].to_tensor();
+  const double beta = scaled ? (*stack)[base + 3].to_scalar().to_double() : 0.0;
+  const double alpha = scaled ? (*stack)[base + 4].to_scalar().to_double() : 1.0;
+  const int dims = batched ? 3 : 2;
+  const ScalarType dt = a.dtype();
+  bool ok = a.dim() == dims && b.dim() == dims && on_device_with(a, dt) && on_device_with(b, dt) &&
+            a.size(dims - 1) == b.size(dims - 2) && (!batched || a.size(0) == b.size(0)) &&
+            gemm_types(dt).has_value() && cublas() != nullptr;
+  if (ok && scaled) ok = on_device_with(self, dt) && self.dim() <= 2;
+  if (!ok) return run_device_fallback(h, ks, stack);  // its errors name shapes and dtypes
+  DimVector shape;
+  if (batched) shape.push_back(a.size(0));
+  shape.push_back(a.size(dims - 2));
+  shape.push_back(b.size(dims - 1));
+  Tensor out = v == Variant::kOut ? stack->back().to_tensor()
+               : v == Variant::kInplace ? self : Tensor();
+  if (out.defined() && !(on_device_with(out, dt) && out.sizes().equals(IntArrayRef(shape))))
+    return run_device_fallback(h, ks, stack);
+  if (!out.defined()) out = make_empty(shape, dt, a.device());
+  if (scaled && beta != 0.0 && !out.is_same(self) && !copy_on_device(out, self))
+    return run_device_fallback(h, ks, stack);
+  const Tensor a3 = batched ? a : a.unsqueeze(0), b3 = batched ? b : b.unsqueeze(0);
+  const Tensor c3 = batched ? out : out.unsqueeze(0);
+  if (out.numel() > 0) {
+    if (a.size(dims - 1) == 0 && !(scaled && beta != 0.0)) {
+      if (!c3.is_contiguous()) return run_device_fallback(h, ks, stack);
+      check_status(cudaMemset(device_ptr(out), 0, size_t(out.numel()) * out.element_size()),
+                   "cudaMemset");
+    } else if (!gemm(a3, b3, c3, alpha, scaled ? beta : 0.0)) {
+      return run_device_fallback(h, ks, stack);
+    }
+  }
+  finish_call(s, v, out, stack);
+}
+
+}  // namespace
+
+void register_blas_ops(Dispatcher& d) {
+  for (OperatorHandle* h : d.ops()) {
+    const OpSchema& s = h->schema();
+    if (h->device_independent() || !h->has_kernel(DispatchKey::CPU)) continue;
+    const bool functional_or_out = s.overload.empty() || s.overload == "out";
+    const std::string_view name = s.name;
+    bool batched = false, scaled = false;
+    if (name == "mm" && functional_or_out) {
+    } else if (name == "bmm" && functional_or_out) {
+      batched = true;
+    } else if (name == "addmm" && functional_or_out) {
+      scaled = true;
+    } else {
+      continue;
+    }
+    h->set_kernel(DispatchKey::CUDA,
+                  make_boxed_kernel([batched, scaled](const OperatorHandle& oh, DispatchKeySet ks,
+                                                      Stack* st) {
+                    product(batched, scaled, oh, ks, st);
+                  }));
+  }
+}
+
+}  // namespace retorch::cuda_backend

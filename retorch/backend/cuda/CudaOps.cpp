@@ -1,0 +1,233 @@
+// CUDA kernels of the pointwise ops (unary and binary arithmetic on floating tensors, all three
+// variants) and device-side copies, registered at the CUDA key; other calls take the fallback.
+#include "retorch/backend/cuda/CudaOps.h"
+
+#include <string_view>
+
+#include "retorch/backend/cpu/TensorIterator.h"
+#include "retorch/core/Error.h"
+#include "retorch/core/Shape.h"
+#include "retorch/core/TensorImpl.h"
+
+namespace retorch::cuda_backend {
+
+// Note [CUDA op kernels]
+// The ops with CUDA kernels take boxed calls at the CUDA key (a launch costs microseconds; the
+// boxing does not show) and read their variant off the schema: `exp` allocates its result,
+// `exp_` writes self, `exp.out` writes out. A kernel runs what it covers: floating dtypes
+// (float32, float64, float16, bfloat16), operands in device memory, a second operand that may be
+// a cpu scalar (a 0-dim tensor or a wrapped Python number, passed by value), results of the
+// promoted dtype (operands of another floating dtype are converted on the device first),
+// out= tensors of the right shape and dtype. Anything else (integer tensors, an out= that needs
+// resizing, cpu tensors with dims) goes to the device fallback exactly as before the kernel
+// existed (Note [Device routing]), so registering a kernel never narrows what runs. Functional
+// results are contiguous. Kernels queue on the legacy default stream, as the copies do, and do
+// not synchronize: reading a result on the host (item(), a copy to the cpu) waits for them.
+
+namespace {
+
+template <int N>
+bool geometry_of(IntArrayRef shape, const DimVector (&strides)[N], Geometry<N>* g) {
+  const int64_t* p[N];
+  for (int k = 0; k < N; ++k) p[k] = strides[k].data();
+  return make_geometry<N>(shape.data(), int(shape.size()), p, g);
+}
+
+DimVector strides_of(const Tensor& t) { return DimVector(t.strides().begin(), t.strides().end()); }
+
+// t converted to dtype `to` on the device (contiguous); nullopt when its geometry does not fit.
+std::optional<Tensor> converted(const Tensor& t, ScalarType to) {
+  Tensor out = make_empty(t.sizes(), to, t.device());
+  Geometry<2> g;
+  if (!geometry_of<2>(t.sizes(), {strides_of(out), strides_of(t)}, &g)) return std::nullopt;
+  launch_convert(*float_type(to), *float_type(t.dtype()), g, device_ptr(out), device_ptr(t),
+                 nullptr);
+  return out;
+}
+
+void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Variant v = variant_of(s);
+  const Tensor self = (*stack)[base].to_tensor();
+  if (op == UnaryOp::kGelu) {
+    const std::string& approximate = (*stack)[base + 1].to_string();
+    if (approximate == "tanh") op = UnaryOp::kGeluTanh;
+    else if (approximate != "none") return run_device_fallback(h, ks, stack);  // its error
+  }
+  Tensor out = v == Variant::kOut ? stack->back().to_tensor()
+               : v == Variant::kInplace ? self : Tensor();
+  const auto t = float_type(self.dtype());
+  bool ok = t && in_device_memory(self);
+  if (ok && out.defined())
+    ok = in_device_memory(out) && out.dtype() == self.dtype() && out.sizes().equals(self.sizes());
+  if (!ok) return run_device_fallback(h, ks, stack);
+  if (!out.defined()) out = make_empty(self.sizes(), self.dtype(), self.device());
+  Geometry<2> g;
+  if (!geometry_of<2>(out.sizes(), {strides_of(out), strides_of(self)}, &g))
+    return run_device_fallback(h, ks, stack);
+  launch_unary(op, *t, g, device_ptr(out), device_ptr(self), nullptr);
+  finish_call(s, v, out, stack);
+}
+
+void binary(BinaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Variant v = variant_of(s);
+  Tensor self = (*stack)[base].to_tensor();
+  Tensor other = (*stack)[base + 1].to_tensor();
+  const bool has_alpha = op == BinaryOp::kAdd || op == BinaryOp::kSub;
+  const Scalar alpha = has_alpha ? (*stack)[base + 2].to_scalar() : Scalar(1.0);
+  Tensor out = v == Variant::kOut ? stack->back().to_tensor()
+               : v == Variant::kInplace ? self : Tensor();
+  const bool scalar = other.defined() && !in_device_memory(other) && other.dim() == 0;
+  bool ok = in_device_memory(self) && float_type(self.dtype()) &&
+            (scalar || (in_device_memory(other) && float_type(other.dtype())));
+  if (!ok) return run_device_fallback(h, ks, stack);
+  const ScalarType rt = result_type({self, other});
+  const auto t = float_type(rt);
+  const DimVector shape = scalar ? DimVector(self.sizes().begin(), self.sizes().end())
+                                 : broadcast_shapes(self.sizes(), other.sizes(), s.name.data());
+  ok = t.has_value();
+  if (ok && out.defined())
+    ok = in_device_memory(out) && out.dtype() == rt && out.sizes().equals(IntArrayRef(shape));
+  if (!ok) return run_device_fallback(h, ks, stack);
+  // A tensor that is also the output must not be replaced by a converted copy.
+  if (self.dtype() != rt) {
+    auto c = converted(self, rt);
+    if (!c) return run_device_fallback(h, ks, stack);
+    self = *c;
+  }
+  if (!scalar && other.dtype() != rt) {
+    auto c = converted(other, rt);
+    if (!c) return run_device_fallback(h, ks, stack);
+    other = *c;
+  }
+  if (!out.defined()) out = make_empty(shape, rt, self.device());
+  Geometry<3> g;
+  const DimVector b_strides = scalar ? DimVector(shape.size(), 0) : broadcast_strides(other, shape);
+  if (!geometry_of<3>(shape, {strides_of(out), broadcast_strides(self, shape), b_strides}, &g))
+    return run_device_fallback(h, ks, stack);
+  const double b_value = scalar ? other.item().to_double() : 0.0;
+  launch_binary(op, *t, g, device_ptr(out), device_ptr(self), scalar ? nullptr : device_ptr(other),
+                scalar, b_value, alpha.to_double(), nullptr);
+  finish_call(s, v, out, stack);
+}
+
+struct UnaryEntry {
+  std::string_view name;
+  UnaryOp op;
+};
+constexpr UnaryEntry kUnaryOps[] = {
+    {"neg", UnaryOp::kNeg},         {"abs", UnaryOp::kAbs},       {"exp", UnaryOp::kExp},
+    {"log", UnaryOp::kLog},         {"sqrt", UnaryOp::kSqrt},     {"rsqrt", UnaryOp::kRsqrt},
+    {"sin", UnaryOp::kSin},         {"cos", UnaryOp::kCos},       {"tanh", UnaryOp::kTanh},
+    {"sigmoid", UnaryOp::kSigmoid}, {"relu", UnaryOp::kRelu},     {"silu", UnaryOp::kSilu},
+    {"gelu", UnaryOp::kGelu},       {"reciprocal", UnaryOp::kReciprocal},
+    {"log1p", UnaryOp::kLog1p},     {"expm1", UnaryOp::kExpm1},   {"erf", UnaryOp::kErf},
+};
+
+struct BinaryEntry {
+  std::string_view name;
+  std::string_view overload;  // of the functional variant
+  BinaryOp op;
+};
+constexpr BinaryEntry kBinaryOps[] = {
+    {"add", "Tensor", BinaryOp::kAdd},     {"sub", "Tensor", BinaryOp::kSub},
+    {"mul", "Tensor", BinaryOp::kMul},     {"div", "Tensor", BinaryOp::kDiv},
+    {"maximum", "", BinaryOp::kMaximum},   {"minimum", "", BinaryOp::kMinimum},
+};
+
+}  // namespace
+
+Variant variant_of(const OpSchema& s) {
+  if (!s.name.empty() && s.name.back() == '_') return Variant::kInplace;
+  const std::string_view o = s.overload;
+  if (o == "out" || (o.size() > 4 && o.substr(o.size() - 4) == "_out")) return Variant::kOut;
+  return Variant::kFunctional;
+}
+
+void finish_call(const OpSchema& s, Variant v, const Tensor& out, Stack* stack) {
+  if (v != Variant::kFunctional) out.impl()->bump_version();
+  stack->erase(stack->end() - s.num_args, stack->end());
+  stack->push_back(IValue(out));
+}
+
+bool in_device_memory(const Tensor& t) {
+  return t.defined() && !t.impl()->storage()->device().is_cpu();
+}
+
+void* device_ptr(const Tensor& t) {
+  return static_cast<char*>(t.impl()->storage()->data()) +
+         size_t(t.storage_offset()) * t.element_size();
+}
+
+std::optional<FloatType> float_type(ScalarType t) {
+  switch (t) {
+    case kFloat: return FloatType::kFloat;
+    case kDouble: return FloatType::kDouble;
+    case kHalf: return FloatType::kHalf;
+    case kBFloat16: return FloatType::kBFloat16;
+    default: return std::nullopt;
+  }
+}
+
+DimVector broadcast_strides(const Tensor& t, IntArrayRef shape) {
+  DimVector s(shape.size(), 0);
+  const size_t lead = shape.size() - size_t(t.dim());
+  for (int64_t d = 0; d < t.dim(); ++d)
+    if (t.size(d) != 1) s[lead + size_t(d)] = t.stride(d);
+  return s;
+}
+
+void run_device_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
+  Dispatcher::singleton().fallback(DispatchKey::DeviceFallback).boxed(op, ks, stack);
+}
+
+bool copy_on_device(const Tensor& dst, const Tensor& src) {
+  if (!in_device_memory(dst) || !in_device_memory(src) || dst.device() != src.device() ||
+      src.dim() > dst.dim())
+    return false;
+  for (int64_t d = 0; d < src.dim(); ++d) {
+    const int64_t want = dst.size(dst.dim() - src.dim() + d);
+    if (src.size(d) != want && src.size(d) != 1) return false;  // the host path raises
+  }
+  const bool same = dst.dtype() == src.dtype();
+  const auto to = float_type(dst.dtype()), from = float_type(src.dtype());
+  if (!same && !(to && from)) return false;
+  Geometry<2> g;
+  if (!geometry_of<2>(dst.sizes(), {strides_of(dst), broadcast_strides(src, dst.sizes())}, &g))
+    return false;
+  if (same) launch_copy_bytes(int(dst.element_size()), g, device_ptr(dst), device_ptr(src), nullptr);
+  else launch_convert(*to, *from, g, device_ptr(dst), device_ptr(src), nullptr);
+  return true;
+}
+
+void register_pointwise_ops(Dispatcher& d) {
+  for (OperatorHandle* h : d.ops()) {
+    const OpSchema& s = h->schema();
+    if (h->device_independent() || !h->has_kernel(DispatchKey::CPU)) continue;
+    std::string_view base = s.name;
+    if (!base.empty() && base.back() == '_') base.remove_suffix(1);
+    const bool out = variant_of(s) == Variant::kOut;
+    for (const UnaryEntry& e : kUnaryOps)
+      if (base == e.name && (s.overload.empty() || out)) {
+        const UnaryOp op = e.op;
+        h->set_kernel(DispatchKey::CUDA,
+                      make_boxed_kernel([op](const OperatorHandle& oh, DispatchKeySet ks,
+                                             Stack* st) { unary(op, oh, ks, st); }));
+      }
+    for (const BinaryEntry& e : kBinaryOps) {
+      const bool overload = s.overload == e.overload ||
+                            (out && s.overload == (e.overload.empty() ? "out" : "Tensor_out"));
+      if (base == e.name && overload) {
+        const BinaryOp op = e.op;
+        h->set_kernel(DispatchKey::CUDA,
+                      make_boxed_kernel([op](const OperatorHandle& oh, DispatchKeySet ks,
+                                             Stack* st) { binary(op, oh, ks, st); }));
+      }
+    }
+  }
+}
+
+}  // namespace retorch::cuda_backend

@@ -1,0 +1,37 @@
+// The CUDA backend's op kernels: registration at the CUDA key, and the helpers the kernel files
+// share (device pointers, geometries over tensors, the device fallback for unsupported calls).
+#pragma once
+#include <optional>
+
+#include "retorch/backend/cuda/CudaPointwise.h"
+#include "retorch/core/Tensor.h"
+#include "retorch/dispatch/Dispatcher.h"
+
+namespace retorch::cuda_backend {
+
+/// Whether t's storage is device memory (a cuda tensor of a build and machine with a device).
+bool in_device_memory(const Tensor& t);
+/// The address of t's first element, host or device (TensorImpl::data() refuses device memory).
+void* device_ptr(const Tensor& t);
+/// The pointwise kernels' element type for a dtype, if they have one.
+std::optional<FloatType> float_type(ScalarType t);
+/// t's strides broadcast to `shape` (t's dims aligned right; 0 where t has size 1 or no dim).
+DimVector broadcast_strides(const Tensor& t, IntArrayRef shape);
+/// Runs the call through the device fallback (copies to the cpu and back): what a CUDA kernel
+/// does with arguments it has no kernel for.
+void run_device_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+/// Device-to-device copy_ on the GPU (same dtype, or between floating dtypes, src broadcast
+/// to dst); false when the pair needs the host path.
+bool copy_on_device(const Tensor& dst, const Tensor& src);
+
+/// Which variant of an op a schema names: `exp` (allocates), `exp_` (writes self), `exp.out`.
+enum class Variant { kFunctional, kInplace, kOut };
+Variant variant_of(const OpSchema& s);
+/// Pops the call's arguments and pushes its result (bumping the version of a written tensor).
+void finish_call(const OpSchema& s, Variant v, const Tensor& out, Stack* stack);
+
+/// Registers the pointwise kernels (CudaOps.cpp) and the cuBLAS products (CudaBlas.cpp).
+void register_pointwise_ops(Dispatcher& d);
+void register_blas_ops(Dispatcher& d);
+
+}  // namespace retorch::cuda_backend

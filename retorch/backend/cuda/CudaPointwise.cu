@@ -1,0 +1,236 @@
+// The CUDA backend's pointwise kernels: unary and binary floating-point ops, dtype conversions
+// and strided copies, a thread per element over the offset calculator (CudaGeometry.h).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "retorch/backend/cuda/CudaPointwise.h"
+#include "retorch/core/Error.h"
+
+namespace retorch::cuda_backend {
+
+// Note [CUDA pointwise kernels]
+// One kernel per element type and index width, the op a launch argument: every thread of a
+// launch takes the same branch of the op's switch, so a kernel per op would buy nothing but
+// compile time (the loads and stores are what these kernels wait on). 16-bit floats compute in
+// float and round to nearest even on store, float64 in double, as PyTorch's opmath types do.
+// Threads stride over the elements in a grid of at most 65535 blocks with a 64-bit counter; the
+// offsets come from an OffsetCalc of 32-bit indices where they fit (Note [CUDA offset
+// calculator]). A second operand that is a cpu scalar (a 0-dim tensor or a Python number) is
+// passed by value. The formulas follow PyTorch's CUDA kernels: sigmoid 1 / (1 + e^-x), silu
+// x / (1 + e^-x), GELU through erf or tanh, maximum and minimum propagating NaN.
+
+namespace {
+
+constexpr int kThreads = 256;
+
+unsigned blocks_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return unsigned(b < 65535 ? (b < 1 ? 1 : b) : 65535);
+}
+
+void check_launch(const char* what) {
+  const cudaError_t status = cudaGetLastError();
+  RT_CHECK(status == cudaSuccess, "CUDA kernel launch failed (", what, "): ",
+           cudaGetErrorString(status));
+}
+
+// The type each element type computes in, and the loads and stores through it.
+template <typename T> struct Acc { using type = float; };
+template <> struct Acc<double> { using type = double; };
+template <typename T> using acc_t = typename Acc<T>::type;
+
+__device__ inline float load(const float* p) { return *p; }
+__device__ inline double load(const double* p) { return *p; }
+__device__ inline float load(const __half* p) { return __half2float(*p); }
+__device__ inline float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+
+__device__ inline void store(float* p, double v) { *p = float(v); }
+__device__ inline void store(double* p, double v) { *p = v; }
+__device__ inline void store(__half* p, double v) { *p = __float2half_rn(float(v)); }
+__device__ inline void store(__nv_bfloat16* p, double v) { *p = __float2bfloat16_rn(float(v)); }
+__device__ inline void store(float* p, float v) { *p = v; }
+__device__ inline void store(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ inline void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+
+template <typename A>
+__device__ inline A apply_unary(UnaryOp op, A x) {
+  const A one = A(1);
+  switch (op) {
+    case UnaryOp::kNeg: return -x;
+    case UnaryOp::kAbs: return fabs(x);
+    case UnaryOp::kExp: return exp(x);
+    case UnaryOp::kLog: return log(x);
+    case UnaryOp::kSqrt: return sqrt(x);
+    case UnaryOp::kRsqrt: return rsqrt(x);
+    case UnaryOp::kSin: return sin(x);
+    case UnaryOp::kCos: return cos(x);
+    case UnaryOp::kTanh: return tanh(x);
+    case UnaryOp::kSigmoid: return one / (one + exp(-x));
+    case UnaryOp::kRelu: return x > A(0) || x != x ? x : A(0);
+    case UnaryOp::kSilu: return x / (one + exp(-x));
+    case UnaryOp::kGelu: return A(0.5) * x * (one + erf(x * A(0.70710678118654752440)));
+    case UnaryOp::kGeluTanh: {
+      const A inner = A(0.79788456080286535588) * (x + A(0.044715) * x * x * x);
+      return A(0.5) * x * (one + tanh(inner));
+    }
+    case UnaryOp::kReciprocal: return one / x;
+    case UnaryOp::kLog1p: return log1p(x);
+    case UnaryOp::kExpm1: return expm1(x);
+    case UnaryOp::kErf: return erf(x);
+  }
+  return x;
+}
+
+template <typename A>
+__device__ inline A apply_binary(BinaryOp op, A a, A b, A alpha) {
+  switch (op) {
+    case BinaryOp::kAdd: return a + alpha * b;
+    case BinaryOp::kSub: return a - alpha * b;
+    case BinaryOp::kMul: return a * b;
+    case BinaryOp::kDiv: return a / b;
+    case BinaryOp::kMaximum: return a != a ? a : (b != b ? b : (a > b ? a : b));
+    case BinaryOp::kMinimum: return a != a ? a : (b != b ? b : (a < b ? a : b));
+  }
+  return a;
+}
+
+template <typename T, typename Index>
+__global__ void unary_kernel(UnaryOp op, OffsetCalc<2, Index> c, T* out, const T* in, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    Index o[2];
+    c.offsets(Index(i), o);
+    store(out + o[0], apply_unary<acc_t<T>>(op, load(in + o[1])));
+  }
+}
+
+template <typename T, typename Index>
+__global__ void binary_kernel(BinaryOp op, OffsetCalc<3, Index> c, T* out, const T* a,
+                              const T* b, bool b_is_scalar, acc_t<T> b_value, acc_t<T> alpha,
+                              int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    Index o[3];
+    c.offsets(Index(i), o);
+    const acc_t<T> y = b_is_scalar ? b_value : acc_t<T>(load(b + o[2]));
+    store(out + o[0], apply_binary<acc_t<T>>(op, acc_t<T>(load(a + o[1])), y, alpha));
+  }
+}
+
+template <typename To, typename From, typename Index>
+__global__ void convert_kernel(OffsetCalc<2, Index> c, To* out, const From* in, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    Index o[2];
+    c.offsets(Index(i), o);
+    store(out + o[0], load(in + o[1]));
+  }
+}
+
+template <typename E, typename Index>
+__global__ void copy_kernel(OffsetCalc<2, Index> c, E* out, const E* in, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    Index o[2];
+    c.offsets(Index(i), o);
+    out[o[0]] = in[o[1]];
+  }
+}
+
+template <typename T> struct Tag { using type = T; };
+
+// Calls f(Tag<T>{}) with the C++ type of t.
+template <typename F>
+void with_type(FloatType t, F&& f) {
+  switch (t) {
+    case FloatType::kFloat: return f(Tag<float>{});
+    case FloatType::kDouble: return f(Tag<double>{});
+    case FloatType::kHalf: return f(Tag<__half>{});
+    case FloatType::kBFloat16: return f(Tag<__nv_bfloat16>{});
+  }
+  RT_ERROR("cuda pointwise: unknown element type ", int(t));
+}
+
+// Calls f(Tag<Index>{}) with int32_t where g's offsets fit, else int64_t.
+template <int N, typename F>
+void with_index(const Geometry<N>& g, F&& f) {
+  if (g.fits_32bit()) f(Tag<int32_t>{});
+  else f(Tag<int64_t>{});
+}
+
+}  // namespace
+
+void launch_unary(UnaryOp op, FloatType t, const Geometry<2>& g, void* out, const void* in,
+                  StreamHandle s) {
+  if (g.numel == 0) return;
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    with_index(g, [&](auto index) {
+      using I = typename decltype(index)::type;
+      unary_kernel<T, I><<<blocks_for(g.numel), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+          op, g.template calc<I>(), static_cast<T*>(out), static_cast<const T*>(in), g.numel);
+    });
+  });
+  check_launch("unary");
+}
+
+void launch_binary(BinaryOp op, FloatType t, const Geometry<3>& g, void* out, const void* a,
+                   const void* b, bool b_is_scalar, double b_value, double alpha, StreamHandle s) {
+  if (g.numel == 0) return;
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    using A = acc_t<T>;
+    with_index(g, [&](auto index) {
+      using I = typename decltype(index)::type;
+      binary_kernel<T, I><<<blocks_for(g.numel), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+          op, g.template calc<I>(), static_cast<T*>(out), static_cast<const T*>(a),
+          static_cast<const T*>(b), b_is_scalar, A(b_value), A(alpha), g.numel);
+    });
+  });
+  check_launch("binary");
+}
+
+void launch_convert(FloatType to, FloatType from, const Geometry<2>& g, void* out,
+                    const void* in, StreamHandle s) {
+  if (g.numel == 0) return;
+  with_type(to, [&](auto to_type) {
+    using To = typename decltype(to_type)::type;
+    with_type(from, [&](auto from_type) {
+      using From = typename decltype(from_type)::type;
+      with_index(g, [&](auto index) {
+        using I = typename decltype(index)::type;
+        convert_kernel<To, From, I>
+            <<<blocks_for(g.numel), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+                g.template calc<I>(), static_cast<To*>(out), static_cast<const From*>(in),
+                g.numel);
+      });
+    });
+  });
+  check_launch("convert");
+}
+
+void launch_copy_bytes(int element_size, const Geometry<2>& g, void* out, const void* in,
+                       StreamHandle s) {
+  if (g.numel == 0) return;
+  auto go = [&](auto type) {
+    using E = typename decltype(type)::type;
+    with_index(g, [&](auto index) {
+      using I = typename decltype(index)::type;
+      copy_kernel<E, I><<<blocks_for(g.numel), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+          g.template calc<I>(), static_cast<E*>(out), static_cast<const E*>(in), g.numel);
+    });
+  };
+  switch (element_size) {
+    case 1: go(Tag<uint8_t>{}); break;
+    case 2: go(Tag<uint16_t>{}); break;
+    case 4: go(Tag<uint32_t>{}); break;
+    case 8: go(Tag<uint64_t>{}); break;
+    default: RT_ERROR("cuda copy: elements of ", element_size, " bytes are not supported");
+  }
+  check_launch("copy");
+}
+
+}  // namespace retorch::cuda_backend

@@ -1,0 +1,34 @@
+// Launchers of the CUDA backend's pointwise kernels (CudaPointwise.cu): unary and binary
+// floating-point ops and dtype-converting strided copies over an offset-calculator geometry.
+#pragma once
+#include "retorch/backend/cuda/CudaGeometry.h"
+#include "retorch/backend/cuda/CudaRuntime.h"
+
+namespace retorch::cuda_backend {
+
+/// The element types the pointwise kernels compute in (16-bit floats widen to float).
+enum class FloatType : int { kFloat, kDouble, kHalf, kBFloat16 };
+
+/// Unary ops, chosen per launch (a switch on a value every thread shares).
+enum class UnaryOp : int {
+  kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kSin, kCos, kTanh, kSigmoid, kRelu, kSilu,
+  kGelu, kGeluTanh, kReciprocal, kLog1p, kExpm1, kErf,
+};
+/// Binary ops: add and sub scale the second operand by alpha.
+enum class BinaryOp : int { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum };
+
+/// out = op(in) over g (operand 0 the output, 1 the input), all of type t.
+void launch_unary(UnaryOp op, FloatType t, const Geometry<2>& g, void* out, const void* in,
+                  StreamHandle s);
+/// out = op(a, b) over g (operands out, a, b), all of type t; with b_is_scalar, b is
+/// b_value everywhere and its pointer and strides are unused.
+void launch_binary(BinaryOp op, FloatType t, const Geometry<3>& g, void* out, const void* a,
+                   const void* b, bool b_is_scalar, double b_value, double alpha, StreamHandle s);
+/// out = in converted from type `from` to type `to` over g (operands out, in).
+void launch_convert(FloatType to, FloatType from, const Geometry<2>& g, void* out,
+                    const void* in, StreamHandle s);
+/// A strided copy of elements of `element_size` bytes (1, 2, 4 or 8) over g, any dtype.
+void launch_copy_bytes(int element_size, const Geometry<2>& g, void* out, const void* in,
+                       StreamHandle s);
+
+}  // namespace retorch::cuda_backend

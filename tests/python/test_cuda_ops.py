@@ -1,0 +1,188 @@
+"""The CUDA backend's op kernels (pointwise ops, device copies, cuBLAS products) against PyTorch on
+the cpu, on a machine with a CUDA device; skipped, never passed, without one. Each test also checks
+that the op ran on the device: the device fallback counted no call of it."""
+import numpy as np
+import pytest
+import torch
+
+import retorch
+
+pytestmark = pytest.mark.skipif(not retorch.cuda.is_available(), reason="no CUDA device")
+
+DTYPES = [("float32", 1e-5), ("float64", 1e-12), ("float16", 2e-3), ("bfloat16", 1.6e-2)]
+
+
+def rt_dtype(name):
+    return getattr(retorch, name)
+
+
+def t_dtype(name):
+    return getattr(torch, name)
+
+
+def pair(shape, dtype, seed=0, positive=False, transpose=False):
+    """The same values as a retorch cuda tensor and a torch cpu tensor (float32 for 16-bit
+    dtypes, which the oracle computes in and rounds from, as the CUDA kernels do)."""
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float64)
+    if positive:
+        x = np.abs(x) + 0.1
+    t = torch.tensor(x).to(t_dtype(dtype))
+    r = retorch.tensor(x).to(rt_dtype(dtype)).to("cuda")
+    if transpose:
+        t, r = t.transpose(0, 1), r.transpose(0, 1)
+    return r, t
+
+
+def close(got, want, tol):
+    assert got.device.type == "cuda"
+    g = torch.tensor(got.cpu().to(retorch.float64).numpy())
+    w = want.to(torch.float64)
+    assert g.shape == w.shape
+    assert torch.allclose(g, w, rtol=tol, atol=tol, equal_nan=True), (g - w).abs().max()
+
+
+def ran_on_device(op):
+    return not any(s["op"] == op for s in retorch.device_fallback_stats())
+
+
+@pytest.fixture(autouse=True)
+def fresh_stats():
+    retorch.reset_device_fallback_stats()
+    yield
+
+
+UNARY = [("neg", {}), ("abs", {}), ("exp", {}), ("log", {"positive": True}),
+         ("sqrt", {"positive": True}), ("rsqrt", {"positive": True}), ("sin", {}), ("cos", {}),
+         ("tanh", {}), ("sigmoid", {}), ("relu", {}), ("reciprocal", {"positive": True}),
+         ("log1p", {"positive": True}), ("expm1", {}), ("erf", {})]
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+@pytest.mark.parametrize("name,kw", UNARY)
+def test_unary_ops_in_all_three_variants(name, kw, dtype, tol):
+    r, t = pair((37, 65), dtype, positive=kw.get("positive", False), transpose=True)
+    want = getattr(torch, name)(t.float()).to(t.dtype)
+    close(getattr(retorch, name)(r), want, tol)
+    out = retorch.empty((65, 37), dtype=rt_dtype(dtype), device="cuda")
+    if name != "relu":  # relu has no out= variant (as in PyTorch)
+        getattr(retorch, name)(r, out=out)
+        close(out, want, tol)
+    c = r.clone()
+    getattr(c, name + "_")()
+    close(c, want, tol)
+    assert ran_on_device(f"aten::{name}")
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_activations_with_arguments(dtype, tol):
+    F, G = retorch.nn.functional, torch.nn.functional
+    r, t = pair((300, 17), dtype, seed=3)
+    close(F.silu(r), G.silu(t.float()).to(t.dtype), tol)
+    for approximate in ("none", "tanh"):
+        close(F.gelu(r, approximate=approximate),
+              G.gelu(t.float(), approximate=approximate).to(t.dtype), tol)
+    with pytest.raises(RuntimeError, match="approximate"):
+        F.gelu(r, approximate="bogus")
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+@pytest.mark.parametrize("a_shape,b_shape", [((40, 50), (40, 50)), ((40, 50), (50,)),
+                                             ((3, 1, 5), (1, 4, 5)), ((7, 6), ())])
+def test_binary_ops_broadcast(a_shape, b_shape, dtype, tol):
+    ra, ta = pair(a_shape, dtype, seed=1)
+    rb, tb = pair(b_shape, dtype, seed=2, positive=True)
+    for name in ("add", "sub", "mul", "div", "maximum", "minimum"):
+        want = getattr(torch, name)(ta.float(), tb.float()).to(ta.dtype)
+        close(getattr(retorch, name)(ra, rb), want, tol)
+        assert ran_on_device(f"aten::{name}.Tensor") and ran_on_device(f"aten::{name}")
+    close(retorch.add(ra, rb, alpha=2.5), torch.add(ta.float(), tb.float(), alpha=2.5).to(ta.dtype),
+          tol)
+
+
+def test_python_numbers_cpu_scalars_and_promotion():
+    r, t = pair((64, 33), "float32", seed=4)
+    close(r * 2 + 1, t * 2 + 1, 1e-6)
+    close(r / retorch.tensor(3.0), t / torch.tensor(3.0), 1e-6)
+    h, th = pair((64, 33), "float16", seed=5)
+    got = h + r  # float16 + float32 -> float32, converted on the device
+    assert got.dtype == retorch.float32
+    close(got, th.float() + t, 1e-3)
+    assert ran_on_device("aten::add.Tensor") and ran_on_device("aten::mul.Tensor")
+
+
+def test_inplace_and_out_binary_ops_write_their_target():
+    r, t = pair((20, 30), "float32", seed=6)
+    rb, tb = pair((30,), "float32", seed=7)
+    c = r.clone()
+    c.add_(rb, alpha=-1.5)
+    close(c, t.add(tb, alpha=-1.5), 1e-6)
+    out = retorch.empty((20, 30), device="cuda")
+    retorch.mul(r, rb, out=out)
+    close(out, t * tb, 1e-6)
+    view = r.clone()[:, ::2]  # a strided in-place target
+    view.mul_(2.0)
+    close(view, t[:, ::2] * 2, 1e-6)
+
+
+def test_unsupported_calls_still_run_through_the_fallback():
+    i = retorch.arange(10).to("cuda")  # int64: no kernel here yet
+    assert (i * 3).cpu().tolist() == [3 * k for k in range(10)]
+    assert not ran_on_device("aten::mul.Tensor")
+
+
+def test_device_copies_convert_and_make_contiguous():
+    r, t = pair((33, 47), "float32", seed=8, transpose=True)
+    close(r.contiguous(), t.contiguous(), 0)
+    for name, tol in DTYPES:
+        close(r.to(rt_dtype(name)), t.to(t_dtype(name)), 0)
+    dst = retorch.zeros((5, 33, 47), device="cuda")
+    dst.copy_(r.transpose(0, 1))
+    close(dst, t.transpose(0, 1).expand(5, 33, 47), 0)
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-4), ("float64", 1e-10), ("float16", 1e-2),
+                                       ("bfloat16", 5e-2)])
+def test_matrix_products_with_transposed_and_sliced_operands(dtype, tol):
+    assert not retorch.backends.cuda.matmul.allow_tf32
+    a, ta = pair((70, 130), dtype, seed=9)
+    b, tb = pair((130, 90), dtype, seed=10)
+    ref = lambda x: x.float()  # noqa: E731
+    close(retorch.mm(a, b), (ref(ta) @ ref(tb)).to(ta.dtype), tol)
+    close(retorch.mm(b.t(), a.t()), (ref(tb).t() @ ref(ta).t()).to(ta.dtype), tol)
+    close(retorch.mm(a[:, ::2], b[::2]), (ref(ta)[:, ::2] @ ref(tb)[::2]).to(ta.dtype), tol)
+    x, tx = pair((6, 40, 30), dtype, seed=11)
+    y, ty = pair((6, 30, 20), dtype, seed=12)
+    close(retorch.bmm(x, y), (ref(tx) @ ref(ty)).to(tx.dtype), tol)
+    close(retorch.bmm(x, y.transpose(1, 2).contiguous().transpose(1, 2)),
+          (ref(tx) @ ref(ty)).to(tx.dtype), tol)
+    bias, tbias = pair((90,), dtype, seed=13)
+    close(retorch.addmm(bias, a, b, beta=0.5, alpha=2.0),
+          torch.addmm(ref(tbias), ref(ta), ref(tb), beta=0.5, alpha=2.0).to(ta.dtype), tol)
+    for op in ("aten::mm", "aten::bmm", "aten::addmm"):
+        assert ran_on_device(op)
+
+
+def test_product_edge_cases():
+    a, ta = pair((8, 0), "float32")
+    b, tb = pair((0, 5), "float32")
+    close(retorch.mm(a, b), ta @ tb, 0)  # zeros
+    nan = retorch.full((3, 4), float("nan"), device="cuda")
+    x, tx = pair((3, 6), "float32", seed=14)
+    y, ty = pair((6, 4), "float32", seed=15)
+    close(retorch.addmm(nan, x, y, beta=0), tx @ ty, 1e-5)  # beta = 0 ignores NaNs in self
+    out = retorch.empty((3, 4), device="cuda")
+    retorch.mm(x, y, out=out)
+    close(out, tx @ ty, 1e-5)
+    with pytest.raises(RuntimeError, match="mm"):
+        retorch.mm(x, x)
+
+
+def test_small_training_step_gradients_match_torch():
+    x, tx = pair((64, 128), "float32", seed=17)
+    w, tw = pair((128, 128), "float32", seed=18)
+    w.requires_grad_(True)
+    tw.requires_grad_(True)
+    (x @ w).relu().sum().backward()
+    (tx @ tw).relu().sum().backward()
+    close(w.grad, tw.grad, 1e-3)
+    assert ran_on_device("aten::mm") and ran_on_device("aten::relu")
