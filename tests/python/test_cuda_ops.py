@@ -33,6 +33,11 @@ def pair(shape, dtype, seed=0, positive=False, transpose=False):
     return r, t
 
 
+def up(t):
+    """The oracle's precision: float64 stays, other dtypes compute in float32."""
+    return t if t.dtype == torch.float64 else t.float()
+
+
 def close(got, want, tol):
     assert got.device.type == "cuda"
     g = torch.tensor(got.cpu().to(retorch.float64).numpy())
@@ -61,7 +66,7 @@ UNARY = [("neg", {}), ("abs", {}), ("exp", {}), ("log", {"positive": True}),
 @pytest.mark.parametrize("name,kw", UNARY)
 def test_unary_ops_in_all_three_variants(name, kw, dtype, tol):
     r, t = pair((37, 65), dtype, positive=kw.get("positive", False), transpose=True)
-    want = getattr(torch, name)(t.float()).to(t.dtype)
+    want = getattr(torch, name)(up(t)).to(t.dtype)
     close(getattr(retorch, name)(r), want, tol)
     out = retorch.empty((65, 37), dtype=rt_dtype(dtype), device="cuda")
     if name != "relu":  # relu has no out= variant (as in PyTorch)
@@ -77,10 +82,10 @@ def test_unary_ops_in_all_three_variants(name, kw, dtype, tol):
 def test_activations_with_arguments(dtype, tol):
     F, G = retorch.nn.functional, torch.nn.functional
     r, t = pair((300, 17), dtype, seed=3)
-    close(F.silu(r), G.silu(t.float()).to(t.dtype), tol)
+    close(F.silu(r), G.silu(up(t)).to(t.dtype), tol)
     for approximate in ("none", "tanh"):
         close(F.gelu(r, approximate=approximate),
-              G.gelu(t.float(), approximate=approximate).to(t.dtype), tol)
+              G.gelu(up(t), approximate=approximate).to(t.dtype), tol)
     with pytest.raises(RuntimeError, match="approximate"):
         F.gelu(r, approximate="bogus")
 
@@ -92,10 +97,10 @@ def test_binary_ops_broadcast(a_shape, b_shape, dtype, tol):
     ra, ta = pair(a_shape, dtype, seed=1)
     rb, tb = pair(b_shape, dtype, seed=2, positive=True)
     for name in ("add", "sub", "mul", "div", "maximum", "minimum"):
-        want = getattr(torch, name)(ta.float(), tb.float()).to(ta.dtype)
+        want = getattr(torch, name)(up(ta), up(tb)).to(ta.dtype)
         close(getattr(retorch, name)(ra, rb), want, tol)
         assert ran_on_device(f"aten::{name}.Tensor") and ran_on_device(f"aten::{name}")
-    close(retorch.add(ra, rb, alpha=2.5), torch.add(ta.float(), tb.float(), alpha=2.5).to(ta.dtype),
+    close(retorch.add(ra, rb, alpha=2.5), torch.add(up(ta), up(tb), alpha=2.5).to(ta.dtype),
           tol)
 
 
@@ -106,7 +111,7 @@ def test_python_numbers_cpu_scalars_and_promotion():
     h, th = pair((64, 33), "float16", seed=5)
     got = h + r  # float16 + float32 -> float32, converted on the device
     assert got.dtype == retorch.float32
-    close(got, th.float() + t, 1e-3)
+    close(got, up(th) + t, 1e-3)
     assert ran_on_device("aten::add.Tensor") and ran_on_device("aten::mul.Tensor")
 
 
@@ -146,7 +151,7 @@ def test_matrix_products_with_transposed_and_sliced_operands(dtype, tol):
     assert not retorch.backends.cuda.matmul.allow_tf32
     a, ta = pair((70, 130), dtype, seed=9)
     b, tb = pair((130, 90), dtype, seed=10)
-    ref = lambda x: x.float()  # noqa: E731
+    ref = up
     close(retorch.mm(a, b), (ref(ta) @ ref(tb)).to(ta.dtype), tol)
     close(retorch.mm(b.t(), a.t()), (ref(tb).t() @ ref(ta).t()).to(ta.dtype), tol)
     close(retorch.mm(a[:, ::2], b[::2]), (ref(ta)[:, ::2] @ ref(tb)[::2]).to(ta.dtype), tol)
@@ -186,3 +191,84 @@ def test_small_training_step_gradients_match_torch():
     (tx @ tw).relu().sum().backward()
     close(w.grad, tw.grad, 1e-3)
     assert ran_on_device("aten::mm") and ran_on_device("aten::relu")
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+@pytest.mark.parametrize("dim,keepdim", [(None, False), (-1, False), (0, True), ((0, 2), False),
+                                         ((1,), True)])
+def test_reductions_over_any_dims(dim, keepdim, dtype, tol):
+    r, t = pair((6, 50, 33), dtype, seed=19)
+    f = up(t)
+    dims = list(range(3)) if dim is None else dim
+    for name in ("sum", "mean", "amax", "amin"):
+        got = getattr(retorch, name)(r, dims, keepdim=keepdim)
+        want = getattr(torch, name)(f, dims, keepdim=keepdim).to(t.dtype)
+        close(got, want, tol * 8 if name in ("sum", "mean") else 0)
+    close(retorch.sum(r, dims, dtype=retorch.float64), torch.sum(f.double(), dims), 1e-2)
+    for op in ("aten::sum.dim_IntList", "aten::mean.dim", "aten::amax", "aten::amin"):
+        assert ran_on_device(op)
+
+
+def test_reduction_edge_cases():
+    e, te = pair((4, 0), "float32")
+    close(retorch.sum(e, [1]), torch.sum(te, [1]), 0)
+    close(retorch.mean(e, [1]), torch.mean(te, [1]), 0)  # NaN
+    with pytest.raises(IndexError, match="amax"):
+        retorch.amax(e, [1])
+    n = retorch.tensor([[1.0, float("nan"), 3.0]]).to("cuda")
+    assert np.isnan(retorch.amax(n, [1]).cpu().item())
+    r, t = pair((5, 7), "float32", seed=20, transpose=True)  # strided input
+    close(r.sum(0), t.sum(0), 1e-5)
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+@pytest.mark.parametrize("dim", [-1, 0, 1])
+def test_softmax_and_log_softmax(dim, dtype, tol):
+    r, t = pair((9, 300, 4), dtype, seed=21)
+    F, G = retorch.nn.functional, torch.nn.functional
+    close(F.softmax(r, dim), G.softmax(up(t), dim).to(t.dtype), tol)
+    close(F.log_softmax(r, dim), G.log_softmax(up(t), dim).to(t.dtype), tol * 4)
+    assert ran_on_device("aten::softmax.int") and ran_on_device("aten::log_softmax.int")
+    inf = retorch.full((2, 5), float("-inf"), device="cuda")
+    assert np.isnan(F.softmax(inf, -1).cpu().numpy()).all()
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_layer_norm_forward_and_gradients(dtype, tol):
+    x, tx = pair((12, 7, 96), dtype, seed=22)
+    w, tw = pair((7, 96), dtype, seed=23)
+    b, tb = pair((7, 96), dtype, seed=24)
+    F, G = retorch.nn.functional, torch.nn.functional
+    close(F.layer_norm(x, [7, 96], w, b, 1e-5),
+          G.layer_norm(up(tx), [7, 96], up(tw), up(tb), 1e-5).to(tx.dtype), tol * 4)
+    close(F.layer_norm(x, [96]), G.layer_norm(up(tx), [96]).to(tx.dtype), tol * 4)
+    assert ran_on_device("aten::native_layer_norm")
+    if dtype == "float32":
+        x.requires_grad_(True)
+        tx.requires_grad_(True)
+        (F.layer_norm(x, [96]) * 3).sum().backward()
+        (G.layer_norm(tx, [96]) * 3).sum().backward()
+        close(x.grad, tx.grad, 1e-4)
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_llm_row_kernels_match_their_formulas(dtype, tol):
+    tol = max(tol, 1e-6)  # the cpu kernels compute float64 in float32 (the device in float64)
+    x, tx = pair((5, 64), dtype, seed=25)
+    res, tres = pair((5, 64), dtype, seed=26)
+    w, tw = pair((64,), dtype, seed=27)
+
+    def rms(h):
+        return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * up(tw)
+
+    out, summed = retorch.fused_rms_norm(x, res, w, 1e-6)
+    close(out, rms(up(tx) + up(tres)).to(tx.dtype), tol * 4)
+    close(summed, (up(tx) + up(tres)).to(tx.dtype), tol)
+    out, same = retorch.fused_rms_norm(x, None, w, 1e-6)
+    close(out, rms(up(tx)).to(tx.dtype), tol * 4)
+    assert same.data_ptr() == x.data_ptr()
+    g, tg = pair((3, 2, 80), dtype, seed=28)
+    got = retorch.silu_and_mul(g)
+    close(got, (torch.nn.functional.silu(up(tg)[..., :40]) * up(tg)[..., 40:]).to(tg.dtype),
+          tol)
+    assert ran_on_device("aten::fused_rms_norm") and ran_on_device("aten::silu_and_mul")

@@ -123,6 +123,7 @@ void register_cuda_backend(Dispatcher& d) {
   d.find("_to_copy")->set_kernel(DispatchKey::CUDA,
                                  make_boxed_kernel(&cuda_backend::to_copy_kernel));
   cuda_backend::register_pointwise_ops(d);
+  cuda_backend::register_row_ops(d);
   cuda_backend::register_blas_ops(d);
 }
 

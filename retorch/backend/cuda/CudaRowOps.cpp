@@ -1,0 +1,258 @@
+// CUDA kernels of the row ops: sum, mean, amax, amin over any dims, softmax and log_softmax,
+// native_layer_norm, fused_rms_norm and silu_and_mul, registered at the CUDA key.
+#include <numeric>
+#include <vector>
+
+#include "retorch/backend/cuda/CudaOps.h"
+#include "retorch/backend/cuda/CudaRows.h"
+#include "retorch/core/Error.h"
+#include "retorch/core/TensorImpl.h"
+
+namespace retorch::cuda_backend {
+
+// Note [CUDA row ops]
+// The row kernels (Note [CUDA row kernels]) want contiguous rows, so a reduction over any set
+// of dims permutes the kept dims in front of the reduced ones and, unless that view is already
+// contiguous, copies it on the device; rows are then the kept elements and columns the reduced
+// ones. softmax over an inner dim does the same and copies its result back to the input's
+// order. Arguments these kernels do not cover take the device fallback, as in Note [CUDA op
+// kernels]: integer dtypes, an empty amax/amin, out= tensors that are not contiguous of the
+// right shape and dtype, affine parameters of another dtype or device.
+
+namespace {
+
+// The call's tensor argument i, if it is a tensor in device memory of a floating dtype.
+std::optional<Tensor> device_float(const Stack& stack, size_t i) {
+  if (!stack[i].is_tensor()) return std::nullopt;
+  const Tensor& t = stack[i].to_tensor();
+  if (!in_device_memory(t) || !float_type(t.dtype())) return std::nullopt;
+  return t;
+}
+
+// t on the device as contiguous memory (itself when it already is).
+Tensor contiguous_on_device(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor c = make_empty(t.sizes(), t.dtype(), t.device());
+  RT_CHECK(copy_on_device(c, t), "cuda: could not copy a ", t.dim(), "-dim tensor");
+  return c;
+}
+
+// t converted to dtype `to` on the device, contiguous.
+Tensor as_dtype(const Tensor& t, ScalarType to) {
+  if (t.dtype() == to) return contiguous_on_device(t);
+  Tensor c = make_empty(t.sizes(), to, t.device());
+  RT_CHECK(copy_on_device(c, t), "cuda: could not convert a ", t.dim(), "-dim tensor");
+  return c;
+}
+
+// The reduced dims of a dim list argument (None or [] means every dim), as flags.
+std::vector<bool> reduced_dims(const IValue& arg, int64_t ndim, const char* op) {
+  std::vector<bool> r(size_t(ndim), false);
+  std::vector<int64_t> dims;
+  if (arg.is_int()) dims = {arg.to_int()};
+  else if (!arg.is_none()) dims = arg.to_int_list();
+  if (dims.empty()) return std::vector<bool>(size_t(ndim), true);
+  for (int64_t d : dims) {
+    const int64_t w = maybe_wrap_dim(d, ndim, op);
+    RT_CHECK_VALUE(!r[size_t(w)], op, ": dim ", w, " appears multiple times in the list of dims");
+    r[size_t(w)] = true;
+  }
+  return r;
+}
+
+void reduce(RowReduce op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Variant v = variant_of(s);
+  const bool has_dtype = op == RowReduce::kSum || op == RowReduce::kMean;
+  const auto self = device_float(*stack, base);
+  if (!self) return run_device_fallback(h, ks, stack);
+  const ScalarType rt = has_dtype && !(*stack)[base + 3].is_none()
+                            ? (*stack)[base + 3].to_scalar_type()
+                            : self->dtype();
+  const auto t = float_type(rt);
+  const std::vector<bool> red = reduced_dims((*stack)[base + 1], self->dim(), s.name.data());
+  const bool keepdim = (*stack)[base + 2].to_bool();
+  std::vector<int64_t> order, shape;
+  int64_t rows = 1, cols = 1;
+  for (int64_t d = 0; d < self->dim(); ++d) {
+    if (red[size_t(d)]) {
+      cols *= self->size(d);
+      if (keepdim) shape.push_back(1);
+    } else {
+      order.push_back(d);
+      rows *= self->size(d);
+      shape.push_back(self->size(d));
+    }
+  }
+  for (int64_t d = 0; d < self->dim(); ++d)
+    if (red[size_t(d)]) order.push_back(d);
+  Tensor out = v == Variant::kOut ? stack->back().to_tensor() : Tensor();
+  bool ok = t.has_value() && !(cols == 0 && (op == RowReduce::kMax || op == RowReduce::kMin));
+  if (ok && out.defined())
+    ok = in_device_memory(out) && out.dtype() == rt && out.is_contiguous() &&
+         out.sizes().equals(IntArrayRef(shape));
+  if (!ok) return run_device_fallback(h, ks, stack);
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  const Tensor in = as_dtype(self->permute(order), rt);
+  if (!out.defined()) out = make_empty(shape, rt, self->device());
+  launch_reduce_rows(op, *t, device_ptr(in), device_ptr(out), rows, cols, nullptr);
+  finish_call(s, v, out, stack);
+}
+
+void softmax(bool log, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const auto self = device_float(*stack, base);
+  if (!self) return run_device_fallback(h, ks, stack);
+  const IValue& dtype_arg = (*stack)[base + 2];
+  const ScalarType rt = dtype_arg.is_none() ? self->dtype() : dtype_arg.to_scalar_type();
+  const auto t = float_type(rt);
+  if (!t) return run_device_fallback(h, ks, stack);
+  const int64_t ndim = self->dim();
+  const int64_t dim = maybe_wrap_dim((*stack)[base + 1].to_int(), ndim, s.name.data());
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  std::vector<int64_t> order;
+  for (int64_t d = 0; d < ndim; ++d)
+    if (d != dim) order.push_back(d);
+  if (ndim > 0) order.push_back(dim);
+  const Tensor in = as_dtype(ndim > 0 ? self->permute(order) : *self, rt);
+  const int64_t cols = ndim > 0 ? self->size(dim) : 1;
+  const int64_t rows = cols == 0 ? 0 : in.numel() / cols;
+  Tensor rows_out = make_empty(in.sizes(), rt, self->device());
+  launch_softmax_rows(log, *t, device_ptr(in), device_ptr(rows_out), rows, cols, nullptr);
+  Tensor out = rows_out;
+  if (ndim > 0 && dim != ndim - 1) {  // back to the input's order, contiguous
+    std::vector<int64_t> inverse(static_cast<size_t>(ndim));
+    for (int64_t i = 0; i < ndim; ++i) inverse[size_t(order[size_t(i)])] = i;
+    out = make_empty(self->sizes(), rt, self->device());
+    RT_CHECK(copy_on_device(out, rows_out.permute(inverse)), "cuda softmax: copy failed");
+  }
+  finish_call(s, Variant::kFunctional, out, stack);
+}
+
+void layer_norm(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const auto input = device_float(*stack, base);
+  const std::vector<int64_t>& normalized = (*stack)[base + 1].to_int_list();
+  bool ok = input.has_value() && normalized.size() <= size_t(input->dim());
+  int64_t cols = 1;
+  for (size_t i = 0; ok && i < normalized.size(); ++i) {
+    ok = input->size(input->dim() - int64_t(normalized.size()) + int64_t(i)) == normalized[i];
+    cols *= normalized[i];
+  }
+  std::optional<Tensor> affine[2];
+  for (int k = 0; ok && k < 2; ++k) {
+    if ((*stack)[base + 2 + size_t(k)].is_none()) continue;
+    affine[k] = device_float(*stack, base + 2 + size_t(k));
+    ok = affine[k] && affine[k]->dtype() == input->dtype() && affine[k]->numel() == cols &&
+         affine[k]->is_contiguous();
+  }
+  if (!ok || cols == 0) return run_device_fallback(h, ks, stack);  // its errors name shapes
+  const double eps = (*stack)[base + 4].to_double();
+  const Tensor x = contiguous_on_device(*input);
+  std::vector<int64_t> stat(input->sizes().begin(), input->sizes().end());
+  for (size_t i = stat.size() - normalized.size(); i < stat.size(); ++i) stat[i] = 1;
+  Tensor out = make_empty(input->sizes(), input->dtype(), input->device());
+  Tensor mean = make_empty(stat, input->dtype(), input->device());
+  Tensor rstd = make_empty(stat, input->dtype(), input->device());
+  launch_layer_norm_rows(*float_type(input->dtype()), device_ptr(x),
+                         affine[0] ? device_ptr(*affine[0]) : nullptr,
+                         affine[1] ? device_ptr(*affine[1]) : nullptr, device_ptr(out),
+                         device_ptr(mean), device_ptr(rstd), x.numel() / cols, cols, eps, nullptr);
+  stack->erase(stack->end() - s.num_args, stack->end());
+  stack->push_back(IValue(out));
+  stack->push_back(IValue(mean));
+  stack->push_back(IValue(rstd));
+}
+
+void rms_norm(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const auto input = device_float(*stack, base);
+  const bool has_res = !(*stack)[base + 1].is_none();
+  const auto residual = has_res ? device_float(*stack, base + 1) : std::nullopt;
+  const auto weight = device_float(*stack, base + 2);
+  bool ok = input && weight && input->dim() >= 1 && weight->dim() == 1 &&
+            weight->size(0) == input->size(-1) && weight->dtype() == input->dtype() &&
+            weight->is_contiguous();
+  if (ok && has_res)
+    ok = residual && residual->sizes().equals(input->sizes()) && residual->dtype() == input->dtype();
+  if (!ok || input->size(-1) == 0) return run_device_fallback(h, ks, stack);
+  const double eps = (*stack)[base + 3].to_double();
+  const Tensor x = contiguous_on_device(*input);
+  const Tensor r = has_res ? contiguous_on_device(*residual) : Tensor();
+  Tensor out = make_empty(input->sizes(), input->dtype(), input->device());
+  Tensor sum = has_res ? make_empty(input->sizes(), input->dtype(), input->device()) : *input;
+  const int64_t cols = input->size(-1);
+  launch_rms_norm_rows(*float_type(input->dtype()), device_ptr(x), has_res ? device_ptr(r) : nullptr,
+                       device_ptr(*weight), device_ptr(out), has_res ? device_ptr(sum) : nullptr,
+                       x.numel() / cols, cols, eps, nullptr);
+  stack->erase(stack->end() - s.num_args, stack->end());
+  stack->push_back(IValue(out));
+  stack->push_back(IValue(sum));
+}
+
+void silu_and_mul(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const auto input = device_float(*stack, stack->size() - size_t(s.num_args));
+  if (!input || input->dim() < 1 || input->size(-1) % 2 != 0)
+    return run_device_fallback(h, ks, stack);
+  const Tensor x = contiguous_on_device(*input);
+  std::vector<int64_t> shape(input->sizes().begin(), input->sizes().end());
+  const int64_t d = shape.back() / 2;
+  shape.back() = d;
+  Tensor out = make_empty(shape, input->dtype(), input->device());
+  launch_silu_and_mul(*float_type(input->dtype()), device_ptr(x), device_ptr(out),
+                      d == 0 ? 0 : x.numel() / (2 * d), d, nullptr);
+  finish_call(s, Variant::kFunctional, out, stack);
+}
+
+using RowKernel = void (*)(const OperatorHandle&, DispatchKeySet, Stack*);
+
+void set(OperatorHandle* h, RowKernel k) {
+  h->set_kernel(DispatchKey::CUDA, make_boxed_kernel([k](const OperatorHandle& oh,
+                                                         DispatchKeySet ks, Stack* st) {
+                  k(oh, ks, st);
+                }));
+}
+
+}  // namespace
+
+void register_row_ops(Dispatcher& d) {
+  for (OperatorHandle* h : d.ops()) {
+    const OpSchema& s = h->schema();
+    if (h->device_independent() || !h->has_kernel(DispatchKey::CPU)) continue;
+    const std::string_view n = s.name, o = s.overload;
+    const bool out = variant_of(s) == Variant::kOut;
+    if (n == "sum" && (o == "dim_IntList" || out))
+      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        reduce(RowReduce::kSum, oh, ks, st);
+      });
+    else if (n == "mean" && (o == "dim" || out))
+      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        reduce(RowReduce::kMean, oh, ks, st);
+      });
+    else if (n == "amax" && (o.empty() || out))
+      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        reduce(RowReduce::kMax, oh, ks, st);
+      });
+    else if (n == "amin" && (o.empty() || out))
+      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        reduce(RowReduce::kMin, oh, ks, st);
+      });
+    else if (n == "softmax" && o == "int")
+      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) { softmax(false, oh, ks, st); });
+    else if (n == "log_softmax" && o == "int")
+      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) { softmax(true, oh, ks, st); });
+    else if (n == "native_layer_norm" && o.empty())
+      set(h, &layer_norm);
+    else if (n == "fused_rms_norm" && o.empty())
+      set(h, &rms_norm);
+    else if (n == "silu_and_mul" && o.empty())
+      set(h, &silu_and_mul);
+  }
+}
+
+}  // namespace retorch::cuda_backend

@@ -1,0 +1,257 @@
+// The CUDA backend's row kernels: a block per row with warp-shuffle reductions, for sums, means,
+// maxima and minima, softmax and log_softmax, layer_norm, fused RMSNorm, and SiLU-and-mul.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "retorch/backend/cuda/CudaRows.h"
+#include "retorch/core/Error.h"
+
+namespace retorch::cuda_backend {
+
+// Note [CUDA row kernels]
+// Every kernel here works on contiguous rows (the host side makes them so: CudaRowOps.cpp) with
+// one block of 256 threads per row: each thread folds the elements j ≡ threadIdx.x (mod 256),
+// the 32 lanes of a warp combine with __shfl_xor_sync, and the 8 warp results meet in shared
+// memory (block_reduce). Rows are read again from L2 for each further pass (softmax: max, sum
+// of exponentials, write; layer_norm: mean, variance about the mean, write), which keeps the
+// numerics of PyTorch's two-pass formulas. 16-bit floats accumulate in float, float64 in double.
+// Maxima and minima propagate NaN; an all -inf softmax row gives NaN, as PyTorch's does.
+
+namespace {
+
+constexpr int kThreads = 256;
+
+template <typename T> struct Acc { using type = float; };
+template <> struct Acc<double> { using type = double; };
+template <typename T> using acc_t = typename Acc<T>::type;
+
+__device__ inline float load(const float* p) { return *p; }
+__device__ inline double load(const double* p) { return *p; }
+__device__ inline float load(const __half* p) { return __half2float(*p); }
+__device__ inline float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+__device__ inline void store(float* p, float v) { *p = v; }
+__device__ inline void store(double* p, double v) { *p = v; }
+__device__ inline void store(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ inline void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+
+template <typename A>
+__device__ inline A combine(RowReduce op, A a, A b) {
+  switch (op) {
+    case RowReduce::kSum:
+    case RowReduce::kMean: return a + b;
+    case RowReduce::kMax: return a != a ? a : (b != b ? b : (a > b ? a : b));
+    case RowReduce::kMin: return a != a ? a : (b != b ? b : (a < b ? a : b));
+  }
+  return a;
+}
+
+template <typename A>
+__device__ inline A identity(RowReduce op) {
+  if (op == RowReduce::kMax) return -A(INFINITY);
+  if (op == RowReduce::kMin) return A(INFINITY);
+  return A(0);
+}
+
+// The block's combined value, in every thread. `shared` holds 32 values.
+template <typename A>
+__device__ A block_reduce(RowReduce op, A v, A* shared) {
+  for (int o = 16; o > 0; o >>= 1) v = combine(op, v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  __syncthreads();  // an earlier call's readers are done with shared
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = lane < warps ? shared[lane] : identity<A>(op);
+  for (int o = 16; o > 0; o >>= 1) v = combine(op, v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+template <typename T>
+__global__ void reduce_rows_kernel(RowReduce op, const T* in, T* out, int64_t cols) {
+  using A = acc_t<T>;
+  __shared__ A shared[32];
+  const T* x = in + int64_t(blockIdx.x) * cols;
+  A acc = identity<A>(op);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) acc = combine(op, acc, A(load(x + j)));
+  acc = block_reduce(op, acc, shared);
+  if (threadIdx.x == 0) store(out + blockIdx.x, op == RowReduce::kMean ? acc / A(cols) : acc);
+}
+
+template <typename T>
+__global__ void softmax_rows_kernel(bool take_log, const T* in, T* out, int64_t cols) {
+  using A = acc_t<T>;
+  __shared__ A shared[32];
+  const T* x = in + int64_t(blockIdx.x) * cols;
+  T* y = out + int64_t(blockIdx.x) * cols;
+  A m = -A(INFINITY);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = combine(RowReduce::kMax, m, A(load(x + j)));
+  m = block_reduce(RowReduce::kMax, m, shared);
+  A s = 0;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) s += exp(A(load(x + j)) - m);
+  s = block_reduce(RowReduce::kSum, s, shared);
+  const A log_s = log(s), inv_s = A(1) / s;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    const A d = A(load(x + j)) - m;
+    store(y + j, take_log ? d - log_s : exp(d) * inv_s);
+  }
+}
+
+template <typename T>
+__global__ void layer_norm_rows_kernel(const T* in, const T* weight, const T* bias, T* out,
+                                       T* mean_out, T* rstd_out, int64_t cols, double eps) {
+  using A = acc_t<T>;
+  __shared__ A shared[32];
+  const T* x = in + int64_t(blockIdx.x) * cols;
+  T* y = out + int64_t(blockIdx.x) * cols;
+  A s = 0;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) s += A(load(x + j));
+  const A mean = block_reduce(RowReduce::kSum, s, shared) / A(cols);
+  A q = 0;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    const A d = A(load(x + j)) - mean;
+    q += d * d;
+  }
+  const A rstd = A(1) / sqrt(block_reduce(RowReduce::kSum, q, shared) / A(cols) + A(eps));
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    A v = (A(load(x + j)) - mean) * rstd;
+    if (weight) v = v * A(load(weight + j));
+    if (bias) v = v + A(load(bias + j));
+    store(y + j, v);
+  }
+  if (threadIdx.x == 0) {
+    store(mean_out + blockIdx.x, mean);
+    store(rstd_out + blockIdx.x, rstd);
+  }
+}
+
+template <typename T>
+__global__ void rms_norm_rows_kernel(const T* in, const T* residual, const T* weight, T* out,
+                                     T* sum_out, int64_t cols, float eps) {
+  using A = acc_t<T>;
+  __shared__ A shared[32];
+  const int64_t base = int64_t(blockIdx.x) * cols;
+  A q = 0;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    A h = A(load(in + base + j));
+    if (residual) {
+      h += A(load(residual + base + j));
+      store(sum_out + base + j, h);
+    }
+    q += h * h;
+  }
+  // HF's LlamaRMSNorm order: (h * rsqrt(mean(h²) + eps)) * weight.
+  const A inv = A(1) / sqrt(block_reduce(RowReduce::kSum, q, shared) / A(cols) + A(eps));
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    // The unrounded sum, as the cpu kernel normalizes it.
+    A h = A(load(in + base + j));
+    if (residual) h += A(load(residual + base + j));
+    store(out + base + j, (h * inv) * A(load(weight + j)));
+  }
+}
+
+template <typename T>
+__global__ void silu_and_mul_kernel(const T* in, T* out, int64_t rows, int64_t d) {
+  using A = acc_t<T>;
+  const int64_t n = rows * d;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / d, j = i - r * d;
+    const A g = A(load(in + r * 2 * d + j)), u = A(load(in + r * 2 * d + d + j));
+    store(out + i, g / (A(1) + exp(-g)) * u);
+  }
+}
+
+template <typename T> struct Tag { using type = T; };
+
+template <typename F>
+void with_type(FloatType t, F&& f) {
+  switch (t) {
+    case FloatType::kFloat: return f(Tag<float>{});
+    case FloatType::kDouble: return f(Tag<double>{});
+    case FloatType::kHalf: return f(Tag<__half>{});
+    case FloatType::kBFloat16: return f(Tag<__nv_bfloat16>{});
+  }
+  RT_ERROR("cuda rows: unknown element type ", int(t));
+}
+
+void check_launch(const char* what) {
+  const cudaError_t status = cudaGetLastError();
+  RT_CHECK(status == cudaSuccess, "CUDA kernel launch failed (", what, "): ",
+           cudaGetErrorString(status));
+}
+
+void check_rows(int64_t rows, const char* what) {
+  RT_CHECK_VALUE(rows <= INT32_MAX, "cuda ", what, ": ", rows, " rows; at most 2^31 - 1");
+}
+
+}  // namespace
+
+void launch_reduce_rows(RowReduce op, FloatType t, const void* in, void* out, int64_t rows,
+                        int64_t cols, StreamHandle s) {
+  if (rows == 0) return;
+  check_rows(rows, "reduction");
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    reduce_rows_kernel<T><<<unsigned(rows), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+        op, static_cast<const T*>(in), static_cast<T*>(out), cols);
+  });
+  check_launch("reduce_rows");
+}
+
+void launch_softmax_rows(bool log, FloatType t, const void* in, void* out, int64_t rows,
+                         int64_t cols, StreamHandle s) {
+  if (rows == 0 || cols == 0) return;
+  check_rows(rows, "softmax");
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    softmax_rows_kernel<T><<<unsigned(rows), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+        log, static_cast<const T*>(in), static_cast<T*>(out), cols);
+  });
+  check_launch("softmax_rows");
+}
+
+void launch_layer_norm_rows(FloatType t, const void* in, const void* weight, const void* bias,
+                            void* out, void* mean, void* rstd, int64_t rows, int64_t cols,
+                            double eps, StreamHandle s) {
+  if (rows == 0) return;
+  check_rows(rows, "layer_norm");
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    layer_norm_rows_kernel<T><<<unsigned(rows), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+        static_cast<const T*>(in), static_cast<const T*>(weight), static_cast<const T*>(bias),
+        static_cast<T*>(out), static_cast<T*>(mean), static_cast<T*>(rstd), cols, eps);
+  });
+  check_launch("layer_norm_rows");
+}
+
+void launch_rms_norm_rows(FloatType t, const void* in, const void* residual, const void* weight,
+                          void* out, void* sum_out, int64_t rows, int64_t cols, double eps,
+                          StreamHandle s) {
+  if (rows == 0) return;
+  check_rows(rows, "fused_rms_norm");
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    rms_norm_rows_kernel<T><<<unsigned(rows), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+        static_cast<const T*>(in), static_cast<const T*>(residual), static_cast<const T*>(weight),
+        static_cast<T*>(out), static_cast<T*>(sum_out), cols, float(eps));
+  });
+  check_launch("rms_norm_rows");
+}
+
+void launch_silu_and_mul(FloatType t, const void* in, void* out, int64_t rows, int64_t d,
+                         StreamHandle s) {
+  const int64_t n = rows * d;
+  if (n == 0) return;
+  const int64_t blocks = (n + kThreads - 1) / kThreads;
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    silu_and_mul_kernel<T><<<unsigned(blocks < 65535 ? blocks : 65535), kThreads, 0,
+                             static_cast<cudaStream_t>(s)>>>(static_cast<const T*>(in),
+                                                             static_cast<T*>(out), rows, d);
+  });
+  check_launch("silu_and_mul");
+}
+
+}  // namespace retorch::cuda_backend

@@ -1,0 +1,32 @@
+// Launchers of the CUDA backend's row kernels (CudaRows.cu): a block per contiguous row for
+// reductions, softmax, layer_norm, fused RMSNorm, and SiLU-and-mul.
+#pragma once
+#include <cstdint>
+
+#include "retorch/backend/cuda/CudaPointwise.h"
+
+namespace retorch::cuda_backend {
+
+enum class RowReduce : int { kSum, kMean, kMax, kMin };
+
+/// out[r] = op over in[r, 0..cols) for contiguous rows; all of type t.
+void launch_reduce_rows(RowReduce op, FloatType t, const void* in, void* out, int64_t rows,
+                        int64_t cols, StreamHandle s);
+/// Softmax (or log_softmax) of each contiguous row of in into out.
+void launch_softmax_rows(bool log, FloatType t, const void* in, void* out, int64_t rows,
+                         int64_t cols, StreamHandle s);
+/// layer_norm of each row with optional weight and bias (nullptr for none) of cols elements;
+/// mean and rstd get one value a row.
+void launch_layer_norm_rows(FloatType t, const void* in, const void* weight, const void* bias,
+                            void* out, void* mean, void* rstd, int64_t rows, int64_t cols,
+                            double eps, StreamHandle s);
+/// fused_rms_norm: h = in (+ residual, written to sum_out when given), out = h · rsqrt(mean(h²)
+/// + eps) · weight.
+void launch_rms_norm_rows(FloatType t, const void* in, const void* residual, const void* weight,
+                          void* out, void* sum_out, int64_t rows, int64_t cols, double eps,
+                          StreamHandle s);
+/// out[r, j] = silu(in[r, j]) · in[r, d + j] for rows of 2·d elements.
+void launch_silu_and_mul(FloatType t, const void* in, void* out, int64_t rows, int64_t d,
+                         StreamHandle s);
+
+}  // namespace retorch::cuda_backend
