@@ -272,3 +272,39 @@ def test_llm_row_kernels_match_their_formulas(dtype, tol):
     close(got, (torch.nn.functional.silu(up(tg)[..., :40]) * up(tg)[..., 40:]).to(tg.dtype),
           tol)
     assert ran_on_device("aten::fused_rms_norm") and ran_on_device("aten::silu_and_mul")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16", "float64", "int64", "int32",
+                                   "int8", "bool"])
+def test_factories_fill_on_the_device(dtype):
+    z = retorch.zeros((3, 5), dtype=rt_dtype(dtype), device="cuda")
+    o = retorch.ones((3, 5), dtype=rt_dtype(dtype), device="cuda")
+    f = retorch.full((3, 5), 7, dtype=rt_dtype(dtype), device="cuda") if dtype != "bool" else o
+    v = o.clone()[:, ::2]
+    v.zero_()
+    assert z.cpu().to(retorch.float64).numpy().tolist() == [[0.0] * 5] * 3
+    assert o.cpu().to(retorch.float64).numpy().tolist() == [[1.0] * 5] * 3
+    if dtype != "bool":
+        assert f.cpu().to(retorch.float64).numpy().tolist() == [[7.0] * 5] * 3
+    assert v.cpu().to(retorch.float64).numpy().tolist() == [[0.0] * 3] * 3
+    assert ran_on_device("aten::fill_.Scalar") and ran_on_device("aten::zero_")
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_comparisons_and_threshold_backward(dtype, tol):
+    ra, ta = pair((30, 40), dtype, seed=29)
+    rb, tb = pair((40,), dtype, seed=30)
+    for name in ("eq", "ne", "lt", "le", "gt", "ge"):
+        got = getattr(retorch, name)(ra, rb)
+        assert got.dtype == retorch.bool
+        assert (got.cpu().numpy() == getattr(torch, name)(ta, tb).numpy()).all()
+        got = getattr(retorch, name)(ra, 0.25)
+        assert (got.cpu().numpy() == getattr(torch, name)(ta, 0.25).numpy()).all()
+        assert ran_on_device(f"aten::{name}.Tensor")
+    x, tx = pair((64, 33), dtype, seed=31)
+    x.requires_grad_(True)
+    tx = up(tx).requires_grad_(True)
+    (x.relu() * 2).sum().backward()
+    (tx.relu() * 2).sum().backward()
+    close(x.grad, tx.grad.to(t_dtype(dtype)), tol)
+    assert ran_on_device("aten::threshold_backward")

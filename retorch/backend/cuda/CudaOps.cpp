@@ -1,7 +1,8 @@
-// CUDA kernels of the pointwise ops (unary and binary arithmetic on floating tensors, all three
-// variants) and device-side copies, registered at the CUDA key; other calls take the fallback.
+// CUDA kernels of the pointwise ops (unary, binary and comparison ops on floating tensors, all
+// three variants; fill_ and zero_) and device-side copies at the CUDA key; others fall back.
 #include "retorch/backend/cuda/CudaOps.h"
 
+#include <cstring>
 #include <string_view>
 
 #include "retorch/backend/cpu/TensorIterator.h"
@@ -76,7 +77,8 @@ void binary(BinaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stac
   const Variant v = variant_of(s);
   Tensor self = (*stack)[base].to_tensor();
   Tensor other = (*stack)[base + 1].to_tensor();
-  const bool has_alpha = op == BinaryOp::kAdd || op == BinaryOp::kSub;
+  const bool has_alpha =
+      op == BinaryOp::kAdd || op == BinaryOp::kSub || op == BinaryOp::kThresholdBackward;
   const Scalar alpha = has_alpha ? (*stack)[base + 2].to_scalar() : Scalar(1.0);
   Tensor out = v == Variant::kOut ? stack->back().to_tensor()
                : v == Variant::kInplace ? self : Tensor();
@@ -85,12 +87,14 @@ void binary(BinaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stac
             (scalar || (in_device_memory(other) && float_type(other.dtype())));
   if (!ok) return run_device_fallback(h, ks, stack);
   const ScalarType rt = result_type({self, other});
+  const ScalarType out_dtype = is_comparison(op) ? kBool : rt;
   const auto t = float_type(rt);
   const DimVector shape = scalar ? DimVector(self.sizes().begin(), self.sizes().end())
                                  : broadcast_shapes(self.sizes(), other.sizes(), s.name.data());
   ok = t.has_value();
   if (ok && out.defined())
-    ok = in_device_memory(out) && out.dtype() == rt && out.sizes().equals(IntArrayRef(shape));
+    ok = in_device_memory(out) && out.dtype() == out_dtype &&
+         out.sizes().equals(IntArrayRef(shape));
   if (!ok) return run_device_fallback(h, ks, stack);
   // A tensor that is also the output must not be replaced by a converted copy.
   if (self.dtype() != rt) {
@@ -103,7 +107,7 @@ void binary(BinaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stac
     if (!c) return run_device_fallback(h, ks, stack);
     other = *c;
   }
-  if (!out.defined()) out = make_empty(shape, rt, self.device());
+  if (!out.defined()) out = make_empty(shape, out_dtype, self.device());
   Geometry<3> g;
   const DimVector b_strides = scalar ? DimVector(shape.size(), 0) : broadcast_strides(other, shape);
   if (!geometry_of<3>(shape, {strides_of(out), broadcast_strides(self, shape), b_strides}, &g))
@@ -112,6 +116,29 @@ void binary(BinaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stac
   launch_binary(op, *t, g, device_ptr(out), device_ptr(self), scalar ? nullptr : device_ptr(other),
                 scalar, b_value, alpha.to_double(), nullptr);
   finish_call(s, v, out, stack);
+}
+
+// fill_ and zero_ of any dtype whose elements are 1, 2, 4 or 8 bytes: the value's bit pattern in
+// self's dtype comes from a one-element cpu tensor filled the cpu's way.
+void fill_kernel(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor self = (*stack)[base].to_tensor();
+  const int64_t es = self.element_size();
+  if (!in_device_memory(self) || !(es == 1 || es == 2 || es == 4 || es == 8))
+    return run_device_fallback(h, ks, stack);
+  const Scalar value = s.num_args > 1 ? (*stack)[base + 1].to_scalar() : Scalar(int64_t(0));
+  Tensor one = make_empty({}, self.dtype());
+  {
+    ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+    one.fill_(value);
+  }
+  uint64_t bits = 0;
+  std::memcpy(&bits, one.impl()->storage()->data(), size_t(es));
+  Geometry<1> g;
+  if (!geometry_of<1>(self.sizes(), {strides_of(self)}, &g)) return run_device_fallback(h, ks, stack);
+  launch_fill_bytes(int(es), g, device_ptr(self), bits, nullptr);
+  finish_call(s, Variant::kInplace, self, stack);
 }
 
 struct UnaryEntry {
@@ -136,6 +163,10 @@ constexpr BinaryEntry kBinaryOps[] = {
     {"add", "Tensor", BinaryOp::kAdd},     {"sub", "Tensor", BinaryOp::kSub},
     {"mul", "Tensor", BinaryOp::kMul},     {"div", "Tensor", BinaryOp::kDiv},
     {"maximum", "", BinaryOp::kMaximum},   {"minimum", "", BinaryOp::kMinimum},
+    {"threshold_backward", "", BinaryOp::kThresholdBackward},
+    {"eq", "Tensor", BinaryOp::kEq},       {"ne", "Tensor", BinaryOp::kNe},
+    {"lt", "Tensor", BinaryOp::kLt},       {"le", "Tensor", BinaryOp::kLe},
+    {"gt", "Tensor", BinaryOp::kGt},       {"ge", "Tensor", BinaryOp::kGe},
 };
 
 }  // namespace
@@ -210,6 +241,8 @@ void register_pointwise_ops(Dispatcher& d) {
     std::string_view base = s.name;
     if (!base.empty() && base.back() == '_') base.remove_suffix(1);
     const bool out = variant_of(s) == Variant::kOut;
+    if ((s.name == "fill_" && s.overload == "Scalar") || (s.name == "zero_" && s.overload.empty()))
+      h->set_kernel(DispatchKey::CUDA, make_boxed_kernel(&fill_kernel));
     for (const UnaryEntry& e : kUnaryOps)
       if (base == e.name && (s.overload.empty() || out)) {
         const UnaryOp op = e.op;

@@ -54,6 +54,8 @@ __device__ inline void store(__nv_bfloat16* p, double v) { *p = __float2bfloat16
 __device__ inline void store(float* p, float v) { *p = v; }
 __device__ inline void store(__half* p, float v) { *p = __float2half_rn(v); }
 __device__ inline void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+__device__ inline void store(bool* p, double v) { *p = v != 0; }
+__device__ inline void store(bool* p, float v) { *p = v != 0; }
 
 template <typename A>
 __device__ inline A apply_unary(UnaryOp op, A x) {
@@ -93,6 +95,13 @@ __device__ inline A apply_binary(BinaryOp op, A a, A b, A alpha) {
     case BinaryOp::kDiv: return a / b;
     case BinaryOp::kMaximum: return a != a ? a : (b != b ? b : (a > b ? a : b));
     case BinaryOp::kMinimum: return a != a ? a : (b != b ? b : (a < b ? a : b));
+    case BinaryOp::kThresholdBackward: return b <= alpha ? A(0) : a;
+    case BinaryOp::kEq: return A(a == b);
+    case BinaryOp::kNe: return A(a != b);
+    case BinaryOp::kLt: return A(a < b);
+    case BinaryOp::kLe: return A(a <= b);
+    case BinaryOp::kGt: return A(a > b);
+    case BinaryOp::kGe: return A(a >= b);
   }
   return a;
 }
@@ -107,8 +116,8 @@ __global__ void unary_kernel(UnaryOp op, OffsetCalc<2, Index> c, T* out, const T
   }
 }
 
-template <typename T, typename Index>
-__global__ void binary_kernel(BinaryOp op, OffsetCalc<3, Index> c, T* out, const T* a,
+template <typename T, typename O, typename Index>
+__global__ void binary_kernel(BinaryOp op, OffsetCalc<3, Index> c, O* out, const T* a,
                               const T* b, bool b_is_scalar, acc_t<T> b_value, acc_t<T> alpha,
                               int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -127,6 +136,16 @@ __global__ void convert_kernel(OffsetCalc<2, Index> c, To* out, const From* in, 
     Index o[2];
     c.offsets(Index(i), o);
     store(out + o[0], load(in + o[1]));
+  }
+}
+
+template <typename E, typename Index>
+__global__ void fill_kernel(OffsetCalc<1, Index> c, E* out, E value, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    Index o[1];
+    c.offsets(Index(i), o);
+    out[o[0]] = value;
   }
 }
 
@@ -185,9 +204,15 @@ void launch_binary(BinaryOp op, FloatType t, const Geometry<3>& g, void* out, co
     using A = acc_t<T>;
     with_index(g, [&](auto index) {
       using I = typename decltype(index)::type;
-      binary_kernel<T, I><<<blocks_for(g.numel), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
-          op, g.template calc<I>(), static_cast<T*>(out), static_cast<const T*>(a),
-          static_cast<const T*>(b), b_is_scalar, A(b_value), A(alpha), g.numel);
+      auto go = [&](auto out_type) {
+        using O = typename decltype(out_type)::type;
+        binary_kernel<T, O, I><<<blocks_for(g.numel), kThreads, 0,
+                                 static_cast<cudaStream_t>(s)>>>(
+            op, g.template calc<I>(), static_cast<O*>(out), static_cast<const T*>(a),
+            static_cast<const T*>(b), b_is_scalar, A(b_value), A(alpha), g.numel);
+      };
+      if (is_comparison(op)) go(Tag<bool>{});
+      else go(Tag<T>{});
     });
   });
   check_launch("binary");
@@ -210,6 +235,27 @@ void launch_convert(FloatType to, FloatType from, const Geometry<2>& g, void* ou
     });
   });
   check_launch("convert");
+}
+
+void launch_fill_bytes(int element_size, const Geometry<1>& g, void* out, uint64_t bits,
+                       StreamHandle s) {
+  if (g.numel == 0) return;
+  auto go = [&](auto type) {
+    using E = typename decltype(type)::type;
+    with_index(g, [&](auto index) {
+      using I = typename decltype(index)::type;
+      fill_kernel<E, I><<<blocks_for(g.numel), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+          g.template calc<I>(), static_cast<E*>(out), E(bits), g.numel);
+    });
+  };
+  switch (element_size) {
+    case 1: go(Tag<uint8_t>{}); break;
+    case 2: go(Tag<uint16_t>{}); break;
+    case 4: go(Tag<uint32_t>{}); break;
+    case 8: go(Tag<uint64_t>{}); break;
+    default: RT_ERROR("cuda fill: elements of ", element_size, " bytes are not supported");
+  }
+  check_launch("fill");
 }
 
 void launch_copy_bytes(int element_size, const Geometry<2>& g, void* out, const void* in,

@@ -14,19 +14,29 @@ enum class UnaryOp : int {
   kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kSin, kCos, kTanh, kSigmoid, kRelu, kSilu,
   kGelu, kGeluTanh, kReciprocal, kLog1p, kExpm1, kErf,
 };
-/// Binary ops: add and sub scale the second operand by alpha.
-enum class BinaryOp : int { kAdd, kSub, kMul, kDiv, kMaximum, kMinimum };
+/// Binary ops: add and sub scale the second operand by alpha; threshold_backward(a = grad,
+/// b = self) gives a where b > alpha, else 0; the comparisons give 1 or 0 (a bool output).
+enum class BinaryOp : int {
+  kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kThresholdBackward,
+  kEq, kNe, kLt, kLe, kGt, kGe,
+};
+/// Whether op is a comparison (its output is bool).
+inline bool is_comparison(BinaryOp op) { return op >= BinaryOp::kEq; }
 
 /// out = op(in) over g (operand 0 the output, 1 the input), all of type t.
 void launch_unary(UnaryOp op, FloatType t, const Geometry<2>& g, void* out, const void* in,
                   StreamHandle s);
-/// out = op(a, b) over g (operands out, a, b), all of type t; with b_is_scalar, b is
-/// b_value everywhere and its pointer and strides are unused.
+/// out = op(a, b) over g (operands out, a, b), a and b of type t, out of type t (bool for a
+/// comparison); with b_is_scalar, b is b_value everywhere and its pointer and strides are
+/// unused.
 void launch_binary(BinaryOp op, FloatType t, const Geometry<3>& g, void* out, const void* a,
                    const void* b, bool b_is_scalar, double b_value, double alpha, StreamHandle s);
 /// out = in converted from type `from` to type `to` over g (operands out, in).
 void launch_convert(FloatType to, FloatType from, const Geometry<2>& g, void* out,
                     const void* in, StreamHandle s);
+/// Sets every element of out (of `element_size` bytes) over g to the bit pattern `bits`.
+void launch_fill_bytes(int element_size, const Geometry<1>& g, void* out, uint64_t bits,
+                       StreamHandle s);
 /// A strided copy of elements of `element_size` bytes (1, 2, 4 or 8) over g, any dtype.
 void launch_copy_bytes(int element_size, const Geometry<2>& g, void* out, const void* in,
                        StreamHandle s);
