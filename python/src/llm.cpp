@@ -96,14 +96,15 @@ void bind_llm(py::module_& m) {
   py::class_<Engine>(l, "Engine")
       .def(py::init([](std::shared_ptr<LlamaForCausalLMImpl> model, int64_t block_size,
                        int64_t num_blocks, int64_t max_context, int64_t max_seqs,
-                       int64_t max_batch_tokens, ScalarType kv_dtype) {
+                       int64_t max_batch_tokens, ScalarType kv_dtype, py::object device) {
              EngineOptions o{block_size, num_blocks, max_context, max_seqs, max_batch_tokens,
-                             kv_dtype};
+                             kv_dtype, optional_device(device).value_or(Device(kCPU))};
              return std::make_unique<Engine>(LlamaForCausalLM(std::move(model)), o);
            }),
            py::arg("model"), py::arg("block_size") = 16, py::arg("num_blocks") = 0,
            py::arg("max_context") = 2048, py::arg("max_seqs") = 8,
-           py::arg("max_batch_tokens") = 512, py::arg("kv_dtype") = kFloat)
+           py::arg("max_batch_tokens") = 512, py::arg("kv_dtype") = kFloat,
+           py::arg("device") = py::none())
       .def(
           "add_request",
           [](Engine& e, const std::vector<int64_t>& prompt, double temperature, int64_t top_k,

@@ -308,3 +308,67 @@ def test_comparisons_and_threshold_backward(dtype, tol):
     (tx.relu() * 2).sum().backward()
     close(x.grad, tx.grad.to(t_dtype(dtype)), tol)
     assert ran_on_device("aten::threshold_backward")
+
+
+def cu(a):
+    return retorch.from_numpy(np.ascontiguousarray(a)).to("cuda")
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("rot", [64, 32])
+def test_rotary_embedding_on_the_device(interleaved, rot):
+    from test_ops_llm import rope_cache, torch_rope
+    rng = np.random.default_rng(32)
+    x = rng.standard_normal((7, 4, 64)).astype(np.float32)
+    pos = np.array([0, 9, 3, 63, 17, 2, 40], np.int64)
+    cache = rope_cache(64, rot)
+    got = retorch.rotary_embedding(cu(x), cu(pos), cu(cache.numpy()), interleaved)
+    close(got, torch_rope(torch.from_numpy(x), torch.from_numpy(pos), cache, interleaved), 1e-5)
+    assert ran_on_device("aten::rotary_embedding")
+
+
+@pytest.mark.parametrize("kv", ["float32", "bfloat16"])
+@pytest.mark.parametrize("Hq,Hkv,window", [(8, 2, -1), (4, 4, 5), (6, 1, -1)])
+def test_paged_attention_on_the_device(kv, Hq, Hkv, window):
+    from test_ops_llm import paged_cache, torch_attention
+    rng = np.random.default_rng(33)
+    D, BS, NB = 128, 16, 20
+    lens = [37, 70, 1, 16]
+    kc, vc, tables, keys, vals = paged_cache(rng, lens, NB, BS, Hkv, D, 5)
+    if kv == "bfloat16":  # the oracle reads the rounded cache
+        kc = torch.from_numpy(kc).bfloat16().float().numpy()
+        vc = torch.from_numpy(vc).bfloat16().float().numpy()
+        keys = [k.bfloat16().float() for k in keys]
+        vals = [v.bfloat16().float() for v in vals]
+    qseq = np.array([s for s, L in enumerate(lens) for _ in range(L)], np.int64)
+    qpos = np.array([p for L in lens for p in range(L)], np.int64)
+    q = rng.standard_normal((len(qseq), Hq, D)).astype(np.float32)
+    out = retorch.paged_attention(cu(q), cu(kc).to(getattr(retorch, kv)),
+                                  cu(vc).to(getattr(retorch, kv)), cu(np.array(tables, np.int64)),
+                                  cu(qseq), cu(qpos), 1 / D ** 0.5, window)
+    assert out.device.type == "cuda"
+    for s in range(len(lens)):
+        rows = np.nonzero(qseq == s)[0]
+        expect = torch_attention(torch.from_numpy(q[rows]), keys[s], vals[s],
+                                 torch.from_numpy(qpos[rows]), window)
+        np.testing.assert_allclose(out.cpu().numpy()[rows], expect.numpy(), rtol=1e-4, atol=1e-5)
+    assert ran_on_device("aten::paged_attention")
+
+
+def test_row_gathers_and_the_cache_write():
+    rng = np.random.default_rng(34)
+    table = rng.standard_normal((50, 3, 8)).astype(np.float32)
+    idx = np.array([4, 0, 49, 4, 17], np.int64)
+    got = retorch.index_select(cu(table), 0, cu(idx))
+    assert (got.cpu().numpy() == table[idx]).all()
+    emb = retorch.nn.functional.embedding(cu(idx.reshape(5, 1)), cu(table.reshape(50, 24)))
+    assert (emb.cpu().numpy() == table.reshape(50, 24)[idx.reshape(5, 1)]).all()
+    cache = retorch.zeros((50, 3, 8), device="cuda")
+    slots = np.array([7, 3, 40], np.int64)
+    vals = rng.standard_normal((3, 3, 8)).astype(np.float32)
+    cache.index_put_([cu(slots)], cu(vals))
+    want = np.zeros((50, 3, 8), np.float32)
+    want[slots] = vals
+    assert (cache.cpu().numpy() == want).all()
+    for op in ("aten::index_select", "aten::embedding", "aten::index_put_"):
+        assert ran_on_device(op)

@@ -83,6 +83,28 @@ def test_greedy_generation_is_token_identical(tmp_path, kind):
     assert got == hf
 
 
+@pytest.mark.parametrize("kv_dtype", ["float32", "bfloat16"])
+def test_generation_on_cuda_is_token_identical(tmp_path, kv_dtype):
+    # The engine moves the model, cache and batches to cuda: the CUDA backend's kernels where it
+    # has a device, the device fallback onto the cpu here otherwise. Either way the greedy tokens
+    # are transformers', the logits its within float32 (or the bfloat16 cache's) rounding.
+    model = hf_model("gqa", seed=1)
+    model.generation_config.eos_token_id = None
+    with torch.no_grad():
+        hf = model.generate(torch.tensor([PROMPT]), do_sample=False, max_new_tokens=12,
+                            pad_token_id=0)[0, len(PROMPT):].tolist()
+        expect = model(torch.tensor([PROMPT])).logits[0].numpy()
+    m = llm.load(save(model, tmp_path / "m"))
+    kv = getattr(retorch, kv_dtype)
+    engine = llm.Engine(m, block_size=4, kv_dtype=kv, device="cuda")
+    got = engine.forward_all(PROMPT)
+    assert got.device.type == "cuda"
+    assert rel_err(got.cpu().numpy(), expect) < (1e-4 if kv_dtype == "float32" else 2e-2)
+    if kv_dtype == "float32":
+        assert llm.generate(m, [PROMPT], max_new_tokens=12, temperature=0.0, ignore_eos=True,
+                            device="cuda")[0] == hf
+
+
 def test_sharded_and_bfloat16_checkpoints(tmp_path):
     model = hf_model("gqa", seed=2)
     save(model, tmp_path / "sharded", max_shard_size="40KB")

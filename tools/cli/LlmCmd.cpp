@@ -109,6 +109,7 @@ int run_generate(const GenerateConfig& c) {
   sp.stop_strings = c.stop;
   EngineOptions o;
   o.kv_dtype = c.kv_dtype == "bfloat16" ? kBFloat16 : kFloat;
+  o.device = Device(c.device);
   o.max_seqs = 1;
   o.max_context = int64_t(prompt.size()) + c.max_new_tokens + 1;
   Engine engine(model, o);
@@ -157,6 +158,7 @@ int run_bench_llm(const BenchLlmConfig& c) {
               double(model->weight_bytes_per_token()) / 1e6, seconds_since(t0));
   EngineOptions o;
   o.kv_dtype = c.kv_dtype == "bfloat16" ? kBFloat16 : kFloat;
+  o.device = Device(c.device);
   o.max_seqs = c.batch;
   o.max_context = c.prompt_len + c.gen_len + 1;
   o.max_batch_tokens = c.batch * c.prompt_len;

@@ -22,6 +22,7 @@ struct GenerateConfig {
   std::vector<std::string> stop;  // stop strings
   std::string dtype = "float32";
   std::string kv_dtype = "float32";  // the KV cache: float32 or bfloat16
+  std::string device = "cpu";        // where the model runs: cpu, cuda, cuda:N
 };
 
 struct BenchLlmConfig {
@@ -31,6 +32,7 @@ struct BenchLlmConfig {
   int64_t prompt_len = 128;
   int64_t gen_len = 32;
   std::string kv_dtype = "float32";  // the KV cache: float32 or bfloat16
+  std::string device = "cpu";        // where the model runs: cpu, cuda, cuda:N
 };
 
 /// Runs `retorch generate`; returns the exit status.

@@ -156,6 +156,8 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"float32", "bfloat16"}))->capture_default_str();
   gen->add_option("--kv-dtype", gc.kv_dtype, "the KV cache as float32 or bfloat16")
       ->check(CLI::IsMember({"float32", "bfloat16"}))->capture_default_str();
+  gen->add_option("--device", gc.device, "where the model runs: cpu, cuda, cuda:N")
+      ->capture_default_str();
 
   retorch::cli::BenchLlmConfig bc;
   CLI::App* bench = app.add_subcommand(
@@ -172,6 +174,8 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber)->capture_default_str();
   bench->add_option("--kv-dtype", bc.kv_dtype, "the KV cache as float32 or bfloat16")
       ->check(CLI::IsMember({"float32", "bfloat16"}))->capture_default_str();
+  bench->add_option("--device", bc.device, "where the model runs: cpu, cuda, cuda:N")
+      ->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
   c.shuffle = !no_shuffle;

@@ -124,6 +124,7 @@ void register_cuda_backend(Dispatcher& d) {
                                  make_boxed_kernel(&cuda_backend::to_copy_kernel));
   cuda_backend::register_pointwise_ops(d);
   cuda_backend::register_row_ops(d);
+  cuda_backend::register_llm_ops(d);
   cuda_backend::register_blas_ops(d);
 }
 

@@ -15,6 +15,15 @@ int64_t blocks_for(const EngineOptions& o) {
   return (o.max_context + o.block_size - 1) / o.block_size * std::max<int64_t>(1, o.max_seqs);
 }
 
+// The batch's index tensors on the engine's device.
+ForwardBatch on_device(ForwardBatch b, Device d) {
+  if (d.is_cpu()) return b;
+  for (Tensor* t : {&b.tokens, &b.positions, &b.query_seq, &b.block_tables, &b.slots,
+                    &b.logit_rows})
+    if (t->defined()) *t = t->to(d, t->dtype());
+  return b;
+}
+
 Tensor long_tensor(const std::vector<int64_t>& v) {
   Tensor t = empty({int64_t(v.size())}, TensorOptions().dtype(kLong));
   std::copy(v.begin(), v.end(), t.data_ptr<int64_t>());
@@ -38,10 +47,12 @@ Tensor table_tensor(const std::vector<const std::vector<int64_t>*>& tables) {
 Engine::Engine(LlamaForCausalLM model, const EngineOptions& options)
     : model_(std::move(model)),
       options_(options),
-      cache_(model_->config(), blocks_for(options), options.block_size, options.kv_dtype) {
+      cache_(model_->config(), blocks_for(options), options.block_size, options.kv_dtype,
+             options.device) {
   RT_CHECK_VALUE(options.max_batch_tokens > 0 && options.max_context > 0,
                  "Engine: max_batch_tokens (", options.max_batch_tokens, ") and max_context (",
                  options.max_context, ") must be positive");
+  model_->to(options.device);
 }
 
 int64_t Engine::add_request(const std::vector<int64_t>& prompt, const SamplingParams& params) {
@@ -150,7 +161,8 @@ std::vector<StepToken> Engine::step() {
   ForwardBatch fb{long_tensor(tokens), long_tensor(positions), long_tensor(query_seq),
                   table_tensor(tables), long_tensor(slots), long_tensor(logit_rows)};
   auto t0 = std::chrono::steady_clock::now();
-  Tensor logits = model_->forward(fb, cache_).contiguous();
+  Tensor logits = model_->forward(on_device(std::move(fb), options_.device), cache_);
+  logits = logits.to(Device(kCPU), logits.dtype()).contiguous();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++stats_.forward_passes;
   (has_prompt ? stats_.prefill_seconds : stats_.decode_seconds) += secs;
@@ -204,7 +216,7 @@ Tensor Engine::forward_all(const std::vector<int64_t>& ids) {
                   table_tensor({&blocks}), long_tensor(slots), Tensor()};
   Tensor logits;
   try {
-    logits = model_->forward(fb, cache_);
+    logits = model_->forward(on_device(std::move(fb), options_.device), cache_);
   } catch (...) {
     cache_.release(blocks);
     throw;

@@ -23,6 +23,9 @@ struct EngineOptions {
   int64_t max_batch_tokens = 512;
   /// The cache's element type: float32, or bfloat16 for half the memory and decode reads.
   ScalarType kv_dtype = kFloat;
+  /// Where the model runs and the cache lives: the engine moves the model there; tokens,
+  /// positions and tables go there each step and logits come back for sampling on the cpu.
+  Device device = Device(kCPU);
 };
 
 /// One token produced by step().

@@ -7,7 +7,7 @@
 namespace retorch::llama {
 
 KvCache::KvCache(const LlamaConfig& config, int64_t num_blocks, int64_t block_size,
-                 ScalarType dtype)
+                 ScalarType dtype, Device device)
     : num_blocks_(num_blocks), block_size_(block_size), dtype_(dtype) {
   RT_CHECK_VALUE(num_blocks > 0 && block_size > 0, "KvCache: num_blocks (", num_blocks,
                  ") and block_size (", block_size, ") must be positive");
@@ -15,9 +15,9 @@ KvCache::KvCache(const LlamaConfig& config, int64_t num_blocks, int64_t block_si
                 "KvCache: the cache holds float32 or bfloat16, got ", dtype);
   for (int64_t l = 0; l < config.num_layers; ++l) {
     keys_.push_back(zeros({num_blocks, block_size, config.num_kv_heads, config.head_dim},
-                          TensorOptions().dtype(dtype)));
+                          TensorOptions().dtype(dtype).device(device)));
     values_.push_back(zeros({num_blocks, block_size, config.num_kv_heads, config.head_dim},
-                            TensorOptions().dtype(dtype)));
+                            TensorOptions().dtype(dtype).device(device)));
   }
   // Handed out lowest id first (popped from the back).
   for (int64_t b = num_blocks - 1; b >= 0; --b) free_.push_back(b);

@@ -22,7 +22,7 @@ class KvCache {
   /// Allocates num_blocks blocks of block_size tokens for every layer of `config`, in `dtype`
   /// (float32 or bfloat16).
   KvCache(const LlamaConfig& config, int64_t num_blocks, int64_t block_size = 16,
-          ScalarType dtype = kFloat);
+          ScalarType dtype = kFloat, Device device = Device(kCPU));
 
   int64_t num_blocks() const { return num_blocks_; }
   int64_t block_size() const { return block_size_; }

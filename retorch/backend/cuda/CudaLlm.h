@@ -1,0 +1,39 @@
+// Launchers of the CUDA backend's LLM kernels (CudaLlm.cu): paged attention, rotary embedding,
+// and row gathers and scatters (index_select rows, the KV cache's index_put_).
+#pragma once
+#include <cstdint>
+
+#include "retorch/backend/cuda/CudaRuntime.h"
+
+namespace retorch::cuda_backend {
+
+constexpr int kMaxAttentionHeadDim = 256;
+
+/// The geometry of a paged_attention call (Note [Paged attention] in backend/cpu/LlmOps.cpp).
+struct AttentionShape {
+  int hq = 0, hkv = 0, d = 0;
+  int64_t block_size = 0, max_blocks = 0, num_blocks = 0, seqs = 0;
+  int64_t window = -1;  // sliding window; <= 0: unbounded
+  float scale = 1.f;
+};
+
+/// paged_attention of float32 queries [tokens, hq, d] over a float32 or bfloat16 cache into
+/// float32 out (Note [CUDA paged attention]).
+void launch_paged_attention(const float* q, const void* key_cache, const void* value_cache,
+                            bool bfloat16_cache, const int64_t* tables, const int64_t* seqs,
+                            const int64_t* positions, float* out, int64_t tokens,
+                            const AttentionShape& g, StreamHandle s);
+/// rotary_embedding of float32 rows [rows = tokens * heads, d] with the cos/sin cache's rows of
+/// 2 * half values (Note [Rotary embedding layouts] in backend/cpu/LlmOps.cpp).
+void launch_rotary(const float* in, const int64_t* positions, const float* cos_sin, float* out,
+                   int64_t rows, int64_t heads, int64_t d, int64_t half, int64_t num_positions,
+                   bool interleaved, StreamHandle s);
+/// out[i] = table[index[i]] for n rows of `row` elements of element_size bytes.
+void launch_gather_rows(int64_t element_size, const void* table, const int64_t* index, void* out,
+                        int64_t n, int64_t row, int64_t table_rows, StreamHandle s);
+/// table[index[i]] = values[i] for n rows of `row` elements of element_size bytes.
+void launch_scatter_rows(int64_t element_size, void* table, const int64_t* index,
+                         const void* values, int64_t n, int64_t row, int64_t table_rows,
+                         StreamHandle s);
+
+}  // namespace retorch::cuda_backend
