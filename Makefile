@@ -56,6 +56,7 @@ bench: build
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_op_sweep.py
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_nn.py
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_devices.py
+	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_cuda.py
 	PYTHONPATH=$(CURDIR)/python:$(CURDIR)/.deps/python $(PY) bench/bench_llm.py
 
 # docs/ops.md, the operator coverage table, and docs/devices.md, the device compatibility matrix

@@ -1,0 +1,119 @@
+"""The CUDA issue's speed table on a GPU machine: retorch against PyTorch on the same GPU, in one
+run, with the device's copy bandwidth as the limit of the memory-bound rows. Without a CUDA device
+(or without a CUDA build of torch) it says so and exits 0.
+
+  PYTHONPATH=python /usr/bin/python3 bench/bench_cuda.py [--quick]
+"""
+import argparse
+import sys
+import time
+
+import torch
+
+import retorch
+
+
+def timed(sync, fn, iters):
+    """Seconds per call: best of three batches of `iters` calls, the device synchronized."""
+    fn()
+    sync()
+    best = float("inf")
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for _ in range(iters):
+            fn()
+        sync()
+        best = min(best, (time.perf_counter() - t0) / iters)
+    return best
+
+
+def sync_rt():
+    retorch.cuda.synchronize()
+
+
+def sync_t():
+    torch.cuda.synchronize()
+
+
+def both(make, iters):
+    """make(lib) -> a no-argument callable; returns (retorch seconds, torch seconds)."""
+    r = timed(sync_rt, make(retorch), iters)
+    t = timed(sync_t, make(torch), iters)
+    return r, t
+
+
+def randn(lib, *shape, dtype=None):
+    x = lib.randn(*shape)
+    if dtype is not None:
+        x = x.to(getattr(lib, dtype))
+    return x.to("cuda")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true", help="smaller shapes")
+    a = ap.parse_args()
+    if not retorch.cuda.is_available():
+        print("bench_cuda: no CUDA device for retorch here; nothing measured")
+        return 0
+    if not torch.cuda.is_available():
+        print("bench_cuda: this torch has no CUDA; nothing measured")
+        return 0
+    print(f"device: {torch.cuda.get_device_name(0)}")
+    n_gemm = 4096 if a.quick else 8192
+    n_add = (64 if a.quick else 256) << 20
+    n_row = 4096 if a.quick else 8192
+    rows = []
+
+    # Copy bandwidth: torch's device-to-device copy of n_add floats (read + write).
+    src = torch.empty(n_add, device="cuda")
+    dst = torch.empty_like(src)
+    copy_s = timed(sync_t, lambda: dst.copy_(src), 10)
+    bw = 2 * 4 * n_add / copy_s
+    del src, dst
+    print(f"device copy bandwidth: {bw / 1e9:.0f} GB/s")
+
+    def gemm(lib):
+        x = randn(lib, n_gemm, n_gemm, dtype="bfloat16")
+        y = randn(lib, n_gemm, n_gemm, dtype="bfloat16")
+        return lambda: lib.mm(x, y)
+    r, t = both(gemm, 5)
+    flop = 2 * n_gemm ** 3
+    rows.append((f"bf16 GEMM {n_gemm}^3", r, t, f"{flop / r / 1e12:.0f} / {flop / t / 1e12:.0f} TFLOP/s",
+                 "aim >= 0.95x torch.matmul"))
+
+    def add(lib):
+        x, y = randn(lib, n_add), randn(lib, n_add)
+        return lambda: x + y
+    r, t = both(add, 10)
+    rows.append((f"add {n_add >> 20}M floats", r, t,
+                 f"{12 * n_add / r / 1e9:.0f} GB/s ({12 * n_add / r / bw:.0%} of copy)",
+                 "aim >= 90% of copy bandwidth"))
+
+    for name, fn in (("softmax", lambda lib, x: lib.softmax(x, -1)),
+                     ("layer_norm", lambda lib, x: lib.nn.functional.layer_norm(x, [n_row]))):
+        def make(lib, fn=fn):
+            x = randn(lib, n_row, n_row)
+            return lambda: fn(lib, x)
+        r, t = both(make, 10)
+        rows.append((f"{name} {n_row}x{n_row}", r, t,
+                     f"{8 * n_row * n_row / r / 1e9:.0f} GB/s", "aim >= torch"))
+
+    x = randn(retorch, n_add)
+    chain = retorch.compile(lambda a: (a * 2 + 1).tanh())
+    r = timed(sync_rt, lambda: chain(x), 10)
+    tx = randn(torch, n_add)
+    t = timed(sync_t, lambda: (tx * 2 + 1).tanh(), 10)
+    rows.append((f"compiled (a*2+1).tanh() {n_add >> 20}M", r, t,
+                 f"{8 * n_add / r / 1e9:.0f} GB/s ({8 * n_add / r / bw:.0%} of copy)",
+                 "aim >= 85% of bandwidth (torch eager)"))
+
+    print(f"\n| case | retorch | PyTorch {torch.__version__} | time ratio | rate | aim |")
+    print("| --- | --- | --- | --- | --- | --- |")
+    for name, r, t, rate, aim in rows:
+        print(f"| {name} | {r * 1e3:.3f} ms | {t * 1e3:.3f} ms | {r / t:.2f} | {rate} | {aim} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
