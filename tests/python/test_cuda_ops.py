@@ -40,7 +40,7 @@ def up(t):
 
 def close(got, want, tol):
     assert got.device.type == "cuda"
-    g = torch.tensor(got.cpu().to(retorch.float64).numpy())
+    g = torch.tensor(got.detach().cpu().to(retorch.float64).numpy())
     w = want.to(torch.float64)
     assert g.shape == w.shape
     assert torch.allclose(g, w, rtol=tol, atol=tol, equal_nan=True), (g - w).abs().max()
@@ -372,3 +372,54 @@ def test_row_gathers_and_the_cache_write():
     assert (cache.cpu().numpy() == want).all()
     for op in ("aten::index_select", "aten::embedding", "aten::index_put_"):
         assert ran_on_device(op)
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float64", 1e-10), ("bfloat16", 3e-2)])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("weighted,smoothing", [(False, 0.0), (True, 0.0), (True, 0.1)])
+def test_cross_entropy_forward_and_backward(dtype, tol, reduction, weighted, smoothing):
+    x, tx = pair((37, 10), dtype, seed=35)
+    tgt = np.random.default_rng(36).integers(0, 10, 37)
+    tgt[[3, 8]] = -100  # ignored rows
+    w, tw = pair((10,), dtype, seed=37, positive=True) if weighted else (None, None)
+    x.requires_grad_(True)
+    tx = up(tx).requires_grad_(True)
+    got = retorch.nn.functional.cross_entropy(x, cu(tgt), weight=w, reduction=reduction,
+                                              label_smoothing=smoothing)
+    want = torch.nn.functional.cross_entropy(tx, torch.from_numpy(tgt), reduction=reduction,
+                                             weight=None if tw is None else up(tw),
+                                             label_smoothing=smoothing)
+    close(got, want.detach().to(t_dtype(dtype)), tol * 4)
+    (got.sum() * 3).backward()
+    (want.sum() * 3).backward()
+    close(x.grad, tx.grad.to(t_dtype(dtype)), tol * 4)
+    assert ran_on_device("aten::_cross_entropy_fused")
+    assert ran_on_device("aten::_cross_entropy_fused_backward")
+
+
+def test_mlp_training_matches_torch_and_its_ops_run_on_the_device():
+    rng = np.random.default_rng(38)
+    x = rng.standard_normal((100, 64)).astype(np.float32)
+    y = rng.integers(0, 10, 100)
+    models = []
+    for lib in (retorch, torch):
+        lib.manual_seed(0)
+        models.append(lib.nn.Sequential(lib.nn.Linear(64, 32), lib.nn.ReLU(),
+                                        lib.nn.Linear(32, 10)))
+    with torch.no_grad():  # the same initial weights
+        for p, q in zip(models[0].parameters(), models[1].parameters()):
+            q.copy_(torch.from_numpy(p.detach().numpy()))
+    models[0].to("cuda")
+    data = [(cu(x), cu(y)), (torch.from_numpy(x), torch.from_numpy(y))]
+    for (lib, m), (xb, yb) in zip(zip((retorch, torch), models), data):
+        opt = lib.optim.SGD(m.parameters(), lr=0.1, momentum=0.9)
+        for _ in range(3):
+            opt.zero_grad()
+            lib.nn.functional.cross_entropy(m(xb), yb).backward()
+            opt.step()
+    for p, q in zip(models[0].parameters(), models[1].parameters()):
+        close(p, q.detach(), 1e-4)
+    for op in ("aten::addmm", "aten::mm", "aten::relu", "aten::threshold_backward",
+               "aten::sum.dim_IntList", "aten::_cross_entropy_fused",
+               "aten::_cross_entropy_fused_backward"):
+        assert ran_on_device(op), op

@@ -1,5 +1,5 @@
 // CUDA kernels of the row ops: sum, mean, amax, amin over any dims, softmax and log_softmax,
-// native_layer_norm, fused_rms_norm and silu_and_mul, registered at the CUDA key.
+// native_layer_norm, fused_rms_norm, silu_and_mul and cross entropy, at the CUDA key.
 #include <numeric>
 #include <vector>
 
@@ -209,6 +209,93 @@ void silu_and_mul(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
+// The accumulation dtype of a floating dtype: float64 for float64, float32 otherwise.
+ScalarType acc_dtype(ScalarType t) { return t == kDouble ? kDouble : kFloat; }
+
+// _cross_entropy_fused(input [N, C], target [N], weight?, ignore_index, reduction, smoothing)
+// -> (loss, lse): row losses and weights from a block per row, then summed on the device.
+void cross_entropy(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const auto input = device_float(*stack, base);
+  const Tensor target = (*stack)[base + 1].to_tensor();
+  const bool has_w = !(*stack)[base + 2].is_none();
+  const auto weight = has_w ? device_float(*stack, base + 2) : std::nullopt;
+  bool ok = input && input->dim() == 2 && in_device_memory(target) && target.dtype() == kLong &&
+            target.dim() == 1 && target.size(0) == input->size(0);
+  if (ok && has_w)
+    ok = weight && weight->dtype() == input->dtype() && weight->numel() == input->size(1) &&
+         weight->is_contiguous();
+  if (!ok) return run_device_fallback(h, ks, stack);  // its checks name shapes and dtypes
+  const int64_t ignore = (*stack)[base + 3].to_int(), reduction = (*stack)[base + 4].to_int();
+  const double smoothing = (*stack)[base + 5].to_double();
+  const int64_t n = input->size(0), c = input->size(1);
+  const ScalarType dt = input->dtype(), at = acc_dtype(dt);
+  const Device dev = input->device();
+  const Tensor x = contiguous_on_device(*input), t = contiguous_on_device(target);
+  Tensor lse = make_empty({n}, dt, dev);
+  Tensor row_loss = make_empty({n}, at, dev), row_w = make_empty({n}, at, dev);
+  launch_cross_entropy_rows(*float_type(dt), device_ptr(x),
+                            static_cast<const int64_t*>(device_ptr(t)),
+                            has_w ? device_ptr(*weight) : nullptr, device_ptr(lse),
+                            device_ptr(row_loss), device_ptr(row_w), n, c, ignore, smoothing,
+                            nullptr);
+  Tensor loss;
+  if (reduction == 0) {
+    loss = as_dtype(row_loss, dt);
+  } else {
+    Tensor total = make_empty({}, at, dev);
+    launch_reduce_rows(RowReduce::kSum, *float_type(at), device_ptr(row_loss), device_ptr(total),
+                       1, n, nullptr);
+    if (reduction == 1) {  // divided by the kept rows' summed weights
+      Tensor wsum = make_empty({}, at, dev);
+      launch_reduce_rows(RowReduce::kSum, *float_type(at), device_ptr(row_w), device_ptr(wsum), 1,
+                         n, nullptr);
+      launch_binary(BinaryOp::kDiv, *float_type(at), Geometry<3>(), device_ptr(total),
+                    device_ptr(total), device_ptr(wsum), false, 0.0, 1.0, nullptr);
+    }
+    loss = as_dtype(total, dt);
+  }
+  stack->erase(stack->end() - s.num_args, stack->end());
+  stack->push_back(IValue(loss));
+  stack->push_back(IValue(lse));
+}
+
+// _cross_entropy_fused_backward(grad, input, target, weight?, ignore_index, reduction,
+// smoothing, lse) -> grad_input.
+void cross_entropy_backward(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const auto grad = device_float(*stack, base), input = device_float(*stack, base + 1);
+  const Tensor target = (*stack)[base + 2].to_tensor();
+  const bool has_w = !(*stack)[base + 3].is_none();
+  const auto weight = has_w ? device_float(*stack, base + 3) : std::nullopt;
+  const auto lse = device_float(*stack, base + 7);
+  const int64_t ignore = (*stack)[base + 4].to_int(), reduction = (*stack)[base + 5].to_int();
+  bool ok = grad && input && lse && input->dim() == 2 && grad->dtype() == input->dtype() &&
+            lse->dtype() == input->dtype() && lse->numel() == input->size(0) &&
+            in_device_memory(target) && target.dtype() == kLong && target.dim() == 1 &&
+            target.size(0) == input->size(0) &&
+            grad->numel() == (reduction == 0 ? input->size(0) : 1);
+  if (ok && has_w)
+    ok = weight && weight->dtype() == input->dtype() && weight->numel() == input->size(1) &&
+         weight->is_contiguous();
+  if (!ok) return run_device_fallback(h, ks, stack);
+  const double smoothing = (*stack)[base + 6].to_double();
+  const ScalarType dt = input->dtype();
+  const Tensor x = contiguous_on_device(*input), t = contiguous_on_device(target);
+  const Tensor g = contiguous_on_device(*grad), l = contiguous_on_device(*lse);
+  Tensor denom = make_empty({}, acc_dtype(dt), input->device());
+  Tensor out = make_empty(input->sizes(), dt, input->device());
+  launch_cross_entropy_grad_rows(*float_type(dt), device_ptr(x),
+                                 static_cast<const int64_t*>(device_ptr(t)),
+                                 has_w ? device_ptr(*weight) : nullptr, device_ptr(l),
+                                 device_ptr(g), device_ptr(denom), device_ptr(out),
+                                 input->size(0), input->size(1), ignore, int(reduction),
+                                 smoothing, nullptr);
+  finish_call(s, Variant::kFunctional, out, stack);
+}
+
 using RowKernel = void (*)(const OperatorHandle&, DispatchKeySet, Stack*);
 
 void set(OperatorHandle* h, RowKernel k) {
@@ -252,6 +339,10 @@ void register_row_ops(Dispatcher& d) {
       set(h, &rms_norm);
     else if (n == "silu_and_mul" && o.empty())
       set(h, &silu_and_mul);
+    else if (n == "_cross_entropy_fused" && o.empty())
+      set(h, &cross_entropy);
+    else if (n == "_cross_entropy_fused_backward" && o.empty())
+      set(h, &cross_entropy_backward);
   }
 }
 

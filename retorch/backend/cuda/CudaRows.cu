@@ -4,6 +4,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <cassert>
 #include <cstdint>
 
 #include "retorch/backend/cuda/CudaRows.h"
@@ -163,6 +164,104 @@ __global__ void silu_and_mul_kernel(const T* in, T* out, int64_t rows, int64_t d
   }
 }
 
+// Cross entropy forward, a block per row: lse, the row's loss and its weight (0 when ignored).
+template <typename T>
+__global__ void cross_entropy_rows_kernel(const T* in, const int64_t* target, const T* weight,
+                                          T* lse_out, acc_t<T>* loss_out, acc_t<T>* w_out,
+                                          int64_t cols, int64_t ignore_index, double smoothing) {
+  using A = acc_t<T>;
+  __shared__ A shared[32];
+  const T* x = in + int64_t(blockIdx.x) * cols;
+  A m = -A(INFINITY);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = combine(RowReduce::kMax, m, A(load(x + j)));
+  m = block_reduce(RowReduce::kMax, m, shared);
+  const A shift = isinf(m) ? A(0) : m;
+  A s = 0, wx = 0, wsum = 0;
+  const A ls = A(smoothing);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    const A v = A(load(x + j));
+    s += exp(v - shift);
+    if (ls > A(0)) {
+      const A w = weight ? A(load(weight + j)) : A(1);
+      wx += w * v;
+      wsum += w;
+    }
+  }
+  s = block_reduce(RowReduce::kSum, s, shared);
+  if (ls > A(0)) {
+    wx = block_reduce(RowReduce::kSum, wx, shared);
+    wsum = block_reduce(RowReduce::kSum, wsum, shared);
+  }
+  if (threadIdx.x != 0) return;
+  const A l = log(s) + shift;
+  store(lse_out + blockIdx.x, l);
+  const int64_t t = target[blockIdx.x];
+  if (t == ignore_index) {
+    loss_out[blockIdx.x] = 0;
+    w_out[blockIdx.x] = 0;
+    return;
+  }
+  assert(t >= 0 && t < cols);
+  const A wt = weight ? A(load(weight + t)) : A(1);
+  A loss = -wt * (A(load(x + t)) - l) * (A(1) - ls);
+  if (ls > A(0)) loss += -(ls / A(cols)) * (wx - l * wsum);
+  loss_out[blockIdx.x] = loss;
+  w_out[blockIdx.x] = wt;
+}
+
+// Cross entropy backward, a block per row: d loss_i / d x_j = p_j * qsum - q_j with
+// q = (1 - ls) w_t onehot(t) + (ls / C) w, scaled by the row's share of the incoming grad.
+template <typename T>
+__global__ void cross_entropy_grad_rows_kernel(const T* in, const int64_t* target,
+                                               const T* weight, const T* lse, const T* grad,
+                                               const acc_t<T>* denom, T* out, int64_t cols,
+                                               int64_t ignore_index, int reduction,
+                                               double smoothing) {
+  using A = acc_t<T>;
+  __shared__ A shared[32];
+  const T* x = in + int64_t(blockIdx.x) * cols;
+  T* g = out + int64_t(blockIdx.x) * cols;
+  const int64_t t = target[blockIdx.x];
+  if (t == ignore_index) {
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) store(g + j, A(0));
+    return;
+  }
+  const A ls = A(smoothing);
+  A wsum = A(cols);
+  if (weight && ls > A(0)) {
+    A p = 0;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) p += A(load(weight + j));
+    wsum = block_reduce(RowReduce::kSum, p, shared);
+  }
+  const A scale = reduction == 0 ? A(load(grad + blockIdx.x))
+                  : reduction == 1 ? A(load(grad)) / *denom : A(load(grad));
+  const A wt = weight ? A(load(weight + t)) : A(1);
+  const A qsum = ((A(1) - ls) * wt + ls / A(cols) * wsum) * scale;
+  const A sm = ls / A(cols) * scale, l = A(load(lse + blockIdx.x));
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    const A w = weight ? A(load(weight + j)) : A(1);
+    A v = exp(A(load(x + j)) - l) * qsum - sm * w;
+    if (j == t) v -= (A(1) - ls) * wt * scale;
+    store(g + j, v);
+  }
+}
+
+// The mean's denominator: the summed weights of the rows whose target is kept (one block).
+template <typename T>
+__global__ void cross_entropy_denominator_kernel(const int64_t* target, const T* weight,
+                                                 int64_t rows, int64_t ignore_index,
+                                                 acc_t<T>* out) {
+  using A = acc_t<T>;
+  __shared__ A shared[32];
+  A s = 0;
+  for (int64_t i = threadIdx.x; i < rows; i += blockDim.x) {
+    const int64_t t = target[i];
+    if (t != ignore_index) s += weight ? A(load(weight + t)) : A(1);
+  }
+  s = block_reduce(RowReduce::kSum, s, shared);
+  if (threadIdx.x == 0) *out = s;
+}
+
 template <typename T> struct Tag { using type = T; };
 
 template <typename F>
@@ -252,6 +351,45 @@ void launch_silu_and_mul(FloatType t, const void* in, void* out, int64_t rows, i
                                                              static_cast<T*>(out), rows, d);
   });
   check_launch("silu_and_mul");
+}
+
+void launch_cross_entropy_rows(FloatType t, const void* in, const int64_t* target,
+                               const void* weight, void* lse, void* row_loss, void* row_weight,
+                               int64_t rows, int64_t cols, int64_t ignore_index, double smoothing,
+                               StreamHandle s) {
+  if (rows == 0) return;
+  check_rows(rows, "cross_entropy");
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    using A = acc_t<T>;
+    cross_entropy_rows_kernel<T><<<unsigned(rows), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+        static_cast<const T*>(in), target, static_cast<const T*>(weight), static_cast<T*>(lse),
+        static_cast<A*>(row_loss), static_cast<A*>(row_weight), cols, ignore_index, smoothing);
+  });
+  check_launch("cross_entropy_rows");
+}
+
+void launch_cross_entropy_grad_rows(FloatType t, const void* in, const int64_t* target,
+                                    const void* weight, const void* lse, const void* grad,
+                                    void* denom, void* out, int64_t rows, int64_t cols,
+                                    int64_t ignore_index, int reduction, double smoothing,
+                                    StreamHandle s) {
+  if (rows == 0) return;
+  check_rows(rows, "cross_entropy backward");
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    using A = acc_t<T>;
+    if (reduction == 1)
+      cross_entropy_denominator_kernel<T><<<1, kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+          target, static_cast<const T*>(weight), rows, ignore_index, static_cast<A*>(denom));
+    cross_entropy_grad_rows_kernel<T>
+        <<<unsigned(rows), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+            static_cast<const T*>(in), target, static_cast<const T*>(weight),
+            static_cast<const T*>(lse), static_cast<const T*>(grad),
+            static_cast<const A*>(denom), static_cast<T*>(out), cols, ignore_index, reduction,
+            smoothing);
+  });
+  check_launch("cross_entropy_grad_rows");
 }
 
 }  // namespace retorch::cuda_backend

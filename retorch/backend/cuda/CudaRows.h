@@ -29,4 +29,20 @@ void launch_rms_norm_rows(FloatType t, const void* in, const void* residual, con
 void launch_silu_and_mul(FloatType t, const void* in, void* out, int64_t rows, int64_t d,
                          StreamHandle s);
 
+/// Cross entropy of rows against int64 targets (weight: nullptr or cols values; ignore_index
+/// rows get loss and weight 0): lse per row in type t, the row losses and weights in t's
+/// accumulation type (float, or double for float64).
+void launch_cross_entropy_rows(FloatType t, const void* in, const int64_t* target,
+                               const void* weight, void* lse, void* row_loss, void* row_weight,
+                               int64_t rows, int64_t cols, int64_t ignore_index, double smoothing,
+                               StreamHandle s);
+/// Its gradient: grad is one value a row (reduction 0) or one value (1: mean, divided by the
+/// kept rows' summed weights, which the launch writes to *denom, one value of the accumulation
+/// type; 2: sum).
+void launch_cross_entropy_grad_rows(FloatType t, const void* in, const int64_t* target,
+                                    const void* weight, const void* lse, const void* grad,
+                                    void* denom, void* out, int64_t rows, int64_t cols,
+                                    int64_t ignore_index, int reduction, double smoothing,
+                                    StreamHandle s);
+
 }  // namespace retorch::cuda_backend
