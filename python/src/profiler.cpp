@@ -60,6 +60,7 @@ void bind_profiler(py::module_& m) {
                d["start_ns"] = e.start_ns;
                d["end_ns"] = e.end_ns;
                d["self_ns"] = e.self_ns;
+               d["device_ns"] = e.device_ns;
                d["depth"] = e.depth;
                d["op"] = e.op;
                d["mem_bytes"] = e.mem_bytes;

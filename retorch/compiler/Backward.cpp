@@ -10,12 +10,8 @@
 #include "retorch/autograd/Node.h"
 #include "retorch/autograd/SavedVariable.h"
 #include "retorch/compiler/RowOps.h"
+#include "retorch/device/CudaBridge.h"
 #include "retorch/generated/Functions.h"
-
-namespace retorch::detail {
-// backend/cuda/CudaModules.cpp (backend/no_cuda fails: no tensor is on a device there).
-void cuda_backend_launch(void* kernel, int64_t work, int block, void** args);
-}  // namespace retorch::detail
 
 namespace retorch::compiler {
 

@@ -11,16 +11,11 @@
 #include "retorch/compiler/Backward.h"
 #include "retorch/compiler/CodeCache.h"
 #include "retorch/compiler/Nvrtc.h"
+#include "retorch/device/CudaBridge.h"
 #include "retorch/device/DeviceApi.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/jit/passes/Passes.h"
 #include "retorch/nn/Module.h"
-
-namespace retorch::detail {
-// Generated kernels on a CUDA device (backend/cuda/CudaModules.cpp; backend/no_cuda fails).
-std::string cuda_backend_arch();
-void* cuda_backend_kernel(const std::string& ptx, const std::string& name);
-}  // namespace retorch::detail
 
 namespace retorch::compiler {
 

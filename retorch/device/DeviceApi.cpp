@@ -1,5 +1,6 @@
 // The device API: per-type availability, current device and stream, events, RNG and memory
 // queries; truthful answers without a backend (Note [Device API without a device]).
+#include "retorch/device/CudaBridge.h"
 #include "retorch/device/DeviceApi.h"
 
 #include <atomic>
@@ -13,12 +14,6 @@
 #include "retorch/profiler/Profiler.h"
 
 namespace retorch {
-
-namespace detail {
-// From the CUDA backend, or backend/no_cuda when it is not built.
-bool cuda_backend_available();
-int cuda_backend_device_count();
-}  // namespace detail
 
 // Note [Device API without a device]
 // Without a backend a device type still "works" through the device fallback (Note [Device

@@ -1,19 +1,12 @@
 // The default process group and its two backends: gloo-named for CPU tensors, NCCL for CUDA
 // tensors through the CUDA backend's communicator (backend/cuda/CudaNccl.cpp).
+#include "retorch/device/CudaBridge.h"
 #include "retorch/distributed/ProcessGroup.h"
 
 #include <mutex>
 
 #include "retorch/core/Error.h"
 #include "retorch/device/DeviceApi.h"
-
-namespace retorch::detail {
-// backend/cuda/CudaNccl.cpp (backend/no_cuda: NCCL unavailable).
-bool cuda_backend_nccl_available();
-void* cuda_backend_nccl_comm();
-void cuda_backend_nccl_all_reduce(void* comm, void* data, size_t count, int dtype, int op);
-void cuda_backend_nccl_broadcast(void* comm, void* data, size_t count, int dtype, int root);
-}  // namespace retorch::detail
 
 namespace retorch::distributed {
 

@@ -17,6 +17,7 @@
 
 #include "retorch/core/Allocator.h"
 #include "retorch/core/Error.h"
+#include "retorch/device/CudaBridge.h"
 #include "retorch/dispatch/Dispatcher.h"
 #include "retorch/runtime/LaunchManager.h"
 
@@ -52,6 +53,24 @@ struct Profile::State {
   std::vector<MemoryRecord> memory;  // under mu
   std::vector<Open> open;
   std::vector<size_t> kernel_slots;  // the launches open on the owner thread
+  // Note [Kernel time on the device]: a CUDA launch returns before its kernel runs, so its host
+  // range says little; a timing event recorded before and after it on the stream gives the
+  // device's time, read (synchronizing) when the step or the profile ends.
+  std::vector<void*> kernel_starts;  // per open launch: its start event, or nullptr
+  struct DeviceTiming {
+    size_t event;  // index into events
+    void* start;
+    void* end;
+  };
+  std::vector<DeviceTiming> device_timings;
+  void resolve_device_times() {
+    for (const DeviceTiming& t : device_timings) {
+      const double ms = detail::cuda_backend_elapsed_ms(t.start, t.end);
+      std::lock_guard<std::mutex> lock(mu);
+      if (t.event < events.size()) events[t.event].device_ns = int64_t(ms * 1e6);
+    }
+    device_timings.clear();
+  }
   std::shared_ptr<runtime::LaunchObserver> launches;  // records kernel events while active
 
   int64_t now() const {
@@ -160,6 +179,8 @@ class KernelRecorder : public runtime::LaunchObserver {
   void before(const runtime::LaunchRecord& r) override {
     std::shared_ptr<Profile::State> s = session_.lock();
     if (!s || std::this_thread::get_id() != s->owner || !s->active) return;
+    const bool cuda = s->recording && r.device.is_cuda() && detail::cuda_backend_available();
+    s->kernel_starts.push_back(cuda ? detail::cuda_backend_timing_event() : nullptr);
     if (!s->recording) return s->kernel_slots.push_back(SIZE_MAX);
     s->kernel_slots.push_back(s->begin(r.name, "kernel", ""));
     s->open.back().event.op = r.op;
@@ -168,7 +189,16 @@ class KernelRecorder : public runtime::LaunchObserver {
     std::shared_ptr<Profile::State> s = session_.lock();
     if (!s || std::this_thread::get_id() != s->owner || !s->active || s->kernel_slots.empty())
       return;
-    if (s->kernel_slots.back() != SIZE_MAX) s->end(s->kernel_slots.back());
+    void* start = s->kernel_starts.empty() ? nullptr : s->kernel_starts.back();
+    if (!s->kernel_starts.empty()) s->kernel_starts.pop_back();
+    if (s->kernel_slots.back() != SIZE_MAX) {
+      s->end(s->kernel_slots.back());
+      if (start) {  // the kernel's event is the last one its end() moved into events
+        void* end = detail::cuda_backend_timing_event();
+        std::lock_guard<std::mutex> lock(s->mu);
+        s->device_timings.push_back({s->events.size() - 1, start, end});
+      }
+    }
     s->kernel_slots.pop_back();
   }
 
@@ -244,6 +274,8 @@ bool Profile::stop() {
   if (s.options.profile_memory) set_memory_observer(nullptr);
   s.end(0);  // ranges still open end here
   s.kernel_slots.clear();
+  s.kernel_starts.clear();
+  s.resolve_device_times();
   s.active = false;
   g_active.store(nullptr, std::memory_order_release);
   {
@@ -264,6 +296,7 @@ bool Profile::step() {
   if (!s.active) return false;
   const Phase before = phase_at(s.options.schedule, s.step_num);
   s.end(0);  // the step's ranges end with it
+  s.resolve_device_times();
   const Phase after = phase_at(s.options.schedule, ++s.step_num);
   const bool ready = before == Phase::kActive && after != Phase::kActive;
   // A new window's recording starts clean: warmup steps are discarded, and the last window's

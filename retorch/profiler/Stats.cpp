@@ -236,9 +236,14 @@ std::string Profile::kernel_summary(int row_limit, bool by_op) const {
   // Kernel self times (a kernel whose op calls another op's kernel does not count it twice),
   // named by kernel or by the op that issued it.
   std::vector<Event> ev = events();
-  if (by_op)
-    for (Event& e : ev)
-      if (e.kind == "kernel") e.name = e.op;
+  for (Event& e : ev) {
+    if (e.kind != "kernel") continue;
+    if (by_op) e.name = e.op;
+    if (e.device_ns >= 0) {  // See Note [Kernel time on the device]
+      e.self_ns = e.device_ns;
+      e.end_ns = e.start_ns + e.device_ns;
+    }
+  }
   std::vector<EventStats> stats = sort_stats(group(ev, false, "kernel", true), "self_cpu_time_total");
   auto time = [](const EventStats& s) { return s.self_ns; };
   double total = 0;

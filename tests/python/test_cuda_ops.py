@@ -423,3 +423,17 @@ def test_mlp_training_matches_torch_and_its_ops_run_on_the_device():
                "aten::sum.dim_IntList", "aten::_cross_entropy_fused",
                "aten::_cross_entropy_fused_backward"):
         assert ran_on_device(op), op
+
+
+def test_profiler_times_cuda_kernels_on_the_device():
+    a = retorch.randn(2048, 2048).to("cuda")
+    with retorch.profiler.profile() as p:
+        for _ in range(3):
+            b = retorch.mm(a, a)
+        b.cpu()
+    kernels = [e for e in p.events() if e["kind"] == "kernel" and e["op"] == "aten::mm"]
+    assert len(kernels) == 3
+    # 17 GFLOP of products take well over a microsecond on any GPU, and the launch returns first.
+    assert all(e["device_ns"] > 1000 for e in kernels)
+    summary = p.kernel_summary()
+    assert "Time %" in summary and "mm" in summary

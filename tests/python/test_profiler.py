@@ -133,6 +133,7 @@ def test_with_stack_records_the_callers_frames():
     assert any("test_with_stack_records_the_callers_frames" in f for f in mul["stack"])
     kernels = [e for e in p.events() if e["kind"] == "kernel"]
     assert kernels and all(not k["stack"] for k in kernels)  # only the user's calls carry one
+    assert all(k["device_ns"] == -1 for k in kernels)  # cpu kernels: no device clock
     with profile() as q:
         helper_that_multiplies(a)
     assert all(not e["stack"] for e in q.events())

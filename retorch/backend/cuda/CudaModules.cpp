@@ -9,6 +9,7 @@
 
 #include "retorch/backend/cuda/CudaRuntime.h"
 #include "retorch/core/Error.h"
+#include "retorch/device/CudaBridge.h"
 
 namespace retorch::detail {
 

@@ -6,6 +6,7 @@
 #include "retorch/backend/cuda/CudaRuntime.h"
 #include "retorch/core/Error.h"
 #include "retorch/core/SharedLibrary.h"
+#include "retorch/device/CudaBridge.h"
 
 namespace retorch::detail {
 

@@ -8,6 +8,7 @@
 #include "retorch/backend/cuda/CudaRuntime.h"
 #include "retorch/core/Error.h"
 #include "retorch/core/TensorImpl.h"
+#include "retorch/device/CudaBridge.h"
 #include "retorch/dispatch/Dispatcher.h"
 
 namespace retorch {
@@ -130,6 +131,20 @@ void register_cuda_backend(Dispatcher& d) {
 
 bool cuda_backend_available() { return cuda_backend::device_count() > 0; }
 int cuda_backend_device_count() { return cuda_backend::device_count(); }
+
+void* cuda_backend_timing_event() {
+  cuda_backend::EventHandle e = cuda_backend::create_event(true);
+  cuda_backend::record_event(e, nullptr);  // the legacy default stream the kernels run on
+  return e;
+}
+
+double cuda_backend_elapsed_ms(void* start, void* end) {
+  cuda_backend::synchronize_event(end);
+  const double ms = cuda_backend::elapsed_ms(start, end);
+  cuda_backend::destroy_event(start);
+  cuda_backend::destroy_event(end);
+  return ms;
+}
 
 }  // namespace detail
 

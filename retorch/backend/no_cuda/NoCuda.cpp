@@ -4,6 +4,7 @@
 #include <string>
 
 #include "retorch/core/Error.h"
+#include "retorch/device/CudaBridge.h"
 
 namespace retorch {
 class Dispatcher;
@@ -34,6 +35,14 @@ void cuda_backend_nccl_all_reduce(void*, void*, size_t, int, int) {
 }
 void cuda_backend_nccl_broadcast(void*, void*, size_t, int, int) {
   RT_ERROR("NCCL is not available: this build has no CUDA backend");
+}
+
+/// Kernel timing events (the profiler): never reached, no kernel runs on a device.
+void* cuda_backend_timing_event() {
+  RT_ERROR("CUDA is not available: this build has no CUDA backend");
+}
+double cuda_backend_elapsed_ms(void*, void*) {
+  RT_ERROR("CUDA is not available: this build has no CUDA backend");
 }
 
 }  // namespace detail

@@ -1,0 +1,31 @@
+// The CUDA backend's entry points for code outside backend/cuda (the device API, the compiler,
+// the profiler, the process groups): defined in backend/cuda, or failing clearly in no_cuda.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace retorch::detail {
+
+/// Whether this build has the CUDA backend and a device, and how many devices.
+bool cuda_backend_available();
+int cuda_backend_device_count();
+
+/// The device's architecture for NVRTC ("compute_90"), a kernel of PTX loaded as a CUDA library,
+/// and its launch over `work` items of `block` threads (Note [Generated CUDA kernels]).
+std::string cuda_backend_arch();
+void* cuda_backend_kernel(const std::string& ptx, const std::string& name);
+void cuda_backend_launch(void* kernel, int64_t work, int block, void** args);
+
+/// NCCL on a one-device communicator (Note [Process groups]).
+bool cuda_backend_nccl_available();
+void* cuda_backend_nccl_comm();
+void cuda_backend_nccl_all_reduce(void* comm, void* data, size_t count, int dtype, int op);
+void cuda_backend_nccl_broadcast(void* comm, void* data, size_t count, int dtype, int root);
+
+/// A timing event recorded now on the default stream (the profiler's kernel clock), and the
+/// milliseconds between two of them once the second has completed (waits for it; frees both).
+void* cuda_backend_timing_event();
+double cuda_backend_elapsed_ms(void* start, void* end);
+
+}  // namespace retorch::detail
