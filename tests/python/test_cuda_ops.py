@@ -437,3 +437,19 @@ def test_profiler_times_cuda_kernels_on_the_device():
     assert all(e["device_ns"] > 1000 for e in kernels)
     summary = p.kernel_summary()
     assert "Time %" in summary and "mm" in summary
+
+
+def test_out_of_range_indices_stop_the_kernel_with_an_error():
+    # A device-side check poisons the CUDA context, so it runs in a child process.
+    import subprocess
+    import sys
+    code = ("import retorch\n"
+            "t = retorch.zeros(4, 3, device='cuda')\n"
+            "i = retorch.tensor([1, 9]).to('cuda')\n"
+            "try:\n"
+            "    retorch.index_select(t, 0, i).cpu()\n"
+            "except RuntimeError as e:\n"
+            "    print('raised:', e)\n")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "index_select: an index is out of range" in p.stdout
+    assert "raised:" in p.stdout

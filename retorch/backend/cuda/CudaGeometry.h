@@ -5,7 +5,18 @@
 #include <cstdlib>
 
 #if defined(__CUDACC__)
+#include <cstdio>
 #define RT_HOST_DEVICE __host__ __device__
+// Stops a kernel whose data indexes out of range (an index tensor's value): the stream gets a
+// sticky error that the next synchronizing call reports, as PyTorch's device-side asserts do,
+// in every build type (assert() is compiled out of Release builds).
+#define RT_DEVICE_CHECK(cond, what)                                \
+  do {                                                            \
+    if (!(cond)) {                                                \
+      printf("retorch CUDA kernel: %s is out of range\n", what); \
+      __trap();                                                   \
+    }                                                             \
+  } while (0)
 #else
 #define RT_HOST_DEVICE
 #endif

@@ -3,9 +3,9 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include <cassert>
 #include <cstdint>
 
+#include "retorch/backend/cuda/CudaGeometry.h"
 #include "retorch/backend/cuda/CudaLlm.h"
 #include "retorch/core/Error.h"
 
@@ -19,9 +19,9 @@ namespace retorch::cuda_backend {
 // shuffle reduction; every lane then updates the warp's online softmax (running max m, sum l)
 // and its own dims of the weighted sum of values. The four warps' (m, l, sums) meet in shared
 // memory at the end: out = Σ_w e^{m_w - M} acc_w / Σ_w e^{m_w - M} l_w. Head dims up to 256
-// (eight per lane). Indices that leave the cache or the tables stop the kernel with a
-// device-side assert, as PyTorch's CUDA index kernels do, rather than syncing the host to check
-// them before each launch; the host validates shapes and dtypes.
+// (eight per lane). Indices that leave the cache or the tables stop the kernel (RT_DEVICE_CHECK,
+// like PyTorch's device-side asserts) rather than syncing the host to check them before each
+// launch; the host validates shapes and dtypes.
 
 namespace {
 
@@ -39,7 +39,8 @@ __global__ void paged_attention_kernel(const float* q, const C* kc, const C* vc,
   const int h = int(blockIdx.x % g.hq), hkv = h / (g.hq / g.hkv);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int64_t s = seqs[t], p = poss[t];
-  assert(s >= 0 && s < g.seqs && p >= 0 && p / g.block_size < g.max_blocks);
+  RT_DEVICE_CHECK(s >= 0 && s < g.seqs, "paged_attention: query_seq");
+  RT_DEVICE_CHECK(p >= 0 && p / g.block_size < g.max_blocks, "paged_attention: query_pos");
   const int64_t lo = g.window > 0 ? (p - g.window + 1 > 0 ? p - g.window + 1 : 0) : 0;
   const float* qr = q + (t * g.hq + h) * g.d;
   float qv[kMaxPerLane], acc[kMaxPerLane];
@@ -51,7 +52,7 @@ __global__ void paged_attention_kernel(const float* q, const C* kc, const C* vc,
   float m = -INFINITY, l = 0.f;
   for (int64_t j = lo + warp; j <= p; j += kWarps) {
     const int64_t blk = tables[s * g.max_blocks + j / g.block_size];
-    assert(blk >= 0 && blk < g.num_blocks);
+    RT_DEVICE_CHECK(blk >= 0 && blk < g.num_blocks, "paged_attention: a block_tables entry");
     const int64_t row = ((blk * g.block_size + j % g.block_size) * g.hkv + hkv) * g.d;
     float dot = 0.f;
     for (int i = 0; i < kMaxPerLane; ++i) {
@@ -96,7 +97,7 @@ __global__ void rotary_kernel(const float* in, const int64_t* pos, const float* 
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / d, k = i - r * d;
     const int64_t p = pos[r / heads];
-    assert(p >= 0 && p < positions);
+    RT_DEVICE_CHECK(p >= 0 && p < positions, "rotary_embedding: a position");
     const float* x = in + r * d;
     float v = x[k];
     if (k < 2 * half) {
@@ -118,7 +119,7 @@ __global__ void gather_rows_kernel(const E* table, const int64_t* index, E* out,
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n * row;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / row, e = i - r * row, src = index[r];
-    assert(src >= 0 && src < table_rows);
+    RT_DEVICE_CHECK(src >= 0 && src < table_rows, "index_select: an index");
     out[i] = table[src * row + e];
   }
 }
@@ -130,7 +131,7 @@ __global__ void scatter_rows_kernel(E* table, const int64_t* index, const E* val
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n * row;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / row, e = i - r * row, dst = index[r];
-    assert(dst >= 0 && dst < table_rows);
+    RT_DEVICE_CHECK(dst >= 0 && dst < table_rows, "index_put_: an index");
     table[dst * row + e] = values[i];
   }
 }

@@ -4,7 +4,6 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <cassert>
 #include <cstdint>
 
 #include "retorch/backend/cuda/CudaRows.h"
@@ -201,7 +200,7 @@ __global__ void cross_entropy_rows_kernel(const T* in, const int64_t* target, co
     w_out[blockIdx.x] = 0;
     return;
   }
-  assert(t >= 0 && t < cols);
+  RT_DEVICE_CHECK(t >= 0 && t < cols, "cross_entropy: a target");
   const A wt = weight ? A(load(weight + t)) : A(1);
   A loss = -wt * (A(load(x + t)) - l) * (A(1) - ls);
   if (ls > A(0)) loss += -(ls / A(cols)) * (wx - l * wsum);
