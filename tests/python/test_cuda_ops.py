@@ -453,3 +453,38 @@ def test_out_of_range_indices_stop_the_kernel_with_an_error():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "index_select: an index is out of range" in p.stdout
     assert "raised:" in p.stdout
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-4), ("float64", 1e-10), ("float16", 1e-2)])
+@pytest.mark.parametrize("kw", [dict(), dict(stride=2, padding=1), dict(padding=2, dilation=2),
+                                dict(groups=4, padding=1)])
+def test_convolutions_and_their_gradients(dtype, tol, kw):
+    x, tx = pair((3, 8, 13, 11), dtype, seed=39)
+    w, tw = pair((12, 8 // kw.get("groups", 1), 3, 3), dtype, seed=40)
+    b, tb = pair((12,), dtype, seed=41)
+    for t in (x, w, b):
+        t.requires_grad_(True)
+    tx, tw, tb = (up(t).requires_grad_(True) for t in (tx, tw, tb))
+    got = retorch.nn.functional.conv2d(x, w, b, **kw)
+    want = torch.nn.functional.conv2d(tx, tw, tb, **kw)
+    close(got, want.detach().to(t_dtype(dtype)), tol)
+    (got * got).sum().backward()
+    (want * want).sum().backward()
+    for g, tg in ((x.grad, tx.grad), (w.grad, tw.grad), (b.grad, tb.grad)):
+        scale = float(tg.abs().max())
+        close(g, tg.to(t_dtype(dtype)), tol * max(scale, 1.0))
+    assert ran_on_device("aten::convolution")
+    assert ran_on_device("aten::_convolution_backward_weight")
+
+
+def test_transposed_and_3d_convolutions():
+    x, tx = pair((2, 6, 7, 9), "float32", seed=42)
+    w, tw = pair((6, 4, 3, 3), "float32", seed=43)
+    close(retorch.nn.functional.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1),
+          torch.nn.functional.conv_transpose2d(tx, tw, stride=2, padding=1, output_padding=1),
+          1e-4)
+    v, tv = pair((2, 3, 5, 6, 7), "float32", seed=44)
+    k, tk = pair((4, 3, 3, 3, 3), "float32", seed=45)
+    close(retorch.nn.functional.conv3d(v, k, padding=1), torch.nn.functional.conv3d(tv, tk, padding=1),
+          1e-4)
+    assert ran_on_device("aten::convolution")
