@@ -488,3 +488,81 @@ def test_transposed_and_3d_convolutions():
     close(retorch.nn.functional.conv3d(v, k, padding=1), torch.nn.functional.conv3d(tv, tk, padding=1),
           1e-4)
     assert ran_on_device("aten::convolution")
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-4), ("float64", 1e-10)])
+def test_batch_norm_training_eval_and_gradients(dtype, tol):
+    x, tx = pair((6, 5, 7, 3), dtype, seed=46)
+    w, tw = pair((5,), dtype, seed=47)
+    b, tb = pair((5,), dtype, seed=48)
+    rm, rv = retorch.zeros(5, dtype=rt_dtype(dtype), device="cuda"), \
+        retorch.ones(5, dtype=rt_dtype(dtype), device="cuda")
+    trm, trv = torch.zeros(5, dtype=t_dtype(dtype)), torch.ones(5, dtype=t_dtype(dtype))
+    for t in (x, w, b):
+        t.requires_grad_(True)
+    tx, tw, tb = (t.requires_grad_(True) for t in (tx, tw, tb))
+    F, G = retorch.nn.functional, torch.nn.functional
+    got = F.batch_norm(x, rm, rv, w, b, training=True, momentum=0.2)
+    want = G.batch_norm(tx, trm, trv, tw, tb, training=True, momentum=0.2)
+    close(got, want.detach(), tol)
+    close(rm, trm, tol)
+    close(rv, trv, tol)
+    (got * got).sum().backward()
+    (want * want).sum().backward()
+    for g, tg in ((x.grad, tx.grad), (w.grad, tw.grad), (b.grad, tb.grad)):
+        close(g, tg, tol * 10)
+    close(F.batch_norm(x.detach(), rm, rv, w.detach(), b.detach(), training=False),
+          G.batch_norm(tx.detach(), trm, trv, tw.detach(), tb.detach(), training=False), tol)
+    for op in ("aten::native_batch_norm", "aten::_batch_norm_backward_reduce",
+               "aten::_batch_norm_backward_elemt"):
+        assert ran_on_device(op)
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=3, stride=1, dilation=2, ceil_mode=True),
+                                dict(kernel_size=(2, 3), stride=(2, 1))])
+def test_max_pool_forward_indices_and_gradient(kw):
+    x, tx = pair((2, 3, 11, 9), "float32", seed=49)
+    x.requires_grad_(True)
+    tx.requires_grad_(True)
+    F, G = retorch.nn.functional, torch.nn.functional
+    got, idx = F.max_pool2d(x, return_indices=True, **kw)
+    want, tidx = G.max_pool2d(tx, return_indices=True, **kw)
+    close(got, want.detach(), 0)
+    assert (idx.cpu().numpy() == tidx.numpy()).all()
+    (got * got).sum().backward()
+    (want * want).sum().backward()
+    close(x.grad, tx.grad, 1e-6)
+    assert ran_on_device("aten::max_pool2d_with_indices")
+    assert ran_on_device("aten::max_pool2d_with_indices_backward")
+
+
+def test_the_demo_convnet_trains_on_the_device_like_torch():
+    rng = np.random.default_rng(50)
+    x = rng.standard_normal((16, 1, 28, 28)).astype(np.float32)
+    y = rng.integers(0, 10, 16)
+
+    def convnet(lib):
+        nn = lib.nn
+        return nn.Sequential(
+            nn.Conv2d(1, 16, 5, padding=2), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 5, padding=2), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(7 * 7 * 32, 10))
+    models = [convnet(retorch), convnet(torch)]
+    with torch.no_grad():
+        for p, q in zip(models[0].parameters(), models[1].parameters()):
+            q.copy_(torch.from_numpy(p.detach().numpy()))
+    models[0].to("cuda")
+    data = [(cu(x), cu(y)), (torch.from_numpy(x), torch.from_numpy(y))]
+    for (lib, m), (xb, yb) in zip(zip((retorch, torch), models), data):
+        opt = lib.optim.SGD(m.parameters(), lr=0.05, momentum=0.9)
+        for _ in range(3):
+            opt.zero_grad()
+            lib.nn.functional.cross_entropy(m(xb), yb).backward()
+            opt.step()
+    for p, q in zip(models[0].parameters(), models[1].parameters()):
+        close(p, q.detach(), 1e-3)
+    fell_back = {s["op"] for s in retorch.device_fallback_stats()}
+    compute = {"aten::convolution", "aten::_convolution_backward_weight", "aten::native_batch_norm",
+               "aten::max_pool2d_with_indices", "aten::addmm", "aten::_cross_entropy_fused"}
+    assert not (fell_back & compute), fell_back

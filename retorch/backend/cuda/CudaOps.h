@@ -31,12 +31,13 @@ Variant variant_of(const OpSchema& s);
 void finish_call(const OpSchema& s, Variant v, const Tensor& out, Stack* stack);
 
 /// Registers the pointwise kernels (CudaOps.cpp), the row ops (CudaRowOps.cpp), the LLM path's
-/// ops (CudaLlmOps.cpp), the cuDNN convolutions (CudaDnn.cpp) and the cuBLAS products
-/// (CudaBlas.cpp).
+/// ops (CudaLlmOps.cpp), the cuDNN convolutions (CudaDnn.cpp), batch norm and max pool
+/// (CudaNormOps.cpp) and the cuBLAS products (CudaBlas.cpp).
 void register_pointwise_ops(Dispatcher& d);
 void register_row_ops(Dispatcher& d);
 void register_llm_ops(Dispatcher& d);
 void register_dnn_ops(Dispatcher& d);
+void register_norm_ops(Dispatcher& d);
 void register_blas_ops(Dispatcher& d);
 
 }  // namespace retorch::cuda_backend

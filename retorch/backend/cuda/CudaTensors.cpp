@@ -127,6 +127,7 @@ void register_cuda_backend(Dispatcher& d) {
   cuda_backend::register_row_ops(d);
   cuda_backend::register_llm_ops(d);
   cuda_backend::register_dnn_ops(d);
+  cuda_backend::register_norm_ops(d);
   cuda_backend::register_blas_ops(d);
 }
 

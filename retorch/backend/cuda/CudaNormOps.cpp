@@ -1,0 +1,240 @@
+// CUDA kernels of batch norm (forward, and its backward's reduce and elementwise passes) and of
+// max_pool2d_with_indices and its backward, registered at the CUDA key (NCHW tensors).
+#include <algorithm>
+#include <tuple>
+#include <vector>
+
+#include "retorch/backend/cuda/CudaNorm.h"
+#include "retorch/backend/cuda/CudaOps.h"
+#include "retorch/core/Error.h"
+#include "retorch/core/TensorImpl.h"
+
+namespace retorch::cuda_backend {
+
+// See Note [CUDA batch norm and max pool] in CudaNorm.cu. The host side takes contiguous
+// (NCHW) float tensors of one dtype; channels-last inputs, mixed dtypes (a float16 model with
+// float32 running statistics) and invalid pooling parameters take the device fallback, whose
+// cpu kernels raise the errors.
+
+namespace {
+
+// The call's argument i as a device tensor of `dtype` with `numel` elements, contiguous; an
+// undefined tensor for None; nullopt when it is neither.
+std::optional<Tensor> param(const Stack& stack, size_t i, ScalarType dtype, int64_t numel) {
+  if (stack[i].is_none()) return Tensor();
+  const Tensor& t = stack[i].to_tensor();
+  if (!t.defined()) return Tensor();
+  if (!in_device_memory(t) || t.dtype() != dtype || t.numel() != numel || !t.is_contiguous())
+    return std::nullopt;
+  return t;
+}
+
+bool nchw(const Tensor& t) {
+  return in_device_memory(t) && float_type(t.dtype()) && t.dim() >= 2 && t.is_contiguous();
+}
+
+BatchNormShape bn_shape(const Tensor& x) {
+  BatchNormShape g;
+  g.n = x.size(0);
+  g.c = x.size(1);
+  g.s = g.n * g.c == 0 ? 0 : x.numel() / (g.n * g.c);
+  return g;
+}
+
+const void* ptr_or_null(const Tensor& t) { return t.defined() ? device_ptr(t) : nullptr; }
+
+void batch_norm(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor x = (*stack)[base].to_tensor();
+  const bool training = (*stack)[base + 5].to_bool();
+  if (!nchw(x)) return run_device_fallback(h, ks, stack);
+  const int64_t c = x.size(1);
+  std::optional<Tensor> p[4];
+  bool ok = true;
+  for (size_t k = 0; k < 4; ++k) ok = ok && (p[k] = param(*stack, base + 1 + k, x.dtype(), c));
+  if (ok && !training) ok = p[2]->defined() && p[3]->defined();
+  if (!ok) return run_device_fallback(h, ks, stack);
+  BatchNormShape g = bn_shape(x);
+  g.momentum = (*stack)[base + 6].to_double();
+  g.eps = (*stack)[base + 7].to_double();
+  const ScalarType at = x.dtype() == kDouble ? kDouble : kFloat;
+  Tensor out = make_empty(x.sizes(), x.dtype(), x.device());
+  Tensor save_mean = make_empty({training ? c : 0}, x.dtype(), x.device());
+  Tensor save_invstd = make_empty({training ? c : 0}, x.dtype(), x.device());
+  Tensor mean = make_empty({c}, at, x.device()), invstd = make_empty({c}, at, x.device());
+  launch_batch_norm(*float_type(x.dtype()), device_ptr(x), ptr_or_null(*p[0]), ptr_or_null(*p[1]),
+                    const_cast<void*>(ptr_or_null(*p[2])), const_cast<void*>(ptr_or_null(*p[3])),
+                    training, device_ptr(save_mean), device_ptr(save_invstd), device_ptr(mean),
+                    device_ptr(invstd), device_ptr(out), g, nullptr);
+  if (training)  // the running statistics were written in place
+    for (size_t k = 2; k < 4; ++k)
+      if (p[k]->defined()) p[k]->impl()->bump_version();
+  stack->erase(stack->end() - s.num_args, stack->end());
+  stack->push_back(IValue(out));
+  stack->push_back(IValue(save_mean));
+  stack->push_back(IValue(save_invstd));
+}
+
+// _batch_norm_backward_reduce(grad_out, input, mean, invstd) and _batch_norm_backward_elemt(
+// grad_out, input, mean, invstd, weight?, sum_dy, sum_dy_xmu).
+void batch_norm_backward(bool elemt, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor dy = (*stack)[base].to_tensor(), x = (*stack)[base + 1].to_tensor();
+  bool ok = nchw(x) && in_device_memory(dy) && dy.dtype() == x.dtype() &&
+            dy.sizes().equals(x.sizes());
+  const int64_t c = ok ? x.size(1) : 0;
+  std::optional<Tensor> mean, invstd, weight, s1, s2;
+  if (ok) {
+    mean = param(*stack, base + 2, x.dtype(), c);
+    invstd = param(*stack, base + 3, x.dtype(), c);
+    ok = mean && invstd && mean->defined() && invstd->defined();
+  }
+  if (ok && elemt) {
+    weight = param(*stack, base + 4, x.dtype(), c);
+    s1 = param(*stack, base + 5, x.dtype(), c);
+    s2 = param(*stack, base + 6, x.dtype(), c);
+    ok = weight && s1 && s2 && s1->defined() && s2->defined();
+  }
+  if (!ok) return run_device_fallback(h, ks, stack);
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  const Tensor g_out = dy.is_contiguous() ? dy : dy.contiguous();
+  const BatchNormShape g = bn_shape(x);
+  const FloatType t = *float_type(x.dtype());
+  if (!elemt) {
+    Tensor sum_dy = make_empty({c}, x.dtype(), x.device());
+    Tensor sum_dy_xmu = make_empty({c}, x.dtype(), x.device());
+    launch_batch_norm_backward_reduce(t, device_ptr(g_out), device_ptr(x), device_ptr(*mean),
+                                      device_ptr(sum_dy), device_ptr(sum_dy_xmu), g, nullptr);
+    stack->erase(stack->end() - s.num_args, stack->end());
+    stack->push_back(IValue(sum_dy));
+    stack->push_back(IValue(sum_dy_xmu));
+    return;
+  }
+  Tensor gi = make_empty(x.sizes(), x.dtype(), x.device());
+  launch_batch_norm_backward_elemt(t, device_ptr(g_out), device_ptr(x), device_ptr(*mean),
+                                   device_ptr(*invstd), ptr_or_null(*weight), device_ptr(*s1),
+                                   device_ptr(*s2), device_ptr(gi), g, nullptr);
+  finish_call(s, Variant::kFunctional, gi, stack);
+}
+
+// The pooling geometry of a max_pool2d call's arguments (kernel_size at `args`), with the cpu
+// kernel's checks; nullopt when any fails (the fallback raises the error).
+std::optional<PoolShape> pool_shape(const Tensor& x, const Stack& stack, size_t args) {
+  auto pair = [&](size_t i, std::optional<std::vector<int64_t>> fallback)
+      -> std::optional<std::pair<int64_t, int64_t>> {
+    const IValue& a = stack[args + i];
+    std::vector<int64_t> v = a.is_int() ? std::vector<int64_t>{a.to_int()} : a.to_int_list();
+    if (v.empty() && fallback) v = *fallback;
+    if (v.size() == 1) return std::make_pair(v[0], v[0]);
+    if (v.size() == 2) return std::make_pair(v[0], v[1]);
+    return std::nullopt;
+  };
+  const auto k = pair(0, std::nullopt);
+  if (!k) return std::nullopt;
+  const auto st = pair(1, std::vector<int64_t>{k->first, k->second});
+  const auto pd = pair(2, std::nullopt), dl = pair(3, std::nullopt);
+  if (!st || !pd || !dl) return std::nullopt;
+  const bool ceil_mode = stack[args + 4].to_bool();
+  PoolShape g;
+  g.h = x.size(-2);
+  g.w = x.size(-1);
+  g.planes = g.h * g.w == 0 ? 0 : x.numel() / (g.h * g.w);
+  std::tie(g.kh, g.kw) = *k;
+  std::tie(g.sh, g.sw) = *st;
+  std::tie(g.ph, g.pw) = *pd;
+  std::tie(g.dh, g.dw) = *dl;
+  if (g.kh <= 0 || g.kw <= 0 || g.sh <= 0 || g.sw <= 0 || g.dh <= 0 || g.dw <= 0 || g.ph < 0 ||
+      g.pw < 0 || g.ph > g.kh / 2 || g.pw > g.kw / 2 || g.planes == 0)
+    return std::nullopt;
+  auto pooled = [&](int64_t in, int64_t kk, int64_t pad, int64_t stride, int64_t dil) {
+    const int64_t num = in + 2 * pad - dil * (kk - 1) - 1 + (ceil_mode ? stride - 1 : 0);
+    int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
+    if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+    return out;
+  };
+  g.oh = pooled(g.h, g.kh, g.ph, g.sh, g.dh);
+  g.ow = pooled(g.w, g.kw, g.pw, g.sw, g.dw);
+  if (g.oh < 1 || g.ow < 1) return std::nullopt;
+  return g;
+}
+
+void max_pool(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor x = (*stack)[base].to_tensor();
+  const auto g = (x.dim() == 3 || x.dim() == 4) && nchw(x) ? pool_shape(x, *stack, base + 1)
+                                                           : std::nullopt;
+  if (!g) return run_device_fallback(h, ks, stack);
+  std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 2);
+  shape.push_back(g->oh);
+  shape.push_back(g->ow);
+  Tensor out = make_empty(shape, x.dtype(), x.device());
+  Tensor indices = make_empty(shape, kLong, x.device());
+  launch_max_pool2d(*float_type(x.dtype()), device_ptr(x), device_ptr(out),
+                    static_cast<int64_t*>(device_ptr(indices)), *g, nullptr);
+  stack->erase(stack->end() - s.num_args, stack->end());
+  stack->push_back(IValue(out));
+  stack->push_back(IValue(indices));
+}
+
+void max_pool_backward(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor go = (*stack)[base].to_tensor(), x = (*stack)[base + 1].to_tensor();
+  const Tensor indices = (*stack)[base + 7].to_tensor();
+  auto g = (x.dim() == 3 || x.dim() == 4) && nchw(x) ? pool_shape(x, *stack, base + 2)
+                                                     : std::nullopt;
+  bool ok = g && in_device_memory(go) && go.dtype() == x.dtype() && in_device_memory(indices) &&
+            indices.dtype() == kLong && go.dim() == x.dim() && indices.sizes().equals(go.sizes()) &&
+            go.size(-2) == g->oh && go.size(-1) == g->ow;
+  if (!ok) return run_device_fallback(h, ks, stack);
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  const Tensor gc = go.is_contiguous() ? go : go.contiguous();
+  const Tensor ic = indices.is_contiguous() ? indices : indices.contiguous();
+  Tensor gi = make_empty(x.sizes(), x.dtype(), x.device());
+  Geometry<1> all;
+  all.numel = gi.numel();
+  all.dims = 1;
+  all.sizes[0] = gi.numel();
+  all.strides[0][0] = 1;
+  launch_fill_bytes(int(gi.element_size()), all, device_ptr(gi), 0, nullptr);
+  launch_max_pool2d_backward(*float_type(x.dtype()), device_ptr(gc),
+                             static_cast<const int64_t*>(device_ptr(ic)), device_ptr(gi), *g,
+                             nullptr);
+  finish_call(s, Variant::kFunctional, gi, stack);
+}
+
+using Kernel = void (*)(const OperatorHandle&, DispatchKeySet, Stack*);
+
+void set(OperatorHandle* h, Kernel k) {
+  h->set_kernel(DispatchKey::CUDA, make_boxed_kernel([k](const OperatorHandle& oh,
+                                                         DispatchKeySet ks, Stack* st) {
+                  k(oh, ks, st);
+                }));
+}
+
+}  // namespace
+
+void register_norm_ops(Dispatcher& d) {
+  for (OperatorHandle* h : d.ops()) {
+    const OpSchema& s = h->schema();
+    if (h->device_independent() || !h->has_kernel(DispatchKey::CPU) || !s.overload.empty())
+      continue;
+    const std::string_view n = s.name;
+    if (n == "native_batch_norm") set(h, &batch_norm);
+    else if (n == "_batch_norm_backward_reduce")
+      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        batch_norm_backward(false, oh, ks, st);
+      });
+    else if (n == "_batch_norm_backward_elemt")
+      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        batch_norm_backward(true, oh, ks, st);
+      });
+    else if (n == "max_pool2d_with_indices") set(h, &max_pool);
+    else if (n == "max_pool2d_with_indices_backward") set(h, &max_pool_backward);
+  }
+}
+
+}  // namespace retorch::cuda_backend
