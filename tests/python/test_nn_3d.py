@@ -277,7 +277,8 @@ def test_conv_init_is_torchs_kaiming_uniform(build):
     for p in (r.weight, r.bias):
         v = p.detach().numpy()
         assert np.abs(v).max() <= bound + 1e-7
-        assert np.abs(v).max() > 0.6 * bound  # spread over the range, not all near zero
+        if v.size >= 20:  # spread over the range, not all near zero (a 3-element bias can
+            assert np.abs(v).max() > 0.6 * bound  # miss it with probability 0.6^3)
     before = r.weight.detach().numpy().copy()
     r.reset_parameters()
     assert not np.allclose(before, r.weight.detach().numpy())
