@@ -116,13 +116,6 @@ std::optional<GemmTypes> gemm_types(ScalarType t) {
   }
 }
 
-// A contiguous device copy of t (for an operand cuBLAS cannot read in place).
-Tensor contiguous_copy(const Tensor& t) {
-  Tensor c = make_empty(t.sizes(), t.dtype(), t.device());
-  RT_CHECK(copy_on_device(c, t), "cuda matmul: cannot copy a ", t.dim(), "-dim operand");
-  return c;
-}
-
 // C[b] = alpha * A[b] @ B[b] + beta * C[b] for 3-dim views a [b, m, k], b [b, k, n] and a
 // row-major c [b, m, n] (batch strides may be 0); false when something does not fit cuBLAS.
 bool gemm(Tensor a, Tensor b, const Tensor& c, double alpha, double beta) {
@@ -135,12 +128,12 @@ bool gemm(Tensor a, Tensor b, const Tensor& c, double alpha, double beta) {
   if (!lc.ok || lc.columns_contiguous) return false;
   Layout la = layout_of(m, k, a.stride(1), a.stride(2));
   if (!la.ok) {
-    a = contiguous_copy(a);
+    a = contiguous_on_device(a);
     la = layout_of(m, k, a.stride(1), a.stride(2));
   }
   Layout lb = layout_of(k, n, b.stride(1), b.stride(2));
   if (!lb.ok) {
-    b = contiguous_copy(b);
+    b = contiguous_on_device(b);
     lb = layout_of(k, n, b.stride(1), b.stride(2));
   }
   const int64_t sa = a.size(0) == 1 ? 0 : a.stride(0), sb = b.size(0) == 1 ? 0 : b.stride(0);

@@ -217,9 +217,7 @@ void convolution(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   }
   if (ok) c = cudnn();
   if (!ok || c == nullptr) return run_device_fallback(h, ks, stack);  // its errors, or no cuDNN
-  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
-  const Tensor x = input.is_contiguous() ? input : input.contiguous();
-  const Tensor w = weight.is_contiguous() ? weight : weight.contiguous();
+  const Tensor x = contiguous_on_device(input), w = contiguous_on_device(weight);
   Tensor out = make_empty(out_sizes, input.dtype(), input.device());
   const double one = 1.0, zero = 0.0;
   const float onef = 1.f, zerof = 0.f;
@@ -302,9 +300,9 @@ void convolution_backward_weight(const OperatorHandle& h, DispatchKeySet ks, Sta
   a.pad = expanded((*stack)[base + 4].to_int_list(), d, 0);
   a.dilation = expanded((*stack)[base + 5].to_int_list(), d, 1);
   a.groups = int(groups);
-  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
   // The plain convolution's input and output: for a transposed one they trade places.
-  const Tensor x = (transposed ? go : input).contiguous(), y = (transposed ? input : go).contiguous();
+  const Tensor x = contiguous_on_device(transposed ? go : input);
+  const Tensor y = contiguous_on_device(transposed ? input : go);
   Tensor dw = make_empty(wsize, input.dtype(), input.device());
   Descriptors dd(*c, input.dtype(), x.sizes(), dw.sizes(), y.sizes(), a.stride, a.pad, a.dilation,
                  a.groups);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "retorch/backend/cuda/CudaDevice.cuh"
 #include "retorch/backend/cuda/CudaRuntime.h"
 #include "retorch/core/Error.h"
 
@@ -11,26 +12,13 @@ namespace retorch::cuda_backend {
 
 namespace {
 
-constexpr int kThreads = 256;
 constexpr int kMaxDims = 8;
 
-struct Geometry {
+struct GatherGeometry {
   int64_t sizes[kMaxDims];
   int64_t strides[kMaxDims];
   int dims;
 };
-
-// Enough blocks to fill the GPU several times over; the loops stride over the rest.
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b < 65535 ? (b < 1 ? 1 : b) : 65535);
-}
-
-void check_launch(const char* what) {
-  const cudaError_t status = cudaGetLastError();
-  RT_CHECK(status == cudaSuccess, "CUDA kernel launch failed (", what, "): ",
-           cudaGetErrorString(status));
-}
 
 __global__ void fill_kernel(float* out, float value, int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -44,7 +32,7 @@ __global__ void add_kernel(const float* a, const float* b, float alpha, float* o
     out[i] = a[i] + alpha * b[i];
 }
 
-__global__ void gather_kernel(const float* src, Geometry g, float* out, int64_t n) {
+__global__ void gather_kernel(const float* src, GatherGeometry g, float* out, int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     int64_t rest = i, offset = 0;
@@ -61,13 +49,13 @@ __global__ void gather_kernel(const float* src, Geometry g, float* out, int64_t 
 
 void fill(float* out, float value, int64_t n, StreamHandle s) {
   if (n <= 0) return;
-  fill_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(s)>>>(out, value, n);
+  fill_kernel<<<blocks_for(n), kThreads, 0, as_stream(s)>>>(out, value, n);
   check_launch("fill");
 }
 
 void add(const float* a, const float* b, float alpha, float* out, int64_t n, StreamHandle s) {
   if (n <= 0) return;
-  add_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(s)>>>(a, b, alpha, out, n);
+  add_kernel<<<blocks_for(n), kThreads, 0, as_stream(s)>>>(a, b, alpha, out, n);
   check_launch("add");
 }
 
@@ -75,7 +63,7 @@ void gather_strided(const float* src, const int64_t* sizes, const int64_t* strid
                     float* out, StreamHandle s) {
   RT_CHECK_VALUE(dims >= 0 && dims <= kMaxDims, "cuda gather_strided: ", dims,
                  " dims; at most ", kMaxDims, " are supported");
-  Geometry g{};
+  GatherGeometry g{};
   g.dims = dims;
   int64_t n = 1;
   for (int d = 0; d < dims; ++d) {
@@ -85,7 +73,7 @@ void gather_strided(const float* src, const int64_t* sizes, const int64_t* strid
     n *= sizes[d];
   }
   if (n == 0) return;
-  gather_kernel<<<blocks_for(n), kThreads, 0, static_cast<cudaStream_t>(s)>>>(src, g, out, n);
+  gather_kernel<<<blocks_for(n), kThreads, 0, as_stream(s)>>>(src, g, out, n);
   check_launch("gather_strided");
 }
 

@@ -1,13 +1,9 @@
 // The CUDA backend's kernels for the LLM path: rotary embedding, attention over the paged KV
 // cache (a block per query token and head, flash-decoding style), and row gathers and scatters.
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
-
 #include <cstdint>
 
-#include "retorch/backend/cuda/CudaGeometry.h"
+#include "retorch/backend/cuda/CudaDevice.cuh"
 #include "retorch/backend/cuda/CudaLlm.h"
-#include "retorch/core/Error.h"
 
 namespace retorch::cuda_backend {
 
@@ -27,9 +23,6 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kMaxPerLane = kMaxAttentionHeadDim / 32;
-
-__device__ inline float load(const float* p) { return *p; }
-__device__ inline float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
 
 template <typename C>
 __global__ void paged_attention_kernel(const float* q, const C* kc, const C* vc,
@@ -136,28 +129,6 @@ __global__ void scatter_rows_kernel(E* table, const int64_t* index, const E* val
   }
 }
 
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + 255) / 256;
-  return unsigned(b < 65535 ? (b < 1 ? 1 : b) : 65535);
-}
-
-void check_launch(const char* what) {
-  const cudaError_t status = cudaGetLastError();
-  RT_CHECK(status == cudaSuccess, "CUDA kernel launch failed (", what, "): ",
-           cudaGetErrorString(status));
-}
-
-template <typename F>
-void with_element_size(int64_t size, const char* what, F&& f) {
-  switch (size) {
-    case 1: return f(uint8_t{});
-    case 2: return f(uint16_t{});
-    case 4: return f(uint32_t{});
-    case 8: return f(uint64_t{});
-  }
-  RT_ERROR("cuda ", what, ": elements of ", size, " bytes are not supported");
-}
-
 }  // namespace
 
 void launch_paged_attention(const float* q, const void* key_cache, const void* value_cache,
@@ -171,7 +142,7 @@ void launch_paged_attention(const float* q, const void* key_cache, const void* v
                  " dims (at most 2^31 - 1 blocks and ", kMaxAttentionHeadDim, " dims)");
   auto go = [&](auto tag) {
     using C = decltype(tag);
-    paged_attention_kernel<C><<<unsigned(blocks), 32 * kWarps, 0, static_cast<cudaStream_t>(s)>>>(
+    paged_attention_kernel<C><<<unsigned(blocks), 32 * kWarps, 0, as_stream(s)>>>(
         q, static_cast<const C*>(key_cache), static_cast<const C*>(value_cache), tables, seqs,
         positions, out, g);
   };
@@ -184,7 +155,7 @@ void launch_rotary(const float* in, const int64_t* positions, const float* cos_s
                    int64_t rows, int64_t heads, int64_t d, int64_t half, int64_t num_positions,
                    bool interleaved, StreamHandle s) {
   if (rows * d == 0) return;
-  rotary_kernel<<<blocks_for(rows * d), 256, 0, static_cast<cudaStream_t>(s)>>>(
+  rotary_kernel<<<blocks_for(rows * d), kThreads, 0, as_stream(s)>>>(
       in, positions, cos_sin, out, rows, heads, d, half, num_positions, interleaved);
   check_launch("rotary_embedding");
 }
@@ -193,8 +164,8 @@ void launch_gather_rows(int64_t element_size, const void* table, const int64_t* 
                         int64_t n, int64_t row, int64_t table_rows, StreamHandle s) {
   if (n * row == 0) return;
   with_element_size(element_size, "index_select", [&](auto tag) {
-    using E = decltype(tag);
-    gather_rows_kernel<E><<<blocks_for(n * row), 256, 0, static_cast<cudaStream_t>(s)>>>(
+    using E = typename decltype(tag)::type;
+    gather_rows_kernel<E><<<blocks_for(n * row), kThreads, 0, as_stream(s)>>>(
         static_cast<const E*>(table), index, static_cast<E*>(out), n, row, table_rows);
   });
   check_launch("gather_rows");
@@ -205,8 +176,8 @@ void launch_scatter_rows(int64_t element_size, void* table, const int64_t* index
                          StreamHandle s) {
   if (n * row == 0) return;
   with_element_size(element_size, "index_put_", [&](auto tag) {
-    using E = decltype(tag);
-    scatter_rows_kernel<E><<<blocks_for(n * row), 256, 0, static_cast<cudaStream_t>(s)>>>(
+    using E = typename decltype(tag)::type;
+    scatter_rows_kernel<E><<<blocks_for(n * row), kThreads, 0, as_stream(s)>>>(
         static_cast<E*>(table), index, static_cast<const E*>(values), n, row, table_rows);
   });
   check_launch("scatter_rows");

@@ -22,13 +22,6 @@ bool is_device(const Tensor& t, ScalarType dtype) {
   return in_device_memory(t) && t.dtype() == dtype;
 }
 
-Tensor contiguous_on_device(const Tensor& t) {
-  if (t.is_contiguous()) return t;
-  Tensor c = make_empty(t.sizes(), t.dtype(), t.device());
-  RT_CHECK(copy_on_device(c, t), "cuda: could not copy a ", t.dim(), "-dim tensor");
-  return c;
-}
-
 void paged_attention(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
@@ -143,15 +136,6 @@ void index_put(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   finish_call(s, Variant::kInplace, self, stack);
 }
 
-using Kernel = void (*)(const OperatorHandle&, DispatchKeySet, Stack*);
-
-void set(OperatorHandle* h, Kernel k) {
-  h->set_kernel(DispatchKey::CUDA, make_boxed_kernel([k](const OperatorHandle& oh,
-                                                         DispatchKeySet ks, Stack* st) {
-                  k(oh, ks, st);
-                }));
-}
-
 }  // namespace
 
 void register_llm_ops(Dispatcher& d) {
@@ -159,13 +143,13 @@ void register_llm_ops(Dispatcher& d) {
     const OpSchema& s = h->schema();
     if (h->device_independent() || !h->has_kernel(DispatchKey::CPU)) continue;
     const std::string_view n = s.name, o = s.overload;
-    if (n == "paged_attention" && o.empty()) set(h, &paged_attention);
-    else if (n == "rotary_embedding" && o.empty()) set(h, &rotary_embedding);
-    else if (n == "index_put_" && o.empty()) set(h, &index_put);
+    if (n == "paged_attention" && o.empty()) set_cuda_kernel(h, &paged_attention);
+    else if (n == "rotary_embedding" && o.empty()) set_cuda_kernel(h, &rotary_embedding);
+    else if (n == "index_put_" && o.empty()) set_cuda_kernel(h, &index_put);
     else if (n == "index_select" && o.empty())
-      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) { gather(false, oh, ks, st); });
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) { gather(false, oh, ks, st); });
     else if (n == "embedding" && o.empty())
-      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) { gather(true, oh, ks, st); });
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) { gather(true, oh, ks, st); });
   }
 }
 

@@ -1,13 +1,9 @@
 // The CUDA backend's batch-norm and max-pool kernels for NCHW tensors: per-channel statistics a
 // block per channel, elementwise passes a thread per element, pooling a thread per output.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
 #include <cstdint>
 
+#include "retorch/backend/cuda/CudaDevice.cuh"
 #include "retorch/backend/cuda/CudaNorm.h"
-#include "retorch/core/Error.h"
 
 namespace retorch::cuda_backend {
 
@@ -24,33 +20,6 @@ namespace retorch::cuda_backend {
 // the kernel.
 
 namespace {
-
-constexpr int kThreads = 256;
-
-template <typename T> struct Acc { using type = float; };
-template <> struct Acc<double> { using type = double; };
-template <typename T> using acc_t = typename Acc<T>::type;
-
-__device__ inline float load(const float* p) { return *p; }
-__device__ inline double load(const double* p) { return *p; }
-__device__ inline float load(const __half* p) { return __half2float(*p); }
-__device__ inline float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-__device__ inline void store(float* p, float v) { *p = v; }
-__device__ inline void store(double* p, double v) { *p = v; }
-__device__ inline void store(__half* p, float v) { *p = __float2half_rn(v); }
-__device__ inline void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
-
-template <typename A>
-__device__ A block_sum(A v, A* shared) {
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  __syncthreads();
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  v = lane < warps ? shared[lane] : A(0);
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  return v;
-}
 
 // Element k of channel c, of N x S elements in NCHW order.
 __device__ inline int64_t at(int64_t k, int64_t c, int64_t C, int64_t S) {
@@ -196,32 +165,6 @@ __global__ void max_pool_backward_kernel(const T* grad_out, const int64_t* indic
   }
 }
 
-template <typename T> struct Tag { using type = T; };
-
-template <typename F>
-void with_type(FloatType t, F&& f) {
-  switch (t) {
-    case FloatType::kFloat: return f(Tag<float>{});
-    case FloatType::kDouble: return f(Tag<double>{});
-    case FloatType::kHalf: return f(Tag<__half>{});
-    case FloatType::kBFloat16: return f(Tag<__nv_bfloat16>{});
-  }
-  RT_ERROR("cuda norm: unknown element type ", int(t));
-}
-
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b < 65535 ? (b < 1 ? 1 : b) : 65535);
-}
-
-void check_launch(const char* what) {
-  const cudaError_t status = cudaGetLastError();
-  RT_CHECK(status == cudaSuccess, "CUDA kernel launch failed (", what, "): ",
-           cudaGetErrorString(status));
-}
-
-cudaStream_t stream(StreamHandle s) { return static_cast<cudaStream_t>(s); }
-
 }  // namespace
 
 void launch_batch_norm(FloatType t, const void* x, const void* weight, const void* bias,
@@ -234,16 +177,16 @@ void launch_batch_norm(FloatType t, const void* x, const void* weight, const voi
     using T = typename decltype(type)::type;
     using A = acc_t<T>;
     if (training)
-      bn_stats_kernel<T><<<unsigned(g.c), kThreads, 0, stream(s)>>>(
+      bn_stats_kernel<T><<<unsigned(g.c), kThreads, 0, as_stream(s)>>>(
           static_cast<const T*>(x), g, static_cast<T*>(save_mean), static_cast<T*>(save_invstd),
           static_cast<T*>(running_mean), static_cast<T*>(running_var), static_cast<A*>(mean_buf),
           static_cast<A*>(invstd_buf));
     else
-      bn_eval_params_kernel<T><<<blocks_for(g.c), kThreads, 0, stream(s)>>>(
+      bn_eval_params_kernel<T><<<blocks_for(g.c), kThreads, 0, as_stream(s)>>>(
           static_cast<const T*>(running_mean), static_cast<const T*>(running_var), g,
           static_cast<A*>(mean_buf), static_cast<A*>(invstd_buf));
     if (g.n * g.c * g.s > 0)
-      bn_apply_kernel<T><<<blocks_for(g.n * g.c * g.s), kThreads, 0, stream(s)>>>(
+      bn_apply_kernel<T><<<blocks_for(g.n * g.c * g.s), kThreads, 0, as_stream(s)>>>(
           static_cast<const T*>(x), static_cast<const A*>(mean_buf),
           static_cast<const A*>(invstd_buf), static_cast<const T*>(weight),
           static_cast<const T*>(bias), static_cast<T*>(y), g);
@@ -258,7 +201,7 @@ void launch_batch_norm_backward_reduce(FloatType t, const void* dy, const void* 
   RT_CHECK_VALUE(g.c <= INT32_MAX, "cuda batch_norm backward: ", g.c, " channels");
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    bn_backward_reduce_kernel<T><<<unsigned(g.c), kThreads, 0, stream(s)>>>(
+    bn_backward_reduce_kernel<T><<<unsigned(g.c), kThreads, 0, as_stream(s)>>>(
         static_cast<const T*>(dy), static_cast<const T*>(x), static_cast<const T*>(mean), g,
         static_cast<T*>(sum_dy), static_cast<T*>(sum_dy_xmu));
   });
@@ -273,7 +216,7 @@ void launch_batch_norm_backward_elemt(FloatType t, const void* dy, const void* x
   if (n == 0) return;
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    bn_backward_elemt_kernel<T><<<blocks_for(n), kThreads, 0, stream(s)>>>(
+    bn_backward_elemt_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(s)>>>(
         static_cast<const T*>(dy), static_cast<const T*>(x), static_cast<const T*>(mean),
         static_cast<const T*>(invstd), static_cast<const T*>(weight),
         static_cast<const T*>(sum_dy), static_cast<const T*>(sum_dy_xmu), static_cast<T*>(gi), g);
@@ -287,7 +230,7 @@ void launch_max_pool2d(FloatType t, const void* x, void* y, int64_t* indices, co
   if (n == 0) return;
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    max_pool_kernel<T><<<blocks_for(n), kThreads, 0, stream(s)>>>(
+    max_pool_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(s)>>>(
         static_cast<const T*>(x), g, static_cast<T*>(y), indices);
   });
   check_launch("max_pool2d");
@@ -299,7 +242,7 @@ void launch_max_pool2d_backward(FloatType t, const void* grad_out, const int64_t
   if (n == 0) return;
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    max_pool_backward_kernel<T><<<blocks_for(n), kThreads, 0, stream(s)>>>(
+    max_pool_backward_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(s)>>>(
         static_cast<const T*>(grad_out), indices, g, static_cast<T*>(grad_in));
   });
   check_launch("max_pool2d_backward");

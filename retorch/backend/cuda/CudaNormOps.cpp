@@ -98,8 +98,7 @@ void batch_norm_backward(bool elemt, const OperatorHandle& h, DispatchKeySet ks,
     ok = weight && s1 && s2 && s1->defined() && s2->defined();
   }
   if (!ok) return run_device_fallback(h, ks, stack);
-  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
-  const Tensor g_out = dy.is_contiguous() ? dy : dy.contiguous();
+  const Tensor g_out = contiguous_on_device(dy);
   const BatchNormShape g = bn_shape(x);
   const FloatType t = *float_type(x.dtype());
   if (!elemt) {
@@ -190,9 +189,7 @@ void max_pool_backward(const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
             indices.dtype() == kLong && go.dim() == x.dim() && indices.sizes().equals(go.sizes()) &&
             go.size(-2) == g->oh && go.size(-1) == g->ow;
   if (!ok) return run_device_fallback(h, ks, stack);
-  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
-  const Tensor gc = go.is_contiguous() ? go : go.contiguous();
-  const Tensor ic = indices.is_contiguous() ? indices : indices.contiguous();
+  const Tensor gc = contiguous_on_device(go), ic = contiguous_on_device(indices);
   Tensor gi = make_empty(x.sizes(), x.dtype(), x.device());
   Geometry<1> all;
   all.numel = gi.numel();
@@ -206,15 +203,6 @@ void max_pool_backward(const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   finish_call(s, Variant::kFunctional, gi, stack);
 }
 
-using Kernel = void (*)(const OperatorHandle&, DispatchKeySet, Stack*);
-
-void set(OperatorHandle* h, Kernel k) {
-  h->set_kernel(DispatchKey::CUDA, make_boxed_kernel([k](const OperatorHandle& oh,
-                                                         DispatchKeySet ks, Stack* st) {
-                  k(oh, ks, st);
-                }));
-}
-
 }  // namespace
 
 void register_norm_ops(Dispatcher& d) {
@@ -223,17 +211,17 @@ void register_norm_ops(Dispatcher& d) {
     if (h->device_independent() || !h->has_kernel(DispatchKey::CPU) || !s.overload.empty())
       continue;
     const std::string_view n = s.name;
-    if (n == "native_batch_norm") set(h, &batch_norm);
+    if (n == "native_batch_norm") set_cuda_kernel(h, &batch_norm);
     else if (n == "_batch_norm_backward_reduce")
-      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         batch_norm_backward(false, oh, ks, st);
       });
     else if (n == "_batch_norm_backward_elemt")
-      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         batch_norm_backward(true, oh, ks, st);
       });
-    else if (n == "max_pool2d_with_indices") set(h, &max_pool);
-    else if (n == "max_pool2d_with_indices_backward") set(h, &max_pool_backward);
+    else if (n == "max_pool2d_with_indices") set_cuda_kernel(h, &max_pool);
+    else if (n == "max_pool2d_with_indices_backward") set_cuda_kernel(h, &max_pool_backward);
   }
 }
 

@@ -215,6 +215,20 @@ void run_device_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* sta
   Dispatcher::singleton().fallback(DispatchKey::DeviceFallback).boxed(op, ks, stack);
 }
 
+Tensor contiguous_on_device(const Tensor& t) {
+  if (t.is_contiguous()) return t;
+  Tensor c = make_empty(t.sizes(), t.dtype(), t.device());
+  RT_CHECK(copy_on_device(c, t), "cuda: could not copy a ", t.dim(), "-dim tensor");
+  return c;
+}
+
+void set_cuda_kernel(OperatorHandle* h, CudaKernel k) {
+  h->set_kernel(DispatchKey::CUDA, make_boxed_kernel([k](const OperatorHandle& op,
+                                                         DispatchKeySet ks, Stack* stack) {
+                  k(op, ks, stack);
+                }));
+}
+
 bool copy_on_device(const Tensor& dst, const Tensor& src) {
   if (!in_device_memory(dst) || !in_device_memory(src) || dst.device() != src.device() ||
       src.dim() > dst.dim())
@@ -242,7 +256,7 @@ void register_pointwise_ops(Dispatcher& d) {
     if (!base.empty() && base.back() == '_') base.remove_suffix(1);
     const bool out = variant_of(s) == Variant::kOut;
     if ((s.name == "fill_" && s.overload == "Scalar") || (s.name == "zero_" && s.overload.empty()))
-      h->set_kernel(DispatchKey::CUDA, make_boxed_kernel(&fill_kernel));
+      set_cuda_kernel(h, &fill_kernel);
     for (const UnaryEntry& e : kUnaryOps)
       if (base == e.name && (s.overload.empty() || out)) {
         const UnaryOp op = e.op;

@@ -20,6 +20,11 @@ DimVector broadcast_strides(const Tensor& t, IntArrayRef shape);
 /// Runs the call through the device fallback (copies to the cpu and back): what a CUDA kernel
 /// does with arguments it has no kernel for.
 void run_device_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+/// t as contiguous device memory: itself when it already is, else a copy made on the device.
+Tensor contiguous_on_device(const Tensor& t);
+/// A boxed CUDA kernel of the form every kernel file uses, set at h's CUDA key.
+using CudaKernel = void (*)(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
+void set_cuda_kernel(OperatorHandle* h, CudaKernel k);
 /// Device-to-device copy_ on the GPU (same dtype, or between floating dtypes, src broadcast
 /// to dst); false when the pair needs the host path.
 bool copy_on_device(const Tensor& dst, const Tensor& src);

@@ -1,13 +1,9 @@
 // The CUDA backend's pointwise kernels: unary and binary floating-point ops, dtype conversions
 // and strided copies, a thread per element over the offset calculator (CudaGeometry.h).
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
 #include <cstdint>
 
+#include "retorch/backend/cuda/CudaDevice.cuh"
 #include "retorch/backend/cuda/CudaPointwise.h"
-#include "retorch/core/Error.h"
 
 namespace retorch::cuda_backend {
 
@@ -23,39 +19,6 @@ namespace retorch::cuda_backend {
 // x / (1 + e^-x), GELU through erf or tanh, maximum and minimum propagating NaN.
 
 namespace {
-
-constexpr int kThreads = 256;
-
-unsigned blocks_for(int64_t n) {
-  const int64_t b = (n + kThreads - 1) / kThreads;
-  return unsigned(b < 65535 ? (b < 1 ? 1 : b) : 65535);
-}
-
-void check_launch(const char* what) {
-  const cudaError_t status = cudaGetLastError();
-  RT_CHECK(status == cudaSuccess, "CUDA kernel launch failed (", what, "): ",
-           cudaGetErrorString(status));
-}
-
-// The type each element type computes in, and the loads and stores through it.
-template <typename T> struct Acc { using type = float; };
-template <> struct Acc<double> { using type = double; };
-template <typename T> using acc_t = typename Acc<T>::type;
-
-__device__ inline float load(const float* p) { return *p; }
-__device__ inline double load(const double* p) { return *p; }
-__device__ inline float load(const __half* p) { return __half2float(*p); }
-__device__ inline float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-
-__device__ inline void store(float* p, double v) { *p = float(v); }
-__device__ inline void store(double* p, double v) { *p = v; }
-__device__ inline void store(__half* p, double v) { *p = __float2half_rn(float(v)); }
-__device__ inline void store(__nv_bfloat16* p, double v) { *p = __float2bfloat16_rn(float(v)); }
-__device__ inline void store(float* p, float v) { *p = v; }
-__device__ inline void store(__half* p, float v) { *p = __float2half_rn(v); }
-__device__ inline void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
-__device__ inline void store(bool* p, double v) { *p = v != 0; }
-__device__ inline void store(bool* p, float v) { *p = v != 0; }
 
 template <typename A>
 __device__ inline A apply_unary(UnaryOp op, A x) {
@@ -159,20 +122,6 @@ __global__ void copy_kernel(OffsetCalc<2, Index> c, E* out, const E* in, int64_t
   }
 }
 
-template <typename T> struct Tag { using type = T; };
-
-// Calls f(Tag<T>{}) with the C++ type of t.
-template <typename F>
-void with_type(FloatType t, F&& f) {
-  switch (t) {
-    case FloatType::kFloat: return f(Tag<float>{});
-    case FloatType::kDouble: return f(Tag<double>{});
-    case FloatType::kHalf: return f(Tag<__half>{});
-    case FloatType::kBFloat16: return f(Tag<__nv_bfloat16>{});
-  }
-  RT_ERROR("cuda pointwise: unknown element type ", int(t));
-}
-
 // Calls f(Tag<Index>{}) with int32_t where g's offsets fit, else int64_t.
 template <int N, typename F>
 void with_index(const Geometry<N>& g, F&& f) {
@@ -189,7 +138,7 @@ void launch_unary(UnaryOp op, FloatType t, const Geometry<2>& g, void* out, cons
     using T = typename decltype(type)::type;
     with_index(g, [&](auto index) {
       using I = typename decltype(index)::type;
-      unary_kernel<T, I><<<blocks_for(g.numel), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+      unary_kernel<T, I><<<blocks_for(g.numel), kThreads, 0, as_stream(s)>>>(
           op, g.template calc<I>(), static_cast<T*>(out), static_cast<const T*>(in), g.numel);
     });
   });
@@ -207,7 +156,7 @@ void launch_binary(BinaryOp op, FloatType t, const Geometry<3>& g, void* out, co
       auto go = [&](auto out_type) {
         using O = typename decltype(out_type)::type;
         binary_kernel<T, O, I><<<blocks_for(g.numel), kThreads, 0,
-                                 static_cast<cudaStream_t>(s)>>>(
+                                 as_stream(s)>>>(
             op, g.template calc<I>(), static_cast<O*>(out), static_cast<const T*>(a),
             static_cast<const T*>(b), b_is_scalar, A(b_value), A(alpha), g.numel);
       };
@@ -228,7 +177,7 @@ void launch_convert(FloatType to, FloatType from, const Geometry<2>& g, void* ou
       with_index(g, [&](auto index) {
         using I = typename decltype(index)::type;
         convert_kernel<To, From, I>
-            <<<blocks_for(g.numel), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+            <<<blocks_for(g.numel), kThreads, 0, as_stream(s)>>>(
                 g.template calc<I>(), static_cast<To*>(out), static_cast<const From*>(in),
                 g.numel);
       });
@@ -240,42 +189,28 @@ void launch_convert(FloatType to, FloatType from, const Geometry<2>& g, void* ou
 void launch_fill_bytes(int element_size, const Geometry<1>& g, void* out, uint64_t bits,
                        StreamHandle s) {
   if (g.numel == 0) return;
-  auto go = [&](auto type) {
+  with_element_size(element_size, "fill", [&](auto type) {
     using E = typename decltype(type)::type;
     with_index(g, [&](auto index) {
       using I = typename decltype(index)::type;
-      fill_kernel<E, I><<<blocks_for(g.numel), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+      fill_kernel<E, I><<<blocks_for(g.numel), kThreads, 0, as_stream(s)>>>(
           g.template calc<I>(), static_cast<E*>(out), E(bits), g.numel);
     });
-  };
-  switch (element_size) {
-    case 1: go(Tag<uint8_t>{}); break;
-    case 2: go(Tag<uint16_t>{}); break;
-    case 4: go(Tag<uint32_t>{}); break;
-    case 8: go(Tag<uint64_t>{}); break;
-    default: RT_ERROR("cuda fill: elements of ", element_size, " bytes are not supported");
-  }
+  });
   check_launch("fill");
 }
 
 void launch_copy_bytes(int element_size, const Geometry<2>& g, void* out, const void* in,
                        StreamHandle s) {
   if (g.numel == 0) return;
-  auto go = [&](auto type) {
+  with_element_size(element_size, "copy", [&](auto type) {
     using E = typename decltype(type)::type;
     with_index(g, [&](auto index) {
       using I = typename decltype(index)::type;
-      copy_kernel<E, I><<<blocks_for(g.numel), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+      copy_kernel<E, I><<<blocks_for(g.numel), kThreads, 0, as_stream(s)>>>(
           g.template calc<I>(), static_cast<E*>(out), static_cast<const E*>(in), g.numel);
     });
-  };
-  switch (element_size) {
-    case 1: go(Tag<uint8_t>{}); break;
-    case 2: go(Tag<uint16_t>{}); break;
-    case 4: go(Tag<uint32_t>{}); break;
-    case 8: go(Tag<uint64_t>{}); break;
-    default: RT_ERROR("cuda copy: elements of ", element_size, " bytes are not supported");
-  }
+  });
   check_launch("copy");
 }
 

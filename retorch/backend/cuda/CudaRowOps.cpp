@@ -29,14 +29,6 @@ std::optional<Tensor> device_float(const Stack& stack, size_t i) {
   return t;
 }
 
-// t on the device as contiguous memory (itself when it already is).
-Tensor contiguous_on_device(const Tensor& t) {
-  if (t.is_contiguous()) return t;
-  Tensor c = make_empty(t.sizes(), t.dtype(), t.device());
-  RT_CHECK(copy_on_device(c, t), "cuda: could not copy a ", t.dim(), "-dim tensor");
-  return c;
-}
-
 // t converted to dtype `to` on the device, contiguous.
 Tensor as_dtype(const Tensor& t, ScalarType to) {
   if (t.dtype() == to) return contiguous_on_device(t);
@@ -296,15 +288,6 @@ void cross_entropy_backward(const OperatorHandle& h, DispatchKeySet ks, Stack* s
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
-using RowKernel = void (*)(const OperatorHandle&, DispatchKeySet, Stack*);
-
-void set(OperatorHandle* h, RowKernel k) {
-  h->set_kernel(DispatchKey::CUDA, make_boxed_kernel([k](const OperatorHandle& oh,
-                                                         DispatchKeySet ks, Stack* st) {
-                  k(oh, ks, st);
-                }));
-}
-
 }  // namespace
 
 void register_row_ops(Dispatcher& d) {
@@ -314,35 +297,35 @@ void register_row_ops(Dispatcher& d) {
     const std::string_view n = s.name, o = s.overload;
     const bool out = variant_of(s) == Variant::kOut;
     if (n == "sum" && (o == "dim_IntList" || out))
-      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         reduce(RowReduce::kSum, oh, ks, st);
       });
     else if (n == "mean" && (o == "dim" || out))
-      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         reduce(RowReduce::kMean, oh, ks, st);
       });
     else if (n == "amax" && (o.empty() || out))
-      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         reduce(RowReduce::kMax, oh, ks, st);
       });
     else if (n == "amin" && (o.empty() || out))
-      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         reduce(RowReduce::kMin, oh, ks, st);
       });
     else if (n == "softmax" && o == "int")
-      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) { softmax(false, oh, ks, st); });
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) { softmax(false, oh, ks, st); });
     else if (n == "log_softmax" && o == "int")
-      set(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) { softmax(true, oh, ks, st); });
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) { softmax(true, oh, ks, st); });
     else if (n == "native_layer_norm" && o.empty())
-      set(h, &layer_norm);
+      set_cuda_kernel(h, &layer_norm);
     else if (n == "fused_rms_norm" && o.empty())
-      set(h, &rms_norm);
+      set_cuda_kernel(h, &rms_norm);
     else if (n == "silu_and_mul" && o.empty())
-      set(h, &silu_and_mul);
+      set_cuda_kernel(h, &silu_and_mul);
     else if (n == "_cross_entropy_fused" && o.empty())
-      set(h, &cross_entropy);
+      set_cuda_kernel(h, &cross_entropy);
     else if (n == "_cross_entropy_fused_backward" && o.empty())
-      set(h, &cross_entropy_backward);
+      set_cuda_kernel(h, &cross_entropy_backward);
   }
 }
 

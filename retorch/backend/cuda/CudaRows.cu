@@ -1,13 +1,9 @@
 // The CUDA backend's row kernels: a block per row with warp-shuffle reductions, for sums, means,
 // maxima and minima, softmax and log_softmax, layer_norm, fused RMSNorm, and SiLU-and-mul.
-#include <cuda_bf16.h>
-#include <cuda_fp16.h>
-#include <cuda_runtime.h>
-
 #include <cstdint>
 
+#include "retorch/backend/cuda/CudaDevice.cuh"
 #include "retorch/backend/cuda/CudaRows.h"
-#include "retorch/core/Error.h"
 
 namespace retorch::cuda_backend {
 
@@ -21,21 +17,6 @@ namespace retorch::cuda_backend {
 // Maxima and minima propagate NaN; an all -inf softmax row gives NaN, as PyTorch's does.
 
 namespace {
-
-constexpr int kThreads = 256;
-
-template <typename T> struct Acc { using type = float; };
-template <> struct Acc<double> { using type = double; };
-template <typename T> using acc_t = typename Acc<T>::type;
-
-__device__ inline float load(const float* p) { return *p; }
-__device__ inline double load(const double* p) { return *p; }
-__device__ inline float load(const __half* p) { return __half2float(*p); }
-__device__ inline float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
-__device__ inline void store(float* p, float v) { *p = v; }
-__device__ inline void store(double* p, double v) { *p = v; }
-__device__ inline void store(__half* p, float v) { *p = __float2half_rn(v); }
-__device__ inline void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
 
 template <typename A>
 __device__ inline A combine(RowReduce op, A a, A b) {
@@ -55,17 +36,10 @@ __device__ inline A identity(RowReduce op) {
   return A(0);
 }
 
-// The block's combined value, in every thread. `shared` holds 32 values.
+// The block's op-combined value, in every thread. `shared` holds 32 values.
 template <typename A>
-__device__ A block_reduce(RowReduce op, A v, A* shared) {
-  for (int o = 16; o > 0; o >>= 1) v = combine(op, v, __shfl_xor_sync(0xffffffffu, v, o));
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  __syncthreads();  // an earlier call's readers are done with shared
-  if (lane == 0) shared[warp] = v;
-  __syncthreads();
-  v = lane < warps ? shared[lane] : identity<A>(op);
-  for (int o = 16; o > 0; o >>= 1) v = combine(op, v, __shfl_xor_sync(0xffffffffu, v, o));
-  return v;
+__device__ A row_reduce(RowReduce op, A v, A* shared) {
+  return block_reduce(v, identity<A>(op), [op](A a, A b) { return combine(op, a, b); }, shared);
 }
 
 template <typename T>
@@ -75,7 +49,7 @@ __global__ void reduce_rows_kernel(RowReduce op, const T* in, T* out, int64_t co
   const T* x = in + int64_t(blockIdx.x) * cols;
   A acc = identity<A>(op);
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) acc = combine(op, acc, A(load(x + j)));
-  acc = block_reduce(op, acc, shared);
+  acc = row_reduce(op, acc, shared);
   if (threadIdx.x == 0) store(out + blockIdx.x, op == RowReduce::kMean ? acc / A(cols) : acc);
 }
 
@@ -87,10 +61,10 @@ __global__ void softmax_rows_kernel(bool take_log, const T* in, T* out, int64_t 
   T* y = out + int64_t(blockIdx.x) * cols;
   A m = -A(INFINITY);
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = combine(RowReduce::kMax, m, A(load(x + j)));
-  m = block_reduce(RowReduce::kMax, m, shared);
+  m = row_reduce(RowReduce::kMax, m, shared);
   A s = 0;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) s += exp(A(load(x + j)) - m);
-  s = block_reduce(RowReduce::kSum, s, shared);
+  s = row_reduce(RowReduce::kSum, s, shared);
   const A log_s = log(s), inv_s = A(1) / s;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
     const A d = A(load(x + j)) - m;
@@ -107,13 +81,13 @@ __global__ void layer_norm_rows_kernel(const T* in, const T* weight, const T* bi
   T* y = out + int64_t(blockIdx.x) * cols;
   A s = 0;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) s += A(load(x + j));
-  const A mean = block_reduce(RowReduce::kSum, s, shared) / A(cols);
+  const A mean = row_reduce(RowReduce::kSum, s, shared) / A(cols);
   A q = 0;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
     const A d = A(load(x + j)) - mean;
     q += d * d;
   }
-  const A rstd = A(1) / sqrt(block_reduce(RowReduce::kSum, q, shared) / A(cols) + A(eps));
+  const A rstd = A(1) / sqrt(row_reduce(RowReduce::kSum, q, shared) / A(cols) + A(eps));
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
     A v = (A(load(x + j)) - mean) * rstd;
     if (weight) v = v * A(load(weight + j));
@@ -142,7 +116,7 @@ __global__ void rms_norm_rows_kernel(const T* in, const T* residual, const T* we
     q += h * h;
   }
   // HF's LlamaRMSNorm order: (h * rsqrt(mean(h²) + eps)) * weight.
-  const A inv = A(1) / sqrt(block_reduce(RowReduce::kSum, q, shared) / A(cols) + A(eps));
+  const A inv = A(1) / sqrt(row_reduce(RowReduce::kSum, q, shared) / A(cols) + A(eps));
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
     // The unrounded sum, as the cpu kernel normalizes it.
     A h = A(load(in + base + j));
@@ -173,7 +147,7 @@ __global__ void cross_entropy_rows_kernel(const T* in, const int64_t* target, co
   const T* x = in + int64_t(blockIdx.x) * cols;
   A m = -A(INFINITY);
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = combine(RowReduce::kMax, m, A(load(x + j)));
-  m = block_reduce(RowReduce::kMax, m, shared);
+  m = row_reduce(RowReduce::kMax, m, shared);
   const A shift = isinf(m) ? A(0) : m;
   A s = 0, wx = 0, wsum = 0;
   const A ls = A(smoothing);
@@ -186,10 +160,10 @@ __global__ void cross_entropy_rows_kernel(const T* in, const int64_t* target, co
       wsum += w;
     }
   }
-  s = block_reduce(RowReduce::kSum, s, shared);
+  s = row_reduce(RowReduce::kSum, s, shared);
   if (ls > A(0)) {
-    wx = block_reduce(RowReduce::kSum, wx, shared);
-    wsum = block_reduce(RowReduce::kSum, wsum, shared);
+    wx = row_reduce(RowReduce::kSum, wx, shared);
+    wsum = row_reduce(RowReduce::kSum, wsum, shared);
   }
   if (threadIdx.x != 0) return;
   const A l = log(s) + shift;
@@ -230,7 +204,7 @@ __global__ void cross_entropy_grad_rows_kernel(const T* in, const int64_t* targe
   if (weight && ls > A(0)) {
     A p = 0;
     for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) p += A(load(weight + j));
-    wsum = block_reduce(RowReduce::kSum, p, shared);
+    wsum = row_reduce(RowReduce::kSum, p, shared);
   }
   const A scale = reduction == 0 ? A(load(grad + blockIdx.x))
                   : reduction == 1 ? A(load(grad)) / *denom : A(load(grad));
@@ -257,27 +231,8 @@ __global__ void cross_entropy_denominator_kernel(const int64_t* target, const T*
     const int64_t t = target[i];
     if (t != ignore_index) s += weight ? A(load(weight + t)) : A(1);
   }
-  s = block_reduce(RowReduce::kSum, s, shared);
+  s = row_reduce(RowReduce::kSum, s, shared);
   if (threadIdx.x == 0) *out = s;
-}
-
-template <typename T> struct Tag { using type = T; };
-
-template <typename F>
-void with_type(FloatType t, F&& f) {
-  switch (t) {
-    case FloatType::kFloat: return f(Tag<float>{});
-    case FloatType::kDouble: return f(Tag<double>{});
-    case FloatType::kHalf: return f(Tag<__half>{});
-    case FloatType::kBFloat16: return f(Tag<__nv_bfloat16>{});
-  }
-  RT_ERROR("cuda rows: unknown element type ", int(t));
-}
-
-void check_launch(const char* what) {
-  const cudaError_t status = cudaGetLastError();
-  RT_CHECK(status == cudaSuccess, "CUDA kernel launch failed (", what, "): ",
-           cudaGetErrorString(status));
 }
 
 void check_rows(int64_t rows, const char* what) {
@@ -292,7 +247,7 @@ void launch_reduce_rows(RowReduce op, FloatType t, const void* in, void* out, in
   check_rows(rows, "reduction");
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    reduce_rows_kernel<T><<<unsigned(rows), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+    reduce_rows_kernel<T><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
         op, static_cast<const T*>(in), static_cast<T*>(out), cols);
   });
   check_launch("reduce_rows");
@@ -304,7 +259,7 @@ void launch_softmax_rows(bool log, FloatType t, const void* in, void* out, int64
   check_rows(rows, "softmax");
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    softmax_rows_kernel<T><<<unsigned(rows), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+    softmax_rows_kernel<T><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
         log, static_cast<const T*>(in), static_cast<T*>(out), cols);
   });
   check_launch("softmax_rows");
@@ -317,7 +272,7 @@ void launch_layer_norm_rows(FloatType t, const void* in, const void* weight, con
   check_rows(rows, "layer_norm");
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    layer_norm_rows_kernel<T><<<unsigned(rows), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+    layer_norm_rows_kernel<T><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
         static_cast<const T*>(in), static_cast<const T*>(weight), static_cast<const T*>(bias),
         static_cast<T*>(out), static_cast<T*>(mean), static_cast<T*>(rstd), cols, eps);
   });
@@ -331,7 +286,7 @@ void launch_rms_norm_rows(FloatType t, const void* in, const void* residual, con
   check_rows(rows, "fused_rms_norm");
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    rms_norm_rows_kernel<T><<<unsigned(rows), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+    rms_norm_rows_kernel<T><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
         static_cast<const T*>(in), static_cast<const T*>(residual), static_cast<const T*>(weight),
         static_cast<T*>(out), static_cast<T*>(sum_out), cols, float(eps));
   });
@@ -346,7 +301,7 @@ void launch_silu_and_mul(FloatType t, const void* in, void* out, int64_t rows, i
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
     silu_and_mul_kernel<T><<<unsigned(blocks < 65535 ? blocks : 65535), kThreads, 0,
-                             static_cast<cudaStream_t>(s)>>>(static_cast<const T*>(in),
+                             as_stream(s)>>>(static_cast<const T*>(in),
                                                              static_cast<T*>(out), rows, d);
   });
   check_launch("silu_and_mul");
@@ -361,7 +316,7 @@ void launch_cross_entropy_rows(FloatType t, const void* in, const int64_t* targe
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
     using A = acc_t<T>;
-    cross_entropy_rows_kernel<T><<<unsigned(rows), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+    cross_entropy_rows_kernel<T><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
         static_cast<const T*>(in), target, static_cast<const T*>(weight), static_cast<T*>(lse),
         static_cast<A*>(row_loss), static_cast<A*>(row_weight), cols, ignore_index, smoothing);
   });
@@ -379,10 +334,10 @@ void launch_cross_entropy_grad_rows(FloatType t, const void* in, const int64_t* 
     using T = typename decltype(type)::type;
     using A = acc_t<T>;
     if (reduction == 1)
-      cross_entropy_denominator_kernel<T><<<1, kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+      cross_entropy_denominator_kernel<T><<<1, kThreads, 0, as_stream(s)>>>(
           target, static_cast<const T*>(weight), rows, ignore_index, static_cast<A*>(denom));
     cross_entropy_grad_rows_kernel<T>
-        <<<unsigned(rows), kThreads, 0, static_cast<cudaStream_t>(s)>>>(
+        <<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
             static_cast<const T*>(in), target, static_cast<const T*>(weight),
             static_cast<const T*>(lse), static_cast<const T*>(grad),
             static_cast<const A*>(denom), static_cast<T*>(out), cols, ignore_index, reduction,

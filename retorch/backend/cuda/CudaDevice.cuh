@@ -1,0 +1,100 @@
+// What the CUDA backend's kernel files share (.cu only): element loads and stores through the
+// accumulation type, block reductions, launch sizes and checks, and dispatch over element types.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "retorch/backend/cuda/CudaPointwise.h"
+#include "retorch/core/Error.h"
+
+namespace retorch::cuda_backend {
+
+constexpr int kThreads = 256;  // a block of the elementwise and row kernels
+
+/// The type an element type computes in: float for float and the 16-bit floats, double for
+/// double (PyTorch's opmath types).
+template <typename T> struct Acc { using type = float; };
+template <> struct Acc<double> { using type = double; };
+template <typename T> using acc_t = typename Acc<T>::type;
+
+__device__ inline float load(const float* p) { return *p; }
+__device__ inline double load(const double* p) { return *p; }
+__device__ inline float load(const __half* p) { return __half2float(*p); }
+__device__ inline float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+
+// 16-bit stores round to nearest even; bool stores any nonzero as true.
+__device__ inline void store(float* p, float v) { *p = v; }
+__device__ inline void store(float* p, double v) { *p = float(v); }
+__device__ inline void store(double* p, double v) { *p = v; }
+__device__ inline void store(__half* p, float v) { *p = __float2half_rn(v); }
+__device__ inline void store(__half* p, double v) { *p = __float2half_rn(float(v)); }
+__device__ inline void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_rn(v); }
+__device__ inline void store(__nv_bfloat16* p, double v) { *p = __float2bfloat16_rn(float(v)); }
+__device__ inline void store(bool* p, float v) { *p = v != 0; }
+__device__ inline void store(bool* p, double v) { *p = v != 0; }
+
+/// f(a, b) of the block's values, in every thread: lanes combine with shuffles, warps through
+/// `shared` (32 values), `identity` filling the missing warps' places.
+template <typename A, typename F>
+__device__ A block_reduce(A v, A identity, F f, A* shared) {
+  for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_xor_sync(0xffffffffu, v, o));
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  __syncthreads();  // an earlier call's readers are done with shared
+  if (lane == 0) shared[warp] = v;
+  __syncthreads();
+  v = lane < warps ? shared[lane] : identity;
+  for (int o = 16; o > 0; o >>= 1) v = f(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+
+template <typename A>
+__device__ A block_sum(A v, A* shared) {
+  return block_reduce(v, A(0), [](A a, A b) { return a + b; }, shared);
+}
+
+/// Enough blocks of kThreads to cover n (grid-stride loops take the rest past 65535).
+inline unsigned blocks_for(int64_t n) {
+  const int64_t b = (n + kThreads - 1) / kThreads;
+  return unsigned(b < 65535 ? (b < 1 ? 1 : b) : 65535);
+}
+
+/// Raises the launch's error, if any, naming the kernel.
+inline void check_launch(const char* what) {
+  const cudaError_t status = cudaGetLastError();
+  RT_CHECK(status == cudaSuccess, "CUDA kernel launch failed (", what, "): ",
+           cudaGetErrorString(status));
+}
+
+inline cudaStream_t as_stream(StreamHandle s) { return static_cast<cudaStream_t>(s); }
+
+template <typename T> struct Tag { using type = T; };
+
+/// Calls f(Tag<T>{}) with the C++ element type of t.
+template <typename F>
+void with_type(FloatType t, F&& f) {
+  switch (t) {
+    case FloatType::kFloat: return f(Tag<float>{});
+    case FloatType::kDouble: return f(Tag<double>{});
+    case FloatType::kHalf: return f(Tag<__half>{});
+    case FloatType::kBFloat16: return f(Tag<__nv_bfloat16>{});
+  }
+  RT_ERROR("cuda: unknown element type ", int(t));
+}
+
+/// Calls f(Tag<E>{}) with an unsigned type of `size` bytes (1, 2, 4 or 8): kernels that move
+/// elements without looking at them.
+template <typename F>
+void with_element_size(int64_t size, const char* what, F&& f) {
+  switch (size) {
+    case 1: return f(Tag<uint8_t>{});
+    case 2: return f(Tag<uint16_t>{});
+    case 4: return f(Tag<uint32_t>{});
+    case 8: return f(Tag<uint64_t>{});
+  }
+  RT_ERROR("cuda ", what, ": elements of ", size, " bytes are not supported");
+}
+
+}  // namespace retorch::cuda_backend
