@@ -566,3 +566,32 @@ def test_the_demo_convnet_trains_on_the_device_like_torch():
     compute = {"aten::convolution", "aten::_convolution_backward_weight", "aten::native_batch_norm",
                "aten::max_pool2d_with_indices", "aten::addmm", "aten::_cross_entropy_fused"}
     assert not (fell_back & compute), fell_back
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_pow_clamp_where_and_masked_fill(dtype, tol):
+    r, t = pair((30, 17), dtype, seed=51, positive=True)
+    e, te = pair((17,), dtype, seed=52)
+    F32 = up
+    close(retorch.pow(r, e), torch.pow(F32(t), F32(te)).to(t.dtype), tol * 4)
+    for p in (2, 0.5, -1.0, 3):
+        close(r ** p, (F32(t) ** p).to(t.dtype), tol * 4)
+    q, tq = pair((30, 17), dtype, seed=53)
+    close(q.clamp(-0.5, 0.7), F32(tq).clamp(-0.5, 0.7).to(tq.dtype), tol)
+    close(q.clamp(min=0.1), F32(tq).clamp(min=0.1).to(tq.dtype), tol)
+    close(q.clamp(max=-0.2), F32(tq).clamp(max=-0.2).to(tq.dtype), tol)
+    c = q.clone()
+    c.clamp_(-0.3, 0.3)
+    close(c, F32(tq).clamp(-0.3, 0.3).to(tq.dtype), tol)
+    with pytest.raises(RuntimeError):
+        q.clamp()
+    mask_np = np.random.default_rng(54).random((30, 1)) > 0.5
+    mask, tmask = cu(mask_np), torch.from_numpy(mask_np)
+    close(retorch.where(mask, q, r), torch.where(tmask, F32(tq), F32(t)).to(t.dtype), tol)
+    close(q.masked_fill(mask, -7.0), F32(tq).masked_fill(tmask, -7.0).to(tq.dtype), tol)
+    m = q.clone()
+    m.masked_fill_(mask, 2.5)
+    close(m, F32(tq).masked_fill(tmask, 2.5).to(tq.dtype), tol)
+    for op in ("aten::pow.Tensor_Tensor", "aten::pow.Tensor_Scalar", "aten::clamp",
+               "aten::where.self", "aten::masked_fill.Scalar"):
+        assert ran_on_device(op), op

@@ -2,7 +2,9 @@
 // three variants; fill_ and zero_) and device-side copies at the CUDA key; others fall back.
 #include "retorch/backend/cuda/CudaOps.h"
 
+#include <cmath>
 #include <cstring>
+#include <string>
 #include <string_view>
 
 #include "retorch/backend/cpu/TensorIterator.h"
@@ -56,6 +58,22 @@ void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
     if (approximate == "tanh") op = UnaryOp::kGeluTanh;
     else if (approximate != "none") return run_device_fallback(h, ks, stack);  // its error
   }
+  // The scalar parameters: pow's exponent, clamp's bounds (None: unbounded on that side).
+  double p0 = 0, p1 = 0;
+  auto bound = [&](size_t i, double none) {
+    const IValue& a = (*stack)[base + i];
+    return a.is_none() ? none : a.to_scalar().to_double();
+  };
+  const std::string_view name = s.name;
+  if (op == UnaryOp::kPow) {
+    p0 = (*stack)[base + 1].to_scalar().to_double();
+  } else if (op == UnaryOp::kClamp) {
+    const bool lower = name.rfind("clamp_max", 0) != 0, upper = name.rfind("clamp_min", 0) != 0;
+    if (lower && upper && (*stack)[base + 1].is_none() && (*stack)[base + 2].is_none())
+      return run_device_fallback(h, ks, stack);  // its error: a bound is required
+    p0 = lower ? bound(1, -INFINITY) : -INFINITY;
+    p1 = upper ? bound(lower ? 2 : 1, INFINITY) : INFINITY;
+  }
   Tensor out = v == Variant::kOut ? stack->back().to_tensor()
                : v == Variant::kInplace ? self : Tensor();
   const auto t = float_type(self.dtype());
@@ -67,7 +85,7 @@ void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   Geometry<2> g;
   if (!geometry_of<2>(out.sizes(), {strides_of(out), strides_of(self)}, &g))
     return run_device_fallback(h, ks, stack);
-  launch_unary(op, *t, g, device_ptr(out), device_ptr(self), nullptr);
+  launch_unary(op, *t, g, device_ptr(out), device_ptr(self), nullptr, p0, p1);
   finish_call(s, v, out, stack);
 }
 
@@ -141,6 +159,61 @@ void fill_kernel(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   finish_call(s, Variant::kInplace, self, stack);
 }
 
+// where.self(condition, self, other): a bool condition on the device choosing between two
+// floating tensors, all broadcast together, in their promoted dtype.
+void where(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor cond = (*stack)[base].to_tensor();
+  Tensor a = (*stack)[base + 1].to_tensor(), b = (*stack)[base + 2].to_tensor();
+  bool ok = in_device_memory(cond) && cond.dtype() == kBool && in_device_memory(a) &&
+            in_device_memory(b) && float_type(a.dtype()) && float_type(b.dtype());
+  if (!ok) return run_device_fallback(h, ks, stack);
+  const ScalarType rt = result_type({a, b});
+  const DimVector shape =
+      broadcast_shapes(broadcast_shapes(cond.sizes(), a.sizes(), "where"), b.sizes(), "where");
+  for (Tensor* t : {&a, &b}) {
+    if (t->dtype() == rt) continue;
+    auto c = converted(*t, rt);
+    if (!c) return run_device_fallback(h, ks, stack);
+    *t = *c;
+  }
+  Tensor out = make_empty(shape, rt, a.device());
+  Geometry<4> g;
+  if (!geometry_of<4>(shape, {strides_of(out), broadcast_strides(cond, shape),
+                              broadcast_strides(a, shape), broadcast_strides(b, shape)}, &g))
+    return run_device_fallback(h, ks, stack);
+  launch_select(*float_type(rt), g, device_ptr(out), static_cast<const bool*>(device_ptr(cond)),
+                device_ptr(a), false, 0.0, device_ptr(b), false, 0.0, nullptr);
+  finish_call(s, Variant::kFunctional, out, stack);
+}
+
+// masked_fill(self, mask, value) and masked_fill_: value where the (broadcast) mask is set.
+void masked_fill(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Variant v = variant_of(s);
+  const Tensor self = (*stack)[base].to_tensor(), mask = (*stack)[base + 1].to_tensor();
+  const double value = (*stack)[base + 2].to_scalar().to_double();
+  bool ok = in_device_memory(self) && float_type(self.dtype()) && in_device_memory(mask) &&
+            mask.dtype() == kBool && mask.dim() <= self.dim();
+  for (int64_t d = 0; ok && d < mask.dim(); ++d) {
+    const int64_t m = mask.size(d), x = self.size(self.dim() - mask.dim() + d);
+    ok = m == x || m == 1;
+  }
+  if (!ok) return run_device_fallback(h, ks, stack);
+  Tensor out = v == Variant::kInplace ? self : make_empty(self.sizes(), self.dtype(), self.device());
+  Geometry<4> g;
+  const DimVector zeros(size_t(self.dim()), 0);
+  if (!geometry_of<4>(self.sizes(), {strides_of(out), broadcast_strides(mask, self.sizes()), zeros,
+                                     strides_of(self)}, &g))
+    return run_device_fallback(h, ks, stack);
+  launch_select(*float_type(self.dtype()), g, device_ptr(out),
+                static_cast<const bool*>(device_ptr(mask)), nullptr, true, value,
+                device_ptr(self), false, 0.0, nullptr);
+  finish_call(s, v, out, stack);
+}
+
 struct UnaryEntry {
   std::string_view name;
   UnaryOp op;
@@ -154,6 +227,16 @@ constexpr UnaryEntry kUnaryOps[] = {
     {"log1p", UnaryOp::kLog1p},     {"expm1", UnaryOp::kExpm1},   {"erf", UnaryOp::kErf},
 };
 
+// Unary ops with scalar parameters, by (name, overload of the functional form).
+struct ParamEntry {
+  std::string_view name, overload;
+  UnaryOp op;
+};
+constexpr ParamEntry kParamOps[] = {
+    {"pow", "Tensor_Scalar", UnaryOp::kPow}, {"clamp", "", UnaryOp::kClamp},
+    {"clamp_min", "", UnaryOp::kClamp},      {"clamp_max", "", UnaryOp::kClamp},
+};
+
 struct BinaryEntry {
   std::string_view name;
   std::string_view overload;  // of the functional variant
@@ -164,6 +247,7 @@ constexpr BinaryEntry kBinaryOps[] = {
     {"mul", "Tensor", BinaryOp::kMul},     {"div", "Tensor", BinaryOp::kDiv},
     {"maximum", "", BinaryOp::kMaximum},   {"minimum", "", BinaryOp::kMinimum},
     {"threshold_backward", "", BinaryOp::kThresholdBackward},
+    {"pow", "Tensor_Tensor", BinaryOp::kPow},
     {"eq", "Tensor", BinaryOp::kEq},       {"ne", "Tensor", BinaryOp::kNe},
     {"lt", "Tensor", BinaryOp::kLt},       {"le", "Tensor", BinaryOp::kLe},
     {"gt", "Tensor", BinaryOp::kGt},       {"ge", "Tensor", BinaryOp::kGe},
@@ -264,10 +348,23 @@ void register_pointwise_ops(Dispatcher& d) {
                       make_boxed_kernel([op](const OperatorHandle& oh, DispatchKeySet ks,
                                              Stack* st) { unary(op, oh, ks, st); }));
       }
+    // The out form's overload: "out", or the functional one's with "_out".
+    auto matches = [&](std::string_view functional) {
+      return s.overload == functional ||
+             (out && s.overload == (functional.empty() ? std::string("out")
+                                                       : std::string(functional) + "_out"));
+    };
+    for (const ParamEntry& e : kParamOps)
+      if (base == e.name && matches(e.overload)) {
+        const UnaryOp op = e.op;
+        h->set_kernel(DispatchKey::CUDA,
+                      make_boxed_kernel([op](const OperatorHandle& oh, DispatchKeySet ks,
+                                             Stack* st) { unary(op, oh, ks, st); }));
+      }
+    if (s.name == "where" && s.overload == "self") set_cuda_kernel(h, &where);
+    if (base == "masked_fill" && s.overload == "Scalar") set_cuda_kernel(h, &masked_fill);
     for (const BinaryEntry& e : kBinaryOps) {
-      const bool overload = s.overload == e.overload ||
-                            (out && s.overload == (e.overload.empty() ? "out" : "Tensor_out"));
-      if (base == e.name && overload) {
+      if (base == e.name && matches(e.overload)) {
         const BinaryOp op = e.op;
         h->set_kernel(DispatchKey::CUDA,
                       make_boxed_kernel([op](const OperatorHandle& oh, DispatchKeySet ks,

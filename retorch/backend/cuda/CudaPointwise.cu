@@ -21,7 +21,7 @@ namespace retorch::cuda_backend {
 namespace {
 
 template <typename A>
-__device__ inline A apply_unary(UnaryOp op, A x) {
+__device__ inline A apply_unary(UnaryOp op, A x, A p0, A p1) {
   const A one = A(1);
   switch (op) {
     case UnaryOp::kNeg: return -x;
@@ -45,6 +45,11 @@ __device__ inline A apply_unary(UnaryOp op, A x) {
     case UnaryOp::kLog1p: return log1p(x);
     case UnaryOp::kExpm1: return expm1(x);
     case UnaryOp::kErf: return erf(x);
+    case UnaryOp::kPow: return pow(x, p0);
+    case UnaryOp::kClamp: {
+      const A lo = x < p0 ? p0 : x;
+      return lo > p1 ? p1 : lo;
+    }
   }
   return x;
 }
@@ -59,6 +64,7 @@ __device__ inline A apply_binary(BinaryOp op, A a, A b, A alpha) {
     case BinaryOp::kMaximum: return a != a ? a : (b != b ? b : (a > b ? a : b));
     case BinaryOp::kMinimum: return a != a ? a : (b != b ? b : (a < b ? a : b));
     case BinaryOp::kThresholdBackward: return b <= alpha ? A(0) : a;
+    case BinaryOp::kPow: return pow(a, b);
     case BinaryOp::kEq: return A(a == b);
     case BinaryOp::kNe: return A(a != b);
     case BinaryOp::kLt: return A(a < b);
@@ -70,12 +76,13 @@ __device__ inline A apply_binary(BinaryOp op, A a, A b, A alpha) {
 }
 
 template <typename T, typename Index>
-__global__ void unary_kernel(UnaryOp op, OffsetCalc<2, Index> c, T* out, const T* in, int64_t n) {
+__global__ void unary_kernel(UnaryOp op, OffsetCalc<2, Index> c, T* out, const T* in, int64_t n,
+                             acc_t<T> p0, acc_t<T> p1) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     Index o[2];
     c.offsets(Index(i), o);
-    store(out + o[0], apply_unary<acc_t<T>>(op, load(in + o[1])));
+    store(out + o[0], apply_unary<acc_t<T>>(op, load(in + o[1]), p0, p1));
   }
 }
 
@@ -89,6 +96,20 @@ __global__ void binary_kernel(BinaryOp op, OffsetCalc<3, Index> c, O* out, const
     c.offsets(Index(i), o);
     const acc_t<T> y = b_is_scalar ? b_value : acc_t<T>(load(b + o[2]));
     store(out + o[0], apply_binary<acc_t<T>>(op, acc_t<T>(load(a + o[1])), y, alpha));
+  }
+}
+
+template <typename T, typename Index>
+__global__ void select_kernel(OffsetCalc<4, Index> c, T* out, const bool* cond, const T* a,
+                              bool a_is_scalar, acc_t<T> a_value, const T* b, bool b_is_scalar,
+                              acc_t<T> b_value, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    Index o[4];
+    c.offsets(Index(i), o);
+    const acc_t<T> v = cond[o[1]] ? (a_is_scalar ? a_value : acc_t<T>(load(a + o[2])))
+                                  : (b_is_scalar ? b_value : acc_t<T>(load(b + o[3])));
+    store(out + o[0], v);
   }
 }
 
@@ -132,14 +153,15 @@ void with_index(const Geometry<N>& g, F&& f) {
 }  // namespace
 
 void launch_unary(UnaryOp op, FloatType t, const Geometry<2>& g, void* out, const void* in,
-                  StreamHandle s) {
+                  StreamHandle s, double p0, double p1) {
   if (g.numel == 0) return;
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
     with_index(g, [&](auto index) {
       using I = typename decltype(index)::type;
       unary_kernel<T, I><<<blocks_for(g.numel), kThreads, 0, as_stream(s)>>>(
-          op, g.template calc<I>(), static_cast<T*>(out), static_cast<const T*>(in), g.numel);
+          op, g.template calc<I>(), static_cast<T*>(out), static_cast<const T*>(in), g.numel,
+          acc_t<T>(p0), acc_t<T>(p1));
     });
   });
   check_launch("unary");
@@ -165,6 +187,23 @@ void launch_binary(BinaryOp op, FloatType t, const Geometry<3>& g, void* out, co
     });
   });
   check_launch("binary");
+}
+
+void launch_select(FloatType t, const Geometry<4>& g, void* out, const bool* cond, const void* a,
+                   bool a_is_scalar, double a_value, const void* b, bool b_is_scalar,
+                   double b_value, StreamHandle s) {
+  if (g.numel == 0) return;
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    with_index(g, [&](auto index) {
+      using I = typename decltype(index)::type;
+      select_kernel<T, I><<<blocks_for(g.numel), kThreads, 0, as_stream(s)>>>(
+          g.template calc<I>(), static_cast<T*>(out), cond, static_cast<const T*>(a),
+          a_is_scalar, acc_t<T>(a_value), static_cast<const T*>(b), b_is_scalar,
+          acc_t<T>(b_value), g.numel);
+    });
+  });
+  check_launch("select");
 }
 
 void launch_convert(FloatType to, FloatType from, const Geometry<2>& g, void* out,

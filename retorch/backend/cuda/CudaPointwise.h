@@ -13,24 +13,32 @@ enum class FloatType : int { kFloat, kDouble, kHalf, kBFloat16 };
 enum class UnaryOp : int {
   kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kSin, kCos, kTanh, kSigmoid, kRelu, kSilu,
   kGelu, kGeluTanh, kReciprocal, kLog1p, kExpm1, kErf,
+  kPow,    // x ^ p0
+  kClamp,  // min(max(x, p0), p1), NaN staying NaN
 };
 /// Binary ops: add and sub scale the second operand by alpha; threshold_backward(a = grad,
 /// b = self) gives a where b > alpha, else 0; the comparisons give 1 or 0 (a bool output).
 enum class BinaryOp : int {
-  kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kThresholdBackward,
+  kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kThresholdBackward, kPow,
   kEq, kNe, kLt, kLe, kGt, kGe,
 };
 /// Whether op is a comparison (its output is bool).
 inline bool is_comparison(BinaryOp op) { return op >= BinaryOp::kEq; }
 
-/// out = op(in) over g (operand 0 the output, 1 the input), all of type t.
+/// out = op(in) over g (operand 0 the output, 1 the input), all of type t; p0 and p1 are the
+/// op's scalar parameters (kPow, kClamp).
 void launch_unary(UnaryOp op, FloatType t, const Geometry<2>& g, void* out, const void* in,
-                  StreamHandle s);
+                  StreamHandle s, double p0 = 0, double p1 = 0);
 /// out = op(a, b) over g (operands out, a, b), a and b of type t, out of type t (bool for a
 /// comparison); with b_is_scalar, b is b_value everywhere and its pointer and strides are
 /// unused.
 void launch_binary(BinaryOp op, FloatType t, const Geometry<3>& g, void* out, const void* a,
                    const void* b, bool b_is_scalar, double b_value, double alpha, StreamHandle s);
+/// out = cond ? a : b over g (operands out, cond (bool), a, b), a and b of type t; a scalar
+/// side is its value everywhere (its pointer and strides unused).
+void launch_select(FloatType t, const Geometry<4>& g, void* out, const bool* cond, const void* a,
+                   bool a_is_scalar, double a_value, const void* b, bool b_is_scalar,
+                   double b_value, StreamHandle s);
 /// out = in converted from type `from` to type `to` over g (operands out, in).
 void launch_convert(FloatType to, FloatType from, const Geometry<2>& g, void* out,
                     const void* in, StreamHandle s);
