@@ -595,3 +595,20 @@ def test_pow_clamp_where_and_masked_fill(dtype, tol):
     for op in ("aten::pow.Tensor_Tensor", "aten::pow.Tensor_Scalar", "aten::clamp",
                "aten::where.self", "aten::masked_fill.Scalar"):
         assert ran_on_device(op), op
+
+
+def test_cat_and_stack():
+    a, ta = pair((3, 4, 5), "float32", seed=55)
+    b, tb = pair((3, 2, 5), "float32", seed=56)
+    close(retorch.cat([a, b], 1), torch.cat([ta, tb], 1), 0)
+    close(retorch.cat([a, a.transpose(1, 2).contiguous().transpose(1, 2)], -1),
+          torch.cat([ta, ta], -1), 0)
+    close(retorch.stack([a, a], 0), torch.stack([ta, ta], 0), 0)
+    empty = retorch.empty(0, device="cuda")
+    close(retorch.cat([empty, a]), torch.cat([torch.empty(0), ta]), 0)
+    out = retorch.empty((6, 4, 5), device="cuda")
+    retorch.cat([a, a], 0, out=out)
+    close(out, torch.cat([ta, ta], 0), 0)
+    with pytest.raises(RuntimeError):
+        retorch.cat([a, b], 0)
+    assert ran_on_device("aten::cat")

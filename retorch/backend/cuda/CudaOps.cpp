@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "retorch/backend/cpu/TensorIterator.h"
 #include "retorch/core/Error.h"
@@ -214,6 +215,43 @@ void masked_fill(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   finish_call(s, v, out, stack);
 }
 
+// cat(tensors, dim) and cat.out: each tensor copied on the device into its slice of the result
+// (1-D empty tensors skipped, as PyTorch's legacy rule does); mixed dtypes take the fallback.
+void cat(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Variant v = variant_of(s);
+  std::vector<Tensor> parts;
+  for (const Tensor& t : (*stack)[base].to_tensor_list())
+    if (!(t.defined() && t.dim() == 1 && t.numel() == 0)) parts.push_back(t);
+  bool ok = !parts.empty();
+  for (const Tensor& t : parts)
+    ok = ok && t.defined() && in_device_memory(t) && t.dtype() == parts[0].dtype() &&
+         t.dim() == parts[0].dim() && t.dim() > 0;
+  const int64_t dim = ok ? maybe_wrap_dim((*stack)[base + 1].to_int(), parts[0].dim(), "cat") : 0;
+  DimVector shape = ok ? DimVector(parts[0].sizes().begin(), parts[0].sizes().end()) : DimVector();
+  if (ok) shape[size_t(dim)] = 0;
+  for (const Tensor& t : parts) {
+    for (int64_t d = 0; ok && d < t.dim(); ++d) ok = d == dim || t.size(d) == shape[size_t(d)];
+    if (ok) shape[size_t(dim)] += t.size(dim);
+  }
+  Tensor out = v == Variant::kOut ? stack->back().to_tensor() : Tensor();
+  if (ok && out.defined())
+    ok = in_device_memory(out) && out.dtype() == parts[0].dtype() &&
+         out.sizes().equals(IntArrayRef(shape));
+  if (!ok) return run_device_fallback(h, ks, stack);  // its checks name shapes and dtypes
+  if (!out.defined()) out = make_empty(shape, parts[0].dtype(), parts[0].device());
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});  // narrow
+  int64_t offset = 0;
+  for (const Tensor& t : parts) {
+    if (t.numel() > 0)
+      RT_CHECK(copy_on_device(out.narrow(dim, offset, t.size(dim)), t),
+               "cuda cat: the copy of a ", t.dim(), "-dim tensor failed");
+    offset += t.size(dim);
+  }
+  finish_call(s, v, out, stack);
+}
+
 struct UnaryEntry {
   std::string_view name;
   UnaryOp op;
@@ -362,6 +400,7 @@ void register_pointwise_ops(Dispatcher& d) {
                                              Stack* st) { unary(op, oh, ks, st); }));
       }
     if (s.name == "where" && s.overload == "self") set_cuda_kernel(h, &where);
+    if (s.name == "cat" && (s.overload.empty() || out)) set_cuda_kernel(h, &cat);
     if (base == "masked_fill" && s.overload == "Scalar") set_cuda_kernel(h, &masked_fill);
     for (const BinaryEntry& e : kBinaryOps) {
       if (base == e.name && matches(e.overload)) {
