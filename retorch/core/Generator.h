@@ -7,8 +7,10 @@
 
 namespace retorch {
 
-/// Philox4x32 with 10 rounds: maps (key, counter) to four random 32-bit words.
-inline std::array<uint32_t, 4> philox4x32(uint64_t key, uint64_t counter, uint64_t subseq = 0) {
+/// Philox4x32 with 10 rounds: maps (key, counter) to four random 32-bit words. constexpr, so
+/// the CUDA kernels call this same function (nvcc's --expt-relaxed-constexpr) and draw the cpu
+/// kernels' numbers.
+constexpr std::array<uint32_t, 4> philox4x32(uint64_t key, uint64_t counter, uint64_t subseq = 0) {
   uint32_t k0 = uint32_t(key), k1 = uint32_t(key >> 32);
   uint32_t c0 = uint32_t(counter), c1 = uint32_t(counter >> 32);
   uint32_t c2 = uint32_t(subseq), c3 = uint32_t(subseq >> 32);

@@ -612,3 +612,20 @@ def test_cat_and_stack():
     with pytest.raises(RuntimeError):
         retorch.cat([a, b], 0)
     assert ran_on_device("aten::cat")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16"])
+def test_random_numbers_on_the_device_are_the_cpus(dtype):
+    # The same Philox counters and formulas (Note [CUDA random numbers]): a seed gives the cpu's
+    # tensor, up to CUDA's double log/cos against libm's before the rounding to the dtype.
+    dt = rt_dtype(dtype)
+    for fill in (lambda t: t.normal_(0.5, 2.0), lambda t: t.uniform_(-1.0, 3.0)):
+        retorch.manual_seed(123)
+        cpu = fill(retorch.empty((257, 33), dtype=dt)).to(retorch.float64).numpy()
+        retorch.manual_seed(123)
+        dev = fill(retorch.empty((257, 33), dtype=dt, device="cuda")).cpu()
+        np.testing.assert_allclose(dev.to(retorch.float64).numpy(), cpu, rtol=1e-6, atol=1e-6)
+    retorch.manual_seed(7)
+    a = retorch.randn(1000, device="cuda").cpu().numpy()
+    assert abs(a.mean()) < 0.15 and abs(a.std() - 1) < 0.1
+    assert ran_on_device("aten::normal_") and ran_on_device("aten::uniform_")

@@ -1,5 +1,5 @@
-// CUDA kernels of the pointwise ops (unary, binary and comparison ops on floating tensors, all
-// three variants; fill_ and zero_) and device-side copies at the CUDA key; others fall back.
+// CUDA kernels of the pointwise ops (unary, binary, comparison and select ops on floating
+// tensors; fill_, zero_, uniform_, normal_, cat) and device-side copies at the CUDA key.
 #include "retorch/backend/cuda/CudaOps.h"
 
 #include <cmath>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "retorch/backend/cpu/TensorIterator.h"
+#include "retorch/backend/cuda/CudaRandom.h"
 #include "retorch/core/Error.h"
 #include "retorch/core/Shape.h"
 #include "retorch/core/TensorImpl.h"
@@ -252,6 +253,26 @@ void cat(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   finish_call(s, v, out, stack);
 }
 
+// uniform_(self, from, to, generator?) and normal_(self, mean, std, generator?) on floating
+// device tensors, from the generator the cpu kernels use (Note [CUDA random numbers]).
+void random_fill(bool normal, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor self = (*stack)[base].to_tensor();
+  const double a = (*stack)[base + 1].to_double(), b = (*stack)[base + 2].to_double();
+  const IValue& gen = (*stack)[base + 3];
+  const bool ok = in_device_memory(self) && float_type(self.dtype()) && (normal ? b >= 0 : a <= b);
+  if (!ok) return run_device_fallback(h, ks, stack);  // its checks and errors
+  Generator& g = gen.is_none() ? default_generator() : const_cast<Generator&>(gen.to_generator());
+  const Tensor target = self.is_contiguous() ? self : make_empty(self.sizes(), self.dtype(),
+                                                                 self.device());
+  const auto [key, first] = g.reserve(uint64_t(target.numel()));
+  (normal ? launch_normal : launch_uniform)(*float_type(self.dtype()), device_ptr(target),
+                                            target.numel(), key, first, a, b, nullptr);
+  if (!target.is_same(self)) RT_CHECK(copy_on_device(self, target), "cuda random: copy failed");
+  finish_call(s, Variant::kInplace, self, stack);
+}
+
 struct UnaryEntry {
   std::string_view name;
   UnaryOp op;
@@ -401,6 +422,14 @@ void register_pointwise_ops(Dispatcher& d) {
       }
     if (s.name == "where" && s.overload == "self") set_cuda_kernel(h, &where);
     if (s.name == "cat" && (s.overload.empty() || out)) set_cuda_kernel(h, &cat);
+    if (s.name == "uniform_" && s.overload.empty())
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet k, Stack* st) {
+        random_fill(false, oh, k, st);
+      });
+    if (s.name == "normal_" && s.overload.empty())
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet k, Stack* st) {
+        random_fill(true, oh, k, st);
+      });
     if (base == "masked_fill" && s.overload == "Scalar") set_cuda_kernel(h, &masked_fill);
     for (const BinaryEntry& e : kBinaryOps) {
       if (base == e.name && matches(e.overload)) {

@@ -1,0 +1,76 @@
+// The CUDA backend's random kernels: uniform_ and normal_ drawing the cpu kernels' Philox numbers
+// (one counter per element from the same generator), so a seed gives the same tensor on both.
+#include <cstdint>
+
+#include "retorch/backend/cuda/CudaDevice.cuh"
+#include "retorch/backend/cuda/CudaRandom.h"
+#include "retorch/core/Generator.h"
+
+namespace retorch::cuda_backend {
+
+// Note [CUDA random numbers]
+// Element i of a draw of n numbers takes philox4x32(key, base + i), (key, base) reserved from
+// the generator on the host exactly as the cpu kernels reserve them (backend/cpu/RandomOps.cpp),
+// and turns the words into a number with the cpu kernels' formulas in double: uniform from 53
+// random bits, normal by Box-Muller's cosine branch. The numbers are therefore independent of
+// the launch configuration and equal to the cpu's up to the last bit of CUDA's double log, sqrt
+// and cos (within 2 ulp of libm's) before the rounding to the tensor's dtype.
+
+namespace {
+
+__device__ inline double u01(uint32_t a, uint32_t b) {
+  const uint64_t bits = (uint64_t(a) << 21) ^ uint64_t(b >> 11);  // 53 random bits
+  return double(bits & ((uint64_t(1) << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
+template <typename T>
+__global__ void uniform_kernel(T* out, int64_t n, uint64_t key, uint64_t base, double from,
+                               double to) {
+  using A = acc_t<T>;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const auto w = philox4x32(key, base + uint64_t(i));
+    A v = A(from + u01(w[0], w[1]) * (to - from));
+    if (v >= A(to) && to > from) v = nextafter(A(to), A(from));
+    store(out + i, v);
+  }
+}
+
+template <typename T>
+__global__ void normal_kernel(T* out, int64_t n, uint64_t key, uint64_t base, double mean,
+                              double std) {
+  using A = acc_t<T>;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const auto w = philox4x32(key, base + uint64_t(i));
+    const double u1 = u01(w[0], w[1]), u2 = u01(w[2], w[3]);
+    const double r = sqrt(-2.0 * log(1.0 - u1));
+    store(out + i, A(mean + std * r * cos(2.0 * 3.14159265358979323846 * u2)));
+  }
+}
+
+}  // namespace
+
+void launch_uniform(FloatType t, void* out, int64_t n, uint64_t key, uint64_t base, double from,
+                    double to, StreamHandle s) {
+  if (n == 0) return;
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    uniform_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(s)>>>(static_cast<T*>(out), n, key,
+                                                                     base, from, to);
+  });
+  check_launch("uniform_");
+}
+
+void launch_normal(FloatType t, void* out, int64_t n, uint64_t key, uint64_t base, double mean,
+                   double std, StreamHandle s) {
+  if (n == 0) return;
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    normal_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(s)>>>(static_cast<T*>(out), n, key,
+                                                                    base, mean, std);
+  });
+  check_launch("normal_");
+}
+
+}  // namespace retorch::cuda_backend
