@@ -49,6 +49,13 @@ def randn(lib, *shape, dtype=None):
     return x.to("cuda")
 
 
+def copy_bandwidth(n):
+    """Bytes a second of torch's device-to-device copy of n floats (read + write)."""
+    src = torch.empty(n, device="cuda")
+    dst = torch.empty_like(src)
+    return 2 * 4 * n / timed(sync_t, lambda: dst.copy_(src), 10)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller shapes")
@@ -65,12 +72,7 @@ def main():
     n_row = 4096 if a.quick else 8192
     rows = []
 
-    # Copy bandwidth: torch's device-to-device copy of n_add floats (read + write).
-    src = torch.empty(n_add, device="cuda")
-    dst = torch.empty_like(src)
-    copy_s = timed(sync_t, lambda: dst.copy_(src), 10)
-    bw = 2 * 4 * n_add / copy_s
-    del src, dst
+    bw = copy_bandwidth(n_add)
     print(f"device copy bandwidth: {bw / 1e9:.0f} GB/s")
 
     def gemm(lib):
@@ -79,8 +81,8 @@ def main():
         return lambda: lib.mm(x, y)
     r, t = both(gemm, 5)
     flop = 2 * n_gemm ** 3
-    rows.append((f"bf16 GEMM {n_gemm}^3", r, t, f"{flop / r / 1e12:.0f} / {flop / t / 1e12:.0f} TFLOP/s",
-                 "aim >= 0.95x torch.matmul"))
+    rate = f"{flop / r / 1e12:.0f} / {flop / t / 1e12:.0f} TFLOP/s"
+    rows.append((f"bf16 GEMM {n_gemm}^3", r, t, rate, "aim >= 0.95x torch.matmul"))
 
     def add(lib):
         x, y = randn(lib, n_add), randn(lib, n_add)

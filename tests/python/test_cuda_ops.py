@@ -485,8 +485,8 @@ def test_transposed_and_3d_convolutions():
           1e-4)
     v, tv = pair((2, 3, 5, 6, 7), "float32", seed=44)
     k, tk = pair((4, 3, 3, 3, 3), "float32", seed=45)
-    close(retorch.nn.functional.conv3d(v, k, padding=1), torch.nn.functional.conv3d(tv, tk, padding=1),
-          1e-4)
+    close(retorch.nn.functional.conv3d(v, k, padding=1),
+          torch.nn.functional.conv3d(tv, tk, padding=1), 1e-4)
     assert ran_on_device("aten::convolution")
 
 

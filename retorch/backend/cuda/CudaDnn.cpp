@@ -187,7 +187,8 @@ void convolution(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   bool ok = (nd == 4 || nd == 5) && weight.dim() == nd && in_device_memory(input) &&
             in_device_memory(weight) && weight.dtype() == input.dtype() &&
             data_type(input.dtype()).has_value() && groups >= 1 && groups <= INT32_MAX;
-  if (ok && has_bias) ok = in_device_memory(bias) && bias.dtype() == input.dtype() && bias.dim() == 1;
+  if (ok && has_bias)
+    ok = in_device_memory(bias) && bias.dtype() == input.dtype() && bias.dim() == 1;
   const size_t d = size_t(std::max<int64_t>(nd - 2, 0));
   ConvArgs a;
   std::vector<int64_t> out_sizes;

@@ -147,9 +147,13 @@ void register_llm_ops(Dispatcher& d) {
     else if (n == "rotary_embedding" && o.empty()) set_cuda_kernel(h, &rotary_embedding);
     else if (n == "index_put_" && o.empty()) set_cuda_kernel(h, &index_put);
     else if (n == "index_select" && o.empty())
-      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) { gather(false, oh, ks, st); });
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        gather(false, oh, ks, st);
+      });
     else if (n == "embedding" && o.empty())
-      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) { gather(true, oh, ks, st); });
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        gather(true, oh, ks, st);
+      });
   }
 }
 

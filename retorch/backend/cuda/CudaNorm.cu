@@ -129,7 +129,8 @@ __global__ void max_pool_kernel(const T* x, PoolShape g, T* y, int64_t* indices)
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t ox = i % g.ow, oy = (i / g.ow) % g.oh, pl = i / (g.ow * g.oh);
     int64_t h0 = oy * g.sh - g.ph, w0 = ox * g.sw - g.pw;
-    const int64_t h1 = min(h0 + (g.kh - 1) * g.dh + 1, g.h), w1 = min(w0 + (g.kw - 1) * g.dw + 1, g.w);
+    const int64_t h1 = min(h0 + (g.kh - 1) * g.dh + 1, g.h);
+    const int64_t w1 = min(w0 + (g.kw - 1) * g.dw + 1, g.w);
     while (h0 < 0) h0 += g.dh;
     while (w0 < 0) w0 += g.dw;
     const T* plane = x + pl * g.h * g.w;

@@ -156,7 +156,8 @@ void fill_kernel(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   uint64_t bits = 0;
   std::memcpy(&bits, one.impl()->storage()->data(), size_t(es));
   Geometry<1> g;
-  if (!geometry_of<1>(self.sizes(), {strides_of(self)}, &g)) return run_device_fallback(h, ks, stack);
+  if (!geometry_of<1>(self.sizes(), {strides_of(self)}, &g))
+    return run_device_fallback(h, ks, stack);
   launch_fill_bytes(int(es), g, device_ptr(self), bits, nullptr);
   finish_call(s, Variant::kInplace, self, stack);
 }
@@ -204,7 +205,8 @@ void masked_fill(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
     ok = m == x || m == 1;
   }
   if (!ok) return run_device_fallback(h, ks, stack);
-  Tensor out = v == Variant::kInplace ? self : make_empty(self.sizes(), self.dtype(), self.device());
+  Tensor out =
+      v == Variant::kInplace ? self : make_empty(self.sizes(), self.dtype(), self.device());
   Geometry<4> g;
   const DimVector zeros(size_t(self.dim()), 0);
   if (!geometry_of<4>(self.sizes(), {strides_of(out), broadcast_strides(mask, self.sizes()), zeros,
@@ -386,7 +388,8 @@ bool copy_on_device(const Tensor& dst, const Tensor& src) {
   Geometry<2> g;
   if (!geometry_of<2>(dst.sizes(), {strides_of(dst), broadcast_strides(src, dst.sizes())}, &g))
     return false;
-  if (same) launch_copy_bytes(int(dst.element_size()), g, device_ptr(dst), device_ptr(src), nullptr);
+  if (same)
+    launch_copy_bytes(int(dst.element_size()), g, device_ptr(dst), device_ptr(src), nullptr);
   else launch_convert(*to, *from, g, device_ptr(dst), device_ptr(src), nullptr);
   return true;
 }

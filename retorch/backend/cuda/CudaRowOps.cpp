@@ -170,7 +170,8 @@ void rms_norm(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
             weight->size(0) == input->size(-1) && weight->dtype() == input->dtype() &&
             weight->is_contiguous();
   if (ok && has_res)
-    ok = residual && residual->sizes().equals(input->sizes()) && residual->dtype() == input->dtype();
+    ok = residual && residual->sizes().equals(input->sizes()) &&
+         residual->dtype() == input->dtype();
   if (!ok || input->size(-1) == 0) return run_device_fallback(h, ks, stack);
   const double eps = (*stack)[base + 3].to_double();
   const Tensor x = contiguous_on_device(*input);
@@ -178,7 +179,8 @@ void rms_norm(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   Tensor out = make_empty(input->sizes(), input->dtype(), input->device());
   Tensor sum = has_res ? make_empty(input->sizes(), input->dtype(), input->device()) : *input;
   const int64_t cols = input->size(-1);
-  launch_rms_norm_rows(*float_type(input->dtype()), device_ptr(x), has_res ? device_ptr(r) : nullptr,
+  launch_rms_norm_rows(*float_type(input->dtype()), device_ptr(x),
+                       has_res ? device_ptr(r) : nullptr,
                        device_ptr(*weight), device_ptr(out), has_res ? device_ptr(sum) : nullptr,
                        x.numel() / cols, cols, eps, nullptr);
   stack->erase(stack->end() - s.num_args, stack->end());
@@ -313,9 +315,13 @@ void register_row_ops(Dispatcher& d) {
         reduce(RowReduce::kMin, oh, ks, st);
       });
     else if (n == "softmax" && o == "int")
-      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) { softmax(false, oh, ks, st); });
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        softmax(false, oh, ks, st);
+      });
     else if (n == "log_softmax" && o == "int")
-      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) { softmax(true, oh, ks, st); });
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        softmax(true, oh, ks, st);
+      });
     else if (n == "native_layer_norm" && o.empty())
       set_cuda_kernel(h, &layer_norm);
     else if (n == "fused_rms_norm" && o.empty())

@@ -60,7 +60,8 @@ __global__ void softmax_rows_kernel(bool take_log, const T* in, T* out, int64_t 
   const T* x = in + int64_t(blockIdx.x) * cols;
   T* y = out + int64_t(blockIdx.x) * cols;
   A m = -A(INFINITY);
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = combine(RowReduce::kMax, m, A(load(x + j)));
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+    m = combine(RowReduce::kMax, m, A(load(x + j)));
   m = row_reduce(RowReduce::kMax, m, shared);
   A s = 0;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) s += exp(A(load(x + j)) - m);
@@ -146,7 +147,8 @@ __global__ void cross_entropy_rows_kernel(const T* in, const int64_t* target, co
   __shared__ A shared[32];
   const T* x = in + int64_t(blockIdx.x) * cols;
   A m = -A(INFINITY);
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = combine(RowReduce::kMax, m, A(load(x + j)));
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x)
+    m = combine(RowReduce::kMax, m, A(load(x + j)));
   m = row_reduce(RowReduce::kMax, m, shared);
   const A shift = isinf(m) ? A(0) : m;
   A s = 0, wx = 0, wsum = 0;
