@@ -1,5 +1,6 @@
 // Backward helpers of the convolution, pooling and resampling family, written in retorch ops.
 #include "retorch/autograd/FunctionsManual.h"
+#include "retorch/ops/ArgRules.h"
 
 namespace retorch::autograd::fm {
 
@@ -12,17 +13,13 @@ namespace retorch::autograd::fm {
 
 namespace {
 
-std::vector<int64_t> expand_param(IntArrayRef p, int64_t d) {
-  if (int64_t(p.size()) == d) return p.vec();
-  return std::vector<int64_t>(size_t(d), p.empty() ? 0 : p[0]);
-}
-
 // The transposed convolution of a with w, given the output_padding that makes its spatial size
 // equal to target's (the forward conv's floor division loses that remainder).
 Tensor conv_transpose_to(const Tensor& a, const Tensor& w, IntArrayRef target, IntArrayRef stride,
                          IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
   int64_t d = w.dim() - 2;
-  auto s = expand_param(stride, d), p = expand_param(padding, d), dl = expand_param(dilation, d);
+  auto s = expand_param(stride, size_t(d), 1), p = expand_param(padding, size_t(d), 0),
+       dl = expand_param(dilation, size_t(d), 1);
   std::vector<int64_t> op(static_cast<size_t>(d));
   for (int64_t i = 0; i < d; ++i) {
     size_t k = size_t(i);

@@ -37,14 +37,10 @@ struct Api {
 const Api& api() {
   static const Api a = [] {
     Api r;
-    std::vector<std::string> names;
-    if (const char* e = std::getenv("RETORCH_NVRTC"); e && *e) {
-      names.push_back(e);
-    } else {
-      names = {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
-               "/usr/local/cuda/lib64/libnvrtc.so"};
-    }
-    r.handle = open_first_library(names, &r.why);
+    r.handle = open_library("RETORCH_NVRTC",
+                            {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
+                             "/usr/local/cuda/lib64/libnvrtc.so"},
+                            &r.why);
     if (!r.handle) return r;
     const bool ok = bind_symbol(r.handle, "nvrtcGetErrorString", &r.error_string) &&
                     bind_symbol(r.handle, "nvrtcVersion", &r.version) &&

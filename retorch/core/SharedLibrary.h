@@ -3,6 +3,7 @@
 #pragma once
 #include <dlfcn.h>
 
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,14 @@ inline void* open_first_library(const std::vector<std::string>& names, std::stri
     if (why) *why += (why->empty() ? "" : "; ") + n + ": " + ::dlerror();
   }
   return nullptr;
+}
+
+/// The library the environment variable `env` names when it is set (a user's override), else
+/// the first of `names` that loads, as open_first_library.
+inline void* open_library(const char* env, const std::vector<std::string>& names,
+                          std::string* why = nullptr) {
+  if (const char* e = std::getenv(env); e && *e) return open_first_library({e}, why);
+  return open_first_library(names, why);
 }
 
 /// Sets *f to the function `name` of the dlopen handle h; false when h has none.

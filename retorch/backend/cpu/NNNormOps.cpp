@@ -8,6 +8,7 @@
 #include "retorch/core/Dtypes.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/generated/Kernels.h"
+#include "retorch/ops/ArgRules.h"
 
 namespace retorch::cpu {
 
@@ -421,12 +422,6 @@ std::pair<int64_t, int64_t> layer_norm_rows(const Tensor& input, IntArrayRef nor
   return {M, N};
 }
 
-std::vector<int64_t> stat_shape(const Tensor& input, IntArrayRef normalized_shape) {
-  std::vector<int64_t> s(input.sizes().begin(), input.sizes().end());
-  for (size_t i = s.size() - normalized_shape.size(); i < s.size(); ++i) s[i] = 1;
-  return s;
-}
-
 /// weight/bias as contiguous tensors of input's dtype (or undefined), shape-checked.
 Tensor affine_param(const std::optional<Tensor>& t, IntArrayRef normalized_shape,
                     const Tensor& input, const char* what) {
@@ -464,7 +459,7 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(
   Tensor b = affine_param(bias, normalized_shape, input, "bias");
   Tensor x = input.contiguous();
   Tensor out = make_empty(input.sizes(), input.dtype(), input.device());
-  std::vector<int64_t> ss = stat_shape(input, normalized_shape);
+  std::vector<int64_t> ss = norm_stat_shape(input.sizes(), normalized_shape.size());
   Tensor mean = make_empty(ss, input.dtype(), input.device());
   Tensor rstd = make_empty(ss, input.dtype(), input.device());
   if (out.device().is_meta()) return {out, mean, rstd};  // See Note [Meta through CPU kernels]

@@ -14,29 +14,11 @@
 #include "retorch/core/Dtypes.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/generated/Kernels.h"
+#include "retorch/ops/ArgRules.h"
 
 namespace retorch::cpu {
 
 namespace {
-
-// One value or one per spatial dim (aten's int[2]); `fallback` when empty (stride = kernel).
-std::pair<int64_t, int64_t> pair_arg(IntArrayRef v, const char* op, const char* name,
-                                     IntArrayRef fallback = {}) {
-  if (v.empty() && !fallback.empty()) v = fallback;
-  RT_CHECK(v.size() == 1 || v.size() == 2, op, ": ", name, " must either be a single int, or a "
-           "tuple of two ints, but got ", name, "=", v);
-  return {v[0], v.size() == 2 ? v[1] : v[0]};
-}
-
-// PyTorch's pooling_output_shape: floor or ceil division, and a ceil-mode window must start
-// inside the input or its left padding.
-int64_t pooled_size(int64_t in, int64_t k, int64_t pad, int64_t stride, int64_t dilation,
-                    bool ceil_mode) {
-  int64_t num = in + 2 * pad - dilation * (k - 1) - 1 + (ceil_mode ? stride - 1 : 0);
-  int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
-  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-  return out;
-}
 
 // Input as contiguous [planes, H, W] plus the shape of the batch/channel dims; or, when
 // channels_last, as [N, H, W, C] (x is then NHWC-contiguous, n = N * C).
@@ -86,30 +68,11 @@ void check_float(const Tensor& t, const char* op) {
            dtype_name(t.dtype()), "'");
 }
 
-struct Pool2d {
-  int64_t kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
-};
+using Pool2d = Pool2dWindow;
 
 Pool2d check_pool(const Planes& p, IntArrayRef kernel_size, IntArrayRef stride,
                   IntArrayRef padding, IntArrayRef dilation, bool ceil_mode, const char* op) {
-  auto [kh, kw] = pair_arg(kernel_size, op, "kernel_size");
-  auto [sh, sw] = pair_arg(stride, op, "stride", kernel_size);
-  auto [ph, pw] = pair_arg(padding, op, "padding");
-  auto [dh, dw] = pair_arg(dilation, op, "dilation");
-  RT_CHECK(kh > 0 && kw > 0, op, ": kernel size should be greater than zero, but got kH: ", kh,
-           " kW: ", kw);
-  RT_CHECK(sh > 0 && sw > 0, op, ": stride should be greater than zero, but got dH: ", sh,
-           " dW: ", sw);
-  RT_CHECK(dh > 0 && dw > 0, op, ": dilation should be greater than zero, but got dilationH: ",
-           dh, " dilationW: ", dw);
-  RT_CHECK(ph >= 0 && pw >= 0 && ph <= kh / 2 && pw <= kw / 2, op, ": pad should be "
-           "non-negative and at most half of kernel size, but got padW = ", pw, ", padH = ", ph,
-           ", kW = ", kw, ", kH = ", kh);
-  int64_t oh = pooled_size(p.H, kh, ph, sh, dh, ceil_mode);
-  int64_t ow = pooled_size(p.W, kw, pw, sw, dw, ceil_mode);
-  RT_CHECK(oh >= 1 && ow >= 1, op, ": given input size (", p.H, "x", p.W,
-           "), calculated output size (", oh, "x", ow, ") is too small");
-  return {kh, kw, sh, sw, ph, pw, dh, dw, oh, ow};
+  return check_pool2d(p.H, p.W, kernel_size, stride, padding, dilation, ceil_mode, op);
 }
 
 // PoolAvx512.h's kernels for float planes; false (the portable loops run) for other dtypes.

@@ -4,40 +4,27 @@
 #include <algorithm>
 
 #include "retorch/generated/Functions.h"
+#include "retorch/ops/ArgRules.h"
 
 namespace retorch::cpu {
 
 ReducePlan plan_reduce(const Tensor& self, OptionalIntArrayRef dims, bool keepdim, const char* op) {
-  int64_t nd = self.dim();
-  std::vector<bool> reduced(size_t(std::max<int64_t>(nd, 1)), false);
-  bool all = !dims || dims->empty();
-  if (!all) {
-    for (int64_t d : *dims) {
-      int64_t w = maybe_wrap_dim(d, nd, op);
-      RT_CHECK(!reduced[size_t(w)], op, ": dim ", w, " appears multiple times in the list of dims");
-      reduced[size_t(w)] = true;
-    }
-  }
+  const int64_t nd = self.dim();
+  const std::vector<bool> reduced = reduced_dim_flags(dims, nd, op);
   ReducePlan p;
-  std::vector<int64_t> perm, kept_sizes;
+  std::vector<int64_t> perm;
   for (int64_t d = 0; d < nd; ++d) {
-    bool r = all || reduced[size_t(d)];
-    if (!r) {
+    if (!reduced[size_t(d)]) {
       perm.push_back(d);
       p.outer *= self.size(d);
       p.out_shape.push_back(self.size(d));
     } else if (keepdim) {
       p.out_shape.push_back(1);
     }
-    if (keepdim && !r) continue;
-  }
-  if (keepdim) {
-    p.out_shape.clear();
-    for (int64_t d = 0; d < nd; ++d) p.out_shape.push_back((all || reduced[size_t(d)]) ? 1 : self.size(d));
   }
   const size_t first_reduced = perm.size();
   for (int64_t d = 0; d < nd; ++d) {
-    if (all || reduced[size_t(d)]) {
+    if (reduced[size_t(d)]) {
       perm.push_back(d);
       p.inner *= self.size(d);
     }

@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -47,18 +48,17 @@ struct Cublas {
   cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t) = nullptr;
   const char* (*status_string)(cublasStatus_t) = nullptr;
   GemmFn gemm = nullptr;
-  cublasHandle_t handle = nullptr;
+  std::atomic<cublasHandle_t> first{nullptr};  // made by the loader, given to the first thread that asks
 };
 
-// The library and one handle (this backend places tensors on one device; Note [CUDA tensors]).
+// The library, or nullptr when it cannot be loaded or cannot make a handle.
 Cublas* cublas() {
   static Cublas* c = [] {
     auto* r = new Cublas();
-    std::vector<std::string> names;
-    if (const char* e = std::getenv("RETORCH_CUBLAS"); e && *e) names = {e};
-    else names = {"libcublas.so.13", "libcublas.so.12", "libcublas.so",
-                  "/usr/local/cuda/lib64/libcublas.so"};
-    r->lib = open_first_library(names, &r->why);
+    r->lib = open_library("RETORCH_CUBLAS",
+                          {"libcublas.so.13", "libcublas.so.12", "libcublas.so",
+                           "/usr/local/cuda/lib64/libcublas.so"},
+                          &r->why);
     if (r->lib && !(bind_symbol(r->lib, "cublasCreate_v2", &r->create) &&
                     bind_symbol(r->lib, "cublasSetStream_v2", &r->set_stream) &&
                     bind_symbol(r->lib, "cublasGetStatusString", &r->status_string) &&
@@ -66,14 +66,30 @@ Cublas* cublas() {
       r->why = "libcublas lacks the functions used here";
       r->lib = nullptr;
     }
-    if (r->lib && r->create(&r->handle) != CUBLAS_STATUS_SUCCESS) {
+    cublasHandle_t probe = nullptr;  // the first handle, made here so a failure means no cuBLAS
+    if (r->lib && r->create(&probe) != CUBLAS_STATUS_SUCCESS) {
       r->why = "cublasCreate failed";
       r->lib = nullptr;
     }
-    if (r->lib) r->set_stream(r->handle, nullptr);
+    if (r->lib) r->first = probe;
     return r;
   }();
   return c->lib ? c : nullptr;
+}
+
+// This thread's handle (one device: Note [CUDA tensors]); its kernels queue on the legacy
+// default stream like every kernel of this backend.
+cublasHandle_t handle(Cublas& lib) {
+  return thread_handle<cublasHandle_t>([&] {
+    cublasHandle_t h = lib.first.exchange(nullptr);
+    if (h == nullptr) {
+      const cublasStatus_t st = lib.create(&h);
+      RT_CHECK(st == CUBLAS_STATUS_SUCCESS, "cuda matmul: cublasCreate failed: ",
+               lib.status_string(st));
+    }
+    lib.set_stream(h, nullptr);
+    return h;
+  });
 }
 
 // How cuBLAS reads one row-major [rows, cols] operand with strides (rs, cs): as stored (rows
@@ -116,38 +132,51 @@ std::optional<GemmTypes> gemm_types(ScalarType t) {
   }
 }
 
-// C[b] = alpha * A[b] @ B[b] + beta * C[b] for 3-dim views a [b, m, k], b [b, k, n] and a
-// row-major c [b, m, n] (batch strides may be 0); false when something does not fit cuBLAS.
-bool gemm(Tensor a, Tensor b, const Tensor& c, double alpha, double beta) {
+// One operand of a product: the matrices [rows, cols] in the last two dims of a 2-d or 3-d
+// tensor, with their row and column strides, and the stride between matrices (0 for one
+// matrix, which a batch then shares).
+struct Operand {
+  Tensor t;
+  int64_t rows, cols, rs, cs, batch_stride;
+};
+
+Operand operand(const Tensor& t) {
+  const int64_t d = t.dim();
+  return {t, t.size(d - 2), t.size(d - 1), t.stride(d - 2), t.stride(d - 1),
+          d == 3 && t.size(0) != 1 ? t.stride(0) : 0};
+}
+
+// The operand as cuBLAS reads it: its layout, with a contiguous copy when neither its rows nor
+// its columns are contiguous.
+Layout readable(Operand* o) {
+  Layout l = layout_of(o->rows, o->cols, o->rs, o->cs);
+  if (l.ok) return l;
+  *o = operand(contiguous_on_device(o->t));
+  return layout_of(o->rows, o->cols, o->rs, o->cs);
+}
+
+// C[i] = alpha * A[i] @ B[i] + beta * C[i] for i < batch, with C's rows contiguous; false when
+// something does not fit cuBLAS.
+bool gemm(Operand a, Operand b, const Operand& c, int64_t batch, double alpha, double beta) {
   Cublas* lib = cublas();
-  const auto types = gemm_types(c.dtype());
+  const auto types = gemm_types(c.t.dtype());
   if (!lib || !types) return false;
-  const int64_t batch = c.size(0), m = c.size(1), n = c.size(2), k = a.size(2);
+  const int64_t m = c.rows, n = c.cols, k = a.cols;
   if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batch > INT32_MAX) return false;
-  const Layout lc = layout_of(m, n, c.stride(1), c.stride(2));
+  const Layout lc = layout_of(m, n, c.rs, c.cs);
   if (!lc.ok || lc.columns_contiguous) return false;
-  Layout la = layout_of(m, k, a.stride(1), a.stride(2));
-  if (!la.ok) {
-    a = contiguous_on_device(a);
-    la = layout_of(m, k, a.stride(1), a.stride(2));
-  }
-  Layout lb = layout_of(k, n, b.stride(1), b.stride(2));
-  if (!lb.ok) {
-    b = contiguous_on_device(b);
-    lb = layout_of(k, n, b.stride(1), b.stride(2));
-  }
-  const int64_t sa = a.size(0) == 1 ? 0 : a.stride(0), sb = b.size(0) == 1 ? 0 : b.stride(0);
+  const Layout la = readable(&a), lb = readable(&b);
   const double ad = alpha, bd = beta;
   const float af = float(alpha), bf = float(beta);
   const void* pa = types->double_scalars ? static_cast<const void*>(&ad) : &af;
   const void* pb = types->double_scalars ? static_cast<const void*>(&bd) : &bf;
   // Column-major Cᵀ[n, m] = Bᵀ[n, k] · Aᵀ[k, m]: B's stored rows are Bᵀ's columns.
   const cublasStatus_t st = lib->gemm(
-      lib->handle, lb.columns_contiguous ? CUBLAS_OP_T : CUBLAS_OP_N,
+      handle(*lib), lb.columns_contiguous ? CUBLAS_OP_T : CUBLAS_OP_N,
       la.columns_contiguous ? CUBLAS_OP_T : CUBLAS_OP_N, int(n), int(m), int(k), pa,
-      device_ptr(b), types->data, int(lb.ld), sb, device_ptr(a), types->data, int(la.ld), sa, pb,
-      device_ptr(c), types->data, int(lc.ld), c.size(0) == 1 ? 0 : c.stride(0), int(batch),
-      types->compute, CUBLAS_GEMM_DEFAULT);
+      device_ptr(b.t), types->data, int(lb.ld), b.batch_stride, device_ptr(a.t), types->data,
+      int(la.ld), a.batch_stride, pb, device_ptr(c.t), types->data, int(lc.ld), c.batch_stride,
+      int(batch), types->compute, CUBLAS_GEMM_DEFAULT);
   RT_CHECK(st == CUBLAS_STATUS_SUCCESS, "cuda matmul (", m, "x", k, " @ ", k, "x", n, ", ",
            batch, " matrices): cuBLAS failed: ", lib->status_string(st));
   return true;
@@ -164,7 +193,6 @@ void product(bool batched, bool scaled, const OperatorHandle& h, DispatchKeySet 
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
   const Variant v = variant_of(s);
-  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});  // views below
   const Tensor self = (*stack)[base].to_tensor();
   const Tensor a = (*stack)[base + (scaled ? 1 : 0)].to_tensor();
   const Tensor b = (*stack)[base + (scaled ? 2 : 1)].to_tensor();
@@ -188,14 +216,13 @@ void product(bool batched, bool scaled, const OperatorHandle& h, DispatchKeySet 
   if (!out.defined()) out = make_empty(shape, dt, a.device());
   if (scaled && beta != 0.0 && !out.is_same(self) && !copy_on_device(out, self))
     return run_device_fallback(h, ks, stack);
-  const Tensor a3 = batched ? a : a.unsqueeze(0), b3 = batched ? b : b.unsqueeze(0);
-  const Tensor c3 = batched ? out : out.unsqueeze(0);
   if (out.numel() > 0) {
     if (a.size(dims - 1) == 0 && !(scaled && beta != 0.0)) {
-      if (!c3.is_contiguous()) return run_device_fallback(h, ks, stack);
+      if (!out.is_contiguous()) return run_device_fallback(h, ks, stack);
       check_status(cudaMemset(device_ptr(out), 0, size_t(out.numel()) * out.element_size()),
                    "cudaMemset");
-    } else if (!gemm(a3, b3, c3, alpha, scaled ? beta : 0.0)) {
+    } else if (!gemm(operand(a), operand(b), operand(out), batched ? out.size(0) : 1, alpha,
+                     scaled ? beta : 0.0)) {
       return run_device_fallback(h, ks, stack);
     }
   }

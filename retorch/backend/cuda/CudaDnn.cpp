@@ -3,6 +3,7 @@
 #include <cudnn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "retorch/core/Error.h"
 #include "retorch/core/SharedLibrary.h"
 #include "retorch/core/TensorImpl.h"
+#include "retorch/ops/ArgRules.h"
 
 namespace retorch::cuda_backend {
 
@@ -33,7 +35,7 @@ namespace {
 struct Cudnn {
   void* lib = nullptr;
   std::string why;
-  cudnnHandle_t handle = nullptr;
+  std::atomic<cudnnHandle_t> first{nullptr};  // made by the loader, for the first thread
 #define RT_CUDNN_FNS(X)                                                                      \
   X(cudnnCreate) X(cudnnSetStream) X(cudnnGetErrorString) X(cudnnCreateTensorDescriptor)     \
   X(cudnnSetTensorNdDescriptor) X(cudnnDestroyTensorDescriptor) X(cudnnCreateFilterDescriptor) \
@@ -54,17 +56,17 @@ struct Cudnn {
 Cudnn* cudnn() {
   static Cudnn* c = [] {
     auto* r = new Cudnn();
-    std::vector<std::string> names;
-    if (const char* e = std::getenv("RETORCH_CUDNN"); e && *e) names = {e};
-    else names = {"libcudnn.so.9", "libcudnn.so", "/usr/local/cuda/lib/libcudnn.so.9",
-                  "/usr/local/cuda/lib64/libcudnn.so.9"};
-    r->lib = open_first_library(names, &r->why);
+    r->lib = open_library("RETORCH_CUDNN",
+                          {"libcudnn.so.9", "libcudnn.so", "/usr/local/cuda/lib/libcudnn.so.9",
+                           "/usr/local/cuda/lib64/libcudnn.so.9"},
+                          &r->why);
     bool ok = r->lib != nullptr;
 #define RT_CUDNN_BIND(f) ok = ok && bind_symbol(r->lib, #f, &r->f);
     RT_CUDNN_FNS(RT_CUDNN_BIND)
 #undef RT_CUDNN_BIND
-    if (ok) ok = r->cudnnCreate(&r->handle) == CUDNN_STATUS_SUCCESS;
-    if (ok) r->cudnnSetStream(r->handle, nullptr);  // the legacy default stream
+    cudnnHandle_t probe = nullptr;  // the first handle: a failure to make one means no cuDNN
+    if (ok) ok = r->cudnnCreate(&probe) == CUDNN_STATUS_SUCCESS;
+    if (ok) r->first = probe;
     if (!ok) r->lib = nullptr;
     return r;
   }();
@@ -73,6 +75,17 @@ Cudnn* cudnn() {
 
 void check(const Cudnn& c, cudnnStatus_t st, const char* what) {
   RT_CHECK(st == CUDNN_STATUS_SUCCESS, "cuDNN ", what, " failed: ", c.cudnnGetErrorString(st));
+}
+
+// This thread's handle (handles are not thread-safe), on the legacy default stream like every
+// kernel of this backend.
+cudnnHandle_t handle(Cudnn& c) {
+  return thread_handle<cudnnHandle_t>([&] {
+    cudnnHandle_t h = c.first.exchange(nullptr);
+    if (h == nullptr) check(c, c.cudnnCreate(&h), "cudnnCreate");
+    c.cudnnSetStream(h, nullptr);
+    return h;
+  });
 }
 
 std::optional<cudnnDataType_t> data_type(ScalarType t) {
@@ -156,9 +169,36 @@ auto first_algorithm(const Perf* perf, int count, const char* what) {
   RT_ERROR("cuDNN found no algorithm for the ", what);
 }
 
+// cuDNN's alpha = 1 and beta = 0 (the result overwrites), double for double data, else float.
+struct Scaling {
+  explicit Scaling(ScalarType t) : dbl(t == kDouble) {}
+  const void* alpha() const { return dbl ? static_cast<const void*>(&one_d) : &one_f; }
+  const void* beta() const { return dbl ? static_cast<const void*>(&zero_d) : &zero_f; }
+  bool dbl;
+  double one_d = 1.0, zero_d = 0.0;
+  float one_f = 1.f, zero_f = 0.f;
+};
+
+// One cuDNN convolution pass (forward, backward data or backward filter): its heuristics'
+// first algorithm that runs (query(count, &n, perf)), that algorithm's workspace size
+// (size(algo, &bytes)), and the call (run(algo, workspace, bytes)); `what` names it in errors.
+template <typename Perf, int kCount, typename Query, typename Size, typename Run>
+void run_pass(const Cudnn& c, const char* what, const Query& query, const Size& size,
+              const Run& run) {
+  Perf perf[kCount];
+  int n = 0;
+  check(c, query(kCount, &n, perf), (std::string(what) + " algorithm query").c_str());
+  const auto algo = first_algorithm(perf, n, what);
+  size_t bytes = 0;
+  check(c, size(algo, &bytes), (std::string(what) + " workspace size").c_str());
+  Workspace ws(bytes);
+  check(c, run(algo, ws.ptr, bytes), what);
+}
+
+// A per-spatial-dim parameter as d ints (cuDNN's descriptors take int).
 std::vector<int> expanded(const std::vector<int64_t>& v, size_t d, int64_t fill) {
-  if (v.size() == d) return std::vector<int>(v.begin(), v.end());
-  return std::vector<int>(d, int(v.empty() ? fill : v[0]));
+  const std::vector<int64_t> e = expand_param(v, d, fill);
+  return std::vector<int>(e.begin(), e.end());
 }
 
 bool fits_int(IntArrayRef sizes) {
@@ -182,7 +222,7 @@ void convolution(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const Tensor bias = has_bias ? (*stack)[base + 2].to_tensor() : Tensor();
   const bool transposed = (*stack)[base + 6].to_bool();
   const int64_t groups = (*stack)[base + 8].to_int();
-  const Cudnn* c = nullptr;
+  Cudnn* c = nullptr;
   const int64_t nd = input.dim();
   bool ok = (nd == 4 || nd == 5) && weight.dim() == nd && in_device_memory(input) &&
             in_device_memory(weight) && weight.dtype() == input.dtype() &&
@@ -218,51 +258,47 @@ void convolution(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   }
   if (ok) c = cudnn();
   if (!ok || c == nullptr) return run_device_fallback(h, ks, stack);  // its errors, or no cuDNN
+  const cudnnHandle_t hd = handle(*c);
   const Tensor x = contiguous_on_device(input), w = contiguous_on_device(weight);
   Tensor out = make_empty(out_sizes, input.dtype(), input.device());
-  const double one = 1.0, zero = 0.0;
-  const float onef = 1.f, zerof = 0.f;
-  const bool dbl = input.dtype() == kDouble;
-  const void* alpha = dbl ? static_cast<const void*>(&one) : &onef;
-  const void* beta = dbl ? static_cast<const void*>(&zero) : &zerof;
+  const Scaling k(input.dtype());
   if (!transposed) {
     Descriptors dd(*c, input.dtype(), x.sizes(), w.sizes(), out.sizes(), a.stride, a.pad,
                    a.dilation, a.groups);
-    cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    int n = 0;
-    check(*c, c->cudnnGetConvolutionForwardAlgorithm_v7(c->handle, dd.x, dd.w, dd.conv, dd.y,
-                                                        CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &n, perf),
-          "cudnnGetConvolutionForwardAlgorithm_v7");
-    const auto algo = first_algorithm(perf, n, "convolution");
-    size_t bytes = 0;
-    check(*c, c->cudnnGetConvolutionForwardWorkspaceSize(c->handle, dd.x, dd.w, dd.conv, dd.y, algo,
-                                                         &bytes),
-          "cudnnGetConvolutionForwardWorkspaceSize");
-    Workspace ws(bytes);
-    check(*c, c->cudnnConvolutionForward(c->handle, alpha, dd.x, device_ptr(x), dd.w,
-                                         device_ptr(w), dd.conv, algo, ws.ptr, bytes, beta, dd.y,
-                                         device_ptr(out)),
-          "cudnnConvolutionForward");
+    run_pass<cudnnConvolutionFwdAlgoPerf_t, CUDNN_CONVOLUTION_FWD_ALGO_COUNT>(
+        *c, "convolution",
+        [&](int count, int* n, auto* perf) {
+          return c->cudnnGetConvolutionForwardAlgorithm_v7(hd, dd.x, dd.w, dd.conv, dd.y,
+                                                           count, n, perf);
+        },
+        [&](auto algo, size_t* bytes) {
+          return c->cudnnGetConvolutionForwardWorkspaceSize(hd, dd.x, dd.w, dd.conv, dd.y,
+                                                            algo, bytes);
+        },
+        [&](auto algo, void* ws, size_t bytes) {
+          return c->cudnnConvolutionForward(hd, k.alpha(), dd.x, device_ptr(x), dd.w,
+                                            device_ptr(w), dd.conv, algo, ws, bytes, k.beta(),
+                                            dd.y, device_ptr(out));
+        });
   } else {
     // The plain convolution from `out` to `input`: its backward data is this transposed one.
     Descriptors dd(*c, input.dtype(), out.sizes(), w.sizes(), x.sizes(), a.stride, a.pad,
                    a.dilation, a.groups);
-    cudnnConvolutionBwdDataAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    int n = 0;
-    check(*c, c->cudnnGetConvolutionBackwardDataAlgorithm_v7(
-                  c->handle, dd.w, dd.y, dd.conv, dd.x, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &n,
-                  perf),
-          "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-    const auto algo = first_algorithm(perf, n, "transposed convolution");
-    size_t bytes = 0;
-    check(*c, c->cudnnGetConvolutionBackwardDataWorkspaceSize(c->handle, dd.w, dd.y, dd.conv, dd.x,
-                                                              algo, &bytes),
-          "cudnnGetConvolutionBackwardDataWorkspaceSize");
-    Workspace ws(bytes);
-    check(*c, c->cudnnConvolutionBackwardData(c->handle, alpha, dd.w, device_ptr(w), dd.y,
-                                              device_ptr(x), dd.conv, algo, ws.ptr, bytes, beta,
-                                              dd.x, device_ptr(out)),
-          "cudnnConvolutionBackwardData");
+    run_pass<cudnnConvolutionBwdDataAlgoPerf_t, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT>(
+        *c, "transposed convolution",
+        [&](int count, int* n, auto* perf) {
+          return c->cudnnGetConvolutionBackwardDataAlgorithm_v7(hd, dd.w, dd.y, dd.conv,
+                                                                dd.x, count, n, perf);
+        },
+        [&](auto algo, size_t* bytes) {
+          return c->cudnnGetConvolutionBackwardDataWorkspaceSize(hd, dd.w, dd.y, dd.conv,
+                                                                 dd.x, algo, bytes);
+        },
+        [&](auto algo, void* ws, size_t bytes) {
+          return c->cudnnConvolutionBackwardData(hd, k.alpha(), dd.w, device_ptr(w), dd.y,
+                                                 device_ptr(x), dd.conv, algo, ws, bytes,
+                                                 k.beta(), dd.x, device_ptr(out));
+        });
   }
   if (has_bias) {  // out += bias over the channel dim
     std::vector<int64_t> bstrides(out_sizes.size(), 0);
@@ -294,8 +330,9 @@ void convolution_backward_weight(const OperatorHandle& h, DispatchKeySet ks, Sta
             data_type(input.dtype()).has_value() && groups >= 1 && groups <= INT32_MAX &&
             input.numel() > 0 && go.numel() > 0 && fits_int(input.sizes()) &&
             fits_int(go.sizes()) && fits_int(wsize);
-  const Cudnn* c = ok ? cudnn() : nullptr;
+  Cudnn* c = ok ? cudnn() : nullptr;
   if (!ok || c == nullptr) return run_device_fallback(h, ks, stack);
+  const cudnnHandle_t hd = handle(*c);
   ConvArgs a;
   a.stride = expanded((*stack)[base + 3].to_int_list(), d, 1);
   a.pad = expanded((*stack)[base + 4].to_int_list(), d, 0);
@@ -307,26 +344,22 @@ void convolution_backward_weight(const OperatorHandle& h, DispatchKeySet ks, Sta
   Tensor dw = make_empty(wsize, input.dtype(), input.device());
   Descriptors dd(*c, input.dtype(), x.sizes(), dw.sizes(), y.sizes(), a.stride, a.pad, a.dilation,
                  a.groups);
-  cudnnConvolutionBwdFilterAlgoPerf_t perf[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  int n = 0;
-  check(*c, c->cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-                c->handle, dd.x, dd.y, dd.conv, dd.w, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &n,
-                perf),
-        "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-  const auto algo = first_algorithm(perf, n, "convolution weight gradient");
-  size_t bytes = 0;
-  check(*c, c->cudnnGetConvolutionBackwardFilterWorkspaceSize(c->handle, dd.x, dd.y, dd.conv, dd.w,
-                                                              algo, &bytes),
-        "cudnnGetConvolutionBackwardFilterWorkspaceSize");
-  Workspace ws(bytes);
-  const double one = 1.0, zero = 0.0;
-  const float onef = 1.f, zerof = 0.f;
-  const bool dbl = input.dtype() == kDouble;
-  check(*c, c->cudnnConvolutionBackwardFilter(
-                c->handle, dbl ? static_cast<const void*>(&one) : &onef, dd.x, device_ptr(x), dd.y,
-                device_ptr(y), dd.conv, algo, ws.ptr, bytes,
-                dbl ? static_cast<const void*>(&zero) : &zerof, dd.w, device_ptr(dw)),
-        "cudnnConvolutionBackwardFilter");
+  const Scaling k(input.dtype());
+  run_pass<cudnnConvolutionBwdFilterAlgoPerf_t, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT>(
+      *c, "convolution weight gradient",
+      [&](int count, int* n, auto* perf) {
+        return c->cudnnGetConvolutionBackwardFilterAlgorithm_v7(hd, dd.x, dd.y, dd.conv,
+                                                                dd.w, count, n, perf);
+      },
+      [&](auto algo, size_t* bytes) {
+        return c->cudnnGetConvolutionBackwardFilterWorkspaceSize(hd, dd.x, dd.y, dd.conv,
+                                                                 dd.w, algo, bytes);
+      },
+      [&](auto algo, void* ws, size_t bytes) {
+        return c->cudnnConvolutionBackwardFilter(hd, k.alpha(), dd.x, device_ptr(x), dd.y,
+                                                 device_ptr(y), dd.conv, algo, ws, bytes,
+                                                 k.beta(), dd.w, device_ptr(dw));
+      });
   finish_call(s, Variant::kFunctional, dw, stack);
 }
 

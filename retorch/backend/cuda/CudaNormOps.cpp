@@ -8,13 +8,14 @@
 #include "retorch/backend/cuda/CudaOps.h"
 #include "retorch/core/Error.h"
 #include "retorch/core/TensorImpl.h"
+#include "retorch/ops/ArgRules.h"
 
 namespace retorch::cuda_backend {
 
 // See Note [CUDA batch norm and max pool] in CudaNorm.cu. The host side takes contiguous
 // (NCHW) float tensors of one dtype; channels-last inputs, mixed dtypes (a float16 model with
-// float32 running statistics) and invalid pooling parameters take the device fallback, whose
-// cpu kernels raise the errors.
+// float32 running statistics) and empty inputs take the device fallback; invalid pooling
+// parameters raise the cpu kernel's errors (ops/ArgRules.h).
 
 namespace {
 
@@ -118,44 +119,27 @@ void batch_norm_backward(bool elemt, const OperatorHandle& h, DispatchKeySet ks,
   finish_call(s, Variant::kFunctional, gi, stack);
 }
 
-// The pooling geometry of a max_pool2d call's arguments (kernel_size at `args`), with the cpu
-// kernel's checks; nullopt when any fails (the fallback raises the error).
-std::optional<PoolShape> pool_shape(const Tensor& x, const Stack& stack, size_t args) {
-  auto pair = [&](size_t i, std::optional<std::vector<int64_t>> fallback)
-      -> std::optional<std::pair<int64_t, int64_t>> {
+// Whether the pool kernels take x: a contiguous 3-d or 4-d float tensor in device memory with
+// elements (empty inputs, and their errors, go through the fallback).
+bool poolable(const Tensor& x) {
+  return (x.dim() == 3 || x.dim() == 4) && nchw(x) && x.numel() > 0;
+}
+
+// The pooling geometry of a max_pool2d call's arguments (kernel_size at `args`), checked as
+// the cpu kernel checks them (the same errors).
+PoolShape pool_shape(const Tensor& x, const Stack& stack, size_t args) {
+  auto ints = [&](size_t i) {
     const IValue& a = stack[args + i];
-    std::vector<int64_t> v = a.is_int() ? std::vector<int64_t>{a.to_int()} : a.to_int_list();
-    if (v.empty() && fallback) v = *fallback;
-    if (v.size() == 1) return std::make_pair(v[0], v[0]);
-    if (v.size() == 2) return std::make_pair(v[0], v[1]);
-    return std::nullopt;
+    return a.is_int() ? std::vector<int64_t>{a.to_int()} : a.to_int_list();
   };
-  const auto k = pair(0, std::nullopt);
-  if (!k) return std::nullopt;
-  const auto st = pair(1, std::vector<int64_t>{k->first, k->second});
-  const auto pd = pair(2, std::nullopt), dl = pair(3, std::nullopt);
-  if (!st || !pd || !dl) return std::nullopt;
-  const bool ceil_mode = stack[args + 4].to_bool();
   PoolShape g;
   g.h = x.size(-2);
   g.w = x.size(-1);
   g.planes = g.h * g.w == 0 ? 0 : x.numel() / (g.h * g.w);
-  std::tie(g.kh, g.kw) = *k;
-  std::tie(g.sh, g.sw) = *st;
-  std::tie(g.ph, g.pw) = *pd;
-  std::tie(g.dh, g.dw) = *dl;
-  if (g.kh <= 0 || g.kw <= 0 || g.sh <= 0 || g.sw <= 0 || g.dh <= 0 || g.dw <= 0 || g.ph < 0 ||
-      g.pw < 0 || g.ph > g.kh / 2 || g.pw > g.kw / 2 || g.planes == 0)
-    return std::nullopt;
-  auto pooled = [&](int64_t in, int64_t kk, int64_t pad, int64_t stride, int64_t dil) {
-    const int64_t num = in + 2 * pad - dil * (kk - 1) - 1 + (ceil_mode ? stride - 1 : 0);
-    int64_t out = (num >= 0 ? num / stride : -((-num + stride - 1) / stride)) + 1;
-    if (ceil_mode && (out - 1) * stride >= in + pad) --out;
-    return out;
-  };
-  g.oh = pooled(g.h, g.kh, g.ph, g.sh, g.dh);
-  g.ow = pooled(g.w, g.kw, g.pw, g.sw, g.dw);
-  if (g.oh < 1 || g.ow < 1) return std::nullopt;
+  const Pool2dWindow k = check_pool2d(g.h, g.w, ints(0), ints(1), ints(2), ints(3),
+                                      stack[args + 4].to_bool(), "max_pool2d");
+  g.kh = k.kh, g.kw = k.kw, g.sh = k.sh, g.sw = k.sw, g.ph = k.ph, g.pw = k.pw;
+  g.dh = k.dh, g.dw = k.dw, g.oh = k.oh, g.ow = k.ow;
   return g;
 }
 
@@ -163,16 +147,15 @@ void max_pool(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
   const Tensor x = (*stack)[base].to_tensor();
-  const auto g = (x.dim() == 3 || x.dim() == 4) && nchw(x) ? pool_shape(x, *stack, base + 1)
-                                                           : std::nullopt;
-  if (!g) return run_device_fallback(h, ks, stack);
+  if (!poolable(x)) return run_device_fallback(h, ks, stack);
+  const PoolShape g = pool_shape(x, *stack, base + 1);
   std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 2);
-  shape.push_back(g->oh);
-  shape.push_back(g->ow);
+  shape.push_back(g.oh);
+  shape.push_back(g.ow);
   Tensor out = make_empty(shape, x.dtype(), x.device());
   Tensor indices = make_empty(shape, kLong, x.device());
   launch_max_pool2d(*float_type(x.dtype()), device_ptr(x), device_ptr(out),
-                    static_cast<int64_t*>(device_ptr(indices)), *g, nullptr);
+                    static_cast<int64_t*>(device_ptr(indices)), g, nullptr);
   stack->erase(stack->end() - s.num_args, stack->end());
   stack->push_back(IValue(out));
   stack->push_back(IValue(indices));
@@ -183,11 +166,11 @@ void max_pool_backward(const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   const size_t base = stack->size() - size_t(s.num_args);
   const Tensor go = (*stack)[base].to_tensor(), x = (*stack)[base + 1].to_tensor();
   const Tensor indices = (*stack)[base + 7].to_tensor();
-  auto g = (x.dim() == 3 || x.dim() == 4) && nchw(x) ? pool_shape(x, *stack, base + 2)
-                                                     : std::nullopt;
-  bool ok = g && in_device_memory(go) && go.dtype() == x.dtype() && in_device_memory(indices) &&
-            indices.dtype() == kLong && go.dim() == x.dim() && indices.sizes().equals(go.sizes()) &&
-            go.size(-2) == g->oh && go.size(-1) == g->ow;
+  if (!poolable(x)) return run_device_fallback(h, ks, stack);
+  const PoolShape g = pool_shape(x, *stack, base + 2);
+  const bool ok = in_device_memory(go) && go.dtype() == x.dtype() &&
+                  in_device_memory(indices) && indices.dtype() == kLong && go.dim() == x.dim() &&
+                  indices.sizes().equals(go.sizes()) && go.size(-2) == g.oh && go.size(-1) == g.ow;
   if (!ok) return run_device_fallback(h, ks, stack);
   const Tensor gc = contiguous_on_device(go), ic = contiguous_on_device(indices);
   Tensor gi = make_empty(x.sizes(), x.dtype(), x.device());
@@ -198,7 +181,7 @@ void max_pool_backward(const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   all.strides[0][0] = 1;
   launch_fill_bytes(int(gi.element_size()), all, device_ptr(gi), 0, nullptr);
   launch_max_pool2d_backward(*float_type(x.dtype()), device_ptr(gc),
-                             static_cast<const int64_t*>(device_ptr(ic)), device_ptr(gi), *g,
+                             static_cast<const int64_t*>(device_ptr(ic)), device_ptr(gi), g,
                              nullptr);
   finish_call(s, Variant::kFunctional, gi, stack);
 }

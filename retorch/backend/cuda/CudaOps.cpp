@@ -269,8 +269,9 @@ void random_fill(bool normal, const OperatorHandle& h, DispatchKeySet ks, Stack*
   const Tensor target = self.is_contiguous() ? self : make_empty(self.sizes(), self.dtype(),
                                                                  self.device());
   const auto [key, first] = g.reserve(uint64_t(target.numel()));
-  (normal ? launch_normal : launch_uniform)(*float_type(self.dtype()), device_ptr(target),
-                                            target.numel(), key, first, a, b, nullptr);
+  launch_random(normal ? Distribution::kNormal : Distribution::kUniform,
+                *float_type(self.dtype()), device_ptr(target), target.numel(), key, first, a, b,
+                nullptr);
   if (!target.is_same(self)) RT_CHECK(copy_on_device(self, target), "cuda random: copy failed");
   finish_call(s, Variant::kInplace, self, stack);
 }

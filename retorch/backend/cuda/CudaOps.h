@@ -1,7 +1,9 @@
 // The CUDA backend's op kernels: registration at the CUDA key, and the helpers the kernel files
 // share (device pointers, geometries over tensors, the device fallback for unsupported calls).
 #pragma once
+#include <mutex>
 #include <optional>
+#include <vector>
 
 #include "retorch/backend/cuda/CudaPointwise.h"
 #include "retorch/core/Tensor.h"
@@ -28,6 +30,39 @@ void set_cuda_kernel(OperatorHandle* h, CudaKernel k);
 /// Device-to-device copy_ on the GPU (same dtype, or between floating dtypes, src broadcast
 /// to dst); false when the pair needs the host path.
 bool copy_on_device(const Tensor& dst, const Tensor& src);
+
+/// This thread's handle of a library whose handles must not be shared between threads (cuBLAS,
+/// cuDNN): made by create() (which raises when it cannot) on the thread's first call, and
+/// handed to a pool when the thread ends, from which a later thread takes it (a handle holds
+/// device memory, so a thread pool's churn must not make new ones).
+template <typename Handle, typename Create>
+Handle thread_handle(const Create& create) {
+  struct Pool {
+    std::mutex mu;
+    std::vector<Handle> free;
+  };
+  static Pool* pool = new Pool();  // outlives the threads that return their handles
+  struct Lease {
+    Handle h = nullptr;
+    ~Lease() {
+      if (h == nullptr) return;
+      std::lock_guard<std::mutex> lock(pool->mu);
+      pool->free.push_back(h);
+    }
+  };
+  thread_local Lease lease;
+  if (lease.h == nullptr) {
+    {
+      std::lock_guard<std::mutex> lock(pool->mu);
+      if (!pool->free.empty()) {
+        lease.h = pool->free.back();
+        pool->free.pop_back();
+      }
+    }
+    if (lease.h == nullptr) lease.h = create();
+  }
+  return lease.h;
+}
 
 /// Which variant of an op a schema names: `exp` (allocates), `exp_` (writes self), `exp.out`.
 enum class Variant { kFunctional, kInplace, kOut };

@@ -23,54 +23,37 @@ __device__ inline double u01(uint32_t a, uint32_t b) {
   return double(bits & ((uint64_t(1) << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
 
+// Element i of the draw: uniform in [a, b), or normal with mean a and standard deviation b.
 template <typename T>
-__global__ void uniform_kernel(T* out, int64_t n, uint64_t key, uint64_t base, double from,
-                               double to) {
+__global__ void random_kernel(T* out, int64_t n, uint64_t key, uint64_t base, Distribution d,
+                              double a, double b) {
   using A = acc_t<T>;
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const auto w = philox4x32(key, base + uint64_t(i));
-    A v = A(from + u01(w[0], w[1]) * (to - from));
-    if (v >= A(to) && to > from) v = nextafter(A(to), A(from));
-    store(out + i, v);
-  }
-}
-
-template <typename T>
-__global__ void normal_kernel(T* out, int64_t n, uint64_t key, uint64_t base, double mean,
-                              double std) {
-  using A = acc_t<T>;
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const auto w = philox4x32(key, base + uint64_t(i));
-    const double u1 = u01(w[0], w[1]), u2 = u01(w[2], w[3]);
-    const double r = sqrt(-2.0 * log(1.0 - u1));
-    store(out + i, A(mean + std * r * cos(2.0 * 3.14159265358979323846 * u2)));
+    if (d == Distribution::kUniform) {
+      A v = A(a + u01(w[0], w[1]) * (b - a));
+      if (v >= A(b) && b > a) v = nextafter(A(b), A(a));
+      store(out + i, v);
+    } else {
+      const double u1 = u01(w[0], w[1]), u2 = u01(w[2], w[3]);
+      const double r = sqrt(-2.0 * log(1.0 - u1));
+      store(out + i, A(a + b * r * cos(2.0 * 3.14159265358979323846 * u2)));
+    }
   }
 }
 
 }  // namespace
 
-void launch_uniform(FloatType t, void* out, int64_t n, uint64_t key, uint64_t base, double from,
-                    double to, StreamHandle s) {
+void launch_random(Distribution d, FloatType t, void* out, int64_t n, uint64_t key,
+                   uint64_t base, double a, double b, StreamHandle s) {
   if (n == 0) return;
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    uniform_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(s)>>>(static_cast<T*>(out), n, key,
-                                                                     base, from, to);
+    random_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(s)>>>(static_cast<T*>(out), n, key,
+                                                                    base, d, a, b);
   });
-  check_launch("uniform_");
-}
-
-void launch_normal(FloatType t, void* out, int64_t n, uint64_t key, uint64_t base, double mean,
-                   double std, StreamHandle s) {
-  if (n == 0) return;
-  with_type(t, [&](auto type) {
-    using T = typename decltype(type)::type;
-    normal_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(s)>>>(static_cast<T*>(out), n, key,
-                                                                    base, mean, std);
-  });
-  check_launch("normal_");
+  check_launch(d == Distribution::kUniform ? "uniform_" : "normal_");
 }
 
 }  // namespace retorch::cuda_backend

@@ -6,12 +6,11 @@
 
 namespace retorch::cuda_backend {
 
-/// n uniform numbers in [from, to) from Philox counters base.. of key (Note [CUDA random
-/// numbers]).
-void launch_uniform(FloatType t, void* out, int64_t n, uint64_t key, uint64_t base, double from,
-                    double to, StreamHandle s);
-/// n normal numbers of the given mean and standard deviation, likewise.
-void launch_normal(FloatType t, void* out, int64_t n, uint64_t key, uint64_t base, double mean,
-                   double std, StreamHandle s);
+enum class Distribution { kUniform, kNormal };
+
+/// n numbers from Philox counters base.. of key (Note [CUDA random numbers]): uniform in
+/// [a, b), or normal with mean a and standard deviation b.
+void launch_random(Distribution d, FloatType t, void* out, int64_t n, uint64_t key,
+                   uint64_t base, double a, double b, StreamHandle s);
 
 }  // namespace retorch::cuda_backend

@@ -7,6 +7,7 @@
 #include "retorch/backend/cuda/CudaRows.h"
 #include "retorch/core/Error.h"
 #include "retorch/core/TensorImpl.h"
+#include "retorch/ops/ArgRules.h"
 
 namespace retorch::cuda_backend {
 
@@ -37,19 +38,10 @@ Tensor as_dtype(const Tensor& t, ScalarType to) {
   return c;
 }
 
-// The reduced dims of a dim list argument (None or [] means every dim), as flags.
-std::vector<bool> reduced_dims(const IValue& arg, int64_t ndim, const char* op) {
-  std::vector<bool> r(size_t(ndim), false);
-  std::vector<int64_t> dims;
-  if (arg.is_int()) dims = {arg.to_int()};
-  else if (!arg.is_none()) dims = arg.to_int_list();
-  if (dims.empty()) return std::vector<bool>(size_t(ndim), true);
-  for (int64_t d : dims) {
-    const int64_t w = maybe_wrap_dim(d, ndim, op);
-    RT_CHECK_VALUE(!r[size_t(w)], op, ": dim ", w, " appears multiple times in the list of dims");
-    r[size_t(w)] = true;
-  }
-  return r;
+// A dim list argument (an int, a list, or None) as a list.
+std::vector<int64_t> dim_list(const IValue& arg) {
+  if (arg.is_int()) return {arg.to_int()};
+  return arg.is_none() ? std::vector<int64_t>{} : arg.to_int_list();
 }
 
 void reduce(RowReduce op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
@@ -63,7 +55,8 @@ void reduce(RowReduce op, const OperatorHandle& h, DispatchKeySet ks, Stack* sta
                             ? (*stack)[base + 3].to_scalar_type()
                             : self->dtype();
   const auto t = float_type(rt);
-  const std::vector<bool> red = reduced_dims((*stack)[base + 1], self->dim(), s.name.data());
+  const std::vector<bool> red =
+      reduced_dim_flags(dim_list((*stack)[base + 1]), self->dim(), s.name.data());
   const bool keepdim = (*stack)[base + 2].to_bool();
   std::vector<int64_t> order, shape;
   int64_t rows = 1, cols = 1;
@@ -144,8 +137,7 @@ void layer_norm(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   if (!ok || cols == 0) return run_device_fallback(h, ks, stack);  // its errors name shapes
   const double eps = (*stack)[base + 4].to_double();
   const Tensor x = contiguous_on_device(*input);
-  std::vector<int64_t> stat(input->sizes().begin(), input->sizes().end());
-  for (size_t i = stat.size() - normalized.size(); i < stat.size(); ++i) stat[i] = 1;
+  const std::vector<int64_t> stat = norm_stat_shape(input->sizes(), normalized.size());
   Tensor out = make_empty(input->sizes(), input->dtype(), input->device());
   Tensor mean = make_empty(stat, input->dtype(), input->device());
   Tensor rstd = make_empty(stat, input->dtype(), input->device());
