@@ -46,6 +46,31 @@ def test_prod(rng, dtype):
     both(lambda L, x: x.prod(1), rows(rng, dtype, 1.5), what="with specials", **tol)
 
 
+@pytest.mark.parametrize("dtype", DTYPES + ("int32", "int64", "uint8", "bool"))
+def test_prod_over_leading_dims(rng, dtype):
+    """prod over the leading dims of a contiguous tensor folds whole columns (no transposed
+    copy): more than one column block, more than 1024 rows (row chunks joined in order), keepdim,
+    two kept dims, NaN and infinities in columns, integer (int64 results) and bool columns."""
+    floating = dtype in DTYPES
+    x = 1 + 0.01 * rng.uniform(-1, 1, (1100, 530)) if floating else rng.integers(-2, 3, (1100, 530))
+    if floating:
+        x[5, 3], x[1099, 529] = np.nan, np.nan
+        x[2, 9], x[4, 10] = np.inf, -np.inf
+        x[7, 11] = 0.0
+    if dtype == "uint8":
+        x = np.abs(x)
+    vals = x if dtype != "bool" else x > -2
+    # 1100-term products of values within 1% of 1: float rounding grows with the row count
+    tol = {"rtol": 5e-2 if dtype in ("bfloat16", "float16") else 2e-5, "atol": 0}
+    small = I(vals[:37], dtype)
+    both(lambda L, t: t.prod(0), I(vals, dtype) if floating else small, what="prod(0)", **tol)
+    both(lambda L, t: t.prod(0, keepdim=True), small, what="prod(0, keepdim)", **tol)
+    both(lambda L, t: t.prod(0), I(vals[:36].reshape(2, 18, 530), dtype), what="3-d", **tol)
+    both(lambda L, t: t.prod(1), I(vals[:36].reshape(2, 18, 530), dtype), what="middle dim",
+         **tol)
+    both(lambda L, t: t.prod(0), I(vals[:1], dtype), what="one row", **tol)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_vector_norms(rng, dtype):
     x = rows(rng, dtype)
