@@ -63,6 +63,41 @@ def test_sort(rng):
     gradcheck(lambda L, x: x.sort(dim=1, stable=True)[0], P(rng, (3, 4), "float64", distinct=True))
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16", "int8", "uint8",
+                                   "int16", "int32", "int64", "bool"])
+def test_sort_long_rows_by_keys(dtype):
+    """Note [Radix sort]: rows of 47 (insertion sort), 48 and 300 elements (radix passes) with
+    many ties, NaN of both signs, signed zeros, infinities and each integer type's extremes,
+    ascending and descending, along the last and the first dim: values (NaN where torch has
+    NaN, zeros with their signs) and indices exactly torch's stable sort."""
+    rng = np.random.default_rng(11)
+    for n in (47, 48, 300):
+        if dtype.startswith("float") or dtype == "bfloat16":
+            x = rng.integers(-4, 5, (3, n)).astype(np.float64) * 0.5
+            x[0, ::7] = np.nan
+            x[1, 3::9] = -np.nan
+            x[2, ::5] = -0.0
+            x[2, 1::5] = 0.0
+            x[0, 4], x[1, 5], x[2, 2] = np.inf, -np.inf, np.inf
+        elif dtype == "bool":
+            x = rng.integers(0, 2, (3, n)) > 0
+        else:
+            info = np.iinfo(dtype)
+            x = rng.integers(max(info.min, -100), min(info.max, 100), (3, n))
+            x[0, 1], x[1, 2], x[2, 3] = info.min, info.max, info.min
+        for desc in (False, True):
+            for dim, v in ((1, I(x, dtype)), (0, I(np.ascontiguousarray(x.T), dtype))):
+                both(lambda L, x: x.sort(stable=True, dim=dim, descending=desc), v,
+                     what=f"n={n} desc={desc} dim={dim}")
+                # (stable=False: torch's tie order is its own; retorch's is the stable one)
+                both(lambda L, x: x.sort(dim=dim, descending=desc)[0], v,
+                     what=f"values n={n} desc={desc} dim={dim}")
+        if dtype in ("float32", "float64"):  # zeros keep their signs (values gathered)
+            got = retorch.from_numpy(x.astype(dtype)).sort(dim=1)[0].numpy()
+            want = torch.from_numpy(x.astype(dtype)).sort(stable=True, dim=1)[0].numpy()
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want))
+
+
 def test_argsort(rng):
     for dt in DTYPES:
         for lay in LAYOUTS:
