@@ -29,18 +29,18 @@ bool nan_less(T a, T b) {
 }
 
 // Note [Radix sort]
-// sort of rows of 48 or more elements is a stable LSD radix sort of (key, index) pairs, a byte
-// per pass, where std::stable_sort's indirect comparisons took ~55 ns per element (1024 rows of
-// 1024 floats, 2 threads: 29 -> 5.4 ms, PyTorch 27; one row of 1M floats 14 ms, PyTorch 100). The key of a value is an unsigned integer in the
-// order of Note [NaN order]: signed integers with the sign bit flipped; floats (16-bit ones
-// widened to float) with the sign bit flipped for positives and every bit for negatives, -0
-// keyed as +0 (they compare equal, so they keep their input order) and every NaN as the largest
-// key; descending sorts the complemented keys, so ties stay in input order both ways, as the
-// stable comparison sort keeps them. One pass over the row counts all bytes' histograms, and a
-// byte that is the same in every key (the high bytes of small integers, exponents of a narrow
-// range) skips its pass. Rows shorter than 48, where a pass's 256-bucket histograms cost more
-// than the row, are insertion-sorted by the same keys. Values are gathered from the input by the sorted indices, so NaN
-// payloads and the signs of zeros come out as they went in.
+// sort of rows of 48 or more elements is a stable LSD radix sort of (key, index) pairs, a byte per
+// pass, where std::stable_sort's indirect comparisons took ~55 ns per element (1024 rows of 1024
+// floats, 2 threads: 29 -> 5.4 ms, PyTorch 27; one row of 1M floats 14 ms, PyTorch 100). The key of
+// a value is an unsigned integer in the order of Note [NaN order]: signed integers with the sign
+// bit flipped; floats (16-bit ones widened to float) with the sign bit flipped for positives and
+// every bit for negatives, -0 keyed as +0 (they compare equal, so they keep their input order) and
+// every NaN as the largest key; descending sorts the complemented keys, so ties stay in input order
+// both ways, as the stable comparison sort keeps them. One pass over the row counts all bytes'
+// histograms, and a byte that is the same in every key (the high bytes of small integers, exponents
+// of a narrow range) skips its pass. Rows shorter than 48, where a pass's 256-bucket histograms
+// cost more than the row, are insertion-sorted by the same keys. Values are gathered from the input
+// by the sorted indices, so NaN payloads and the signs of zeros come out as they went in.
 constexpr int64_t kRadixMinLength = 48;
 
 template <typename scalar_t>

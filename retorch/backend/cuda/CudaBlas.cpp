@@ -48,7 +48,8 @@ struct Cublas {
   cublasStatus_t (*set_stream)(cublasHandle_t, cudaStream_t) = nullptr;
   const char* (*status_string)(cublasStatus_t) = nullptr;
   GemmFn gemm = nullptr;
-  std::atomic<cublasHandle_t> first{nullptr};  // made by the loader, given to the first thread that asks
+  // made by the loader, given to the first thread that asks
+  std::atomic<cublasHandle_t> first{nullptr};
 };
 
 // The library, or nullptr when it cannot be loaded or cannot make a handle.
