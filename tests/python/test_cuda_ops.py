@@ -209,6 +209,32 @@ def test_reductions_over_any_dims(dim, keepdim, dtype, tol):
         assert ran_on_device(op)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_argmax_argmin_on_the_device(dtype):
+    """Indices along each dim, of the flattened tensor, with keepdim, of a strided input; ties
+    give the first index, NaN counts as the extreme (rows of 1000 cross the block's 256
+    threads), as torch's cpu kernels."""
+    r, t = pair((6, 50, 33), dtype, seed=23)
+    x = np.round(np.random.default_rng(24).standard_normal((4, 1000)) * 2)  # many ties
+    x[1, 700], x[2, 3], x[2, 900] = np.nan, np.nan, np.nan
+    x[3, :] = -np.inf
+    cases = [(r, t), (retorch.tensor(x).to(rt_dtype(dtype)).to("cuda"),
+                      torch.tensor(x).to(t_dtype(dtype))),
+             (r.transpose(0, 2), t.transpose(0, 2))]
+    for rr, tt in cases:
+        for name in ("argmax", "argmin"):
+            for dim in [None] + list(range(rr.dim())) + [-1]:
+                for keepdim in ([False] if dim is None else [False, True]):
+                    got = getattr(retorch, name)(rr, dim, keepdim)
+                    want = getattr(torch, name)(tt, dim, keepdim)
+                    assert got.device.type == "cuda" and got.dtype == retorch.int64
+                    np.testing.assert_array_equal(got.cpu().numpy(), want.numpy(),
+                                                  err_msg=f"{name} dim={dim} keepdim={keepdim}")
+    assert ran_on_device("aten::argmax") and ran_on_device("aten::argmin")
+    with pytest.raises(IndexError):
+        retorch.argmax(r, 3)
+
+
 def test_reduction_edge_cases():
     e, te = pair((4, 0), "float32")
     close(retorch.sum(e, [1]), torch.sum(te, [1]), 0)

@@ -1,5 +1,5 @@
-// CUDA kernels of the row ops: sum, mean, amax, amin over any dims, softmax and log_softmax,
-// native_layer_norm, fused_rms_norm, silu_and_mul and cross entropy, at the CUDA key.
+// CUDA kernels of the row ops: sum, mean, amax, amin over any dims, argmax, argmin, softmax and
+// log_softmax, native_layer_norm, fused_rms_norm, silu_and_mul and cross entropy, at the CUDA key.
 #include <numeric>
 #include <vector>
 
@@ -83,6 +83,41 @@ void reduce(RowReduce op, const OperatorHandle& h, DispatchKeySet ks, Stack* sta
   if (!out.defined()) out = make_empty(shape, rt, self->device());
   launch_reduce_rows(op, *t, device_ptr(in), device_ptr(out), rows, cols, nullptr);
   finish_call(s, v, out, stack);
+}
+
+// argmax/argmin(self, dim=None, keepdim=False), functional: each row along dim (the flattened
+// tensor for None) to the first index of its extreme value. Empty inputs (the cpu's errors),
+// keepdim without a dim and out= take the fallback.
+void arg_reduce(bool take_max, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const auto self = device_float(*stack, base);
+  const IValue& dim_arg = (*stack)[base + 1];
+  const bool keepdim = (*stack)[base + 2].to_bool();
+  if (!self || self->numel() == 0 || (dim_arg.is_none() && keepdim) ||
+      variant_of(s) != Variant::kFunctional)
+    return run_device_fallback(h, ks, stack);
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  const int64_t ndim = self->dim();
+  std::vector<int64_t> order, shape;
+  int64_t cols = self->numel();
+  if (!dim_arg.is_none() && ndim > 0) {
+    const int64_t dim = maybe_wrap_dim(dim_arg.to_int(), ndim, s.name.data());
+    for (int64_t d = 0; d < ndim; ++d) {
+      if (d != dim) order.push_back(d);
+      if (d != dim || keepdim) shape.push_back(d == dim ? 1 : self->size(d));
+    }
+    order.push_back(dim);
+    cols = self->size(dim);
+  } else if (!dim_arg.is_none()) {
+    maybe_wrap_dim(dim_arg.to_int(), ndim, s.name.data());  // its range check
+  }
+  const Tensor in = order.empty() ? contiguous_on_device(*self)
+                                  : contiguous_on_device(self->permute(order));
+  Tensor out = make_empty(shape, kLong, self->device());
+  launch_arg_rows(take_max, *float_type(self->dtype()), device_ptr(in),
+                  static_cast<int64_t*>(device_ptr(out)), self->numel() / cols, cols, nullptr);
+  finish_call(s, Variant::kFunctional, out, stack);
 }
 
 void softmax(bool log, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
@@ -305,6 +340,14 @@ void register_row_ops(Dispatcher& d) {
     else if (n == "amin" && (o.empty() || out))
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         reduce(RowReduce::kMin, oh, ks, st);
+      });
+    else if (n == "argmax" && o.empty())
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        arg_reduce(true, oh, ks, st);
+      });
+    else if (n == "argmin" && o.empty())
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        arg_reduce(false, oh, ks, st);
       });
     else if (n == "softmax" && o == "int")
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {

@@ -1,5 +1,6 @@
 // The CUDA backend's row kernels: a block per row with warp-shuffle reductions, for sums, means,
 // maxima and minima, softmax and log_softmax, layer_norm, fused RMSNorm, and SiLU-and-mul.
+#include <climits>
 #include <cstdint>
 
 #include "retorch/backend/cuda/CudaDevice.cuh"
@@ -51,6 +52,32 @@ __global__ void reduce_rows_kernel(RowReduce op, const T* in, T* out, int64_t co
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) acc = combine(op, acc, A(load(x + j)));
   acc = row_reduce(op, acc, shared);
   if (threadIdx.x == 0) store(out + blockIdx.x, op == RowReduce::kMean ? acc / A(cols) : acc);
+}
+
+// The first index of each row's maximum (minimum), NaN counting as the maximum (minimum) as in
+// PyTorch: the row's extreme value in one pass (row_reduce), then each thread's first element
+// equal to it and the smallest such index over the block (the cpu's Note [Two-pass argmax]).
+template <typename T>
+__global__ void arg_rows_kernel(bool take_max, const T* in, int64_t* out, int64_t cols) {
+  using A = acc_t<T>;
+  __shared__ A shared[32];
+  __shared__ long long shared_index[32];
+  const T* x = in + int64_t(blockIdx.x) * cols;
+  const RowReduce op = take_max ? RowReduce::kMax : RowReduce::kMin;
+  A m = identity<A>(op);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) m = combine(op, m, A(load(x + j)));
+  m = row_reduce(op, m, shared);
+  long long first = LLONG_MAX;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    const A v = A(load(x + j));
+    if (v == m || (m != m && v != v)) {
+      first = j;
+      break;
+    }
+  }
+  first = block_reduce(first, LLONG_MAX, [](long long a, long long b) { return a < b ? a : b; },
+                       shared_index);
+  if (threadIdx.x == 0) out[blockIdx.x] = first;
 }
 
 template <typename T>
@@ -253,6 +280,18 @@ void launch_reduce_rows(RowReduce op, FloatType t, const void* in, void* out, in
         op, static_cast<const T*>(in), static_cast<T*>(out), cols);
   });
   check_launch("reduce_rows");
+}
+
+void launch_arg_rows(bool take_max, FloatType t, const void* in, int64_t* out, int64_t rows,
+                     int64_t cols, StreamHandle s) {
+  if (rows == 0) return;
+  check_rows(rows, take_max ? "argmax" : "argmin");
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    arg_rows_kernel<T><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
+        take_max, static_cast<const T*>(in), out, cols);
+  });
+  check_launch(take_max ? "argmax" : "argmin");
 }
 
 void launch_softmax_rows(bool log, FloatType t, const void* in, void* out, int64_t rows,
