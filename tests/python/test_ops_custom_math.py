@@ -193,6 +193,33 @@ def test_rand_randn():
     _same_after_seed(lambda: retorch.randn_like(retorch.ones(100)))
 
 
+def test_normal_draws_in_vector_chunks():
+    """Note [Vector normal]: the log and cos of Box-Muller run over chunks of 512 in each
+    thread's range, which must not move any element's Philox counter: with one seed, every
+    length's numbers are the longest draw's prefix (across chunk and thread-split boundaries)
+    and do not depend on the thread count; a strided target gets them in logical order; and a
+    million float64 draws pass a Kolmogorov-Smirnov test against the normal CDF (torch.erf)."""
+    import torch
+    full = seeded(lambda: retorch.randn(40000, dtype=retorch.float64), 11).numpy()
+    for n in (1, 511, 512, 513, 16383, 16385, 33000):
+        np.testing.assert_array_equal(
+            seeded(lambda: retorch.randn(n, dtype=retorch.float64), 11).numpy(), full[:n])
+    threads = retorch.get_num_threads()
+    try:
+        retorch.set_num_threads(1)
+        one = seeded(lambda: retorch.randn(40000, dtype=retorch.float64), 11).numpy()
+    finally:
+        retorch.set_num_threads(threads)
+    np.testing.assert_array_equal(one, full)
+    strided = seeded(lambda: retorch.empty(200, 200, dtype=retorch.float64).t().normal_(), 11)
+    np.testing.assert_array_equal(strided.numpy().ravel(), full[:40000])
+    x = np.sort(seeded(lambda: retorch.randn(1 << 20, dtype=retorch.float64), 12).numpy())
+    cdf = (0.5 * (1 + torch.erf(torch.from_numpy(x) / 2 ** 0.5))).numpy()
+    i = np.arange(1, x.size + 1) / x.size
+    ks = max(np.max(i - cdf), np.max(cdf - (i - 1 / x.size)))
+    assert ks < 1.95 / np.sqrt(x.size), ks  # the 0.1% critical value
+
+
 def test_randint_randperm():
     for dt in (None, "int64", "int32", "uint8", "int16", "float32", "float64"):
         kw = {} if dt is None else {"dtype": getattr(retorch, dt)}
