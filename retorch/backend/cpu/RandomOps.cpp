@@ -20,17 +20,27 @@ inline double u01_from(uint32_t a, uint32_t b) {
   return double(bits & ((uint64_t(1) << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
 
-// Fills a contiguous buffer: f(i, words) -> value, with one Philox block per element.
+// Runs fill(p, key, base, b, e) over ranges of [0, n) in parallel, element i of the contiguous
+// buffer p from Philox block (key, base + i) of a reservation of n, and copies the buffer into
+// self when self is not contiguous.
+template <typename scalar_t, typename Fill>
+void fill_philox(const Tensor& self, Generator& gen, const Fill& fill) {
+  Tensor target =
+      self.is_contiguous() ? self : make_empty(self.sizes(), self.dtype(), self.device());
+  const int64_t n = target.numel();
+  const auto [key, base] = gen.reserve(uint64_t(n));
+  scalar_t* p = static_cast<scalar_t*>(target.impl()->data());
+  parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) { fill(p, key, base, b, e); });
+  if (!self.is_contiguous()) self.copy_(target);
+}
+
+// Fills self with f(words) -> value, one Philox block per element.
 template <typename scalar_t, typename F>
 void fill_random(const Tensor& self, Generator& gen, const F& f) {
-  Tensor target = self.is_contiguous() ? self : make_empty(self.sizes(), self.dtype(), self.device());
-  int64_t n = target.numel();
-  auto [key, base] = gen.reserve(uint64_t(n));
-  scalar_t* p = static_cast<scalar_t*>(target.impl()->data());
-  parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) {
+  fill_philox<scalar_t>(self, gen, [&](scalar_t* p, uint64_t key, uint64_t base, int64_t b,
+                                       int64_t e) {
     for (int64_t i = b; i < e; ++i) p[i] = f(philox4x32(key, base + uint64_t(i)));
   });
-  if (!self.is_contiguous()) self.copy_(target);
 }
 
 // Note [Vector normal]
@@ -43,14 +53,11 @@ void fill_random(const Tensor& self, Generator& gen, const F& f) {
 // are (Note [CUDA random numbers]).
 template <typename scalar_t>
 void fill_normal(const Tensor& self, Generator& gen, double mean, double std) {
-  Tensor target = self.is_contiguous() ? self : make_empty(self.sizes(), self.dtype(), self.device());
-  const int64_t n = target.numel();
-  auto [key, base] = gen.reserve(uint64_t(n));
-  scalar_t* p = static_cast<scalar_t*>(target.impl()->data());
   double probe = 1;
   const bool vec = vec_unary(VecFn::kLog, &probe, &probe, 0) &&
                    vec_unary(VecFn::kCos, &probe, &probe, 0);
-  parallel_for(0, n, 1 << 14, [&](int64_t b, int64_t e) {
+  fill_philox<scalar_t>(self, gen, [&](scalar_t* p, uint64_t key, uint64_t base, int64_t b,
+                                       int64_t e) {
     constexpr int64_t kChunk = 512;
     alignas(64) double lg[kChunk], cs[kChunk];
     for (int64_t i0 = b; i0 < e; i0 += kChunk) {
@@ -73,7 +80,6 @@ void fill_normal(const Tensor& self, Generator& gen, double mean, double std) {
         p[i0 + j] = scalar_t(opmath_t<scalar_t>(mean + std * std::sqrt(-2.0 * lg[j]) * cs[j]));
     }
   });
-  if (!self.is_contiguous()) self.copy_(target);
 }
 
 }  // namespace
