@@ -531,3 +531,16 @@ def test_large_inputs_parallel_paths(rng):
     both(lambda L, x: x.sort(dim=0, stable=True), x)
     both(lambda L, x: x.cumprod(1), P(rng, (300, 257), "float64", domain="positive"))
     both(lambda L, x: x.logcumsumexp(0), x)
+    # gather and scatter by rows (threads split rows of the index's last dim; scatter only
+    # along that dim): many rows, repeated indices within a row, strided index and self, 3-d
+    g = P(rng, (4096, 40), "float32")
+    gi = I(rng.integers(0, 40, (4096, 16)))
+    both(lambda L, x, i: x.gather(1, i), g, gi)
+    both(lambda L, x, i: x.gather(0, i), g, I(rng.integers(0, 4096, (4096, 16))))
+    both(lambda L, x, i: x.t().gather(0, i.t()), g, gi)
+    both(lambda L, x, i, s: x.scatter_add(1, i, s), g, gi, P(rng, (4096, 16), "float32"))
+    both(lambda L, x, i, s: x.scatter_add(0, i, s), g, I(rng.integers(0, 64, (4096, 16))),
+         P(rng, (4096, 16), "float32"))
+    both(lambda L, x, i: x.scatter(1, i, 2.5), g, gi)
+    both(lambda L, x, i: x.gather(2, i), P(rng, (30, 20, 50), "float64"),
+         I(rng.integers(0, 50, (30, 20, 70))))

@@ -39,34 +39,63 @@ Tensor start_from_self(const Tensor& self, Tensor& out, const char* op) {
 
 // Visits every element of `index` (any strides), giving the flat offsets in elements of
 // index, of `self_like` (with the dim coordinate replaced by the index value), and of
-// `src_like` at the same coordinates as index.
+// `src_like` at the same coordinates as index. Rows along index's last dim run as inner loops
+// with the outer coordinates' offsets computed once a row (a per-element walk over every dim
+// took gather(1) of [1024, 256] indices 51x PyTorch's time); `parallel` splits the rows over
+// threads, which the caller allows when no two rows write the same element (gather; scatter
+// along the last dim, whose rows differ in a kept coordinate).
 template <typename F>
 void for_each_index(const Tensor& index, int64_t dim, IntArrayRef self_strides,
-                    IntArrayRef self_sizes, IntArrayRef src_strides, const char* op, const F& f) {
-  int64_t nd = index.dim();
-  Tensor idx = index.to(kLong);
+                    IntArrayRef self_sizes, IntArrayRef src_strides, const char* op,
+                    bool parallel, const F& f) {
+  const int64_t nd = index.dim();
+  const Tensor idx = index.to(kLong);
   const int64_t* ip = idx.data_ptr<int64_t>();
-  int64_t n = idx.numel();
-  std::vector<int64_t> coord(size_t(std::max<int64_t>(nd, 1)), 0);
-  int64_t dim_size = nd == 0 ? 1 : self_sizes[size_t(dim)];
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t ioff = 0, soff = 0, roff = 0;
-    for (int64_t d = 0; d < nd; ++d) {
-      ioff += coord[size_t(d)] * idx.stride(d);
-      if (d != dim) soff += coord[size_t(d)] * self_strides[size_t(d)];
-      roff += coord[size_t(d)] * src_strides[size_t(d)];
-    }
-    int64_t v = ip[ioff];
-    RT_CHECK(v >= 0 && v < dim_size, op, "(): index ", v,
-             " is out of bounds for dimension ", dim, " with size ", dim_size);
-    if (v < 0) v += dim_size;
-    if (nd > 0) soff += v * self_strides[size_t(dim)];
-    f(soff, roff);
-    for (int64_t d = nd - 1; d >= 0; --d) {
-      if (++coord[size_t(d)] < idx.size(d)) break;
-      coord[size_t(d)] = 0;
-    }
+  const int64_t n = idx.numel();
+  // (a 0-dim self or src has no sizes or strides: size 1, stride 0)
+  auto at = [](IntArrayRef v, int64_t d, int64_t none) {
+    return size_t(d) < v.size() ? v[size_t(d)] : none;
+  };
+  const int64_t dim_size = nd == 0 ? 1 : at(self_sizes, dim, 1);
+  auto check = [&](int64_t v) {
+    RT_CHECK(v >= 0 && v < dim_size, op, "(): index ", v, " is out of bounds for dimension ",
+             dim, " with size ", dim_size);
+  };
+  if (n == 0) return;
+  if (nd == 0) {
+    check(ip[0]);
+    return f(int64_t(0), int64_t(0));
   }
+  const int64_t last = nd - 1, len = idx.size(last);
+  const int64_t is = idx.stride(last), ss = at(self_strides, last, 0);
+  const int64_t rs = at(src_strides, last, 0), ds = at(self_strides, dim, 0);
+  auto rows = [&](int64_t r0, int64_t r1) {
+    std::vector<int64_t> coord(size_t(nd), 0);
+    for (int64_t d = last - 1, r = r0; d >= 0; --d) {
+      coord[size_t(d)] = r % idx.size(d);
+      r /= idx.size(d);
+    }
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t ioff = 0, soff = 0, roff = 0;
+      for (int64_t d = 0; d < last; ++d) {
+        ioff += coord[size_t(d)] * idx.stride(d);
+        if (d != dim) soff += coord[size_t(d)] * at(self_strides, d, 0);
+        roff += coord[size_t(d)] * at(src_strides, d, 0);
+      }
+      for (int64_t j = 0; j < len; ++j) {
+        const int64_t v = ip[ioff + j * is];
+        if (v < 0 || v >= dim_size) check(v);
+        f(soff + (last == dim ? 0 : j * ss) + v * ds, roff + j * rs);
+      }
+      for (int64_t d = last - 1; d >= 0; --d) {
+        if (++coord[size_t(d)] < idx.size(d)) break;
+        coord[size_t(d)] = 0;
+      }
+    }
+  };
+  const int64_t nrows = n / len;
+  if (parallel) parallel_for(0, nrows, std::max<int64_t>(1, 32768 / len), rows);
+  else rows(0, nrows);
 }
 
 void check_scatter_gather(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
@@ -143,7 +172,7 @@ void gather_out(const Tensor& self, int64_t dim, const Tensor& index, bool spars
   RT_DISPATCH_ALL(self.dtype(), "gather", [&] {
     const scalar_t* sp = static_cast<const scalar_t*>(self.impl()->data());
     scalar_t* rp = result.data_ptr<scalar_t>();
-    for_each_index(index, d, self.strides(), self.sizes(), rs, "gather",
+    for_each_index(index, d, self.strides(), self.sizes(), rs, "gather", true,
                    [&](int64_t soff, int64_t roff) { rp[roff] = sp[soff]; });
   });
   if (!out.defined()) {
@@ -166,18 +195,20 @@ void scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tensor&
   start_from_self(self, out, op);
   Tensor o = out;
   if (o.device().is_meta()) return;  // See Note [Meta through CPU kernels]
+  // Rows along the last dim write disjoint elements when that dim is the scattered one.
+  const bool by_rows = index.dim() > 0 && d == index.dim() - 1;
   RT_DISPATCH_ALL(self.dtype(), op, [&] {
     scalar_t* dp = static_cast<scalar_t*>(o.impl()->data());
     if (src) {
       const scalar_t* sp = static_cast<const scalar_t*>(src->impl()->data());
-      for_each_index(index, d, o.strides(), o.sizes(), src->strides(), op,
+      for_each_index(index, d, o.strides(), o.sizes(), src->strides(), op, by_rows,
                      [&](int64_t doff, int64_t soff) {
         if constexpr (kAdd) dp[doff] = scalar_t(opmath_t<scalar_t>(dp[doff]) + opmath_t<scalar_t>(sp[soff]));
         else dp[doff] = sp[soff];
       });
     } else {
       scalar_t v = value->to<scalar_t>();
-      for_each_index(index, d, o.strides(), o.sizes(), index.strides(), op,
+      for_each_index(index, d, o.strides(), o.sizes(), index.strides(), op, by_rows,
                      [&](int64_t doff, int64_t) { dp[doff] = v; });
     }
   });
@@ -277,10 +308,10 @@ void scatter_reduce_out(const Tensor& self, int64_t dim, const Tensor& index, co
     if (r == Reduction::Mean) count.assign(size_t(w.numel()), include_self ? 1 : 0);
     if (!include_self) {
       scalar_t start = reduction_identity<scalar_t>(r);
-      for_each_index(index, d, w.strides(), w.sizes(), src.strides(), op,
+      for_each_index(index, d, w.strides(), w.sizes(), src.strides(), op, false,
                      [&](int64_t doff, int64_t) { dp[doff] = start; });
     }
-    for_each_index(index, d, w.strides(), w.sizes(), src.strides(), op,
+    for_each_index(index, d, w.strides(), w.sizes(), src.strides(), op, false,
                    [&](int64_t doff, int64_t soff) {
       dp[doff] = reduce_step(r, dp[doff], sp[soff]);
       if (r == Reduction::Mean) ++count[size_t(doff)];
