@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import retorch
-from custom_helpers import I, P, aten, both, gradcheck, grads
+from custom_helpers import I, P, aten, both, gradcheck, gradgradcheck, grads
 from oracle import DTYPES
 
 # test name -> the ops.yaml entries it covers (checked by test_op_coverage.py).
@@ -395,6 +395,7 @@ def test_flip_roll(rng):
     grads(lambda L, x: L.roll(x, (1, -1), (0, 2)), P(rng, (2, 3, 4)))
     gradcheck(lambda L, x: x.flip(1), P(rng, (2, 3), "float64"))
     gradcheck(lambda L, x: x.roll(2), P(rng, (2, 3), "float64"))
+    gradgradcheck(lambda L, x: L.roll(x, (1, -4), (0, 1)), P(rng, (3, 5), "float64"))
     y = retorch.ones(3)
     assert y.flip(()).data_ptr() != y.data_ptr()
 

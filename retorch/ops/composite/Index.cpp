@@ -187,9 +187,10 @@ Tensor roll(const Tensor& self, IntArrayRef shifts, IntArrayRef dims) {
     if (n == 0) continue;
     int64_t s = ((shifts[i] % n) + n) % n;
     if (s == 0) continue;
-    // out[j] = in[(j - s) mod n], gathered with index so the backward differentiates again.
-    Tensor src = long_arange(n, t.device()).add(Scalar(n - s)).remainder(Scalar(n));
-    t = retorch::index(t, along(d, src));
+    // out[j] = in[(j - s) mod n]: the last s entries, then the first n - s, as PyTorch rolls
+    // (narrow and cat differentiate again). Gathering with index took roll of a [1024, 1024]
+    // float tensor along dim 1 1.6 ms, PyTorch 0.06; two narrows and a cat 0.07.
+    t = retorch::cat({t.narrow(d, n - s, s), t.narrow(d, 0, n - s)}, d);
   }
   return t.is_same(self) ? self.clone() : t;
 }
