@@ -1,5 +1,6 @@
 """Op-by-op sweep: about a hundred pointwise ops, activations, reductions, copies and losses on
-1M float32 elements (rows of 1024 for the row-wise ones), retorch against PyTorch in the same
+1M float32 elements (rows of 1024 for the row-wise ones), and random draws, factories, indexing
+and shape ops of the same size, retorch against PyTorch in the same
 run with the same thread count, slowest ratio first. It is how the long tail of slow kernels
 (clamp, prod, amax, sqrt, transposed copies, the piecewise activations, softplus) was found;
 ratio = retorch time / torch time, below 1 means retorch is faster. Arguments name the cases to
@@ -69,8 +70,41 @@ def cases(L, a_np, b_np):
         "kl_div": lambda: F.kl_div(a.log(), b, reduction="sum"),
         "cosine_similarity(1)": lambda: F.cosine_similarity(a2, b2),
     })
+    c.update(index_and_random_cases(L, a, a2))
     return c
 
+
+def index_and_random_cases(L, a, a2):
+    """Random draws, factories, indexing and shape ops (added 2026-11-25, when gather, scatter_add,
+    roll, flip, unique and randn took 5-50x PyTorch's time)."""
+    F = L.nn.functional
+    rng = np.random.default_rng(1)
+    idx = L.from_numpy(rng.integers(0, N, N // 4))
+    idx2 = L.from_numpy(rng.integers(0, 1024, (1024, 256)))
+    small = L.from_numpy(rng.integers(0, 1024, 4096))
+    ints = (a * 100).to(L.int64)
+    mask = a > 0.5
+    return {
+        "randn": lambda: L.randn(N), "rand": lambda: L.rand(N),
+        "randint": lambda: L.randint(0, 100, (N,)), "randperm(64K)": lambda: L.randperm(65536),
+        "bernoulli": lambda: L.bernoulli(a), "dropout": lambda: F.dropout(a, 0.5, training=True),
+        "arange": lambda: L.arange(N), "linspace": lambda: L.linspace(0, 1, N),
+        "index_select": lambda: L.index_select(a, 0, idx),
+        "gather(1)": lambda: L.gather(a2, 1, idx2), "a[idx]": lambda: a[idx],
+        "masked_select": lambda: a[mask], "nonzero": lambda: mask.nonzero(),
+        "index_add_": lambda: L.zeros(N).index_add_(0, idx, a[:N // 4]),
+        "scatter_add(1)": lambda: L.zeros(1024, 1024).scatter_add_(1, idx2, a2[:, :256]),
+        "index_put_": lambda: L.zeros(N).index_put_((idx,), a[:N // 4]),
+        "cat": lambda: L.cat([a, a]), "stack": lambda: L.stack([a, a]),
+        "flip(1)": lambda: a2.flip(1), "flip(0)": lambda: a2.flip(0),
+        "roll(1)": lambda: a2.roll(3, 1), "tril": lambda: a2.tril(),
+        "topk(1)": lambda: a2.topk(10, 1), "unique": lambda: L.unique(ints),
+        "bincount": lambda: L.bincount(ints), "histc": lambda: L.histc(a, 100),
+        "embedding": lambda: F.embedding(small, a2), "one_hot": lambda: F.one_hot(small % 16, 16),
+        "pad": lambda: F.pad(a2, (1, 1, 1, 1)), "argsort(1)": lambda: a2.argsort(1),
+        "kthvalue(1)": lambda: a2.kthvalue(5, 1),
+        "count_nonzero(1)": lambda: L.count_nonzero(a2, 1),
+    }
 
 def main():
     torch.set_num_threads(retorch.get_num_threads())  # torch may default to fewer than the cores

@@ -396,6 +396,7 @@ def test_flip_roll(rng):
     gradcheck(lambda L, x: x.flip(1), P(rng, (2, 3), "float64"))
     gradcheck(lambda L, x: x.roll(2), P(rng, (2, 3), "float64"))
     gradgradcheck(lambda L, x: L.roll(x, (1, -4), (0, 1)), P(rng, (3, 5), "float64"))
+    gradgradcheck(lambda L, x: x.flip(0, 1), P(rng, (3, 5), "float64"))
     y = retorch.ones(3)
     assert y.flip(()).data_ptr() != y.data_ptr()
 

@@ -147,14 +147,38 @@ void index_select_out(const Tensor& self, int64_t dim, const Tensor& index, Tens
   const char* sp = static_cast<const char*>(src.impl()->data());
   char* op = static_cast<char*>(result.impl()->data());
   int64_t n = int64_t(idx.size());
-  parallel_for(0, outer * n, std::max<int64_t>(1, 65536 / std::max<int64_t>(inner, 1)),
-               [&](int64_t b, int64_t e) {
-    for (int64_t k = b; k < e; ++k) {
-      int64_t o = k / n, j = k % n;
-      std::memcpy(op + (o * n + j) * inner * isz, sp + (o * size + idx[size_t(j)]) * inner * isz,
-                  size_t(inner * isz));
-    }
-  });
+  if (inner == 1 && (isz == 1 || isz == 2 || isz == 4 || isz == 8)) {
+    // Single elements (the last dim, or a 1-d input): typed loads and stores, where a memcpy
+    // call and a division per element took a 1-d gather of 256K floats 3.8x PyTorch's time.
+    auto gather = [&](auto tag) {
+      using E = decltype(tag);
+      const E* src_e = reinterpret_cast<const E*>(sp);
+      E* dst_e = reinterpret_cast<E*>(op);
+      parallel_for(0, outer * n, 32768, [&](int64_t b, int64_t e) {
+        int64_t o = b / n, j = b % n;
+        for (int64_t k = b; k < e; ++k) {
+          dst_e[k] = src_e[o * size + idx[size_t(j)]];
+          if (++j == n) {
+            j = 0;
+            ++o;
+          }
+        }
+      });
+    };
+    if (isz == 1) gather(uint8_t());
+    else if (isz == 2) gather(uint16_t());
+    else if (isz == 4) gather(uint32_t());
+    else gather(uint64_t());
+  } else {
+    parallel_for(0, outer * n, std::max<int64_t>(1, 65536 / std::max<int64_t>(inner, 1)),
+                 [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        int64_t o = k / n, j = k % n;
+        std::memcpy(op + (o * n + j) * inner * isz,
+                    sp + (o * size + idx[size_t(j)]) * inner * isz, size_t(inner * isz));
+      }
+    });
+  }
   if (!out.defined()) {
     out = result;
   } else {
