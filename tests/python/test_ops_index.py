@@ -370,6 +370,14 @@ def test_nonzero(rng):
                 both(lambda L, x: L.nonzero(x, as_tuple=True), x)
                 both(lambda L, x: x.nonzero(as_tuple=True), x)
     assert not retorch.nonzero(retorch.ones(3, requires_grad=True)).requires_grad
+    # chunks of 64K elements counted and written by threads: chunks with no hit, a 3-d tensor
+    # whose chunks start mid-row, 1-d, a strided input, masked_select over them
+    m = rng.uniform(0, 1, (7, 300, 113)) < 0.3
+    m[1:3] = False
+    for v in (I(m), I(m.astype(np.float32) * 2.5, "float32"), I(m.reshape(-1)),
+              I(m, layout="transposed")):
+        both(lambda L, v: v.nonzero(), v)
+        both(lambda L, v: L.masked_select(v.to(L.float32), v != 0), v)
 
 
 # ---------------------------------------------------------------- shape replication

@@ -251,30 +251,58 @@ void index_put_out(const Tensor& self, ArrayRef<std::optional<Tensor>> indices,
   });
 }
 
+// Two passes over fixed chunks of 64K elements, threads taking chunks: count each chunk's
+// nonzeros, then (after a prefix sum) write each chunk's coordinates at its place, a coordinate
+// vector stepped per element from the chunk's first (1-d: the index itself). One pass on one
+// thread with a byte per element took nonzero of 1M bools 10 ms (PyTorch 3.3).
 Tensor nonzero(const Tensor& self) {
-  Tensor c = self.contiguous();
-  int64_t n = c.numel(), nd = self.dim();
-  std::vector<uint8_t> hit(static_cast<size_t>(n));
-  int64_t count = 0;
+  const Tensor c = self.contiguous();
+  const int64_t n = c.numel(), nd = self.dim();
+  const DimVector sizes(self.sizes().begin(), self.sizes().end());
+  constexpr int64_t kChunk = 1 << 16;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  std::vector<int64_t> start(size_t(chunks + 1), 0);
+  Tensor out;
   RT_DISPATCH_ALL(self.dtype(), "nonzero", [&] {
-    const scalar_t* p = c.data_ptr<scalar_t>();
-    for (int64_t i = 0; i < n; ++i) {
-      hit[size_t(i)] = opmath_t<scalar_t>(p[i]) != opmath_t<scalar_t>(0);
-      count += hit[size_t(i)];
-    }
+    using op_t = opmath_t<scalar_t>;
+    const scalar_t* p = n ? c.data_ptr<scalar_t>() : nullptr;
+    auto hit = [p](int64_t i) { return op_t(p[i]) != op_t(0); };
+    parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
+      for (int64_t k = b; k < e; ++k) {
+        int64_t count = 0;
+        for (int64_t i = k * kChunk, end = std::min(n, i + kChunk); i < end; ++i) count += hit(i);
+        start[size_t(k + 1)] = count;
+      }
+    });
+    for (int64_t k = 0; k < chunks; ++k) start[size_t(k + 1)] += start[size_t(k)];
+    out = make_empty({start[size_t(chunks)], nd}, kLong, self.device());
+    if (out.numel() == 0) return;
+    int64_t* o = out.data_ptr<int64_t>();
+    parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
+      DimVector coord(size_t(nd), 0);
+      for (int64_t k = b; k < e; ++k) {
+        int64_t* w = o + start[size_t(k)] * nd;
+        const int64_t i0 = k * kChunk, i1 = std::min(n, i0 + kChunk);
+        if (nd == 1) {
+          for (int64_t i = i0; i < i1; ++i)
+            if (hit(i)) *w++ = i;
+          continue;
+        }
+        for (int64_t d = nd - 1, r = i0; d >= 0; --d) {
+          coord[size_t(d)] = r % sizes[size_t(d)];
+          r /= sizes[size_t(d)];
+        }
+        for (int64_t i = i0; i < i1; ++i) {
+          if (hit(i))
+            for (int64_t d = 0; d < nd; ++d) *w++ = coord[size_t(d)];
+          for (int64_t d = nd - 1; d >= 0; --d) {
+            if (++coord[size_t(d)] < sizes[size_t(d)]) break;
+            coord[size_t(d)] = 0;
+          }
+        }
+      }
+    });
   });
-  Tensor out = make_empty({count, nd}, kLong, self.device());
-  int64_t* o = out.data_ptr<int64_t>();
-  DimVector coord(size_t(nd), 0);
-  for (int64_t i = 0; i < n; ++i) {
-    if (hit[size_t(i)]) {
-      for (int64_t d = 0; d < nd; ++d) *o++ = coord[size_t(d)];
-    }
-    for (int64_t d = nd - 1; d >= 0; --d) {
-      if (++coord[size_t(d)] < self.size(d)) break;
-      coord[size_t(d)] = 0;
-    }
-  }
   return out;
 }
 
