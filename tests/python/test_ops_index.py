@@ -541,6 +541,17 @@ def test_large_inputs_parallel_paths(rng):
     both(lambda L, x: x.sort(dim=0, stable=True), x)
     both(lambda L, x: x.cumprod(1), P(rng, (300, 257), "float64", domain="positive"))
     both(lambda L, x: x.logcumsumexp(0), x)
+    # single elements (nothing after the indexed dims): gathers above the parallel grain, and
+    # puts with repeated indices, accumulated in order
+    flat = P(rng, (70000,), "float32")
+    many = I(rng.integers(-70000, 70000, 50000))
+    both(lambda L, x, i: x[i], flat, many)
+    both(lambda L, x, i: x[:, i[:3000] % 257], x, many)
+    both(lambda L, x, i, v: x.index_put((i,), v, True), flat, many, P(rng, (50000,), "float32"))
+    both(lambda L, x, i, j, v: x.index_put((i, j), v, True), x, I(rng.integers(0, 300, 40000)),
+         I(rng.integers(0, 257, 40000)), P(rng, (40000,), "float32"))
+    both(lambda L, x, i, v: L.index_add(x, 0, i % 70000, v), flat, many,
+         P(rng, (50000,), "float32"))
     # gather and scatter by rows (threads split rows of the index's last dim; scatter only
     # along that dim): many rows, repeated indices within a row, strided index and self, 3-d
     g = P(rng, (4096, 40), "float32")
