@@ -220,6 +220,22 @@ def test_normal_draws_in_vector_chunks():
     assert ks < 1.95 / np.sqrt(x.size), ks  # the 0.1% critical value
 
 
+def test_randint_scaling_is_uniform():
+    """random_'s draws scale 64 random bits by range (the 32-bit-product form below 2^32, the
+    128-bit one above): every value of a small range about equally often, and the ends of
+    ranges near and past 2^32 reached, never passed."""
+    x = seeded(lambda: retorch.randint(0, 7, (700000,)), 5).numpy()
+    counts = np.bincount(x, minlength=7)
+    assert x.min() == 0 and x.max() == 6
+    assert np.all(np.abs(counts - 100000) < 5 * np.sqrt(100000 * 6 / 7)), counts
+    for lo, hi in ((-3, 2 ** 32 - 3), (0, 2 ** 32), (-(2 ** 40), 2 ** 40)):
+        y = seeded(lambda: retorch.randint(lo, hi, (200000,)), 6).numpy()
+        assert y.min() >= lo and y.max() < hi
+        span = float(hi) - float(lo)
+        assert abs(y.mean() - (lo + hi - 1) / 2) < 0.01 * span
+        assert y.max() > hi - span / 1000 and y.min() < lo + span / 1000
+
+
 def test_randint_randperm():
     for dt in (None, "int64", "int32", "uint8", "int16", "float32", "float64"):
         kw = {} if dt is None else {"dtype": getattr(retorch, dt)}

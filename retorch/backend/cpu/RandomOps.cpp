@@ -117,10 +117,22 @@ Tensor random_from_(const Tensor& self, int64_t from, std::optional<int64_t> to,
   if (self.device().is_meta()) return self;  // See Note [Meta through CPU kernels]
   uint64_t range = uint64_t(hi - from);
   RT_DISPATCH_ALL(self.dtype(), "random_", [&] {
-    fill_random<scalar_t>(self, pick(generator), [=](const std::array<uint32_t, 4>& w) {
-      uint64_t r = ((uint64_t(w[0]) << 32) | w[1]) % range;
-      return scalar_t(opmath_t<scalar_t>(int64_t(r) + from));
-    });
+    // 64 random bits scaled to [0, range) by the high half of their product with range
+    // (Lemire's method: bias at most range / 2^64, as the modulo's) instead of a 64-bit modulo.
+    // Below 2^32 the product is two 32x32-bit ones, which vectorize with the Philox rounds (the
+    // division per element kept the loop scalar: randint of 1M values 1.9x PyTorch's time).
+    if (range <= (uint64_t(1) << 32)) {
+      fill_random<scalar_t>(self, pick(generator), [=](const std::array<uint32_t, 4>& w) {
+        const uint64_t r = (uint64_t(w[0]) * range + ((uint64_t(w[1]) * range) >> 32)) >> 32;
+        return scalar_t(opmath_t<scalar_t>(int64_t(r) + from));
+      });
+    } else {
+      fill_random<scalar_t>(self, pick(generator), [=](const std::array<uint32_t, 4>& w) {
+        const uint64_t bits = (uint64_t(w[0]) << 32) | w[1];
+        const uint64_t r = uint64_t((unsigned __int128)bits * range >> 64);
+        return scalar_t(opmath_t<scalar_t>(int64_t(r) + from));
+      });
+    }
   });
   return self;
 }
