@@ -37,6 +37,12 @@ Tensor start_from_self(const Tensor& self, Tensor& out, const char* op) {
   return out;
 }
 
+// The error of a gather/scatter index outside its dim (out of line: the loops stay small).
+[[noreturn, gnu::noinline, gnu::cold]] void index_out_of_bounds(const char* op, int64_t v,
+                                                                int64_t dim, int64_t size) {
+  RT_ERROR(op, "(): index ", v, " is out of bounds for dimension ", dim, " with size ", size);
+}
+
 // Visits every element of `index` (any strides), giving the flat offsets in elements of
 // index, of `self_like` (with the dim coordinate replaced by the index value), and of
 // `src_like` at the same coordinates as index. Rows along index's last dim run as inner loops
@@ -57,13 +63,10 @@ void for_each_index(const Tensor& index, int64_t dim, IntArrayRef self_strides,
     return size_t(d) < v.size() ? v[size_t(d)] : none;
   };
   const int64_t dim_size = nd == 0 ? 1 : at(self_sizes, dim, 1);
-  auto check = [&](int64_t v) {
-    RT_CHECK(v >= 0 && v < dim_size, op, "(): index ", v, " is out of bounds for dimension ",
-             dim, " with size ", dim_size);
-  };
+  auto check = [&](int64_t v) { index_out_of_bounds(op, v, dim, dim_size); };
   if (n == 0) return;
   if (nd == 0) {
-    check(ip[0]);
+    if (ip[0] < 0 || ip[0] >= dim_size) check(ip[0]);
     return f(int64_t(0), int64_t(0));
   }
   const int64_t last = nd - 1, len = idx.size(last);
@@ -82,10 +85,14 @@ void for_each_index(const Tensor& index, int64_t dim, IntArrayRef self_strides,
         if (d != dim) soff += coord[size_t(d)] * at(self_strides, d, 0);
         roff += coord[size_t(d)] * at(src_strides, d, 0);
       }
+      const int64_t* const row_ip = ip + ioff;
+      const int64_t step = last == dim ? 0 : ss, istep = is, vstep = ds, rstep = rs;
+      const int64_t bound = dim_size;
+      const F visit = f;  // (locals: through the captures, every step reloaded them)
       for (int64_t j = 0; j < len; ++j) {
-        const int64_t v = ip[ioff + j * is];
-        if (v < 0 || v >= dim_size) check(v);
-        f(soff + (last == dim ? 0 : j * ss) + v * ds, roff + j * rs);
+        const int64_t v = row_ip[j * istep];
+        if (v < 0 || v >= bound) check(v);
+        visit(soff + j * step + v * vstep, roff + j * rstep);
       }
       for (int64_t d = last - 1; d >= 0; --d) {
         if (++coord[size_t(d)] < idx.size(d)) break;
@@ -197,7 +204,7 @@ void gather_out(const Tensor& self, int64_t dim, const Tensor& index, bool spars
     const scalar_t* sp = static_cast<const scalar_t*>(self.impl()->data());
     scalar_t* rp = result.data_ptr<scalar_t>();
     for_each_index(index, d, self.strides(), self.sizes(), rs, "gather", true,
-                   [&](int64_t soff, int64_t roff) { rp[roff] = sp[soff]; });
+                   [rp, sp](int64_t soff, int64_t roff) { rp[roff] = sp[soff]; });
   });
   if (!out.defined()) {
     out = result;
@@ -226,14 +233,16 @@ void scatter_impl(const char* op, const Tensor& self, int64_t dim, const Tensor&
     if (src) {
       const scalar_t* sp = static_cast<const scalar_t*>(src->impl()->data());
       for_each_index(index, d, o.strides(), o.sizes(), src->strides(), op, by_rows,
-                     [&](int64_t doff, int64_t soff) {
-        if constexpr (kAdd) dp[doff] = scalar_t(opmath_t<scalar_t>(dp[doff]) + opmath_t<scalar_t>(sp[soff]));
-        else dp[doff] = sp[soff];
+                     [dp, sp](int64_t doff, int64_t soff) {
+        if constexpr (kAdd)
+          dp[doff] = scalar_t(opmath_t<scalar_t>(dp[doff]) + opmath_t<scalar_t>(sp[soff]));
+        else
+          dp[doff] = sp[soff];
       });
     } else {
       scalar_t v = value->to<scalar_t>();
       for_each_index(index, d, o.strides(), o.sizes(), index.strides(), op, by_rows,
-                     [&](int64_t doff, int64_t) { dp[doff] = v; });
+                     [dp, v](int64_t doff, int64_t) { dp[doff] = v; });
     }
   });
 }
