@@ -188,10 +188,12 @@ Tensor index(const Tensor& self, ArrayRef<std::optional<Tensor>> indices) {
     T* dst = static_cast<T*>(out.impl()->data());
     if (na == 1) {  // single elements: no division or memcpy call per element (a[idx] 2.5x)
       const int64_t a0 = p.after_off[0];
-      parallel_for(0, nb * m, 32768, [&](int64_t b, int64_t e) {
+      const int64_t* const before = p.before_off.data();
+      const int64_t* const at = p.index_off.data();
+      parallel_for(0, nb * m, 32768, [=](int64_t b, int64_t e) {  // (by value: no reloads)
         int64_t o = b / m, j = b % m;
         for (int64_t r = b; r < e; ++r) {
-          dst[r] = src[p.before_off[size_t(o)] + p.index_off[size_t(j)] + a0];
+          dst[r] = src[before[o] + at[j] + a0];
           if (++j == m) {
             j = 0;
             ++o;
@@ -257,10 +259,12 @@ void index_put_out(const Tensor& self, ArrayRef<std::optional<Tensor>> indices,
     // writes run in parallel only when large (then which duplicate wins is unspecified).
     if (na == 1) {  // single elements, as in index above (index_put_ and index_add_ 3.8x)
       const int64_t a0 = p.after_off[0];
-      auto put = [&](int64_t b, int64_t e) {
+      const int64_t* const before = p.before_off.data();
+      const int64_t* const at = p.index_off.data();
+      auto put = [=](int64_t b, int64_t e) {  // (by value: no reloads)
         int64_t o = b / m, j = b % m;
         for (int64_t r = b; r < e; ++r) {
-          scalar_t& x = dst[p.before_off[size_t(o)] + p.index_off[size_t(j)] + a0];
+          scalar_t& x = dst[before[o] + at[j] + a0];
           if (accumulate) x = scalar_t(opmath_t<scalar_t>(x) + opmath_t<scalar_t>(vp[r]));
           else x = vp[r];
           if (++j == m) {

@@ -161,10 +161,11 @@ void index_select_out(const Tensor& self, int64_t dim, const Tensor& index, Tens
       using E = decltype(tag);
       const E* src_e = reinterpret_cast<const E*>(sp);
       E* dst_e = reinterpret_cast<E*>(op);
-      parallel_for(0, outer * n, 32768, [&](int64_t b, int64_t e) {
+      const int64_t* const at = idx.data();
+      parallel_for(0, outer * n, 32768, [=](int64_t b, int64_t e) {  // (by value: no reloads)
         int64_t o = b / n, j = b % n;
         for (int64_t k = b; k < e; ++k) {
-          dst_e[k] = src_e[o * size + idx[size_t(j)]];
+          dst_e[k] = src_e[o * size + at[j]];
           if (++j == n) {
             j = 0;
             ++o;
