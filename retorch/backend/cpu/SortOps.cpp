@@ -37,11 +37,12 @@ bool nan_less(T a, T b) {
 // bit flipped; floats (16-bit ones widened to float) with the sign bit flipped for positives and
 // every bit for negatives, -0 keyed as +0 (they compare equal, so they keep their input order) and
 // every NaN as the largest key; descending sorts the complemented keys, so ties stay in input order
-// both ways, as the stable comparison sort keeps them. One pass over the row counts all bytes'
-// histograms, and a byte that is the same in every key (the high bytes of small integers, exponents
-// of a narrow range) skips its pass. Rows shorter than 48, where a pass's 256-bucket histograms
-// cost more than the row, are insertion-sorted by the same keys. Values are gathered from the input
-// by the sorted indices, so NaN payloads and the signs of zeros come out as they went in.
+// both ways, as the stable comparison sort keeps them. Only the bytes that differ between keys get
+// histograms (one pass counts them all) and passes: the same byte in every key (the high bytes of
+// small integers, exponents of a narrow range) is skipped. Rows shorter than 48, where a pass's
+// 256-bucket histograms cost more than the row, are insertion-sorted by the same keys. Values are
+// gathered from the input by the sorted indices, so NaN payloads and the signs of zeros come out as
+// they went in.
 constexpr int64_t kRadixMinLength = 48;
 
 template <typename scalar_t>
@@ -72,11 +73,25 @@ auto radix_key(scalar_t v) {
 template <typename K, typename Count>
 std::pair<K*, int64_t*> radix_sort(K* keys, int64_t* idx, K* keys2, int64_t* idx2, int64_t L) {
   constexpr int kBytes = int(sizeof(K));
-  Count hist[kBytes][256] = {};  // (32-bit counts where they fit: half the zeroing per row)
+  // The bytes that differ between keys (bits set in some key and clear in another, one
+  // vectorized pass); only they get histograms and passes (unique of 1M int64 values below 100
+  // counted all eight bytes of every key).
+  K any = 0, all = ~K(0);
+  for (int64_t i = 0; i < L; ++i) {
+    any |= keys[i];
+    all &= keys[i];
+  }
+  const K varies = any ^ all;
+  int active[kBytes], na = 0;
+  for (int p = 0; p < kBytes; ++p)
+    if ((varies >> (8 * p)) & 255) active[na++] = p;
+  Count hist[kBytes][256];  // (32-bit counts where they fit: half the zeroing per row)
+  for (int a = 0; a < na; ++a) std::fill(hist[a], hist[a] + 256, Count(0));
   for (int64_t i = 0; i < L; ++i)
-    for (int p = 0; p < kBytes; ++p) ++hist[p][(keys[i] >> (8 * p)) & 255];
-  for (int p = 0; p < kBytes; ++p) {
-    Count* h = hist[p];
+    for (int a = 0; a < na; ++a) ++hist[a][(keys[i] >> (8 * active[a])) & 255];
+  for (int a = 0; a < na; ++a) {
+    const int p = active[a];
+    Count* h = hist[a];
     if (int64_t(h[(keys[0] >> (8 * p)) & 255]) == L) continue;  // one value of this byte
     Count at = 0;
     for (int d = 0; d < 256; ++d) {
