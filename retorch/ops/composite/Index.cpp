@@ -261,9 +261,12 @@ Tensor triangle(const Tensor& self, int64_t diagonal, bool lower, const char* op
   RT_CHECK_INDEX(self.dim() >= 2, op, ": input tensor must have at least 2 dimensions (got "
                  "shape ", self.sizes(), ")");
   int64_t m = self.size(-2), n = self.size(-1);
-  Tensor delta = long_arange(n, self.device()).unsqueeze(0) -
-                 long_arange(m, self.device()).unsqueeze(1);  // col - row
-  Tensor drop = lower ? delta.gt(Scalar(diagonal)) : delta.lt(Scalar(diagonal));
+  // col > row + diagonal (lower) or col < row + diagonal, compared by broadcasting a row of
+  // columns against a column of rows: one bool pass, where an m x n int64 matrix of col - row
+  // came first (tril of [1024, 1024] floats 0.51 ms, PyTorch 0.29).
+  const Tensor col = long_arange(n, self.device()).unsqueeze(0);
+  const Tensor row = long_arange(m, self.device()).add(Scalar(diagonal)).unsqueeze(1);
+  const Tensor drop = lower ? col.gt(row) : col.lt(row);
   return self.masked_fill(drop, Scalar(0));
 }
 }  // namespace
