@@ -479,6 +479,11 @@ Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
   check_float(self, op);
   Tensor out = make_empty(with_hw(p.lead, oh, ow), self.dtype(), self.device(), p.format);
   if (out.device().is_meta()) return out;  // See Note [Meta through CPU kernels]
+  // Global average pooling of NCHW planes is each plane's mean: the vectorized row sums (Note
+  // [Float sum accumulation]), where the window loop added a plane's elements one after another
+  // (16x32x32x32 float32: 0.225 ms, PyTorch 0.031, which takes the mean too).
+  if (oh == 1 && ow == 1 && !p.channels_last() && out.numel() > 0)
+    return retorch::mean(p.x, IntArrayRef{-2, -1}, /*keepdim=*/true);
   const int64_t L = oh * ow, HW = p.H * p.W;
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
     using acc_t = opmath_t<scalar_t>;
