@@ -480,10 +480,21 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
 
 
 def _tri_indices(row, col, offset, lower, dtype, device):
-    mask = _C.ones([row, col], dtype=_C.int64)
-    mask = mask.tril(offset) if lower else mask.triu(offset)
-    out = mask.nonzero().transpose(0, 1).contiguous()
-    out = out.to(dtype or _C.int64)
+    # Row r holds columns [start, stop): computed, not read off the nonzeros of a row x col mask
+    # (triu_indices(512, 512) 0.94 ms that way, PyTorch 0.075).
+    i64 = _C.int64
+    r = _C.arange(row, dtype=i64)
+    if lower:
+        start = _C.zeros([row], dtype=i64)
+        stop = (r + (offset + 1)).clamp(0, col)
+    else:
+        start = (r + offset).clamp(0, col)
+        stop = _C.full([row], col, dtype=i64)
+    counts = (stop - start).clamp_min(0)
+    rows = _C.repeat_interleave(r, counts)
+    first = counts.cumsum(0) - counts  # where each row's entries begin
+    cols = _C.arange(rows.numel(), dtype=i64) - first[rows] + start[rows]
+    out = _C.stack([rows, cols]).to(dtype or i64)
     return out.to(device) if device is not None else out
 
 
