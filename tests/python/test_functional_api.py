@@ -317,3 +317,18 @@ def test_bitwise_refuses_floats_and_right_shift_out_of_range_fills_the_sign():
         k = np.array([-1, -2, 0, 3, 7, 100], dt)
         assert (retorch.tensor(a) >> retorch.tensor(k)).tolist() == \
             (torch.tensor(a) >> torch.tensor(k)).tolist(), dt
+
+
+def test_tri_indices_against_torch():
+    """tril_indices/triu_indices from each row's column range: every offset from below the
+    matrix to past it, empty and one-row/one-column shapes, exactly torch's indices."""
+    import itertools
+    for row, col, off in itertools.product((0, 1, 3, 5, 8), (0, 1, 4, 7),
+                                           (-9, -3, -1, 0, 1, 2, 6, 10)):
+        for name in ("tril_indices", "triu_indices"):
+            got = getattr(retorch, name)(row, col, off)
+            want = getattr(torch, name)(row, col, off)
+            assert tuple(got.shape) == tuple(want.shape), (name, row, col, off)
+            np.testing.assert_array_equal(got.numpy(), want.numpy(),
+                                          err_msg=f"{name}{row, col, off}")
+    assert retorch.triu_indices(4, 4, dtype=retorch.int32).dtype == retorch.int32
