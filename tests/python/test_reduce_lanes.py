@@ -120,3 +120,28 @@ def test_max_min_with_indices(rng, dtype):
         for f in ("max", "min", "argmax", "argmin"):
             both(lambda L, t: getattr(t, f)(1), t, what=f"{f}(1) {tuple(t.t.shape)}")
             both(lambda L, t: getattr(t, f)(0), t, what=f"{f}(0) {tuple(t.t.shape)}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES + ("bool", "uint8", "int32", "int64"))
+def test_all_any_scan_blocks(dtype):
+    """all/any stop at the first 256-element block that decides: a lone zero or nonzero at the
+    start, in the middle and at the very end of long rows, NaN (nonzero), -0 (zero), empty
+    rows, rows along each dim, against torch."""
+    n = 3000
+    for where in (0, 1500, n - 1):
+        ones, zeros = np.ones(n), np.zeros(n)
+        ones[where], zeros[where] = 0, 1
+        for v in (ones, zeros):
+            x = I(v if dtype != "bool" else v > 0, dtype)
+            both(lambda L, x: x.all(), x, what=f"all at {where}")
+            both(lambda L, x: x.any(), x, what=f"any at {where}")
+    if dtype in DTYPES:
+        both(lambda L, x: x.all(), I(np.array([np.nan] * 600 + [-0.0]), dtype), what="-0")
+        both(lambda L, x: x.any(), I(np.array([-0.0] * 600 + [np.nan]), dtype), what="NaN")
+    m = np.random.default_rng(3).uniform(0, 1, (40, 700)) < 0.999
+    x = I(m if dtype == "bool" else m.astype(np.float64), dtype)
+    for dim in (0, 1, -1):
+        both(lambda L, x: x.all(dim), x, what=f"all({dim})")
+        both(lambda L, x: x.any(dim), x, what=f"any({dim})")
+    both(lambda L, x: x.all(1), I(np.zeros((3, 0)) > 0 if dtype == "bool"
+                                 else np.zeros((3, 0)), dtype), what="empty rows")

@@ -664,24 +664,52 @@ Tensor argmin(const Tensor& self, std::optional<int64_t> dim, bool keepdim) {
 }
 
 namespace {
+// Whether a contiguous row holds a nonzero element (kAll: whether all of them are), NaN counting
+// as nonzero; blocks of 256 are tested with vectorizable ORs and the scan stops at the first
+// block that decides (a bool fold per element took all() of 1M bools 0.29 ms). Bytes use
+// memchr; 16-bit floats test their bits without the sign (a zero's only nonzero bit).
+template <bool kAll, typename scalar_t>
+bool row_all_any(const scalar_t* x, int64_t n) {
+  if (n == 0) return kAll;  // (and memchr is not given a null row)
+  if constexpr (sizeof(scalar_t) == 1) {
+    if constexpr (kAll) return std::memchr(x, 0, size_t(n)) == nullptr;
+  }
+  constexpr int64_t kBlock = 256;
+  for (int64_t i0 = 0; i0 < n; i0 += kBlock) {
+    const int64_t m = std::min(kBlock, n - i0);
+    int hit = 0;  // kAll: a zero seen; else: a nonzero seen
+    for (int64_t j = 0; j < m; ++j) {
+      bool nonzero;
+      if constexpr (is_float16_v<scalar_t>) {
+        uint16_t bits;
+        std::memcpy(&bits, x + i0 + j, sizeof(bits));
+        nonzero = (bits & 0x7fff) != 0;
+      } else {
+        nonzero = x[i0 + j] != scalar_t(0);
+      }
+      hit |= int(kAll ? !nonzero : nonzero);
+    }
+    if (hit) return !kAll;
+  }
+  return kAll;
+}
+
 template <bool kAll>
 Tensor all_any_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, const char* op) {
   ScalarType rt = self.dtype() == kByte ? kByte : kBool;
   ReducePlan p = plan_reduce(self, dim, keepdim, op);
   Tensor result = make_empty(p.out_shape, rt, self.device());
   if (result.device().is_meta()) return result;  // See Note [Meta through CPU kernels]
-  Tensor tmp = make_empty(p.out_shape, kBool, self.device());
+  uint8_t* out = static_cast<uint8_t*>(result.impl()->data());  // (bool and uint8: one byte)
   RT_DISPATCH_ALL(self.dtype(), op, [&] {
-    reduce_rows<scalar_t, bool, bool>(
-        p, tmp.data_ptr<bool>(), kAll,
-        [](bool a, scalar_t v, int64_t) {
-          bool b = bool(opmath_t<scalar_t>(v));
-          return kAll ? (a && b) : (a || b);
-        },
-        [](bool a, int64_t) { return a; });
+    const scalar_t* in = static_cast<const scalar_t*>(p.rows.impl()->data());
+    const int64_t inner = p.inner;
+    parallel_for(0, p.outer, std::max<int64_t>(1, 65536 / std::max<int64_t>(inner, 1)),
+                 [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r)
+        out[r] = uint8_t(row_all_any<kAll>(in + r * inner, inner));
+    });
   });
-  if (rt == kBool) return tmp;
-  result.copy_(tmp);
   return result;
 }
 }  // namespace
