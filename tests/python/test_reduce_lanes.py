@@ -145,3 +145,23 @@ def test_all_any_scan_blocks(dtype):
         both(lambda L, x: x.any(dim), x, what=f"any({dim})")
     both(lambda L, x: x.all(1), I(np.zeros((3, 0)) > 0 if dtype == "bool"
                                  else np.zeros((3, 0)), dtype), what="empty rows")
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int32", "int64"])
+def test_integer_sums_read_the_input(dtype):
+    """Integer and bool sums into int64 without a converted copy: a long row in threaded
+    chunks (more than 2^17 elements), rows along each dim, negative values and int64
+    wrap-around, against torch."""
+    rng = np.random.default_rng(8)
+    v = rng.integers(-100, 100, 300001)
+    if dtype in ("bool", "uint8"):
+        v = np.abs(v) % 2 if dtype == "bool" else np.abs(v)
+    x = I(v > 0 if dtype == "bool" else v, dtype)
+    both(lambda L, x: x.sum(), x, what="long row")
+    m = I((v[:300000] > 0 if dtype == "bool" else v[:300000]).reshape(300, 1000), dtype)
+    for dim in (0, 1, (0, 1), -1):
+        both(lambda L, x: x.sum(dim), m, what=f"sum({dim})")
+    both(lambda L, x: x.sum(1, keepdim=True), m, what="keepdim")
+    if dtype == "int64":
+        big = I(np.array([2 ** 62, 2 ** 62, 2 ** 62, -5]), "int64")
+        both(lambda L, x: x.sum(), big, what="wraps like torch")

@@ -297,6 +297,48 @@ template <bool kMean>
 Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
                 std::optional<ScalarType> dtype, const char* op) {
   ScalarType rt = sum_dtype(self, dtype);
+  if (!kMean && rt == kLong && is_integral_type(self.dtype(), true)) {
+    // Integer and bool sums into int64 read the input as it is: converting it to int64 first
+    // wrote 8 bytes per element, and the one-accumulator fold kept the loop scalar (sum of 1M
+    // bools 0.24 ms, PyTorch 0.10). Integer adds are exact, so the order is free and the
+    // widening loop vectorizes.
+    ReducePlan p = plan_reduce(self, dim, keepdim, op);
+    Tensor result = make_empty(p.out_shape, kLong, self.device());
+    if (result.device().is_meta()) return result;  // See Note [Meta through CPU kernels]
+    int64_t* out = result.data_ptr<int64_t>();
+    RT_DISPATCH_INTEGRAL(self.dtype(), op, [&] {
+      // (bools as their bytes, 0 or 1: a bool-to-int64 loop did not vectorize)
+      using E = std::conditional_t<std::is_same_v<scalar_t, bool>, uint8_t, scalar_t>;
+      const E* x = static_cast<const E*>(p.rows.impl()->data());
+      const int64_t inner = p.inner, outer = p.outer;
+      auto span_sum = [](const E* v, int64_t n) {
+        int64_t total = 0;
+        for (int64_t i = 0; i < n; ++i) total += int64_t(v[i]);
+        return total;
+      };
+      if (outer < get_num_threads() && inner > (int64_t(1) << 17)) {  // long rows: chunks
+        constexpr int64_t kChunk = 1 << 16;
+        const int64_t chunks = (inner + kChunk - 1) / kChunk;
+        std::vector<int64_t> part(static_cast<size_t>(chunks));
+        for (int64_t r = 0; r < outer; ++r) {
+          const E* row = x + r * inner;
+          parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
+            for (int64_t c = b; c < e; ++c)
+              part[size_t(c)] = span_sum(row + c * kChunk, std::min(kChunk, inner - c * kChunk));
+          });
+          int64_t total = 0;
+          for (int64_t v : part) total += v;
+          out[r] = total;
+        }
+        return;
+      }
+      parallel_for(0, outer, std::max<int64_t>(1, 65536 / std::max<int64_t>(inner, 1)),
+                   [=](int64_t b, int64_t e) {
+        for (int64_t r = b; r < e; ++r) out[r] = span_sum(x + r * inner, inner);
+      });
+    });
+    return result;
+  }
   Tensor in = self.dtype() == rt ? self : self.to(rt);
   // See Note [Sums in memory order]: the sum runs over `in` without keepdim and its result is
   // viewed with the output's shape.
