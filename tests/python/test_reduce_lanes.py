@@ -165,3 +165,25 @@ def test_integer_sums_read_the_input(dtype):
     if dtype == "int64":
         big = I(np.array([2 ** 62, 2 ** 62, 2 ** 62, -5]), "int64")
         both(lambda L, x: x.sum(), big, what="wraps like torch")
+
+
+def test_bfloat16_conversions_round_like_torch():
+    """Note [16-bit float loops]: float32 <-> bfloat16 spans (vectorized bit loops) give torch's
+    bits: round to nearest even at ties, overflow to infinity, subnormals, signed zeros and
+    infinities, NaN (as a NaN), over random bit patterns and lengths with tails."""
+    import torch
+
+    import retorch
+    rng = np.random.default_rng(21)
+    bits = rng.integers(0, 2 ** 32, 100003, dtype=np.uint64).astype(np.uint32)
+    special = np.array([0, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00001,
+                        0x7F7FFFFF, 0x00000001, 0x807FFFFF, 0x3F808000, 0x3F818000,
+                        0x3F80FFFF, 0x00008000, 0x7F7F8000], dtype=np.uint32)
+    bits[:len(special)] = special
+    x = bits.view(np.float32)
+    for n in (len(x), 17, 5):
+        got = retorch.from_numpy(x[:n].copy()).to(retorch.bfloat16).to(retorch.float32).numpy()
+        want = torch.from_numpy(x[:n].copy()).bfloat16().float().numpy()
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+        ok = ~np.isnan(want)
+        np.testing.assert_array_equal(got[ok].view(np.uint32), want[ok].view(np.uint32))
