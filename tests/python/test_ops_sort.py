@@ -195,6 +195,17 @@ def test_searchsorted(rng):
                 both(lambda L, s, v: L.searchsorted(s[1], 2, right=right), seq, v)
             both(lambda L, s, v: L.searchsorted(s, v, side="right"), seq, v)
             both(lambda L, s, v: L.searchsorted(s[0], v[0], side="left"), seq, v)
+    # threads split the queries: many rows of boundaries, ties, a sorter, int32 results
+    bounds = np.sort(np.round(rng.uniform(-5, 5, (40, 300)), 1), axis=-1)
+    q = np.round(rng.uniform(-6, 6, (40, 500)), 1)
+    for right in (False, True):
+        both(lambda L, s, v: L.searchsorted(s, v, right=right), I(bounds), I(q))
+        both(lambda L, s, v: L.searchsorted(s[0], v, out_int32=True, right=right), I(bounds),
+             I(q))
+    perm = np.argsort(rng.uniform(0, 1, (40, 300)), axis=-1)
+    shuffled = np.take_along_axis(bounds, perm, -1)
+    both(lambda L, s, v, o: L.searchsorted(s, v, sorter=o), I(shuffled), I(q),
+         I(np.argsort(shuffled, axis=-1, kind="stable")))
     # ties and NaN
     seq = I([1.0, 2.0, 2.0, 2.0, 3.0, float("nan")], "float32")
     v = I([2.0, 0.0, 5.0, float("nan"), 3.0, -float("inf")], "float32")

@@ -346,23 +346,29 @@ Tensor searchsorted(const Tensor& sorted_sequence, const Tensor& self, bool out_
     using op_t = opmath_t<scalar_t>;
     const scalar_t* sp = s.numel() ? s.data_ptr<scalar_t>() : nullptr;
     const scalar_t* vp = v.numel() ? v.data_ptr<scalar_t>() : nullptr;
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t row = one_d || per_row == 0 ? 0 : i / per_row;
-      const scalar_t* base = sp + row * L;
-      const int64_t* ob = ord ? ord + row * L : nullptr;
-      auto at = [&](int64_t j) { return op_t(base[ob ? ob[j] : j]); };
-      op_t x(vp[i]);
-      int64_t lo = 0, hi = L;
-      while (lo < hi) {
-        int64_t mid = lo + (hi - lo) / 2;
-        // PyTorch's comparisons, written so NaN (in either place) moves right.
-        bool go_right = right ? !(at(mid) > x) : !(at(mid) >= x);
-        if (go_right) lo = mid + 1;
-        else hi = mid;
+    int32_t* o32 = out_int32 && n ? out.data_ptr<int32_t>() : nullptr;
+    int64_t* o64 = !out_int32 && n ? out.data_ptr<int64_t>() : nullptr;
+    // Queries are independent: threads split them (one thread with a typed data_ptr call per
+    // result took 65536 queries into 1024 boundaries 3.4 ms, PyTorch 1.8).
+    parallel_for(0, n, 4096, [=](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const int64_t row = one_d || per_row == 0 ? 0 : i / per_row;
+        const scalar_t* base = sp + row * L;
+        const int64_t* ob = ord ? ord + row * L : nullptr;
+        auto at = [&](int64_t j) { return op_t(base[ob ? ob[j] : j]); };
+        const op_t x(vp[i]);
+        int64_t lo = 0, hi = L;
+        while (lo < hi) {
+          const int64_t mid = lo + (hi - lo) / 2;
+          // PyTorch's comparisons, written so NaN (in either place) moves right.
+          const bool go_right = right ? !(at(mid) > x) : !(at(mid) >= x);
+          if (go_right) lo = mid + 1;
+          else hi = mid;
+        }
+        if (o32) o32[i] = int32_t(lo);
+        else o64[i] = lo;
       }
-      if (out_int32) out.data_ptr<int32_t>()[i] = int32_t(lo);
-      else out.data_ptr<int64_t>()[i] = lo;
-    }
+    });
   });
   return out;
 }
