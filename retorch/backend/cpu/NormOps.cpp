@@ -116,6 +116,51 @@ bool row_exp_sum(const scalar_t* x, op_t m, scalar_t* y, int64_t n, op_t& s) {
   }
 }
 
+// Note [Column softmax]
+// softmax over a dim that is not the last of a contiguous float32 tensor, read as [outer, D,
+// inner]: blocks of up to 256 columns run three passes down the D rows (the column maxima;
+// exp(x - max) a row segment at a time with the vector exp, summed by column and kept in y for
+// softmax; then y scaled by 1 / sum, or x - max - log(sum) for log_softmax), where moving the dim last and back cost two
+// transposed copies (softmax over dim 0 of [512, 512]: 0.36 ms, PyTorch 0.26). Columns that are
+// all -inf take max 0, as the row kernel does, so they come out NaN like PyTorch's.
+template <bool kLog>
+void column_softmax(const float* x, float* y, int64_t outer, int64_t D, int64_t inner) {
+  constexpr int64_t kCols = 256;
+  const int64_t blocks = (inner + kCols - 1) / kCols;
+  parallel_for(0, outer * blocks, 1, [&](int64_t b, int64_t e) {
+    alignas(64) float m[kCols], s[kCols], t[kCols];
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t o = task / blocks, c0 = task % blocks * kCols;
+      const int64_t nc = std::min(kCols, inner - c0);
+      const float* xb = x + o * D * inner + c0;
+      float* yb = y + o * D * inner + c0;
+      for (int64_t c = 0; c < nc; ++c) m[c] = -std::numeric_limits<float>::infinity();
+      for (int64_t r = 0; r < D; ++r)
+        for (int64_t c = 0; c < nc; ++c) m[c] = std::max(m[c], xb[r * inner + c]);
+      for (int64_t c = 0; c < nc; ++c) {
+        if (std::isinf(m[c]) && m[c] < 0) m[c] = 0;
+        s[c] = 0;
+      }
+      for (int64_t r = 0; r < D; ++r) {
+        float* yr = kLog ? t : yb + r * inner;  // (log_softmax keeps no exponentials)
+        for (int64_t c = 0; c < nc; ++c) t[c] = xb[r * inner + c] - m[c];
+        if (!vec_unary(VecFn::kExp, t, yr, nc))
+          for (int64_t c = 0; c < nc; ++c) yr[c] = std::exp(t[c]);
+        for (int64_t c = 0; c < nc; ++c) s[c] += yr[c];
+      }
+      if constexpr (kLog) {
+        for (int64_t c = 0; c < nc; ++c) t[c] = m[c] + std::log(s[c]);
+        for (int64_t r = 0; r < D; ++r)
+          for (int64_t c = 0; c < nc; ++c) yb[r * inner + c] = xb[r * inner + c] - t[c];
+      } else {
+        for (int64_t c = 0; c < nc; ++c) t[c] = 1.0f / s[c];
+        for (int64_t r = 0; r < D; ++r)
+          for (int64_t c = 0; c < nc; ++c) yb[r * inner + c] *= t[c];
+      }
+    }
+  });
+}
+
 template <bool kLog>
 Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype, const char* op) {
   Tensor in = dtype ? self.to(*dtype) : self;
@@ -124,6 +169,17 @@ Tensor softmax_impl(const Tensor& self, int64_t dim, std::optional<ScalarType> d
   if (in.numel() == 0) return make_empty(in.sizes(), in.dtype(), in.device());
   RT_CHECK(is_floating_type(in.dtype()), "\"", op, "_lastdim_kernel_impl\" not implemented for '",
            dtype_name(in.dtype()), "'");
+  if (in.dtype() == kFloat && in.is_contiguous() && d < in.dim() - 1 && !in.device().is_meta()) {
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < d; ++i) outer *= in.size(i);
+    for (int64_t i = d + 1; i < in.dim(); ++i) inner *= in.size(i);
+    if (inner >= 16) {  // (narrower columns: the transposed rows are cheap enough)
+      Tensor out = make_empty(in.sizes(), kFloat, in.device());
+      column_softmax<kLog>(static_cast<const float*>(in.impl()->data()), out.data_ptr<float>(),
+                           outer, in.size(d), inner);
+      return out;
+    }
+  }
   Tensor rows = move_dim_last(in, d);
   Tensor out = make_empty(rows.sizes(), rows.dtype(), rows.device());
   if (out.device().is_meta()) return restore_dim(out, d);  // See Note [Meta through CPU kernels]
