@@ -176,11 +176,23 @@ Tensor randperm(int64_t n, std::optional<Generator> generator, std::optional<Sca
   for (int64_t i = 0; i < n; ++i) perm[size_t(i)] = i;
   Generator& gen = pick(generator);
   auto [key, off] = gen.reserve(uint64_t(n));
-  for (int64_t i = n - 1; i > 0; --i) {
-    auto w = philox4x32(key, off + uint64_t(i));
-    int64_t j = int64_t((((uint64_t(w[0]) << 32) | w[1]) % uint64_t(i + 1)));
-    std::swap(perm[size_t(i)], perm[size_t(j)]);
-  }
+  // Fisher-Yates: step i swaps i with j_i in [0, i], j_i drawn from Philox block off + i by the
+  // multiply-high of random_ (32-bit products below 2^32). The draws are independent, so they
+  // run first, in a loop that vectorizes and threads; the swaps then run in order. (A modulo and
+  // a Philox block inside the swap loop took randperm(65536) 0.76 ms, PyTorch 0.36.)
+  std::vector<int64_t> pick_j(static_cast<size_t>(n));
+  int64_t* js = pick_j.data();
+  parallel_for(1, n, 1 << 14, [=](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) {
+      const auto w = philox4x32(key, off + uint64_t(i));
+      const uint64_t range = uint64_t(i) + 1;
+      if (range <= (uint64_t(1) << 32))
+        js[i] = int64_t((uint64_t(w[0]) * range + ((uint64_t(w[1]) * range) >> 32)) >> 32);
+      else
+        js[i] = int64_t((unsigned __int128)((uint64_t(w[0]) << 32) | w[1]) * range >> 64);
+    }
+  });
+  for (int64_t i = n - 1; i > 0; --i) std::swap(perm[size_t(i)], perm[size_t(js[i])]);
   RT_DISPATCH_NUMERIC(out.dtype(), "randperm", [&] {
     scalar_t* p = out.data_ptr<scalar_t>();
     for (int64_t i = 0; i < n; ++i) p[i] = scalar_t(opmath_t<scalar_t>(perm[size_t(i)]));
