@@ -126,33 +126,42 @@ double sum_lanes(const scalar_t* x, int64_t n) {
   }
 }
 
-template <typename scalar_t>
-void sum_float_rows(const ReducePlan& p, scalar_t* out, bool mean) {
-  const scalar_t* in = static_cast<const scalar_t*>(p.rows.impl()->data());
-  const int64_t inner = p.inner, outer = p.outer;
+// out[r] = finish(span_sum(row r)) over contiguous rows: rows longer than 2 x 64K elements,
+// fewer than the threads, in fixed 64K chunks that threads sum and that add in order (so the
+// result does not depend on the thread count), other rows whole with threads over rows.
+template <typename Acc, typename E, typename Out, typename SpanSum, typename Finish>
+void sum_rows_by(const E* in, int64_t outer, int64_t inner, Out* out, const SpanSum& span_sum,
+                 const Finish& finish) {
   constexpr int64_t kChunk = 65536;
-  auto finish = [&](double total) {
-    return scalar_t(opmath_t<scalar_t>(mean ? total / double(inner) : total));
-  };
   if (outer < get_num_threads() && inner > 2 * kChunk) {
     const int64_t chunks = (inner + kChunk - 1) / kChunk;
-    std::vector<double> part(static_cast<size_t>(chunks), 0.0);
+    std::vector<Acc> part(static_cast<size_t>(chunks), Acc(0));
     for (int64_t r = 0; r < outer; ++r) {
-      const scalar_t* row = in + r * inner;
+      const E* row = in + r * inner;
       parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
         for (int64_t c = b; c < e; ++c)
-          part[size_t(c)] = sum_lanes(row + c * kChunk, std::min(kChunk, inner - c * kChunk));
+          part[size_t(c)] = span_sum(row + c * kChunk, std::min(kChunk, inner - c * kChunk));
       });
-      double total = 0;
-      for (double v : part) total += v;
+      Acc total = 0;
+      for (Acc v : part) total += v;
       out[r] = finish(total);
     }
     return;
   }
   parallel_for(0, outer, std::max<int64_t>(1, 32768 / std::max<int64_t>(inner, 1)),
                [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) out[r] = finish(sum_lanes(in + r * inner, inner));
+    for (int64_t r = b; r < e; ++r) out[r] = finish(span_sum(in + r * inner, inner));
   });
+}
+
+template <typename scalar_t>
+void sum_float_rows(const ReducePlan& p, scalar_t* out, bool mean) {
+  const int64_t inner = p.inner;
+  sum_rows_by<double>(static_cast<const scalar_t*>(p.rows.impl()->data()), p.outer, inner, out,
+                      [](const scalar_t* x, int64_t n) { return sum_lanes(x, n); },
+                      [&](double total) {
+                        return scalar_t(opmath_t<scalar_t>(mean ? total / double(inner) : total));
+                      });
 }
 
 // Note [Column sums]
@@ -310,32 +319,13 @@ Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
       // (bools as their bytes, 0 or 1: a bool-to-int64 loop did not vectorize)
       using E = std::conditional_t<std::is_same_v<scalar_t, bool>, uint8_t, scalar_t>;
       const E* x = static_cast<const E*>(p.rows.impl()->data());
-      const int64_t inner = p.inner, outer = p.outer;
-      auto span_sum = [](const E* v, int64_t n) {
-        int64_t total = 0;
-        for (int64_t i = 0; i < n; ++i) total += int64_t(v[i]);
-        return total;
-      };
-      if (outer < get_num_threads() && inner > (int64_t(1) << 17)) {  // long rows: chunks
-        constexpr int64_t kChunk = 1 << 16;
-        const int64_t chunks = (inner + kChunk - 1) / kChunk;
-        std::vector<int64_t> part(static_cast<size_t>(chunks));
-        for (int64_t r = 0; r < outer; ++r) {
-          const E* row = x + r * inner;
-          parallel_for(0, chunks, 1, [&](int64_t b, int64_t e) {
-            for (int64_t c = b; c < e; ++c)
-              part[size_t(c)] = span_sum(row + c * kChunk, std::min(kChunk, inner - c * kChunk));
-          });
-          int64_t total = 0;
-          for (int64_t v : part) total += v;
-          out[r] = total;
-        }
-        return;
-      }
-      parallel_for(0, outer, std::max<int64_t>(1, 65536 / std::max<int64_t>(inner, 1)),
-                   [=](int64_t b, int64_t e) {
-        for (int64_t r = b; r < e; ++r) out[r] = span_sum(x + r * inner, inner);
-      });
+      sum_rows_by<int64_t>(x, p.outer, p.inner, out,
+                           [](const E* v, int64_t n) {
+                             int64_t total = 0;
+                             for (int64_t i = 0; i < n; ++i) total += int64_t(v[i]);
+                             return total;
+                           },
+                           [](int64_t total) { return total; });
     });
     return result;
   }
