@@ -541,6 +541,15 @@ def test_large_inputs_parallel_paths(rng):
     both(lambda L, x: x.sort(dim=0, stable=True), x)
     both(lambda L, x: x.cumprod(1), P(rng, (300, 257), "float64", domain="positive"))
     both(lambda L, x: x.logcumsumexp(0), x)
+    # masked_fill and where read bool masks as bytes in their contiguous loops: random masks
+    # over long rows in every dtype, a broadcast mask and a uint8 condition (strided paths)
+    mk = rng.uniform(0, 1, (300, 257)) < 0.5
+    for dt in ("float32", "float64", "int64", "bool", "bfloat16"):
+        y = P(rng, (300, 257), dt)
+        both(lambda L, y, m: y.masked_fill(m, 1), y, I(mk, "bool"))
+        both(lambda L, y, m: L.where(m, y, y.flip(0)), y, I(mk, "bool"))
+        both(lambda L, y, m: y.masked_fill(m[0], 0), y, I(mk, "bool"))
+    both(lambda L, y, m: L.where(m.to(L.uint8), y, y * 2), x, I(mk[:, :257], "bool"))
     # single elements (nothing after the indexed dims): gathers above the parallel grain, and
     # puts with repeated indices, accumulated in order
     flat = P(rng, (70000,), "float32")

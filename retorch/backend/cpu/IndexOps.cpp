@@ -382,6 +382,17 @@ void masked_fill_out(const Tensor& self, const Tensor& mask, const Scalar& value
   RT_DISPATCH_ALL(self.dtype(), "masked_fill", [&] {
     scalar_t v = value.to<scalar_t>();
     iter.for_each([&](char** data, const int64_t* st, int64_t n) {
+      if (st[0] == sizeof(scalar_t) && st[1] == sizeof(scalar_t) && st[2] == 1) {
+        // Contiguous: the mask read as its bytes, so the select vectorizes (GCC does not
+        // vectorize a loop that loads bool; branching on a random mask took masked_fill of 1M
+        // floats 2.0 ms, PyTorch's too).
+        auto* o = reinterpret_cast<scalar_t*>(data[0]);
+        const auto* x = reinterpret_cast<const scalar_t*>(data[1]);
+        const auto* mk = reinterpret_cast<const uint8_t*>(data[2]);
+        const scalar_t fill = v;  // (a local: through the capture it was reloaded each element)
+        for (int64_t i = 0; i < n; ++i) o[i] = mk[i] ? fill : x[i];
+        return;
+      }
       for (int64_t i = 0; i < n; ++i) {
         bool mk = *reinterpret_cast<const bool*>(data[2] + i * st[2]);
         *reinterpret_cast<scalar_t*>(data[0] + i * st[0]) =
