@@ -187,3 +187,27 @@ def test_bfloat16_conversions_round_like_torch():
         np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
         ok = ~np.isnan(want)
         np.testing.assert_array_equal(got[ok].view(np.uint32), want[ok].view(np.uint32))
+
+
+def test_bool_loops_through_bytes():
+    """Conversions to and from bool, ~ and logical_not of bool run over the bytes (GCC
+    vectorizes no loop over bool): NaN, -0, subnormal, infinities and fractions to bool, bool to
+    every dtype, long spans and tails, against torch."""
+    import torch
+
+    import retorch
+    v = np.random.default_rng(12).standard_normal(1037)
+    v[:8] = [np.nan, -0.0, 0.0, 1e-310, np.inf, -np.inf, 0.25, -3.0]
+    for dt in ("float32", "float64", "bfloat16", "int32", "int8", "uint8"):
+        src = v * 3 if dt.startswith("int") or dt == "uint8" else v
+        if dt.startswith("int") or dt == "uint8":
+            src = np.nan_to_num(src, nan=0, posinf=5, neginf=-5).astype(np.int64)
+            src = np.abs(src) if dt == "uint8" else src
+        x = I(src, dt)
+        both(lambda L, x: x.to(L.bool), x, what=f"{dt} -> bool")
+    m = I(v > 0, "bool")
+    for dt in ("float32", "float64", "bfloat16", "int64", "int32", "uint8", "int8"):
+        both(lambda L, m: m.to(getattr(L, dt)), m, what=f"bool -> {dt}")
+    both(lambda L, m: ~m, m)
+    both(lambda L, m: L.logical_not(m), m)
+    both(lambda L, m: L.logical_not(m.t()), I(np.reshape(v[:1036] > 0, (28, 37)), "bool"))

@@ -32,10 +32,12 @@ T shift_right(T a, T b) {
 void bitwise_not_out(const Tensor& self, Tensor& out) {
   TensorIterator iter(out, {self}, {.name = "bitwise_not"});
   RT_DISPATCH_INTEGRAL(iter.common_dtype(), "bitwise_not", [&] {
-    unary_loop<scalar_t, scalar_t>(iter, [](auto x) -> scalar_t {
-      if constexpr (std::is_same_v<decltype(x), bool>) return !x;
-      else return scalar_t(~x);
-    });
+    // A bool tensor's bytes are 0 or 1: flipping bit 0 of the bytes is `not`, in a loop GCC
+    // vectorizes (it vectorizes no loop that loads bool: ~mask of 1M took 0.27 ms, PyTorch
+    // 0.014).
+    constexpr bool kBoolBytes = std::is_same_v<scalar_t, bool>;
+    using E = std::conditional_t<kBoolBytes, uint8_t, scalar_t>;
+    unary_loop<E, E>(iter, [](E x) -> E { return kBoolBytes ? E(x ^ 1) : E(~x); });
   });
   iter.finish();
 }

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "retorch/backend/cpu/Loops.h"
 #include "retorch/generated/Kernels.h"
@@ -110,10 +111,17 @@ Tensor copy_impl(const Tensor& self, const Tensor& src, bool check_overlap) {
                                  .out_dtype = self.dtype(), .common = src.dtype(),
                                  .allow_resize_out = false,
                                  .check_mem_overlap = check_overlap});
+  // bool reads and writes go through its bytes (0 or 1): GCC vectorizes no loop that loads or
+  // stores bool (bool -> int64 of 1M took 0.15 ms, PyTorch 0.05).
   RT_DISPATCH_ALL(self.dtype(), "copy_", [&] {
-    using out_t = scalar_t;
+    constexpr bool kOutBool = std::is_same_v<scalar_t, bool>;
+    using out_t = std::conditional_t<kOutBool, uint8_t, scalar_t>;
     RT_DISPATCH_ALL(src.dtype(), "copy_", [&] {
-      unary_loop<out_t, scalar_t>(iter, [](auto x) { return x; });
+      using in_t = std::conditional_t<std::is_same_v<scalar_t, bool>, uint8_t, scalar_t>;
+      unary_loop<out_t, in_t>(iter, [](auto x) {
+        if constexpr (kOutBool) return uint8_t(x != decltype(x)(0));
+        else return x;
+      });
     });
   });
   iter.finish();

@@ -220,7 +220,10 @@ Tensor isnan(const Tensor& self) {
 void logical_not_out(const Tensor& self, Tensor& out) {
   TensorIterator iter(out, {self}, {.name = "logical_not", .out_dtype = kBool});
   RT_DISPATCH_ALL(iter.common_dtype(), "logical_not", [&] {
-    unary_loop<bool, scalar_t>(iter, [](auto x) -> bool { return !bool(x); });
+    if constexpr (std::is_same_v<scalar_t, bool>)  // bytes: see bitwise_not (BitwiseOps.cpp)
+      unary_loop<uint8_t, uint8_t>(iter, [](uint8_t x) -> uint8_t { return uint8_t(x ^ 1); });
+    else
+      unary_loop<bool, scalar_t>(iter, [](auto x) -> bool { return !bool(x); });
   });
   iter.finish();
 }
