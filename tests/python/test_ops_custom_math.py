@@ -133,6 +133,12 @@ def test_linspace():
             both(lambda L: L.linspace(start, end, steps, **kw(L)))
     both(lambda L: L.linspace(0, 1, -1), what="negative steps")
     both(lambda L: L.linspace(0, 1, steps=4))
+    # threads split the steps (the half where the formula changes inside a range or on its
+    # edge): float32 and float64 values exactly torch's
+    for steps in (100001, 65536, 65537, 98304):
+        for dt in ("float32", "float64"):
+            both(lambda L: L.linspace(-3.7, 11.1, steps, dtype=getattr(L, dt)),
+                 what=f"{steps} {dt}", rtol=0, atol=0)
 
 
 @pytest.mark.xfail(strict=True, reason="torch 1.13's vectorized int64 linspace rounds "

@@ -1,4 +1,5 @@
 // Factory kernels: empty, empty_strided, arange, linspace, eye.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -75,17 +76,24 @@ Tensor linspace(const Scalar& start, const Scalar& end, int64_t steps,
     s = double(start.to_long());
     e = double(end.to_long());
   }
-  double step = steps > 1 ? (e - s) / double(steps - 1) : 0.0;
-  int64_t half = steps / 2;
+  const double step = steps > 1 ? (e - s) / double(steps - 1) : 0.0;
+  // The first half counts up from start, the second down from end (PyTorch's rule); steps == 1
+  // gives start. Two branch-free loops over each thread's range (one loop choosing the formula
+  // per element, on one thread, took 1M steps 0.22 ms, PyTorch 0.14).
+  const int64_t half = steps == 1 ? 1 : steps / 2;
   RT_DISPATCH_NUMERIC(dt, "linspace", [&] {
-    scalar_t* p = out.data_ptr<scalar_t>();
-    for (int64_t i = 0; i < steps; ++i) {
-      // The first half counts up from start, the second down from end (PyTorch's rule);
-      // steps == 1 gives start.
-      double v = (i < half || steps == 1) ? s + step * double(i) : e - step * double(steps - 1 - i);
-      if constexpr (std::is_floating_point_v<opmath_t<scalar_t>>) p[i] = scalar_t(opmath_t<scalar_t>(v));
-      else p[i] = scalar_t(int64_t(v));
-    }
+    scalar_t* p = steps ? out.data_ptr<scalar_t>() : nullptr;
+    auto store = [](double v) {
+      if constexpr (std::is_floating_point_v<opmath_t<scalar_t>>)
+        return scalar_t(opmath_t<scalar_t>(v));
+      else
+        return scalar_t(int64_t(v));
+    };
+    parallel_for(0, steps, 1 << 15, [&](int64_t b, int64_t end) {
+      const int64_t mid = std::clamp(half, b, end);
+      for (int64_t i = b; i < mid; ++i) p[i] = store(s + step * double(i));
+      for (int64_t i = mid; i < end; ++i) p[i] = store(e - step * double(steps - 1 - i));
+    });
   });
   return out;
 }
