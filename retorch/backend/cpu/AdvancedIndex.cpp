@@ -1,6 +1,7 @@
 // Advanced indexing kernels: index (gather by tensors of indices / masks), index_put, nonzero.
 #include <cstring>
 
+#include "retorch/backend/cpu/ElementWidth.h"
 #include "retorch/backend/cpu/Parallel.h"
 #include "retorch/core/Dtypes.h"
 #include "retorch/core/Shape.h"
@@ -166,18 +167,6 @@ IndexPlan make_plan(const Tensor& geom, ArrayRef<std::optional<Tensor>> raw, con
   return p;
 }
 
-// Copies elements of `bytes` size; the element type only sets the width of the move.
-template <typename F>
-void by_width(int64_t bytes, const F& f) {
-  switch (bytes) {
-    case 1: f(uint8_t()); break;
-    case 2: f(uint16_t()); break;
-    case 4: f(uint32_t()); break;
-    case 8: f(uint64_t()); break;
-    default: RT_ERROR("index: unsupported element size ", bytes);
-  }
-}
-
 }  // namespace
 
 Tensor index(const Tensor& self, ArrayRef<std::optional<Tensor>> indices) {
@@ -186,7 +175,7 @@ Tensor index(const Tensor& self, ArrayRef<std::optional<Tensor>> indices) {
   int64_t nb = int64_t(p.before_off.size()), m = int64_t(p.index_off.size());
   int64_t na = int64_t(p.after_off.size());
   if (out.numel() == 0 || out.device().is_meta()) return out;
-  by_width(self.element_size(), [&](auto w) {
+  by_width(self.element_size(), "index", [&](auto w) {
     using T = decltype(w);
     const T* src = static_cast<const T*>(self.impl()->data());
     T* dst = static_cast<T*>(out.impl()->data());

@@ -5,6 +5,7 @@
 #include <string_view>
 #include <type_traits>
 
+#include "retorch/backend/cpu/ElementWidth.h"
 #include "retorch/backend/cpu/Loops.h"
 #include "retorch/core/Shape.h"
 #include "retorch/generated/Functions.h"
@@ -157,7 +158,7 @@ void index_select_out(const Tensor& self, int64_t dim, const Tensor& index, Tens
   if (inner == 1 && (isz == 1 || isz == 2 || isz == 4 || isz == 8)) {
     // Single elements (the last dim, or a 1-d input): typed loads and stores, where a memcpy
     // call and a division per element took a 1-d gather of 256K floats 3.8x PyTorch's time.
-    auto gather = [&](auto tag) {
+    by_width(isz, "index_select", [&](auto tag) {
       using E = decltype(tag);
       const E* src_e = reinterpret_cast<const E*>(sp);
       E* dst_e = reinterpret_cast<E*>(op);
@@ -172,11 +173,7 @@ void index_select_out(const Tensor& self, int64_t dim, const Tensor& index, Tens
           }
         }
       });
-    };
-    if (isz == 1) gather(uint8_t());
-    else if (isz == 2) gather(uint16_t());
-    else if (isz == 4) gather(uint32_t());
-    else gather(uint64_t());
+    });
   } else {
     parallel_for(0, outer * n, std::max<int64_t>(1, 65536 / std::max<int64_t>(inner, 1)),
                  [&](int64_t b, int64_t e) {

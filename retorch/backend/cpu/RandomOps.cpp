@@ -1,6 +1,7 @@
 // Random kernels on Philox: each element draws from its own counter, so results do not
 // depend on the number of threads.
 #include <cmath>
+#include <type_traits>
 
 #include "retorch/backend/cpu/Loops.h"
 #include "retorch/backend/cpu/VecMath.h"
@@ -19,6 +20,19 @@ inline double u01_from(uint32_t a, uint32_t b) {
   uint64_t bits = (uint64_t(a) << 21) ^ uint64_t(b >> 11);  // 53 random bits
   return double(bits & ((uint64_t(1) << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
+
+// Note [Scaled random bits]
+// An integer in [0, range) from the 64 random bits hi:lo is the high half of their product with
+// range (Lemire's method: bias at most range / 2^64, as a modulo's) instead of a 64-bit modulo,
+// whose division per element kept the draw loops scalar (randint of 1M values 1.9x PyTorch's
+// time). Below 2^32 (kNarrow) the product is two 32x32-bit ones, which vectorize with the Philox
+// rounds; callers choose the form outside their loops.
+template <bool kNarrow>
+uint64_t scaled_bits(uint32_t hi, uint32_t lo, uint64_t range) {
+  if constexpr (kNarrow) return (uint64_t(hi) * range + ((uint64_t(lo) * range) >> 32)) >> 32;
+  else return uint64_t((unsigned __int128)((uint64_t(hi) << 32) | lo) * range >> 64);
+}
+constexpr uint64_t kNarrowRange = uint64_t(1) << 32;
 
 // Runs fill(p, key, base, b, e) over ranges of [0, n) in parallel, element i of the contiguous
 // buffer p from Philox block (key, base + i) of a reservation of n, and copies the buffer into
@@ -117,22 +131,15 @@ Tensor random_from_(const Tensor& self, int64_t from, std::optional<int64_t> to,
   if (self.device().is_meta()) return self;  // See Note [Meta through CPU kernels]
   uint64_t range = uint64_t(hi - from);
   RT_DISPATCH_ALL(self.dtype(), "random_", [&] {
-    // 64 random bits scaled to [0, range) by the high half of their product with range
-    // (Lemire's method: bias at most range / 2^64, as the modulo's) instead of a 64-bit modulo.
-    // Below 2^32 the product is two 32x32-bit ones, which vectorize with the Philox rounds (the
-    // division per element kept the loop scalar: randint of 1M values 1.9x PyTorch's time).
-    if (range <= (uint64_t(1) << 32)) {
+    // See Note [Scaled random bits].
+    auto draw = [&](auto narrow) {
       fill_random<scalar_t>(self, pick(generator), [=](const std::array<uint32_t, 4>& w) {
-        const uint64_t r = (uint64_t(w[0]) * range + ((uint64_t(w[1]) * range) >> 32)) >> 32;
+        const uint64_t r = scaled_bits<decltype(narrow)::value>(w[0], w[1], range);
         return scalar_t(opmath_t<scalar_t>(int64_t(r) + from));
       });
-    } else {
-      fill_random<scalar_t>(self, pick(generator), [=](const std::array<uint32_t, 4>& w) {
-        const uint64_t bits = (uint64_t(w[0]) << 32) | w[1];
-        const uint64_t r = uint64_t((unsigned __int128)bits * range >> 64);
-        return scalar_t(opmath_t<scalar_t>(int64_t(r) + from));
-      });
-    }
+    };
+    if (range <= kNarrowRange) draw(std::true_type());
+    else draw(std::false_type());
   });
   return self;
 }
@@ -176,20 +183,18 @@ Tensor randperm(int64_t n, std::optional<Generator> generator, std::optional<Sca
   for (int64_t i = 0; i < n; ++i) perm[size_t(i)] = i;
   Generator& gen = pick(generator);
   auto [key, off] = gen.reserve(uint64_t(n));
-  // Fisher-Yates: step i swaps i with j_i in [0, i], j_i drawn from Philox block off + i by the
-  // multiply-high of random_ (32-bit products below 2^32). The draws are independent, so they
-  // run first, in a loop that vectorizes and threads; the swaps then run in order. (A modulo and
-  // a Philox block inside the swap loop took randperm(65536) 0.76 ms, PyTorch 0.36.)
+  // Fisher-Yates: step i swaps i with j_i in [0, i], j_i drawn from Philox block off + i (Note
+  // [Scaled random bits]). The draws are independent, so they run first, in a loop that
+  // vectorizes and threads; the swaps then run in order. (A modulo and a Philox block inside the
+  // swap loop took randperm(65536) 0.76 ms, PyTorch 0.36.)
   std::vector<int64_t> pick_j(static_cast<size_t>(n));
   int64_t* js = pick_j.data();
   parallel_for(1, n, 1 << 14, [=](int64_t b, int64_t e) {
     for (int64_t i = b; i < e; ++i) {
       const auto w = philox4x32(key, off + uint64_t(i));
       const uint64_t range = uint64_t(i) + 1;
-      if (range <= (uint64_t(1) << 32))
-        js[i] = int64_t((uint64_t(w[0]) * range + ((uint64_t(w[1]) * range) >> 32)) >> 32);
-      else
-        js[i] = int64_t((unsigned __int128)((uint64_t(w[0]) << 32) | w[1]) * range >> 64);
+      js[i] = int64_t(range <= kNarrowRange ? scaled_bits<true>(w[0], w[1], range)
+                                            : scaled_bits<false>(w[0], w[1], range));
     }
   });
   for (int64_t i = n - 1; i > 0; --i) std::swap(perm[size_t(i)], perm[size_t(js[i])]);

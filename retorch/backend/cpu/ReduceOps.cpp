@@ -734,7 +734,9 @@ Tensor all_any_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, c
   if (result.device().is_meta()) return result;  // See Note [Meta through CPU kernels]
   uint8_t* out = static_cast<uint8_t*>(result.impl()->data());  // (bool and uint8: one byte)
   RT_DISPATCH_ALL(self.dtype(), op, [&] {
-    const scalar_t* in = static_cast<const scalar_t*>(p.rows.impl()->data());
+    // (bools as their bytes, 0 or 1: GCC vectorizes no loop that loads bool)
+    using E = std::conditional_t<std::is_same_v<scalar_t, bool>, uint8_t, scalar_t>;
+    const E* in = static_cast<const E*>(p.rows.impl()->data());
     const int64_t inner = p.inner;
     parallel_for(0, p.outer, std::max<int64_t>(1, 65536 / std::max<int64_t>(inner, 1)),
                  [&](int64_t b, int64_t e) {

@@ -239,19 +239,6 @@ double sinc_d(double x) {
   return std::sin(px) / px;
 }
 
-// Note [Vector digamma]
-// float32 digamma over L1-sized chunks in double, branch-free so the loops vectorize: z = x, or
-// 1 - x for x < 0 (reflection, psi(x) = psi(1 - x) - pi / tan(pi x) with the vector tan of x's
-// fractional part, only in chunks holding a negative); below 10, psi(z) = psi(z + 10) -
-// sum_{k<10} 1 / (z + k), the sum as one fraction N / D built by N = N (z + k) + D, D = D (z +
-// k) (positive terms: no cancellation; one division where digamma_d's recurrence divides up to
-// ten times); then digamma_d's asymptotic series at z + 10 with the vector log. Zeros, poles,
-// infinities and NaN take digamma_d itself. The subtraction near psi's roots cancels ~2.4 down
-// to the result, so the absolute error is a few double ulps of 2.4: invisible once rounded to
-// float (the accuracy test's float32 grid matches torch's float64 digamma rounded once), but up
-// to ~2e-10 relative next to a root, where digamma_d's recurrence stays within ~1e-14 of torch,
-// so float64 keeps digamma_d. 1M floats, 2 threads: in (0.1, 0.9) 8.3 -> 2.5 ms, in (-30, 30)
-// 9.0 -> 2.8 ms (PyTorch's float digamma 6.4 and 14.7).
 // Shared by the vector gamma functions over a chunk of m floats: z = x, or 1 - x for x < 0 (the
 // reflection's argument), and y = z + 10 below 10, else z; whether any x is negative. (Flags as
 // integer ORs and selects, not branches: the loops vectorize.)
@@ -294,6 +281,19 @@ bool have_vec(std::initializer_list<VecFn> fns) {
   return true;
 }
 
+// Note [Vector digamma]
+// float32 digamma over L1-sized chunks in double, branch-free so the loops vectorize: z = x, or
+// 1 - x for x < 0 (reflection, psi(x) = psi(1 - x) - pi / tan(pi x) with the vector tan of x's
+// fractional part, only in chunks holding a negative); below 10, psi(z) = psi(z + 10) -
+// sum_{k<10} 1 / (z + k), the sum as one fraction N / D built by N = N (z + k) + D, D = D (z +
+// k) (positive terms: no cancellation; one division where digamma_d's recurrence divides up to
+// ten times); then digamma_d's asymptotic series at z + 10 with the vector log. Zeros, poles,
+// infinities and NaN take digamma_d itself. The subtraction near psi's roots cancels ~2.4 down
+// to the result, so the absolute error is a few double ulps of 2.4: invisible once rounded to
+// float (the accuracy test's float32 grid matches torch's float64 digamma rounded once), but up
+// to ~2e-10 relative next to a root, where digamma_d's recurrence stays within ~1e-14 of torch,
+// so float64 keeps digamma_d. 1M floats, 2 threads: in (0.1, 0.9) 8.3 -> 2.5 ms, in (-30, 30)
+// 9.0 -> 2.8 ms (PyTorch's float digamma 6.4 and 14.7).
 template <typename T>
 bool digamma_vec(const T* x, T* out, int64_t n) {
   if constexpr (std::is_same_v<T, float>) {
