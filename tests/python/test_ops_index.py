@@ -407,6 +407,13 @@ def test_flip_roll(rng):
     gradgradcheck(lambda L, x: x.flip(0, 1), P(rng, (3, 5), "float64"))
     y = retorch.ones(3)
     assert y.flip(()).data_ptr() != y.data_ptr()
+    # rows of 16+ elements: index_select copies runs of step +1 or -1 whole, others by element
+    for dt in DTYPES:
+        x = P(rng, (5, 40), dt, "transposed")
+        both(lambda L, x: x.flip(1), x, what=dt)
+        both(lambda L, x: x.flip(0, 1), x)
+        for idx in (range(39, 2, -1), range(3, 30), [*range(20, 0, -1), 5], [*range(17), 3]):
+            both(lambda L, x, i: L.index_select(x, 1, i), x, I(list(idx)), what=str(idx))
 
 
 def test_repeat_tile(rng):

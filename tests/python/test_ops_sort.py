@@ -15,6 +15,7 @@ CUSTOM = {
     "test_topk": ["topk"],
     "test_kthvalue": ["kthvalue"],
     "test_unique": ["_unique2"],
+    "test_unique_large": ["_unique2"],
     "test_searchsorted": ["searchsorted.Tensor", "searchsorted.Scalar"],
     "test_bucketize": ["bucketize.Tensor", "bucketize.Scalar"],
     "test_cumprod": ["cumprod"],
@@ -181,6 +182,28 @@ def test_unique(rng):
     both(lambda L, x: L.unique(x, dim=0, return_inverse=True), P(rng, (0, 3)))
     both(lambda L, x: L.unique(x, dim=1), P(rng, (0, 3)), what="empty unselected dim")
     both(lambda L, x: L.unique(x, dim=0, return_counts=True), P(rng, (3,), "int64"))
+
+
+def test_unique_large(rng):
+    # Note [Unique by counting]: integer inputs of 1024+ elements with a span below
+    # max(n, 64K) are counted per thread; wider spans and floats take the sort
+    ints = [d for d in DTYPES if d not in FLOATS]
+    for dt in ints:
+        lo, hi = (0, 2) if dt == "bool" else (-100, 101) if dt != "uint8" else (0, 256)
+        for n in (1024, 70000, 200003):
+            x = I(rng.integers(lo, hi, n), dt)
+            both(lambda L, x: x.unique(return_inverse=True, return_counts=True), x, what=dt)
+            both(lambda L, x: L.unique(x), x)
+    for n in (2000, 100000):  # spans around the threshold max(n, 64K), and int64 extremes
+        w = max(n, 65536)
+        for base, span in ((-(2**63), 50), (2**63 - 60, 59), (5, w - 1), (5, w), (-7, 10**12)):
+            v = rng.integers(0, span + 1, n, dtype=np.uint64).astype(np.int64)
+            v[:2] = (0, span)  # the span is reached exactly
+            x = I((v.astype(np.uint64) + np.uint64(base % 2**64)).astype(np.int64), "int64")
+            both(lambda L, x: x.reshape(-1, 2).unique(return_inverse=True, return_counts=True), x,
+                 what=f"base {base} span {span}")
+    both(lambda L, x: L.unique(x, return_inverse=True), I(rng.integers(0, 9, (64, 32)), "int32",
+                                                         "transposed"))
 
 
 def test_searchsorted(rng):

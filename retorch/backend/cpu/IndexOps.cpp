@@ -155,7 +155,32 @@ void index_select_out(const Tensor& self, int64_t dim, const Tensor& index, Tens
   const char* sp = static_cast<const char*>(src.impl()->data());
   char* op = static_cast<char*>(result.impl()->data());
   int64_t n = int64_t(idx.size());
-  if (inner == 1 && (isz == 1 || isz == 2 || isz == 4 || isz == 8)) {
+  // An index that steps by +1 or -1 (flip's reversed arange, a slice written as an index)
+  // copies each row as one run: forward, or backward through vector permutes, where the element
+  // gather below took flip(1) of [1024, 1024] floats 0.31 ms (PyTorch 0.16).
+  int64_t step = 0;
+  if (inner == 1 && n >= 16 && (idx[1] - idx[0] == 1 || idx[1] - idx[0] == -1)) {
+    step = idx[1] - idx[0];
+    for (int64_t j = 2; j < n && step != 0; ++j)
+      if (idx[size_t(j)] - idx[size_t(j - 1)] != step) step = 0;
+  }
+  if (step != 0 && (isz == 1 || isz == 2 || isz == 4 || isz == 8)) {
+    by_width(isz, "index_select", [&](auto tag) {
+      using E = decltype(tag);
+      const E* src_e = reinterpret_cast<const E*>(sp);
+      E* dst_e = reinterpret_cast<E*>(op);
+      const int64_t first = idx[0];
+      parallel_for(0, outer, std::max<int64_t>(1, 32768 / n), [=](int64_t b, int64_t e) {
+        for (int64_t o = b; o < e; ++o) {
+          const E* s = src_e + o * size + first;
+          E* dst = dst_e + o * n;
+          if (step > 0) std::memcpy(dst, s, size_t(n) * sizeof(E));
+          else
+            for (int64_t j = 0; j < n; ++j) dst[j] = s[-j];
+        }
+      });
+    });
+  } else if (inner == 1 && (isz == 1 || isz == 2 || isz == 4 || isz == 8)) {
     // Single elements (the last dim, or a 1-d input): typed loads and stores, where a memcpy
     // call and a division per element took a 1-d gather of 256K floats 3.8x PyTorch's time.
     by_width(isz, "index_select", [&](auto tag) {
