@@ -421,13 +421,16 @@ def ap2(L, x, k, s, p, c, cip, dv):
 def test_avg_pool2d(rng):
     for dt in FLOATS + ["int64", "int32"]:
         for lay in ("contig", "transposed"):
-            for shape in ((2, 3, 7, 6), (3, 5, 8)):
+            # (rows of 70: the vector loops of Note [Separable average pool] and their tails)
+            for shape in ((2, 3, 7, 6), (3, 5, 8), (2, 2, 13, 70)):
                 x = P(rng, shape, dt, lay)
                 for k, s, p, c, cip, dv in AVG_GRID:
                     both(lambda L, x: ap2(L, x, k, s, p, c, cip, dv), x)
     x = P(rng, (2, 3, 7, 6), "float32", "transposed")
+    wide = P(rng, (2, 2, 13, 70), "float64")
     for k, s, p, c, cip, dv in AVG_GRID:
         grads(lambda L, x: ap2(L, x, k, s, p, c, cip, dv), x)
+        grads(lambda L, x: ap2(L, x, k, s, p, c, cip, dv), wide)
         gradcheck(lambda L, x: ap2(L, x, k, s, p, c, cip, dv), P(rng, (1, 2, 5, 6),
                                                                         "float64"))
         s_ = [] if s is None else s
