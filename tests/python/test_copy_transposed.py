@@ -11,7 +11,9 @@ from custom_helpers import P, both
                                    "int16", "int32", "int64", "bool"])
 def test_transposed_copies_match_torch(rng, dtype):
     # (45, 512) and (2, 9, 2048): column strides of 2 KB multiples, copied through the buffer.
-    for shape in [(8, 8), (33, 70), (100, 9), (3, 45, 64), (2, 3, 40, 17), (45, 512), (2, 9, 2048)]:
+    # (2..4, n): matrices of 2 to 4 columns, interleaved; (5..7, n) take the element iterator.
+    for shape in [(8, 8), (33, 70), (100, 9), (3, 45, 64), (2, 3, 40, 17), (45, 512), (2, 9, 2048),
+                  (2, 70), (3, 3, 33), (4, 8), (2, 5, 2, 40), (5, 40), (7, 9)]:
         x = P(rng, shape, dtype)
         both(lambda L, x: x.transpose(-2, -1).contiguous(), x, what=f"{shape}")
         both(lambda L, x: x.transpose(-2, -1).clone(), x, what=f"clone {shape}")
@@ -23,6 +25,7 @@ def test_transposed_copies_match_torch(rng, dtype):
     both(lambda L, x: x.permute(1, 0, 3, 2).contiguous(), x)
     both(lambda L, x: x[..., ::2].transpose(-2, -1).contiguous(), x)
     both(lambda L, x: x.transpose(-2, -1)[:, :, 3:30].contiguous(), x)
+    both(lambda L, x: x[:, :2].permute(0, 2, 3, 1).contiguous(), x)  # pixel_shuffle's pattern
     # Reductions over a leading dim go through the transposed copy.
     if dtype in ("float32", "float64"):
         both(lambda L, x: x.amax(0), P(rng, (70, 90), dtype))

@@ -43,11 +43,31 @@ void transpose_tiles(const T* src, int64_t rows, int64_t cols, int64_t col_strid
     }
 }
 
+// A transposed matrix of 2 to 7 columns (pixel_shuffle's last dims: each output row
+// interleaves r input rows): the columns, a compile-time count, are interleaved a row at a time,
+// which vectorizes, where the element iterator's inner loop of r took pixel_shuffle of
+// [16, 32, 32, 32] floats by 2 0.85 ms (PyTorch 0.58).
+template <int C, typename T>
+void interleave_columns(const T* src, int64_t rows, int64_t col_stride, T* dst) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int c = 0; c < C; ++c) dst[r * C + c] = src[r + c * col_stride];
+}
+
+template <typename T>
+void transpose_matrix(const T* src, int64_t rows, int64_t cols, int64_t col_stride, T* dst) {
+  switch (cols) {
+    case 2: return interleave_columns<2>(src, rows, col_stride, dst);
+    case 3: return interleave_columns<3>(src, rows, col_stride, dst);
+    case 4: return interleave_columns<4>(src, rows, col_stride, dst);
+    default: return transpose_tiles(src, rows, cols, col_stride, dst);
+  }
+}
+
 bool copy_transposed(const Tensor& self, const Tensor& src) {
   const int64_t nd = src.dim();
   if (nd < 2 || self.dtype() != src.dtype() || !self.sizes().equals(src.sizes()) ||
       !self.is_contiguous() || src.stride(-2) != 1 || src.stride(-1) == 1 ||
-      src.size(-1) < 8 || src.size(-2) < 8)
+      src.size(-1) < 2 || (src.size(-1) > 4 && src.size(-1) < 8) || src.size(-2) < 8)
     return false;
   const int64_t rows = src.size(-2), cols = src.size(-1), col_stride = src.stride(-1);
   const int64_t batches = self.numel() / (rows * cols);
@@ -72,13 +92,13 @@ bool copy_transposed(const Tensor& self, const Tensor& src) {
       const char* s = sp + (src_offset(b) + r0) * isz;
       char* d = dp + (b * rows + r0) * cols * isz;
       switch (isz) {
-        case 1: transpose_tiles(reinterpret_cast<const uint8_t*>(s), n, cols, col_stride,
+        case 1: transpose_matrix(reinterpret_cast<const uint8_t*>(s), n, cols, col_stride,
                                 reinterpret_cast<uint8_t*>(d)); break;
-        case 2: transpose_tiles(reinterpret_cast<const uint16_t*>(s), n, cols, col_stride,
+        case 2: transpose_matrix(reinterpret_cast<const uint16_t*>(s), n, cols, col_stride,
                                 reinterpret_cast<uint16_t*>(d)); break;
-        case 4: transpose_tiles(reinterpret_cast<const uint32_t*>(s), n, cols, col_stride,
+        case 4: transpose_matrix(reinterpret_cast<const uint32_t*>(s), n, cols, col_stride,
                                 reinterpret_cast<uint32_t*>(d)); break;
-        default: transpose_tiles(reinterpret_cast<const uint64_t*>(s), n, cols, col_stride,
+        default: transpose_matrix(reinterpret_cast<const uint64_t*>(s), n, cols, col_stride,
                                  reinterpret_cast<uint64_t*>(d)); break;
       }
     }
