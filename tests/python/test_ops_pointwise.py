@@ -723,6 +723,25 @@ def test_sum_over_both_sides_of_kept_dims(rng, dt):
             both(lambda L, x: x.mean(dims, keepdim=keep), x, what=f"mean {shape} {dims} {dt}")
     grads(lambda L, x: x.sum((0, 2, 3)), P(rng, (3, 4, 8, 8)))
 
+@pytest.mark.parametrize("dt", FLOATS)
+def test_sum_over_size_one_dims(rng, dt):
+    """Sums over dims of size 1 only are each element plus 0: -0 comes out +0 as in torch, NaN
+    and inf stay, the result is a new tensor of the reduced shape; mean too; grads flow."""
+    for shape, dims in [((5, 1), 1), ((1, 4, 1), (0, 2)), ((3, 1, 2), -2), ((), 0), ((2, 1, 3), (1,)),
+                        ((8, 64, 1), 2)]:
+        x = P(rng, shape, dt)
+        for keep in (False, True):
+            both(lambda L, x: x.sum(dims, keepdim=keep), x, what=f"sum {shape} {dims} {dt}")
+            both(lambda L, x: x.mean(dims, keepdim=keep), x, what=f"mean {shape} {dims} {dt}")
+    special = [-0.0, 0.0, float("nan"), float("inf"), -float("inf"), -2.5]
+    for L in (torch, retorch):
+        x = L.tensor(special, dtype=getattr(L, dt)).reshape(6, 1)
+        r = x.sum(1).float()
+        assert [str(v) for v in r.tolist()] == ["0.0", "0.0", "nan", "inf", "-inf", "-2.5"], L
+        assert not r[0].signbit().item() and x.sum(1).data_ptr() != x.data_ptr()
+    grads(lambda L, x: x.sum(1) * 2, P(rng, (4, 1)))
+
+
 # ---------------------------------------------------------------- float16 / bfloat16 audit
 
 def _x(rng, dt, shape=(3, 4), **kw):

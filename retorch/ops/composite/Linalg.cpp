@@ -325,8 +325,9 @@ Tensor einsum(std::string_view equation, TensorList tensors, OptionalIntArrayRef
   }
   if (nd > n_out) {
     std::vector<int64_t> sdims;
-    for (int64_t g = n_out; g < nd; ++g) sdims.push_back(g);
-    result = result.sum(sdims, true);
+    for (int64_t g = n_out; g < nd; ++g)
+      if (result.size(g) != 1) sdims.push_back(g);  // (size-1 dims need no sum, just the view)
+    if (!sdims.empty()) result = result.sum(sdims, true);
   }
   // Size-1 broadcast dims of the output expand to the full label size (e.g. a label only in a
   // summed-out operand), then the contracted dims are dropped.
