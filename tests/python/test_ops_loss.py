@@ -162,6 +162,8 @@ def test_nll_loss(rng):
         grads(lambda L, x: fn(L, "nll_loss")(x, t.t if T(L) else t.r, w.t if T(L) else w.r,
                                             reduction=red), x)
     gradcheck(lambda L, x: fn(L, "nll_loss")(x, t.r), P(rng, (4, 3), "float64"))
+    for red in REDUCTIONS:  # an empty batch (mean: nan), no target ignored, unweighted
+        both(lambda L, x, t: fn(L, "nll_loss")(x, t, reduction=red), P(rng, (0, 3)), I([]))
     # Errors like torch: class out of range (IndexError), batch mismatch (ValueError), target
     # dtype and weight size (RuntimeError).
     both(lambda L, x, t: fn(L, "nll_loss")(x, t), P(rng, (3, 4)), I([0, 5, 1]))
