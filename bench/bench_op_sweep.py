@@ -4,7 +4,8 @@ and shape ops of the same size, retorch against PyTorch in the same
 run with the same thread count, slowest ratio first. It is how the long tail of slow kernels
 (clamp, prod, amax, sqrt, transposed copies, the piecewise activations, softplus) was found;
 ratio = retorch time / torch time, below 1 means retorch is faster. Arguments name the cases to
-run (`bench_op_sweep.py fmod atan2`); none runs them all."""
+run (`bench_op_sweep.py fmod atan2`); none runs them all. NN-shaped ops (pools, shuffles, norms,
+resampling, small losses) run on a [16, 32, 32, 32] image batch."""
 import sys
 import time
 
@@ -71,7 +72,40 @@ def cases(L, a_np, b_np):
         "cosine_similarity(1)": lambda: F.cosine_similarity(a2, b2),
     })
     c.update(index_and_random_cases(L, a, a2))
+    c.update(nn_shaped_cases(L, a))
     return c
+
+
+def nn_shaped_cases(L, a):
+    """Pools, shuffles, norms, resampling and small losses on a [16, 32, 32, 32] image batch (the
+    first 512K elements of a), forward and some backwards (added 2026-11-25, when avg_pool2d,
+    pixel_shuffle, einsum and nll_loss took 1.5-3.5x PyTorch's time)."""
+    F = L.nn.functional
+    x = a[:1 << 19].reshape(16, 32, 32, 32)
+    xg = x.clone().requires_grad_()
+    y2, y3 = F.avg_pool2d(xg, 2), F.avg_pool2d(xg, 3, 1, 1)
+    g2, g3 = L.ones_like(y2), L.ones_like(y3)
+    m3 = a[:1 << 15].reshape(8, 64, 64)
+    logits, labels = a[:1000].reshape(100, 10), (a[:100] * 10).to(L.int64)
+    return {
+        "avg_pool2d 2x2": lambda: F.avg_pool2d(x, 2),
+        "avg_pool2d 3x3 s1 p1": lambda: F.avg_pool2d(x, 3, 1, 1),
+        "avg_pool2d 2x2 backward": lambda: L.autograd.grad(y2, xg, g2, retain_graph=True),
+        "avg_pool2d 3x3 backward": lambda: L.autograd.grad(y3, xg, g3, retain_graph=True),
+        "max_pool2d 2x2": lambda: F.max_pool2d(x, 2),
+        "adaptive_avg_pool2d 7": lambda: F.adaptive_avg_pool2d(x, 7),
+        "pixel_shuffle": lambda: F.pixel_shuffle(x, 2),
+        "pixel_unshuffle": lambda: F.pixel_unshuffle(x, 2),
+        "interpolate nearest": lambda: F.interpolate(x, scale_factor=2, mode="nearest"),
+        "interpolate bilinear": lambda: F.interpolate(x, scale_factor=2, mode="bilinear",
+                                                      align_corners=False),
+        "unfold 3x3": lambda: F.unfold(x, 3, padding=1),
+        "group_norm(4)": lambda: F.group_norm(x, 4),
+        "batch_norm train": lambda: F.batch_norm(x, None, None, training=True),
+        "einsum bij,bjk": lambda: L.einsum("bij,bjk->bik", m3, m3),
+        "nll_loss [100, 10]": lambda: F.nll_loss(logits, labels),
+        "cross_entropy [100, 10]": lambda: F.cross_entropy(logits, labels),
+    }
 
 
 def index_and_random_cases(L, a, a2):

@@ -330,6 +330,13 @@ def test_index_add(rng):
     both(lambda L, x, s: x.index_add(0, L.tensor([0.0, 1.0]), s), x, s, what="float index")
     both(lambda L, x, s: x.index_add(0, L.tensor([0, 1]), s.to(L.float64)), x, s, what="dtype")
     grads(lambda L, x, s: x.index_add(0, L.tensor([2, 0]), s, alpha=-1.5), x, s)
+    # index_add_ writes self in place (inplace_composite): errors, alpha, 0-dim, autograd
+    both(lambda L, x, s: clone(L, x).index_add_(0, L.tensor([0, 3]), s), x, s, what="in place")
+    both(lambda L, x, s: clone(L, x).index_add_(0, L.tensor([2, 2]), s, alpha=-3), x, s)
+    both(lambda L, x, s: clone(L, x)[0, 0].index_add_(0, L.tensor([0, 0]), s[0, :2]), x, s)
+    both(lambda L, x, s: x.detach().requires_grad_().index_add_(0, L.tensor([0, 1]), s), x, s,
+         what="leaf requiring grad")
+    grads(lambda L, x, s: (x * 2).index_add_(0, L.tensor([2, 0]), s, alpha=0.5), x, s)
     gradcheck(lambda L, x, s: x.index_add(1, L.tensor([2, 2]), s), P(rng, (3, 4), "float64"),
               P(rng, (3, 2), "float64"))
 

@@ -167,6 +167,26 @@ def test_integer_sums_read_the_input(dtype):
         both(lambda L, x: x.sum(), big, what="wraps like torch")
 
 
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int32", "int64"])
+def test_integer_min_max(dtype):
+    """Integer and bool min/max/amax/amin from the type's extreme: a long row in threaded chunks
+    with the extreme in the last chunk, rows along each dim, the type's own limits, vs torch."""
+    rng = np.random.default_rng(9)
+    info = np.iinfo(dtype) if dtype != "bool" else None
+    v = rng.integers(0, 2, 300001) if dtype == "bool" else rng.integers(-100, 100, 300001)
+    if dtype == "uint8":
+        v = np.abs(v)
+    v[:300000:2] = v[1]  # (mostly one value: the extremes come from the rest)
+    if info is not None:
+        v[299999], v[300000] = info.min, info.max
+    x = I(v.astype(bool) if dtype == "bool" else v, dtype)
+    for f in (lambda L, x: x.max(), lambda L, x: x.min(), lambda L, x: x.amax(0),
+              lambda L, x: x.amin(0), lambda L, x: x[:1000].reshape(10, 100).amax(1),
+              lambda L, x: x[:1000].reshape(10, 100).min(0).values,
+              lambda L, x: x[:1000].reshape(10, 100).amin((0, 1), keepdim=True)):
+        both(f, x, what=dtype)
+
+
 def test_bfloat16_conversions_round_like_torch():
     """Note [16-bit float loops]: float32 <-> bfloat16 spans (vectorized bit loops) give torch's
     bits: round to nearest even at ties, overflow to infinity, subnormals, signed zeros and

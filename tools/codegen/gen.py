@@ -242,6 +242,8 @@ def gen_kernels_header(entries):
             if key == 'Composite':
                 params = [f'{a.cpp} {a.name}' for a in e.args]
                 decl = f'{e.ops()[0].ret_cpp} {fn}({", ".join(params)});'
+                if e.inplace_composite:
+                    decl += f'\nvoid {e.inplace_composite}({", ".join(params)});'
             else:
                 decl = kernel_decl(e, fn)
             byns.setdefault(ns, [])
@@ -266,6 +268,9 @@ def backend_adapter(op, key, fn):
     if key == 'Composite':
         if op.kind == 'functional':
             lines.append(f'  return {ns}::{fn}({", ".join(base_args)});')
+        elif op.kind == 'inplace' and e.inplace_composite:
+            lines.append(f'  {ns}::{e.inplace_composite}({", ".join(base_args)});')
+            lines.append(f'  return {e.args[0].name};')
         elif op.kind == 'inplace':
             # The composite may save self for backward; copy_ below would then make that saved
             # tensor stale, so it reads a (tracked) copy when self has autograd history.

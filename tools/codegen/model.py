@@ -213,6 +213,12 @@ class Entry:
         # Tensors of several devices may meet in one call (PyTorch's exceptions to its
         # same-device rule, like copy_); see Note [Device routing].
         self.mixed_devices = bool(d.get('mixed_devices', False))
+        # A Composite op's in-place variant written on its own (void fn(self, args...), writing
+        # self through in-place ops), instead of the functional result copied into self.
+        self.inplace_composite = d.get('inplace_composite')
+        assert not self.inplace_composite or ('inplace' in self.variants and
+                                              'Composite' in self.dispatch), \
+            f'{self.name}: inplace_composite needs the inplace variant and a Composite kernel'
 
     @property
     def uses_out_kernel(self):

@@ -2,7 +2,9 @@
 // diag, sort wrappers, kthvalue, bucketize) built on index / index_put / sort, plus the
 // diagonal view.
 #include <algorithm>
+#include <tuple>
 
+#include "retorch/autograd/GradMode.h"
 #include "retorch/core/Shape.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/generated/Kernels.h"
@@ -102,8 +104,12 @@ Tensor index_copy(const Tensor& self, int64_t dim, const Tensor& index, const Te
   return self.index_put(along(d, index), source.dim() == 0 ? source.reshape({1}) : source);
 }
 
-Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
-                 const Scalar& alpha) {
+namespace {
+
+// index_add's checks; returns (dim, int64 indices, source times alpha in self's dtype).
+std::tuple<int64_t, Tensor, Tensor> index_add_args(const Tensor& self, int64_t dim,
+                                                   const Tensor& index, const Tensor& source,
+                                                   const Scalar& alpha) {
   RT_CHECK(index.dtype() == kLong || index.dtype() == kInt, "index_add_(): Expected dtype "
            "int32/int64 for index (got ", index.dtype(), ")");
   RT_CHECK(self.dtype() == source.dtype(), "index_add_(): self (", self.dtype(), ") and source (",
@@ -124,9 +130,29 @@ Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Ten
   }
   Tensor src = alpha.to<double>() == 1.0 ? source : source.mul(alpha);
   if (src.dtype() != self.dtype()) src = src.to(self.dtype());
-  if (self.dim() == 0)
-    return self.reshape({1}).index_put(along(0, idx), src.reshape({-1}), true).reshape({});
-  return self.index_put(along(d, idx), source.dim() == 0 ? src.reshape({1}) : src, true);
+  if (self.dim() == 0 || source.dim() == 0) src = src.reshape({-1});
+  return {d, idx, src};
+}
+
+}  // namespace
+
+Tensor index_add(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                 const Scalar& alpha) {
+  auto [d, idx, src] = index_add_args(self, dim, index, source, alpha);
+  if (self.dim() == 0) return self.reshape({1}).index_put(along(0, idx), src, true).reshape({});
+  return self.index_put(along(d, idx), src, true);
+}
+
+void index_add_(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& source,
+                const Scalar& alpha) {
+  // In place through index_put_ (the functional form's result copied into self cloned self
+  // first and copied it back: 1M floats 0.87 ms, PyTorch 0.54).
+  RT_CHECK(!(GradMode::is_enabled() && self.is_leaf() && self.requires_grad()),
+           "index_add_: a leaf Variable that requires grad is being used in an in-place "
+           "operation.");
+  auto [d, idx, src] = index_add_args(self, dim, index, source, alpha);
+  if (self.dim() == 0) self.view({1}).index_put_(along(0, idx), src, true);
+  else self.index_put_(along(d, idx), src, true);
 }
 
 Tensor take(const Tensor& self, const Tensor& index) {
