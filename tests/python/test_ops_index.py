@@ -367,6 +367,36 @@ def test_take_put(rng):
               P(rng, (2,), "float64"))
 
 
+def test_inplace_index_composites(rng):
+    """Note [In-place index composites]: index_copy_, index_fill_, put_ and masked_scatter_ write
+    self through index_put_: values on contiguous, transposed and 0-dim selves, autograd through
+    non-leaf selves, the leaf error, and self as masked_scatter_'s source."""
+    for lay in LAYOUTS:
+        x, s = P(rng, (3, 4), "float32", lay), P(rng, (2, 4), "float32")
+        both(lambda L, x, s: clone(L, x).index_copy_(0, L.tensor([2, 0]), s), x, s)
+        both(lambda L, x: clone(L, x).index_fill_(1, L.tensor([3, 1, 3]), -2.0), x)
+        both(lambda L, x: clone(L, x).index_fill_(0, L.tensor([1]), L.tensor(7.0)), x)
+        both(lambda L, x, s: clone(L, x).put_(L.tensor([0, 11, 5]), s[0, :3], accumulate=True),
+             x, s)
+        if lay == "contig":  # (see test_masked_scatter_inplace_noncontiguous)
+            both(lambda L, x, s: clone(L, x).masked_scatter_(x > 0, s), x, s)
+    x0 = P(rng, ())
+    both(lambda L, x: clone(L, x).index_copy_(0, L.tensor([0]), L.tensor([4.0])), x0)
+    both(lambda L, x: clone(L, x).index_fill_(0, L.tensor([0]), 3.0), x0)
+    both(lambda L, x: clone(L, x).put_(L.tensor([0]), L.tensor([4.0])), x0)
+    both(lambda L, x: clone(L, x).masked_scatter_(L.tensor(True), L.tensor([5.0])), x0)
+    x, s = P(rng, (3, 4)), P(rng, (2, 4))
+    both(lambda L, x: x.masked_scatter_(x > 0, x), x, what="self as source")
+    for name, f in [("index_copy_", lambda L, y, s: y.index_copy_(0, L.tensor([1, 2]), s)),
+                    ("index_fill_", lambda L, y, s: y.index_fill_(1, L.tensor([0]), 1.0)),
+                    ("put_", lambda L, y, s: y.put_(L.tensor([3, 3]), s[0, :2], True)),
+                    ("masked_scatter_", lambda L, y, s: y.masked_scatter_(y > 0, s))]:
+        grads(lambda L, x, s: f(L, x * 2, s) * 3, x, s)
+        both(lambda L, x, s: f(L, x.detach().requires_grad_(), s), x, s, what=f"{name} leaf")
+        with pytest.raises(RuntimeError, match=f"^{name}"):
+            f(retorch, x.r.detach().requires_grad_(), s.r)
+
+
 def test_nonzero(rng):
     for dt in DTYPES:
         for shape in ((3, 4), (5,), (), (0, 3), (2, 3, 2)):

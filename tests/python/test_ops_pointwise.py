@@ -276,6 +276,14 @@ def act(L, name, inplace=False):
     return getattr(L, name + "_" if inplace else name)
 
 
+def test_inplace_composite_activations_differentiate(rng):
+    """relu6_, selu_ and celu_ run the in-place kernels they are built on (inplace_composite):
+    gradients through a non-leaf input as torch's."""
+    for name, kw in (("relu6", {}), ("selu", {}), ("celu", {"alpha": 0.7})):
+        grads(lambda L, x: act(L, name, True)(x * 1.5, **kw) * 2, P(rng, (3, 4), special=False),
+              what=name)
+
+
 def lkw(L, kw):
     return {k: (getattr(L, v) if k == "dtype" else v) for k, v in kw.items()}
 

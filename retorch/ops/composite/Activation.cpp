@@ -45,20 +45,32 @@ void check_fits(const char* op, const Scalar& s, ScalarType t) {
 }  // namespace
 
 Tensor relu6(const Tensor& self) { return retorch::hardtanh(self, Scalar(0), Scalar(6)); }
+// (The in-place forms go through the in-place kernels they are built on: relu6_ of 1M floats
+// computed a result and copied it into self, 0.09 ms, PyTorch 0.04.)
+void relu6_(const Tensor& self) { retorch::hardtanh_(self, Scalar(0), Scalar(6)); }
 
 Tensor mish(const Tensor& self) {
   check_floating("mish_cpu", self);
   return in_opmath(self, [](const Tensor& x) { return x * retorch::softplus(x).tanh(); });
 }
 
-Tensor selu(const Tensor& self) {
-  return retorch::elu(self, Scalar(1.6732632423543772848170429916717),
-                      Scalar(1.0507009873554804934193349852946), Scalar(1));
+namespace {
+const Scalar kSeluAlpha(1.6732632423543772848170429916717);
+const Scalar kSeluScale(1.0507009873554804934193349852946);
+double celu_input_scale(const Scalar& alpha) {
+  RT_CHECK(alpha.to_double() != 0, "ZeroDivisionError: alpha cannot be 0 for CELU");
+  return 1.0 / alpha.to_double();
 }
+}  // namespace
+
+Tensor selu(const Tensor& self) { return retorch::elu(self, kSeluAlpha, kSeluScale, Scalar(1)); }
+void selu_(const Tensor& self) { retorch::elu_(self, kSeluAlpha, kSeluScale, Scalar(1)); }
 
 Tensor celu(const Tensor& self, const Scalar& alpha) {
-  RT_CHECK(alpha.to_double() != 0, "ZeroDivisionError: alpha cannot be 0 for CELU");
-  return retorch::elu(self, alpha, Scalar(1), Scalar(1.0 / alpha.to_double()));
+  return retorch::elu(self, alpha, Scalar(1), Scalar(celu_input_scale(alpha)));
+}
+void celu_(const Tensor& self, const Scalar& alpha) {
+  retorch::elu_(self, alpha, Scalar(1), Scalar(celu_input_scale(alpha)));
 }
 
 Tensor prelu(const Tensor& self, const Tensor& weight) {
