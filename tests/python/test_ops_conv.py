@@ -456,6 +456,11 @@ def test_adaptive_avg_pool2d(rng):
                 for out in ((3, 2), (1, 1), (7, 6), (4, 5), 2, (10, 9)):
                     both(lambda L, x: fn_of(L, F.adaptive_avg_pool2d, "adaptive_avg_pool2d")(
                         x, out), x)
+    # rows of 70 (the row sums' vector loops), windows of uneven size, outputs above the input
+    wide = P(rng, (2, 2, 13, 70), "float64")
+    for out in ((7, 5), (13, 70), (20, 90), (3, 33)):
+        both(lambda L, x: fn_of(L, F.adaptive_avg_pool2d, "adaptive_avg_pool2d")(x, out), wide)
+        grads(lambda L, x: fn_of(L, F.adaptive_avg_pool2d, "adaptive_avg_pool2d")(x, out), wide)
     x = P(rng, (2, 3, 7, 6), "float32", "transposed")
     for out in ((3, 2), (4, 5), (1, 1)):
         grads(lambda L, x: fn_of(L, F.adaptive_avg_pool2d, "adaptive_avg_pool2d")(x, out), x)

@@ -735,8 +735,8 @@ def test_sum_over_both_sides_of_kept_dims(rng, dt):
 def test_sum_over_size_one_dims(rng, dt):
     """Sums over dims of size 1 only are each element plus 0: -0 comes out +0 as in torch, NaN
     and inf stay, the result is a new tensor of the reduced shape; mean too; grads flow."""
-    for shape, dims in [((5, 1), 1), ((1, 4, 1), (0, 2)), ((3, 1, 2), -2), ((), 0), ((2, 1, 3), (1,)),
-                        ((8, 64, 1), 2)]:
+    for shape, dims in [((5, 1), 1), ((1, 4, 1), (0, 2)), ((3, 1, 2), -2), ((), 0),
+                        ((2, 1, 3), (1,)), ((8, 64, 1), 2)]:
         x = P(rng, shape, dt)
         for keep in (False, True):
             both(lambda L, x: x.sum(dims, keepdim=keep), x, what=f"sum {shape} {dims} {dt}")

@@ -536,6 +536,61 @@ std::pair<int64_t, int64_t> check_adaptive(const Tensor& self, IntArrayRef outpu
 
 }  // namespace
 
+namespace {
+
+// Adaptive average pools of NCHW planes a row of outputs at a time, as in Note [Separable average
+// pool], with PyTorch's adaptive windows: an output row's input rows summed into one row (vector
+// adds), each output the sum of its window's entries of that row over the window's size; the
+// backward spreads each output row's gradients over one row and adds it to the window's input
+// rows (the per-window loops took [16, 32, 32, 32] floats to 7x7 0.32 ms forward and 0.29 back,
+// PyTorch 0.28 and 0.24).
+template <typename scalar_t>
+void adaptive_avg_plane(const scalar_t* x, int64_t H, int64_t W, int64_t oh, int64_t ow,
+                        scalar_t* y) {
+  using acc_t = opmath_t<scalar_t>;
+  thread_local std::vector<acc_t> row;
+  row.resize(size_t(W));
+  acc_t* const r = row.data();
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    const int64_t h0 = adaptive_start(oy, oh, H), h1 = adaptive_end(oy, oh, H);
+    for (int64_t w = 0; w < W; ++w) r[w] = acc_t(x[h0 * W + w]);
+    for (int64_t h = h0 + 1; h < h1; ++h)
+      for (int64_t w = 0; w < W; ++w) r[w] += acc_t(x[h * W + w]);
+    for (int64_t ox = 0; ox < ow; ++ox) {
+      const int64_t w0 = adaptive_start(ox, ow, W), w1 = adaptive_end(ox, ow, W);
+      acc_t s = 0;
+      for (int64_t w = w0; w < w1; ++w) s += r[w];
+      y[oy * ow + ox] = scalar_t(s / acc_t((h1 - h0) * (w1 - w0)));
+    }
+  }
+}
+
+template <typename scalar_t>
+void adaptive_avg_plane_backward(const scalar_t* g, int64_t H, int64_t W, int64_t oh, int64_t ow,
+                                 scalar_t* gi) {
+  using acc_t = opmath_t<scalar_t>;
+  thread_local std::vector<acc_t> row, acc;
+  row.resize(size_t(W));
+  acc.assign(size_t(H * W), acc_t(0));
+  acc_t* const r = row.data();
+  for (int64_t oy = 0; oy < oh; ++oy) {
+    const int64_t h0 = adaptive_start(oy, oh, H), h1 = adaptive_end(oy, oh, H);
+    std::fill(r, r + W, acc_t(0));
+    for (int64_t ox = 0; ox < ow; ++ox) {
+      const int64_t w0 = adaptive_start(ox, ow, W), w1 = adaptive_end(ox, ow, W);
+      const acc_t v = acc_t(g[oy * ow + ox]) / acc_t((h1 - h0) * (w1 - w0));
+      for (int64_t w = w0; w < w1; ++w) r[w] += v;
+    }
+    for (int64_t h = h0; h < h1; ++h) {
+      acc_t* const ah = acc.data() + h * W;
+      for (int64_t w = 0; w < W; ++w) ah[w] += r[w];
+    }
+  }
+  for (int64_t j = 0; j < H * W; ++j) gi[j] = scalar_t(acc[size_t(j)]);
+}
+
+}  // namespace
+
 Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
   const char* op = "adaptive_avg_pool2d";
   auto [oh, ow] = check_adaptive(self, output_size, op);
@@ -550,7 +605,6 @@ Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
     return retorch::mean(p.x, IntArrayRef{-2, -1}, /*keepdim=*/true);
   const int64_t L = oh * ow, HW = p.H * p.W;
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
-    using acc_t = opmath_t<scalar_t>;
     const scalar_t* x = p.x.data_ptr<scalar_t>();
     scalar_t* y = out.data_ptr<scalar_t>();
     if (p.channels_last()) {
@@ -561,19 +615,8 @@ Tensor adaptive_avg_pool2d(const Tensor& self, IntArrayRef output_size) {
     }
     parallel_for(0, p.n, std::max<int64_t>(1, 8192 / std::max<int64_t>(HW, 1)),
                  [&](int64_t b, int64_t e) {
-      for (int64_t pl = b; pl < e; ++pl) {
-        const scalar_t* xp = x + pl * HW;
-        for (int64_t oy = 0; oy < oh; ++oy) {
-          int64_t h0 = adaptive_start(oy, oh, p.H), h1 = adaptive_end(oy, oh, p.H);
-          for (int64_t ox = 0; ox < ow; ++ox) {
-            int64_t w0 = adaptive_start(ox, ow, p.W), w1 = adaptive_end(ox, ow, p.W);
-            acc_t s = 0;
-            for (int64_t h = h0; h < h1; ++h)
-              for (int64_t w = w0; w < w1; ++w) s += acc_t(xp[h * p.W + w]);
-            y[pl * L + oy * ow + ox] = scalar_t(s / acc_t((h1 - h0) * (w1 - w0)));
-          }
-        }
-      }
+      for (int64_t pl = b; pl < e; ++pl)
+        adaptive_avg_plane(x + pl * HW, p.H, p.W, oh, ow, y + pl * L);
     });
   });
   return out;
@@ -594,7 +637,6 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor& sel
   Tensor gi = make_empty(self.sizes(), self.dtype(), self.device(), p.format);
   if (gi.device().is_meta()) return gi;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_FLOATING(self.dtype(), op, [&] {
-    using acc_t = opmath_t<scalar_t>;
     const scalar_t* g = go.data_ptr<scalar_t>();
     scalar_t* out = gi.data_ptr<scalar_t>();
     if (p.channels_last()) {
@@ -605,20 +647,8 @@ Tensor adaptive_avg_pool2d_backward(const Tensor& grad_output, const Tensor& sel
     }
     parallel_for(0, p.n, std::max<int64_t>(1, 8192 / std::max<int64_t>(HW, 1)),
                  [&](int64_t b, int64_t e) {
-      std::vector<acc_t> acc(static_cast<size_t>(HW));
-      for (int64_t pl = b; pl < e; ++pl) {
-        std::fill(acc.begin(), acc.end(), acc_t(0));
-        for (int64_t oy = 0; oy < oh; ++oy) {
-          int64_t h0 = adaptive_start(oy, oh, p.H), h1 = adaptive_end(oy, oh, p.H);
-          for (int64_t ox = 0; ox < ow; ++ox) {
-            int64_t w0 = adaptive_start(ox, ow, p.W), w1 = adaptive_end(ox, ow, p.W);
-            acc_t v = acc_t(g[pl * L + oy * ow + ox]) / acc_t((h1 - h0) * (w1 - w0));
-            for (int64_t h = h0; h < h1; ++h)
-              for (int64_t w = w0; w < w1; ++w) acc[size_t(h * p.W + w)] += v;
-          }
-        }
-        for (int64_t j = 0; j < HW; ++j) out[pl * HW + j] = scalar_t(acc[size_t(j)]);
-      }
+      for (int64_t pl = b; pl < e; ++pl)
+        adaptive_avg_plane_backward(g + pl * L, p.H, p.W, oh, ow, out + pl * HW);
     });
   });
   return gi;
