@@ -188,14 +188,15 @@ void index_select_out(const Tensor& self, int64_t dim, const Tensor& index, Tens
       const E* src_e = reinterpret_cast<const E*>(sp);
       E* dst_e = reinterpret_cast<E*>(op);
       const int64_t* const at = idx.data();
+      // (Row by row, each a plain gather loop that vectorizes; the row switch inside the
+      // element loop kept it scalar: 256K floats from 1M 0.38 ms, PyTorch 0.29.)
       parallel_for(0, outer * n, 32768, [=](int64_t b, int64_t e) {  // (by value: no reloads)
-        int64_t o = b / n, j = b % n;
-        for (int64_t k = b; k < e; ++k) {
-          dst_e[k] = src_e[o * size + at[j]];
-          if (++j == n) {
-            j = 0;
-            ++o;
-          }
+        for (int64_t k = b; k < e;) {
+          const int64_t o = k / n, j0 = k % n, j1 = std::min(n, j0 + (e - k));
+          const E* row = src_e + o * size;
+          E* dst = dst_e + o * n;
+          for (int64_t j = j0; j < j1; ++j) dst[j] = row[at[j]];
+          k += j1 - j0;
         }
       });
     });
