@@ -364,6 +364,15 @@ def test_scatter(rng):
     grads(lambda L, x, i, s: x.scatter(0, i, s), x, uniq, src)
     grads(lambda L, x, i: x.scatter(0, i, 1.5), x, idx)
     grads(lambda L, x, i, s: x.scatter_add(0, i, s), x, idx, src)
+    # indices whose trailing dims have size 1 run along the last dim of size > 1 (one_hot's
+    # [N, 1] scatter; a [3, 4, 1] gather along the middle dim; duplicates accumulate in order)
+    x3 = P(rng, (3, 5, 2))
+    for d, shape in ((1, (3, 1)), (0, (3, 1)), (1, (3, 4, 1)), (2, (3, 4, 1)), (0, (2, 1, 1))):
+        i = I(rng.integers(0, x3.t.shape[d], shape + (1,) * (3 - len(shape))))
+        both(lambda L, x, i: x.gather(d, i), x3, i, what=f"gather {d} {shape}")
+        both(lambda L, x, i: x.scatter(d, i, 7.0), x3, i, what=f"scatter {d} {shape}")
+        both(lambda L, x, i: x.scatter_add(d, i, L.ones(i.shape)), x3, i)
+    both(lambda L, i: L.nn.functional.one_hot(i, 6), I(rng.integers(0, 6, 3000)))
     x64, s64 = P(rng, (3, 2), "float64"), P(rng, (2, 2), "float64")
     gradcheck(lambda L, x, i, s: x.scatter(0, i, s), x64, I([[0, 1], [2, 0]]), s64)
     gradcheck(lambda L, x, i: x.scatter(0, i, 0.5), x64, I([[0, 1], [2, 0]]))

@@ -50,7 +50,8 @@ Tensor start_from_self(const Tensor& self, Tensor& out, const char* op) {
 // with the outer coordinates' offsets computed once a row (a per-element walk over every dim
 // took gather(1) of [1024, 256] indices 51x PyTorch's time); `parallel` splits the rows over
 // threads, which the caller allows when no two rows write the same element (gather; scatter
-// along the last dim, whose rows differ in a kept coordinate).
+// along the last dim, whose rows differ in a kept coordinate: rows run along the last dim of
+// size > 1, before the scatter dim when that has size 1).
 template <typename F>
 void for_each_index(const Tensor& index, int64_t dim, IntArrayRef self_strides,
                     IntArrayRef self_sizes, IntArrayRef src_strides, const char* op,
@@ -70,7 +71,11 @@ void for_each_index(const Tensor& index, int64_t dim, IntArrayRef self_strides,
     if (ip[0] < 0 || ip[0] >= dim_size) check(ip[0]);
     return f(int64_t(0), int64_t(0));
   }
-  const int64_t last = nd - 1, len = idx.size(last);
+  // The inner dim is the last one of size > 1 (trailing size-1 dims keep coordinate 0): an
+  // [N, 1] index (one_hot's scatter) then runs one row of N, not N rows of one (81 us for 4096).
+  int64_t last = nd - 1;
+  while (last > 0 && idx.size(last) == 1) --last;
+  const int64_t len = idx.size(last);
   const int64_t is = idx.stride(last), ss = at(self_strides, last, 0);
   const int64_t rs = at(src_strides, last, 0), ds = at(self_strides, dim, 0);
   auto rows = [&](int64_t r0, int64_t r1) {
