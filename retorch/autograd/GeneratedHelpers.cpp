@@ -26,7 +26,7 @@ void rebase_history(const Tensor& self, const Tensor& r) {
   AutogradMeta& m = self.impl()->ensure_autograd_meta();
   AutogradMeta* rm = r.impl()->autograd_meta();
   if (!rm || !rm->grad_fn_) return;
-  if (m.is_view_ && m.base_.defined() && m.base_.requires_grad()) {
+  if (m.is_view_ && m.base_.defined()) {
     // Note [In-place on views]
     // The in-place op wrote r into the view's memory, so the base changed too. Record the
     // base's new value as "old base with the view's elements replaced by r" (a scatter into
@@ -57,6 +57,15 @@ void rebase_history(const Tensor& self, const Tensor& r) {
   m.grad_fn_ = rm->grad_fn_;
   m.output_nr_ = rm->output_nr_;
   self.impl()->add_key(DispatchKey::Autograd);
+}
+
+void mark_view(const Tensor& view, const Tensor& base) {
+  if (view.is_same(base)) return;
+  AutogradMeta& m = view.impl()->ensure_autograd_meta();
+  if (m.is_view_) return;
+  AutogradMeta* bm = base.impl()->autograd_meta();
+  m.is_view_ = true;
+  m.base_ = (bm && bm->is_view_) ? bm->base_ : base;
 }
 
 void check_inplace(const Tensor& self, bool requires_grad, const char* op) {

@@ -33,3 +33,46 @@ def test_gradgradcheck_select_slice():
     x = retorch.from_numpy(np.random.default_rng(1).uniform(-1, 1, (3, 4))).requires_grad_(True)
     for name, f in CASES.items():
         assert retorch.autograd.gradgradcheck(f, (x,)), name
+
+
+def _writes(L, case):
+    """Writes into views (Note [Direct in-place ops on views]); returns the result and grads."""
+    y = L.from_numpy(np.arange(1.0, 13.0).reshape(3, 4)).requires_grad_(True)
+    x = L.from_numpy(np.array([0.5, -1.0, 2.0, 3.0])).requires_grad_(True)
+    w = L.from_numpy(np.linspace(-1, 1, 12).reshape(3, 4))
+    if case == "copy_ into a row":
+        z = y * 2
+        z[1].copy_(x * 3)
+    elif case == "fill_ a column":
+        z = y * 2
+        z[:, 2].fill_(7.0)
+    elif case == "copy_ broadcast into a slice":
+        z = y * 2
+        z[:2, 1:3].copy_(x[:2])
+    elif case == "setitem into a plain tensor":
+        z = L.zeros(3, 4, dtype=L.float64)
+        z[1] = x * 2
+        z[2, :2] = x[2:]
+    elif case == "setitem with an index tensor":
+        z = L.zeros(3, 4, dtype=L.float64)
+        z[L.tensor([0, 2])] = x
+    elif case == "setitem of a scalar into a tracked tensor":
+        z = y * 2
+        z[0, 1:] = 0.0
+    (z * w).sum().backward()
+    return z.detach().numpy(), y.grad, x.grad
+
+
+def test_writes_into_views_match_torch():
+    """copy_ and fill_ into views of tensors with history rebase the base's history (a copy_
+    into a row used to leave the base's gradient flowing through the overwritten row); values
+    that require grad assigned into a plain tensor by indexing give it their history."""
+    for case in ("copy_ into a row", "fill_ a column", "copy_ broadcast into a slice",
+                 "setitem into a plain tensor", "setitem with an index tensor",
+                 "setitem of a scalar into a tracked tensor"):
+        ours, theirs = _writes(retorch, case), _writes(torch, case)
+        np.testing.assert_allclose(ours[0], theirs[0], err_msg=case)
+        for a, b, n in ((ours[1], theirs[1], "y"), (ours[2], theirs[2], "x")):
+            assert (a is None) == (b is None), f"{case}: grad of {n}"
+            if a is not None:
+                np.testing.assert_allclose(a.numpy(), b.numpy(), err_msg=f"{case}: grad of {n}")

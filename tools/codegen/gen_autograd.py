@@ -280,7 +280,18 @@ def gen_kernel(info, op):
     lines.append(f'    result = op.redispatch<{targs}>(ks.below(DispatchKey::Autograd), {arglist(op)});')
     lines.append('  }')
     lines.append('  if (node) {')
-    if len(e.rets) == 1 and e.rets[0].type == 'Tensor':
+    if len(e.rets) == 1 and e.rets[0].type == 'Tensor' and e.args[0].mutable:
+        # Note [Direct in-place ops on views]: copy_, fill_ and the random fills write self
+        # themselves; their node's history goes onto an alias of the written self and is
+        # rebased like an in-place variant's (Note [In-place on views]), so writing into a
+        # view also changes its base's history (a copy_ into a row of a tensor that required
+        # grad left the base's gradient flowing through the overwritten row).
+        assert not info.saved_rets, f'{op.name}: a direct in-place op saving its result'
+        lines.append('    Tensor written = result.detach();')
+        lines.append('    set_history(written, node, 0, nullptr);')
+        lines.append(f'    rebase_history({e.args[0].name}, written);')
+        outs = {}
+    elif len(e.rets) == 1 and e.rets[0].type == 'Tensor':
         view = f'&{e.args[0].name}' if e.view else 'nullptr'
         lines.append(f'    set_history(result, node, 0, {view});')
         outs = {'result': 'result'}
