@@ -639,7 +639,8 @@ def test_upsample_bilinear2d(rng):
 # ---------------------------------------------------------------- padding
 
 def test_constant_pad(rng):
-    pads = [[1, 2], [0, 0], [2, 1, 0, 3], [-1, 2], [1, -2, -1, 1], [1, 1, 1, 1, 1, 1], []]
+    pads = [[1, 2], [0, 0], [2, 1, 0, 3], [-1, 2], [1, -2, -1, 1], [1, 1, 1, 1, 1, 1], [],
+            [-4, 1], [0, 0, -3, 0]]
     for dt in ("float32", "float64", "float16", "bfloat16", "int64", "uint8", "bool"):
         for lay in ("contig", "transposed"):
             x = P(rng, (2, 3, 4), dt, lay)
@@ -654,6 +655,12 @@ def test_constant_pad(rng):
     for pad in pads[:6]:
         grads(lambda L, x: aten(L, "constant_pad_nd")(x, pad, 1.5), x)
         gradcheck(lambda L, x: L.constant_pad_nd(x, pad, 1.5), P(rng, (2, 3, 4), "float64"))
+    # a channels-last input pads into a channels-last output, as in torch
+    for L in (torch, retorch):
+        xc = L.arange(120.0).reshape(2, 3, 4, 5).contiguous(memory_format=L.channels_last)
+        y = (F if L is torch else L.nn.functional).pad(xc, (1, 2, 0, 1), value=-1.0)
+        assert y.is_contiguous(memory_format=L.channels_last), L
+        assert y.sum().item() == 120 * 119 / 2 - (y.numel() - 120), L
     both(lambda L, x: aten(L, "constant_pad_nd")(x, [1, 2, 3], 0), x, what="odd pad length")
     both(lambda L, x: aten(L, "constant_pad_nd")(x, [1] * 8, 0), x, what="pad too long")
     both(lambda L, x: aten(L, "constant_pad_nd")(x, [-3, -2], 0), x, what="negative size")

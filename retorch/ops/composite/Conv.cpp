@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "retorch/autograd/GradMode.h"
+#include "retorch/core/MemoryFormat.h"
 #include "retorch/core/Shape.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/generated/Kernels.h"
@@ -199,13 +201,40 @@ Tensor constant_pad_nd(const Tensor& self, IntArrayRef pad, const Scalar& value)
   RT_CHECK(n <= self.dim(), "constant_pad_nd: length of pad should be no more than twice the "
            "number of dimensions of the input. Pad length is ", pad.size(),
            " while the input has ", self.dim(), " dimensions.");
-  Tensor x = self;
   for (int64_t k = 0; k < n; ++k) {
     int64_t d = self.dim() - 1 - k, l = pad[size_t(2 * k)], r = pad[size_t(2 * k + 1)];
     int64_t size = self.size(d);
     RT_CHECK(size + l + r >= 0, "constant_pad_nd: the input size ", size, ", plus negative "
              "padding ", l, " and ", r, " resulted in a negative output size, which is invalid. "
              "Check dimension ", d, " of your input of size ", self.sizes(), ".");
+  }
+  if (n > 0 && !(GradMode::is_enabled() && self.requires_grad())) {
+    // Without autograd: the output filled with the value and the (cropped) input copied into
+    // its interior, where one cat per padded dim copied everything each time (a [1024, 1024]
+    // float pad of 1 on both dims 0.22 ms, PyTorch 0.16).
+    std::vector<int64_t> shape = self.sizes().vec();
+    Tensor src = self;
+    std::vector<std::pair<int64_t, int64_t>> at;  // (dim, offset) of the input in the output
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t d = self.dim() - 1 - k, l = pad[size_t(2 * k)], r = pad[size_t(2 * k + 1)];
+      if (l < 0) src = src.narrow(d, -l, src.size(d) + l);
+      if (r < 0) src = src.narrow(d, 0, src.size(d) + r);
+      shape[size_t(d)] += l + r;
+      at.emplace_back(d, std::max<int64_t>(l, 0));
+    }
+    // (a channels-last input gives a channels-last output, as in PyTorch)
+    Tensor out = self.dim() == 4 && self.suggest_memory_format() == MemoryFormat::ChannelsLast
+                     ? retorch::empty_strided(shape, channels_last_strides(shape),
+                                              self.options()).fill_(value)
+                     : retorch::full(shape, value, self.options());
+    Tensor inner = out;
+    for (auto [d, off] : at) inner = inner.narrow(d, off, src.size(d));
+    if (inner.numel() > 0) inner.copy_(src);
+    return out;
+  }
+  Tensor x = self;
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t d = self.dim() - 1 - k, l = pad[size_t(2 * k)], r = pad[size_t(2 * k + 1)];
     // Negative pads crop first; then constant blocks go on either side.
     if (l < 0) x = x.narrow(d, -l, x.size(d) + l);
     if (r < 0) x = x.narrow(d, 0, x.size(d) + r);
