@@ -395,6 +395,20 @@ def test_inplace_index_composites(rng):
         both(lambda L, x, s: f(L, x.detach().requires_grad_(), s), x, s, what=f"{name} leaf")
         with pytest.raises(RuntimeError, match=f"^{name}"):
             f(retorch, x.r.detach().requires_grad_(), s.r)
+    # values that require grad written into a plain self (also through put_'s flat view and a
+    # 0-dim self's [1] view) give self their history
+    for name, shape, f in [
+            ("put_", (3, 4), lambda L, z, s: z.put_(L.tensor([3, 7]), s[0, :2] * 2)),
+            ("index_add_", (3, 4), lambda L, z, s: z.index_add_(0, L.tensor([2, 0]), s * 2)),
+            ("index_copy_ 0-dim", (), lambda L, z, s: z.index_copy_(0, L.tensor([0]),
+                                                                   s[0, :1] * 2)),
+            ("index_fill_ 0-dim", (), lambda L, z, s: z.index_fill_(0, L.tensor([0]),
+                                                                   s[1, 1] * 2))]:
+        def run(L, s):
+            z = L.zeros(shape, dtype=s.dtype)
+            f(L, z, s)
+            return z * 3
+        grads(run, s, what=name)
 
 
 def test_nonzero(rng):
