@@ -2,8 +2,6 @@
 #include <pybind11/numpy.h>
 
 #include "python/src/bindings.h"
-#include "retorch/autograd/GeneratedHelpers.h"
-#include "retorch/autograd/GradMode.h"
 #include "retorch/core/Dtypes.h"
 #include "retorch/core/ValueReadHook.h"
 
@@ -203,10 +201,6 @@ void set_item(const Tensor& self, py::handle index, py::handle value) {
                  ? value.cast<Tensor>()
                  : scalar_to_tensor(value.cast<Scalar>()).to(self.dtype());
   v = strip_leading_ones(v);
-  // A view of a tensor without autograd is not tracked; writing values that require grad into
-  // it must still give self their history (z = zeros(3); z[1] = x), as in PyTorch.
-  if (v.requires_grad() && retorch::GradMode::is_enabled())
-    retorch::autograd::generated::mark_view(r.view, self);
   if (r.indices.empty()) {
     if (py::isinstance<Tensor>(value)) r.view.copy_(v);
     else r.view.fill_(value.cast<Scalar>());

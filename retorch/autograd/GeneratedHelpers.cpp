@@ -22,17 +22,31 @@ void set_history(const Tensor& result, const std::shared_ptr<Node>& node, uint32
   }
 }
 
+namespace {
+
+// The tensor an in-place write into self also changes: the base of an autograd view, else the
+// view op's (TensorImpl::view_base: views taken without autograd, of tensors that had none);
+// undefined when self is no view.
+Tensor written_base(const Tensor& self) {
+  const AutogradMeta* m = self.impl()->autograd_meta();
+  if (m && m->is_view_ && m->base_.defined()) return m->base_;
+  TensorImpl* b = self.impl()->view_base();
+  return b ? Tensor(intrusive_ptr<TensorImpl>(b)) : Tensor();
+}
+
+}  // namespace
+
 void rebase_history(const Tensor& self, const Tensor& r) {
   AutogradMeta& m = self.impl()->ensure_autograd_meta();
   AutogradMeta* rm = r.impl()->autograd_meta();
   if (!rm || !rm->grad_fn_) return;
-  if (m.is_view_ && m.base_.defined()) {
+  if (Tensor base = written_base(self); base.defined()) {
     // Note [In-place on views]
     // The in-place op wrote r into the view's memory, so the base changed too. Record the
     // base's new value as "old base with the view's elements replaced by r" (a scatter into
     // the flattened base, which differentiates to both), then make the view a view of it.
-    // PyTorch does the same with its CopySlices node.
-    Tensor base = m.base_;
+    // PyTorch does the same with its CopySlices node. Views taken without autograd count too
+    // (z = zeros(3, 4); z[1].copy_(x) gives z x's history), as PyTorch tracks every view.
     RT_CHECK(base.is_contiguous(), "in-place operation on a view of a non-contiguous tensor "
              "that requires grad is not supported; clone() the view first");
     int64_t rel = self.storage_offset() - base.storage_offset();
@@ -59,25 +73,14 @@ void rebase_history(const Tensor& self, const Tensor& r) {
   self.impl()->add_key(DispatchKey::Autograd);
 }
 
-void mark_view(const Tensor& view, const Tensor& base) {
-  if (view.is_same(base)) return;
-  AutogradMeta& m = view.impl()->ensure_autograd_meta();
-  if (m.is_view_) return;
-  AutogradMeta* bm = base.impl()->autograd_meta();
-  m.is_view_ = true;
-  m.base_ = (bm && bm->is_view_) ? bm->base_ : base;
-}
-
 void check_inplace(const Tensor& self, bool requires_grad, const char* op) {
   if (!requires_grad) return;
+  const Tensor base = written_base(self);
+  RT_CHECK(!(base.defined() && base.is_leaf() && base.requires_grad()),
+           op, ": a view of a leaf Variable that requires grad is being used in an in-place "
+           "operation.");
   AutogradMeta* m = self.impl()->autograd_meta();
   if (!m) return;
-  if (m->is_view_) {
-    const Tensor& base = m->base_;
-    RT_CHECK(!(base.defined() && base.is_leaf() && base.requires_grad()),
-             op, ": a view of a leaf Variable that requires grad is being used in an in-place "
-             "operation.");
-  }
   RT_CHECK(!(m->requires_grad_ && !m->grad_fn_), op, ": a leaf Variable that requires grad is "
            "being used in an in-place operation.");
 }

@@ -62,10 +62,6 @@ void set_history(const Tensor& result, const std::shared_ptr<Node>& node, uint32
                  const Tensor* view_of);
 /// After a differentiable in-place op: self takes over the history of r.
 void rebase_history(const Tensor& self, const Tensor& r);
-/// Records that `view` views `base` (or base's own base), for a view taken without autograd:
-/// an in-place write of values that require grad into it then gives base the new history
-/// (Note [In-place on views]). Tensor.__setitem__ marks its view this way.
-void mark_view(const Tensor& view, const Tensor& base);
 /// Refuses in-place ops on leaves (and views of leaves) that require grad.
 void check_inplace(const Tensor& self, bool requires_grad, const char* op);
 template <typename... Ts>

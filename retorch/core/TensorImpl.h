@@ -79,6 +79,12 @@ class TensorImpl : public intrusive_target {
   bool is_wrapped_number() const { return is_wrapped_number_; }
   void set_wrapped_number(bool w) { is_wrapped_number_ = w; }
 
+  /// For a tensor made by a view op (ops/Views.cpp): the tensor it views, the root of any chain
+  /// of views, so that an in-place write into the view reaches the base's autograd history even
+  /// when neither had one (Note [In-place on views]); null for other tensors.
+  TensorImpl* view_base() const { return view_base_.get(); }
+  void set_view_base(intrusive_ptr<TensorImpl> base) { view_base_ = std::move(base); }
+
   AutogradMeta* autograd_meta() const { return autograd_meta_.get(); }
   /// Creates the autograd slot on first use.
   AutogradMeta& ensure_autograd_meta();
@@ -95,6 +101,7 @@ class TensorImpl : public intrusive_target {
   int64_t numel_ = 1;
   int64_t required_bytes_ = 0;  // bytes of storage the view touches (from offset 0)
   std::unique_ptr<AutogradMeta, AutogradMetaDeleter> autograd_meta_;
+  intrusive_ptr<TensorImpl> view_base_;
   DispatchKeySet key_set_;
   ScalarType dtype_;
   Device device_;

@@ -5,6 +5,19 @@
 
 namespace retorch::native {
 
+namespace {
+
+// A view of self with the given geometry, remembering the root of self's chain of views
+// (TensorImpl::view_base; Note [In-place on views]). detach() is an alias, not such a view.
+Tensor make_view(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
+  Tensor v = alias_with_geometry(self, sizes, strides, offset);
+  TensorImpl* root = self.impl()->view_base();
+  v.impl()->set_view_base(root ? intrusive_ptr<TensorImpl>(root) : self.impl_ptr());
+  return v;
+}
+
+}  // namespace
+
 Tensor detach(const Tensor& self) {
   return alias_with_geometry(self, self.sizes(), self.strides(), self.storage_offset());
 }
@@ -15,7 +28,7 @@ Tensor view(const Tensor& self, IntArrayRef size) {
   RT_CHECK(strides, "view size is not compatible with input tensor's size and stride (at least "
            "one dimension spans across two contiguous subspaces). Use .reshape(...) instead. "
            "(input shape ", self.sizes(), ", strides ", self.strides(), ", requested ", size, ")");
-  return alias_with_geometry(self, shape, *strides, self.storage_offset());
+  return make_view(self, shape, *strides, self.storage_offset());
 }
 
 Tensor permute(const Tensor& self, IntArrayRef dims) {
@@ -32,7 +45,7 @@ Tensor permute(const Tensor& self, IntArrayRef dims) {
     sizes[size_t(i)] = self.size(d);
     strides[size_t(i)] = self.stride(d);
   }
-  return alias_with_geometry(self, sizes, strides, self.storage_offset());
+  return make_view(self, sizes, strides, self.storage_offset());
 }
 
 Tensor transpose(const Tensor& self, int64_t dim0, int64_t dim1) {
@@ -46,7 +59,7 @@ Tensor transpose(const Tensor& self, int64_t dim0, int64_t dim1) {
   DimVector sizes(self.sizes()), strides(self.strides());
   std::swap(sizes[size_t(a)], sizes[size_t(b)]);
   std::swap(strides[size_t(a)], strides[size_t(b)]);
-  return alias_with_geometry(self, sizes, strides, self.storage_offset());
+  return make_view(self, sizes, strides, self.storage_offset());
 }
 
 Tensor expand(const Tensor& self, IntArrayRef size, bool implicit) {
@@ -74,7 +87,7 @@ Tensor expand(const Tensor& self, IntArrayRef size, bool implicit) {
       strides[size_t(i)] = 0;
     }
   }
-  return alias_with_geometry(self, sizes, strides, self.storage_offset());
+  return make_view(self, sizes, strides, self.storage_offset());
 }
 
 Tensor squeeze(const Tensor& self) {
@@ -84,7 +97,7 @@ Tensor squeeze(const Tensor& self) {
     sizes.push_back(self.size(d));
     strides.push_back(self.stride(d));
   }
-  return alias_with_geometry(self, sizes, strides, self.storage_offset());
+  return make_view(self, sizes, strides, self.storage_offset());
 }
 
 Tensor squeeze_dim(const Tensor& self, int64_t dim) {
@@ -93,7 +106,7 @@ Tensor squeeze_dim(const Tensor& self, int64_t dim) {
   DimVector sizes(self.sizes()), strides(self.strides());
   sizes.erase(sizes.begin() + d);
   strides.erase(strides.begin() + d);
-  return alias_with_geometry(self, sizes, strides, self.storage_offset());
+  return make_view(self, sizes, strides, self.storage_offset());
 }
 
 Tensor unsqueeze(const Tensor& self, int64_t dim) {
@@ -102,7 +115,7 @@ Tensor unsqueeze(const Tensor& self, int64_t dim) {
   int64_t st = d < self.dim() ? self.stride(d) * self.size(d) : 1;
   sizes.insert(sizes.begin() + d, 1);
   strides.insert(strides.begin() + d, st);
-  return alias_with_geometry(self, sizes, strides, self.storage_offset());
+  return make_view(self, sizes, strides, self.storage_offset());
 }
 
 Tensor select(const Tensor& self, int64_t dim, int64_t index) {
@@ -116,7 +129,7 @@ Tensor select(const Tensor& self, int64_t dim, int64_t index) {
   int64_t offset = self.storage_offset() + index * self.stride(d);
   sizes.erase(sizes.begin() + d);
   strides.erase(strides.begin() + d);
-  return alias_with_geometry(self, sizes, strides, offset);
+  return make_view(self, sizes, strides, offset);
 }
 
 Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start_opt,
@@ -133,12 +146,12 @@ Tensor slice(const Tensor& self, int64_t dim, std::optional<int64_t> start_opt,
   DimVector sizes(self.sizes()), strides(self.strides());
   sizes[size_t(d)] = (end - start + step - 1) / step;
   strides[size_t(d)] = self.stride(d) * step;
-  return alias_with_geometry(self, sizes, strides, self.storage_offset() + start * self.stride(d));
+  return make_view(self, sizes, strides, self.storage_offset() + start * self.stride(d));
 }
 
 Tensor as_strided(const Tensor& self, IntArrayRef size, IntArrayRef stride,
                   std::optional<int64_t> storage_offset) {
-  return alias_with_geometry(self, size, stride, storage_offset.value_or(self.storage_offset()));
+  return make_view(self, size, stride, storage_offset.value_or(self.storage_offset()));
 }
 
 std::vector<Tensor> split_with_sizes(const Tensor& self, IntArrayRef split_sizes, int64_t dim) {

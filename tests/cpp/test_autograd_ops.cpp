@@ -95,6 +95,25 @@ TEST(AutogradOpsTest, InPlaceOnViewOfNonLeaf) {
   EXPECT_EQ(values(x.grad()), (std::vector<double>{2, 1}));
 }
 
+TEST(AutogradOpsTest, WritesIntoViewsOfPlainTensorsAreDifferentiable) {
+  // z = zeros(2, 3); z[1].copy_(x * 3); z[0].narrow(0, 1, 2).mul_(x[:2]) (a write into a view
+  // taken without autograd gives the base the written values' history, as in PyTorch; the
+  // mul_ of zeros leaves x's gradient there at 0) -> d sum(z * [1..6]) / dx = 3 * [4, 5, 6].
+  Tensor x = tensor({1.0, 2.0, 3.0}, rg());
+  Tensor z = zeros({2, 3}, TensorOptions(kDouble));
+  z.select(0, 1).copy_(x * 3);
+  z.select(0, 0).narrow(0, 1, 2).mul_(x.narrow(0, 0, 2));
+  ASSERT_TRUE(z.requires_grad());
+  (z * arange(1.0, 7.0, 1, TensorOptions(kDouble)).view({2, 3})).sum().backward();
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{12, 15, 18}));
+  // copy_ into a view of a tensor with history replaces its part of the gradient
+  Tensor a = tensor({1.0, 1.0, 1.0}, rg());
+  Tensor b = a * 2;
+  b.narrow(0, 1, 1).copy_(x.narrow(0, 0, 1));
+  b.sum().backward();
+  EXPECT_EQ(values(a.grad()), (std::vector<double>{2, 0, 2}));
+}
+
 TEST(AutogradOpsTest, InPlaceOnStridedViewUsesOldValues) {
   // y = x * x; y[:, 1] *= y[:, 0]  ->  d/dx of sum(y) with y[:,1] = x1^2 * x0^2.
   Tensor x = tensor({{1.0, 2.0}, {3.0, 4.0}}, rg());

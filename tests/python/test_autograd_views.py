@@ -56,6 +56,14 @@ def _writes(L, case):
     elif case == "setitem with an index tensor":
         z = L.zeros(3, 4, dtype=L.float64)
         z[L.tensor([0, 2])] = x
+    elif case == "copy_ into a plain tensor's row":
+        z = L.zeros(3, 4, dtype=L.float64)
+        z[1].copy_(x * 3)
+        z.narrow(1, 0, 2)[2].mul_(x[:2])
+    elif case == "in-place ops on views of views of a plain tensor":
+        z = L.ones(3, 4, dtype=L.float64)
+        z.t()[1:3].mul_(y.t()[1:3])
+        z[0][1:].add_(x[1:])
     elif case == "setitem of a scalar into a tracked tensor":
         z = y * 2
         z[0, 1:] = 0.0
@@ -66,9 +74,12 @@ def _writes(L, case):
 def test_writes_into_views_match_torch():
     """copy_ and fill_ into views of tensors with history rebase the base's history (a copy_
     into a row used to leave the base's gradient flowing through the overwritten row); values
-    that require grad assigned into a plain tensor by indexing give it their history."""
+    that require grad written into any view of a plain tensor (indexing, select, narrow, t())
+    give it their history (TensorImpl::view_base)."""
     for case in ("copy_ into a row", "fill_ a column", "copy_ broadcast into a slice",
                  "setitem into a plain tensor", "setitem with an index tensor",
+                 "copy_ into a plain tensor's row",
+                 "in-place ops on views of views of a plain tensor",
                  "setitem of a scalar into a tracked tensor"):
         ours, theirs = _writes(retorch, case), _writes(torch, case)
         np.testing.assert_allclose(ours[0], theirs[0], err_msg=case)
@@ -76,3 +87,19 @@ def test_writes_into_views_match_torch():
             assert (a is None) == (b is None), f"{case}: grad of {n}"
             if a is not None:
                 np.testing.assert_allclose(a.numpy(), b.numpy(), err_msg=f"{case}: grad of {n}")
+
+
+def test_view_of_a_leaf_taken_without_grad_cannot_be_written_with_grad():
+    """A view of a leaf that requires grad, taken under no_grad, is still that leaf's view: an
+    in-place op on it with grad mode on raises (in torch as well), and the leaf stays a leaf."""
+    for L in (torch, retorch):
+        w = L.ones(3, requires_grad=True)
+        with L.no_grad():
+            v = w[0:2]
+        try:
+            v.mul_(L.ones(2, requires_grad=True))
+        except RuntimeError:
+            pass
+        else:
+            raise AssertionError(f"{L.__name__}: no error")
+        assert w.is_leaf and w.grad_fn is None

@@ -4,7 +4,6 @@
 #include <algorithm>
 #include <tuple>
 
-#include "retorch/autograd/GeneratedHelpers.h"
 #include "retorch/autograd/GradMode.h"
 #include "retorch/core/Shape.h"
 #include "retorch/generated/Functions.h"
@@ -43,19 +42,12 @@ void check_not_leaf(const Tensor& self, const char* in_place_op) {
            ": a leaf Variable that requires grad is being used in an in-place operation.");
 }
 
-// A view of self about to be written in place with values: when the values require grad, the
-// write must reach self's history even where self had none (Note [In-place on views]).
-Tensor view_to_write(const Tensor& view, const Tensor& self, const Tensor& values) {
-  if (GradMode::is_enabled() && values.requires_grad()) autograd::generated::mark_view(view, self);
-  return view;
-}
-
 Tensor put_along(const Tensor& self, const std::vector<std::optional<Tensor>>& indices,
                  const Tensor& values, bool accumulate, const char* in_place_op) {
   const Tensor base = self.dim() == 0 ? self.view({1}) : self;
   if (in_place_op) {
     check_not_leaf(self, in_place_op);
-    view_to_write(base, self, values).index_put_(indices, values, accumulate);
+    base.index_put_(indices, values, accumulate);
     return self;
   }
   Tensor r = base.index_put(indices, values, accumulate);
@@ -247,8 +239,8 @@ Tensor put_impl(const Tensor& self, const Tensor& index, const Tensor& source, b
   }
   if (in_place_op) check_not_leaf(self, in_place_op);
   if (in_place_op && self.is_contiguous()) {  // (through a flat view of self's memory)
-    put_along(view_to_write(self.view({-1}), self, source), {index.reshape({-1})},
-              source.reshape({-1}), accumulate, in_place_op);
+    put_along(self.view({-1}), {index.reshape({-1})}, source.reshape({-1}), accumulate,
+              in_place_op);
     return self;
   }
   Tensor r = (in_place_op && self.requires_grad() ? self.clone() : self).reshape({-1})
