@@ -83,8 +83,8 @@ def nn_shaped_cases(L, a):
     F = L.nn.functional
     x = a[:1 << 19].reshape(16, 32, 32, 32)
     xg = x.clone().requires_grad_()
-    y2, y3 = F.avg_pool2d(xg, 2), F.avg_pool2d(xg, 3, 1, 1)
-    g2, g3 = L.ones_like(y2), L.ones_like(y3)
+    y2, y3, y7 = F.avg_pool2d(xg, 2), F.avg_pool2d(xg, 3, 1, 1), F.adaptive_avg_pool2d(xg, 7)
+    g2, g3, g7 = L.ones_like(y2), L.ones_like(y3), L.ones_like(y7)
     m3 = a[:1 << 15].reshape(8, 64, 64)
     logits, labels = a[:1000].reshape(100, 10), (a[:100] * 10).to(L.int64)
     return {
@@ -94,6 +94,7 @@ def nn_shaped_cases(L, a):
         "avg_pool2d 3x3 backward": lambda: L.autograd.grad(y3, xg, g3, retain_graph=True),
         "max_pool2d 2x2": lambda: F.max_pool2d(x, 2),
         "adaptive_avg_pool2d 7": lambda: F.adaptive_avg_pool2d(x, 7),
+        "adaptive_avg_pool2d 7 backward": lambda: L.autograd.grad(y7, xg, g7, retain_graph=True),
         "pixel_shuffle": lambda: F.pixel_shuffle(x, 2),
         "pixel_unshuffle": lambda: F.pixel_unshuffle(x, 2),
         "interpolate nearest": lambda: F.interpolate(x, scale_factor=2, mode="nearest"),
@@ -116,6 +117,9 @@ def index_and_random_cases(L, a, a2):
     idx = L.from_numpy(rng.integers(0, N, N // 4))
     idx2 = L.from_numpy(rng.integers(0, 1024, (1024, 256)))
     small = L.from_numpy(rng.integers(0, 1024, 4096))
+    rows = L.from_numpy(rng.permutation(1024)[:256])
+    w = a.clone()  # (written by the in-place cases)
+    w2 = w.view(1024, 1024)
     ints = (a * 100).to(L.int64)
     mask = a > 0.5
     return {
@@ -138,6 +142,12 @@ def index_and_random_cases(L, a, a2):
         "pad": lambda: F.pad(a2, (1, 1, 1, 1)), "argsort(1)": lambda: a2.argsort(1),
         "kthvalue(1)": lambda: a2.kthvalue(5, 1),
         "count_nonzero(1)": lambda: L.count_nonzero(a2, 1),
+        # in-place forms (Note [In-place index composites]) and an integer reduction
+        "index_copy_": lambda: w2.index_copy_(0, rows, a2[:256]),
+        "index_fill_": lambda: w2.index_fill_(0, rows, 0.5),
+        "put_": lambda: w.put_(idx[:N // 16], a[:N // 16]),
+        "relu6_": lambda: F.relu6(w, inplace=True),
+        "min() int64": lambda: idx.min(),
     }
 
 def main():
