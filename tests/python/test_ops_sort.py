@@ -13,6 +13,7 @@ CUSTOM = {
     "test_sort": ["sort", "sort.stable"],
     "test_argsort": ["argsort", "argsort.stable"],
     "test_topk": ["topk"],
+    "test_topk_by_scan": ["topk"],
     "test_kthvalue": ["kthvalue"],
     "test_unique": ["_unique2"],
     "test_unique_large": ["_unique2"],
@@ -204,6 +205,30 @@ def test_unique_large(rng):
                  what=f"base {base} span {span}")
     both(lambda L, x: L.unique(x, return_inverse=True), I(rng.integers(0, 9, (64, 32)), "int32",
                                                          "transposed"))
+
+
+def test_topk_by_scan(rng):
+    """Note [Top k by scan] (k <= 32 on rows of 8k or more): values and indices on distinct
+    values in every numeric dtype, both directions, along either dim; with ties and several NaNs
+    (whose indices torch leaves open) the values."""
+    for dt in ("float32", "float64", "bfloat16", "int64", "int32", "int16", "uint8"):
+        small = dt in ("uint8", "bfloat16")  # (values stay distinct: bfloat16 below 256)
+        n = 250 if small else 300
+        x = I(np.stack([rng.permutation(n) for _ in range(3)]), dt)
+        for k in (1, 10, 31 if small else 32):
+            for largest in (True, False):
+                both(lambda L, x: x.topk(k, 1, largest), x, what=f"{dt} k={k} {largest}")
+                both(lambda L, x: x.t().topk(k, 0, largest), x, what=f"{dt} dim 0")
+    ties = I(rng.integers(0, 5, (4, 400)), "float32")
+    v = rng.standard_normal((3, 500))
+    v[0, ::7] = np.nan
+    v[1, 10:20] = np.inf
+    v[2, :] = 1.5
+    for k in (1, 17, 32):
+        for largest in (True, False):
+            both(lambda L, x: x.topk(k, 1, largest)[0], ties, what=f"ties k={k}")
+            both(lambda L, x: x.topk(k, 1, largest)[0], I(v, "float64"), what=f"nan k={k}")
+    grads(lambda L, x: x.topk(4, 1), P(rng, (2, 64), distinct=True))
 
 
 def test_searchsorted(rng):
