@@ -15,7 +15,6 @@
 #include "retorch/backend/cpu/VecMath.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/generated/Kernels.h"
-#include "retorch/ops/ArgRules.h"
 #include "retorch/ops/OpHelpers.h"
 
 namespace retorch::cpu {
@@ -167,6 +166,17 @@ void sum_rows_by(const E* in, int64_t outer, int64_t inner, Out* out, const Span
 template <typename scalar_t>
 void sum_float_rows(const ReducePlan& p, scalar_t* out, bool mean) {
   const int64_t inner = p.inner;
+  if (inner == 1) {
+    // Rows of one element (a sum over size-1 dims): each plus 0, so -0 becomes +0 as in a
+    // longer row, in one loop that vectorizes, where a call per row took einsum's sum over the
+    // size-1 dim of [8, 64, 64, 1] floats 66 us.
+    const scalar_t* in = static_cast<const scalar_t*>(p.rows.impl()->data());
+    parallel_for(0, p.outer, 65536, [=](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r)
+        out[r] = scalar_t(opmath_t<scalar_t>(0.0 + double(opmath_t<scalar_t>(in[r]))));
+    });
+    return;
+  }
   sum_rows_by<double>(static_cast<const scalar_t*>(p.rows.impl()->data()), p.outer, inner, out,
                       [](const scalar_t* x, int64_t n) { return sum_lanes(x, n); },
                       [&](double total) {
@@ -340,15 +350,6 @@ Tensor sum_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
     return result;
   }
   Tensor in = self.dtype() == rt ? self : self.to(rt);
-  // Summing only dims of size 1 adds each element to 0 (so -0 becomes +0, as in PyTorch): one
-  // vectorized add, where the row loop's per-row call took einsum's sum over the size-1 dim of
-  // [8, 64, 64, 1] floats 66 us.
-  if (is_floating_type(rt) && dim && !dim->empty() && in.numel() > 0 && !in.device().is_meta()) {
-    const std::vector<bool> reduced = reduced_dim_flags(dim, in.dim(), op);
-    bool ones = true;
-    for (int64_t d = 0; d < in.dim() && ones; ++d) ones = !reduced[size_t(d)] || in.size(d) == 1;
-    if (ones) return retorch::add(in.reshape(reduced_shape(in, reduced, keepdim)), Scalar(0.0));
-  }
   // See Note [Sums in memory order]: the sum runs over `in` without keepdim and its result is
   // viewed with the output's shape.
   if (is_floating_type(rt) && dim && !dim->empty() && in.dim() >= 2 && !in.is_contiguous()) {

@@ -292,13 +292,14 @@ namespace {
 // the key sort of Note [Radix sort] took unique of 1M int64 values below 100 8.5 ms (PyTorch,
 // whose hash set is then sorted, 2.0). Returns false (sort instead) for other inputs.
 template <typename scalar_t>
-bool unique_by_counting(const scalar_t* x, int64_t n, bool return_inverse, bool return_counts,
-                        ScalarType dtype, IntArrayRef sizes, Tensor& values, Tensor& inverse,
-                        Tensor& counts) {
+bool unique_by_counting(const Tensor& flat, bool return_inverse, bool return_counts,
+                        IntArrayRef sizes, Tensor& values, Tensor& inverse, Tensor& counts) {
   if constexpr (!std::is_integral_v<scalar_t>) {
     return false;
   } else {
+    const int64_t n = flat.numel();
     if (n < 1024 || n > int64_t(INT32_MAX)) return false;
+    const scalar_t* x = flat.data_ptr<scalar_t>();
     const int64_t T = std::min<int64_t>(get_num_threads(), 1 + n / 65536);
     const int64_t chunk = (n + T - 1) / T;
     auto each_chunk = [&](const auto& f) {  // f(t, begin, end) for chunk t, one per thread
@@ -306,18 +307,9 @@ bool unique_by_counting(const scalar_t* x, int64_t n, bool return_inverse, bool 
         for (int64_t t = t0; t < t1; ++t) f(t, t * chunk, std::min(n, (t + 1) * chunk));
       });
     };
-    std::vector<int64_t> lo(size_t(T), 0), hi(size_t(T), 0);
-    each_chunk([&](int64_t t, int64_t b, int64_t e) {
-      scalar_t mn = x[b], mx = x[b];
-      for (int64_t i = b; i < e; ++i) {
-        mn = x[i] < mn ? x[i] : mn;
-        mx = x[i] > mx ? x[i] : mx;
-      }
-      lo[size_t(t)] = int64_t(mn);
-      hi[size_t(t)] = int64_t(mx);
-    });
-    const int64_t mn = *std::min_element(lo.begin(), lo.end());
-    const int64_t mx = *std::max_element(hi.begin(), hi.end());
+    // (the integer min and max reductions: vector selects, threads over the row)
+    const int64_t mn = retorch::min(flat).item<int64_t>();
+    const int64_t mx = retorch::max(flat).item<int64_t>();
     const uint64_t span = uint64_t(mx) - uint64_t(mn);  // (no overflow for any int64 pair)
     if (span >= uint64_t(std::max<int64_t>(n, 65536))) return false;
     const int64_t width = int64_t(span) + 1;
@@ -340,7 +332,7 @@ bool unique_by_counting(const scalar_t* x, int64_t n, bool return_inverse, bool 
       if (return_inverse) rank[size_t(v)] = u;
       u += c != 0;
     }
-    values = make_empty({u}, dtype, Device(kCPU));
+    values = make_empty({u}, flat.dtype(), Device(kCPU));
     counts = make_empty({return_counts ? u : 0}, kLong, Device(kCPU));
     scalar_t* vp = u ? values.data_ptr<scalar_t>() : nullptr;
     int64_t* cp = return_counts && u ? counts.data_ptr<int64_t>() : nullptr;
@@ -375,8 +367,8 @@ std::tuple<Tensor, Tensor, Tensor> unique2(const Tensor& self, bool sorted, bool
   RT_DISPATCH_ALL(self.dtype(), "unique", [&] {
     using op_t = opmath_t<scalar_t>;
     const scalar_t* x = n ? flat.data_ptr<scalar_t>() : nullptr;
-    if (unique_by_counting(x, n, return_inverse, return_counts, self.dtype(), self.sizes(), values,
-                           inverse, counts))
+    if (unique_by_counting<scalar_t>(flat, return_inverse, return_counts, self.sizes(), values,
+                                     inverse, counts))
       return;
     // The stable key sort of Note [Radix sort] (std::stable_sort with indirect comparisons
     // took unique of 1M int64 values 73 ms, PyTorch 2.0).
