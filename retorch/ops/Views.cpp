@@ -154,6 +154,27 @@ Tensor as_strided(const Tensor& self, IntArrayRef size, IntArrayRef stride,
   return make_view(self, size, stride, storage_offset.value_or(self.storage_offset()));
 }
 
+Tensor diagonal(const Tensor& self, int64_t offset, int64_t dim1, int64_t dim2) {
+  int64_t nd = self.dim();
+  int64_t d1 = maybe_wrap_dim(dim1, nd, "diagonal", false);
+  int64_t d2 = maybe_wrap_dim(dim2, nd, "diagonal", false);
+  RT_CHECK(d1 != d2, "diagonal dimensions cannot be identical ", dim1, ", ", dim2);
+  int64_t len = offset >= 0 ? std::min(self.size(d1), self.size(d2) - offset)
+                            : std::min(self.size(d1) + offset, self.size(d2));
+  len = std::max<int64_t>(len, 0);
+  int64_t start = self.storage_offset();
+  if (len > 0) start += offset >= 0 ? offset * self.stride(d2) : -offset * self.stride(d1);
+  DimVector sizes, strides;
+  for (int64_t i = 0; i < nd; ++i) {
+    if (i == d1 || i == d2) continue;
+    sizes.push_back(self.size(i));
+    strides.push_back(self.stride(i));
+  }
+  sizes.push_back(len);
+  strides.push_back(self.stride(d1) + self.stride(d2));
+  return make_view(self, sizes, strides, start);
+}
+
 std::vector<Tensor> split_with_sizes(const Tensor& self, IntArrayRef split_sizes, int64_t dim) {
   RT_CHECK(self.dim() > 0, "split expects at least a 1-dimensional tensor");
   int64_t d = maybe_wrap_dim(dim, self.dim(), "split_with_sizes");

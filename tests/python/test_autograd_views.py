@@ -64,6 +64,9 @@ def _writes(L, case):
         z = L.ones(3, 4, dtype=L.float64)
         z.t()[1:3].mul_(y.t()[1:3])
         z[0][1:].add_(x[1:])
+    elif case == "copy_ into a plain tensor's diagonal":
+        z = L.zeros(3, 4, dtype=L.float64)
+        z.diagonal(1).copy_(x[:3] * 2)
     elif case == "setitem of a scalar into a tracked tensor":
         z = y * 2
         z[0, 1:] = 0.0
@@ -80,6 +83,7 @@ def test_writes_into_views_match_torch():
                  "setitem into a plain tensor", "setitem with an index tensor",
                  "copy_ into a plain tensor's row",
                  "in-place ops on views of views of a plain tensor",
+                 "copy_ into a plain tensor's diagonal",
                  "setitem of a scalar into a tracked tensor"):
         ours, theirs = _writes(retorch, case), _writes(torch, case)
         np.testing.assert_allclose(ours[0], theirs[0], err_msg=case)

@@ -120,9 +120,10 @@ bool row_exp_sum(const scalar_t* x, op_t m, scalar_t* y, int64_t n, op_t& s) {
 // softmax over a dim that is not the last of a contiguous float32 tensor, read as [outer, D,
 // inner]: blocks of up to 256 columns run three passes down the D rows (the column maxima;
 // exp(x - max) a row segment at a time with the vector exp, summed by column and kept in y for
-// softmax; then y scaled by 1 / sum, or x - max - log(sum) for log_softmax), where moving the dim last and back cost two
-// transposed copies (softmax over dim 0 of [512, 512]: 0.36 ms, PyTorch 0.26). Columns that are
-// all -inf take max 0, as the row kernel does, so they come out NaN like PyTorch's.
+// softmax; then y scaled by 1 / sum, or x - max - log(sum) for log_softmax), where moving the
+// dim last and back cost two transposed copies (softmax over dim 0 of [512, 512]: 0.36 ms,
+// PyTorch 0.26). Columns that are all -inf take max 0, as the row kernel does, so they come out
+// NaN like PyTorch's.
 template <bool kLog>
 void column_softmax(const float* x, float* y, int64_t outer, int64_t D, int64_t inner) {
   constexpr int64_t kCols = 256;

@@ -1,6 +1,5 @@
 // Index-family composites (masked/index_* ops, take/put, flip/roll/repeat/tile, tril/triu,
-// diag, sort wrappers, kthvalue, bucketize) built on index / index_put / sort, plus the
-// diagonal view.
+// diag, sort wrappers, kthvalue, bucketize) built on index / index_put / sort.
 #include <algorithm>
 #include <tuple>
 
@@ -448,28 +447,3 @@ Tensor bucketize_scalar(const Scalar& self, const Tensor& boundaries, bool out_i
 }
 
 }  // namespace retorch::composite
-
-namespace retorch::native {
-
-Tensor diagonal(const Tensor& self, int64_t offset, int64_t dim1, int64_t dim2) {
-  int64_t nd = self.dim();
-  int64_t d1 = maybe_wrap_dim(dim1, nd, "diagonal", false);
-  int64_t d2 = maybe_wrap_dim(dim2, nd, "diagonal", false);
-  RT_CHECK(d1 != d2, "diagonal dimensions cannot be identical ", dim1, ", ", dim2);
-  int64_t len = offset >= 0 ? std::min(self.size(d1), self.size(d2) - offset)
-                            : std::min(self.size(d1) + offset, self.size(d2));
-  len = std::max<int64_t>(len, 0);
-  int64_t start = self.storage_offset();
-  if (len > 0) start += offset >= 0 ? offset * self.stride(d2) : -offset * self.stride(d1);
-  DimVector sizes, strides;
-  for (int64_t i = 0; i < nd; ++i) {
-    if (i == d1 || i == d2) continue;
-    sizes.push_back(self.size(i));
-    strides.push_back(self.stride(i));
-  }
-  sizes.push_back(len);
-  strides.push_back(self.stride(d1) + self.stride(d2));
-  return alias_with_geometry(self, sizes, strides, start);
-}
-
-}  // namespace retorch::native
