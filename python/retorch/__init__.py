@@ -138,6 +138,7 @@ from . import jit  # noqa: E402,F401  (torch.jit.trace)
 from ._compile import compile  # noqa: E402,F401  (torch.compile)
 from . import compiler  # noqa: E402,F401  (torch.compiler: benchmark)
 from . import profiler  # noqa: E402,F401  (torch.profiler)
+from . import runtime  # noqa: E402,F401  (launch capture and replay)
 from . import distributed  # noqa: E402,F401  (torch.distributed, one process)
 from . import backends  # noqa: E402,F401  (torch.backends.cpu)
 

@@ -1,7 +1,9 @@
 // Python bindings of the profiler (_C._profiler): a Profile session, record_function ranges,
-// statistics as dicts, the tables and the Chrome trace (retorch/profiler.py wraps them).
+// statistics as dicts, the tables and the Chrome trace (retorch/profiler.py wraps them); and the
+// launch manager's capture and replay (_C._launch, wrapped by retorch/runtime.py).
 #include "bindings.h"
 #include "retorch/profiler/Profiler.h"
+#include "retorch/runtime/LaunchManager.h"
 
 namespace retorch::python {
 
@@ -110,6 +112,29 @@ void bind_profiler(py::module_& m) {
   p.def("memory_summary", [](const std::string& device) { return memory_summary(Device(device)); },
         py::arg("device") = "cpu");
   py::class_<RecordFunction>(p, "RecordFunction").def(py::init<std::string>(), py::arg("name"));
+
+  using runtime::LaunchGraph;
+  py::module_ l = m.def_submodule("_launch", "the launch manager behind retorch.runtime");
+  py::class_<LaunchGraph>(l, "LaunchGraph")
+      .def("replay", &LaunchGraph::replay, py::call_guard<py::gil_scoped_release>())
+      .def("__len__", &LaunchGraph::size)
+      .def("records", [](const LaunchGraph& g) {
+        py::list out;
+        for (const runtime::LaunchRecord& r : g.records()) {
+          py::dict d;
+          d["name"] = r.name;
+          d["op"] = r.op;
+          d["device"] = r.device.str();
+          d["range"] = r.range;
+          d["arg_bytes"] = r.arg_bytes;
+          d["shapes"] = r.shapes;
+          out.append(d);
+        }
+        return out;
+      });
+  l.def("capture", [](const py::function& fn) {
+    return runtime::LaunchManager::get().capture([&] { fn(); });
+  }, py::arg("fn"));
 }
 
 }  // namespace retorch::python

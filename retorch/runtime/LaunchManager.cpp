@@ -8,6 +8,7 @@
 
 #include "retorch/autograd/GradMode.h"
 #include "retorch/core/Error.h"
+#include "retorch/dispatch/DirectKernel.h"
 #include "retorch/dispatch/Dispatcher.h"
 
 namespace retorch::runtime {
@@ -20,15 +21,25 @@ namespace retorch::runtime {
 // capture also keeps each outermost launch's kernel, dispatch keys, argument values and
 // results; replay calls the kernels directly on the same arguments — no key computation, no
 // autograd or profiler layers — and writes each result into the tensor the capture returned, so
-// a captured sequence reads and writes the same buffers each time, like a CUDA graph. Where the
-// op has an out= form with a kernel for the same backend (add.Tensor -> add.Tensor_out), replay
-// calls that one with the captured result as `out`: the kernel writes the same buffer itself,
-// with no new tensor and no copy (a three-op graph on 16 floats replayed in 770 ns through
-// fresh results and copies, eager 610; with out= forms and one stack per thread instead of one
-// per launch, 617-626 against the per-launch stack's 646-672 and eager's 548-594 in alternating
-// runs of `bench_overhead --benchmark_filter='Replay|EagerThree'` on Zen 4). (A few CPU kernels still call helper ops through the
-// dispatcher — a reduction's permute — and those dispatch on replay too.) On CPU a launch is
-// synchronous; CUDA launches will go through the same records with their stream.
+// a captured sequence reads and writes the same buffers each time, like a CUDA graph. (A few CPU
+// kernels still call helper ops through the dispatcher — a reduction's permute — and those
+// dispatch on replay too.) On CPU a launch is synchronous; CUDA launches will go through the same
+// records with their stream.
+//
+// Note [Direct replay]
+// How replay calls a launch, cheapest first. (1) Most backend kernels are written in out form,
+// `f(args..., Tensor& out)`, and the generated registration gives each functional op's one a
+// direct entry (retorch/dispatch/DirectKernel.h): replay calls it on the captured argument
+// values with the captured result as `out`, so the kernel writes that buffer itself — no boxed
+// stack, no adapter, no fresh tensor, no copy. (2) Otherwise, where the op has an out= overload
+// with a kernel for the same backend (the CUDA backend registers its kernels by hand, out forms
+// included), replay runs that one boxed with the captured result as `out`. (3) Otherwise it runs
+// the op's own kernel boxed and copies each result into the captured one. (1) and (2) need a
+// result that is a tensor of its own, not an input's memory. A three-op graph on 16 floats,
+// `(a + b) * a` then relu (`bench_overhead --benchmark_filter='Replay|EagerThree'`, Zen 4):
+// through (3) 770 ns against eager's 610; through (2) for add and mul, with one stack per
+// thread, 487-518 against eager's 443-450 (relu, without an out= overload, still took (3));
+// through (1) 276-286 against eager's 478-480 in the same runs.
 
 struct LaunchGraph::Launch {
   const OperatorHandle* op = nullptr;
@@ -37,7 +48,9 @@ struct LaunchGraph::Launch {
   Stack inputs;
   std::vector<IValue> outputs;
   LaunchRecord record;
-  // The out= form replay calls instead, when there is one (see Note [Launch manager]).
+  // What replay calls instead, when the op has it (Note [Direct replay]): its direct kernel,
+  // else its out= form.
+  DirectKernel direct = nullptr;
   const OperatorHandle* out_op = nullptr;
   KernelFunction out_kernel;
 };
@@ -78,25 +91,35 @@ LaunchRecord make_record(const OperatorHandle& op, DispatchKeySet ks, const Stac
   return r;
 }
 
-// Sets l.out_op and l.out_kernel to the op's out= form (its arguments and then `out`, one
-// result) where it has a kernel for the launch's backend and the captured result is a tensor of
-// its own: not one of the inputs' memory (an op that returned its input, or a view of it).
-void find_out_form(LaunchGraph::Launch& l) {
-  const OpSchema& s = l.op->schema();
-  if (s.num_returns != 1 || l.outputs.size() != 1 || !l.outputs[0].is_tensor()) return;
+// Whether the launch's one result is a tensor of its own that replay can hand the kernel as
+// `out`: defined, contiguous, and not one of the inputs' memory (an op that returned its input,
+// or a view of it).
+bool result_is_own(const LaunchGraph::Launch& l) {
+  if (l.op->schema().num_returns != 1 || l.outputs.size() != 1 || !l.outputs[0].is_tensor())
+    return false;
   const Tensor& result = l.outputs[0].to_tensor();
-  if (!result.defined() || !result.is_contiguous()) return;
+  if (!result.defined() || !result.is_contiguous()) return false;
   for (const IValue& v : l.inputs)
     if (v.is_tensor() && v.to_tensor().defined() &&
         v.to_tensor().impl()->storage().get() == result.impl()->storage().get())
-      return;
+      return false;
+  return true;
+}
+
+// Sets what replay calls (Note [Direct replay]): l.direct, or l.out_op and l.out_kernel (the
+// op's out= form: its arguments and then `out`, one result, with a kernel for the backend).
+void find_replay_form(LaunchGraph::Launch& l) {
+  if (!result_is_own(l)) return;
+  const DispatchKey backend = (l.ks & kBackendKeys).highest();
+  l.direct = direct_kernel(*l.op, backend);
+  if (l.direct) return;
+  const OpSchema& s = l.op->schema();
   std::string name(s.name);
   name += s.overload.empty() ? ".out" : "." + std::string(s.overload) + "_out";
   const OperatorHandle* out = Dispatcher::singleton().find(name);
   if (out == nullptr || out->schema().num_args != s.num_args + 1 ||
       out->schema().num_returns != 1)
     return;
-  const DispatchKey backend = (l.ks & kBackendKeys).highest();
   if (!out->has_kernel(backend)) return;
   l.out_op = out;
   l.out_kernel = out->kernel(backend);
@@ -136,7 +159,7 @@ void launch_hook(const OperatorHandle& op, const KernelFunction& k, DispatchKeyS
   if (capture) {
     l->outputs.assign(stack->end() - std::ptrdiff_t(op.schema().num_returns), stack->end());
     l->record = r;
-    find_out_form(*l);
+    find_replay_form(*l);
     capture->launches.push_back(std::move(l));
   }
   for (const auto& o : observers) o->after(r, ns);
@@ -213,6 +236,14 @@ void LaunchGraph::replay() const {
   // launches and replays: a fresh one per launch was an allocation per op.
   thread_local Stack stack;
   for (const auto& l : launches) {
+    if (l->direct) {  // the kernel writes the captured result's buffer itself
+      const Tensor& result = l->outputs[0].to_tensor();
+      Tensor out = result;
+      l->direct(l->inputs.data(), out);
+      if (out.impl() != result.impl()) write_into(result, out);  // it allocated after all
+      result.impl()->bump_version();
+      continue;
+    }
     stack.assign(l->inputs.begin(), l->inputs.end());
     if (l->out_op) {  // writes the captured result's buffer itself
       stack.push_back(l->outputs[0]);

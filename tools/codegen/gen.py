@@ -318,6 +318,17 @@ def backend_adapter(op, key, fn):
     return name, lines
 
 
+def direct_adapter(op, key, fn):
+    """The op's direct kernel (retorch/dispatch/DirectKernel.h): its out-form kernel called on
+    boxed arguments, for the launch manager's replay."""
+    e = op.entry
+    ns = NAMESPACES[key]
+    args = [f'IValueConv<std::decay_t<{a.cpp}>>::from(a[{i}])' for i, a in enumerate(op.args)]
+    name = f'direct_{key.lower()}_{op.uid}'
+    return name, [f'static void {name}(const IValue* a, Tensor& out) {{',
+                  f'  {ns}::{fn}({", ".join(args + ["out"])});', '}']
+
+
 def fallback_adapter(op, idx):
     """The op's DeviceFallback kernel: device_fallback_unboxed with its types."""
     params = ', '.join(['DispatchKeySet ks'] + [f'{a.cpp} {a.name}' for a in op.args])
@@ -356,6 +367,10 @@ def gen_register(entries):
                     regs.append(f'    h.set_kernel(DispatchKey::{k}, make_kernel(&{name}));')
                 if key in ('Any', 'Composite'):
                     regs.append('    h.set_device_independent(true);')
+                if key in ('CPU', 'CUDA') and e.uses_out_kernel and op.kind == 'functional':
+                    name, lines = direct_adapter(op, key, fn)
+                    adapters += lines
+                    regs.append(f'    register_direct_kernel(h, DispatchKey::{key}, &{name});')
             if 'CPU' in e.dispatch and op.kind != 'out':
                 # Note [Unboxed device fallback]: the typed fast route of the device fallback.
                 name, lines = fallback_adapter(op, idx)
@@ -367,6 +382,7 @@ def gen_register(entries):
     c = HEADER + '// Registers every operator of ops.yaml and its backend kernels with the dispatcher.\n'
     c += '#include "retorch/generated/Functions.h"\n#include "retorch/generated/Kernels.h"\n'
     c += '#include "retorch/device/DeviceFallbackUnboxed.h"\n'
+    c += '#include "retorch/dispatch/DirectKernel.h"\n'
     c += '#include "retorch/dispatch/Dispatcher.h"\n#include "retorch/ops/OpHelpers.h"\n\n'
     c += 'namespace retorch {\n\nnamespace {\n'
     c += 'const OpSchema kSchemas[] = {\n' + '\n'.join(schemas) + '\n};\n'
