@@ -371,6 +371,29 @@ def test_batch_norm_channels_last_statistics_precision():
     assert np.all(np.isfinite(y2[:, others])) and np.all(np.isfinite(rv2.numpy()[others]))
 
 
+def test_batch_norm_channels_last_statistics_with_an_outlier_first_row():
+    # Note [One-pass NHWC statistics] shifts by the first row; one far outlier there (here 1e5
+    # against a spread of 1, on 72 channels: past the 64 a cache-line group holds) takes the
+    # second pass around the mean. Checked against float64 statistics.
+    t, r = pair((3, 72, 5, 6), shift=2.0, seed=5)
+    a = t.permute(0, 2, 3, 1).contiguous().numpy().copy()
+    a[0, 0, 0, :] = 1e5  # the first NHWC row
+    a[0, 0, 0, 7] = 3.0  # one channel's first value ordinary (its statistics shift by it)
+    t = torch.from_numpy(a).permute(0, 3, 1, 2)
+    r = retorch.from_numpy(a).permute(0, 3, 1, 2)
+    assert r.is_contiguous(memory_format=RCL)
+    mean = t.double().mean((0, 2, 3)).numpy()
+    var = t.double().var((0, 2, 3), unbiased=True).numpy()
+    rm, rv = retorch.zeros(72), retorch.ones(72)
+    retorch.nn.functional.batch_norm(r, rm, rv, training=True, momentum=1.0)
+    np.testing.assert_allclose(rm.numpy(), mean, rtol=1e-6)
+    np.testing.assert_allclose(rv.numpy(), var, rtol=1e-5)
+    tm, tv = torch.zeros(72), torch.ones(72)
+    want = torch.nn.functional.batch_norm(t, tm, tv, training=True, momentum=1.0)
+    got = retorch.nn.functional.batch_norm(r, None, None, training=True)
+    np.testing.assert_allclose(got.numpy(), want.numpy(), atol=1e-4)
+
+
 def test_batch_norm_channels_last_double_backward():
     tb, rb = bn_pair(3, torch.float64)
     t, r = pair((2, 3, 4, 5), dtype=torch.float64)
