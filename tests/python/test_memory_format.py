@@ -270,6 +270,40 @@ def test_max_pool2d_channels_last_dilation_nan_and_ties():
         same(ir, it, f"indices {args}")
 
 
+@pytest.mark.parametrize("channels_last", [True, False])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_max_pool2d_in_blocks_of_channels(channels_last, dtype):
+    # The channels-last loop takes channels 64 at a time and a tail; NCHW inputs (adaptive pools
+    # too) run through it in blocks of 64 planes and a tail (Note [NCHW max pool in NHWC
+    # blocks]): 70 channels and 2 x 40 planes cover both. NaN, -inf and ties included; indices and values against torch.
+    for shape in ((1, 70, 11, 10), (2, 40, 9, 9)):
+        t, _ = pair(shape, channels_last=False, seed=7)
+        t = t.to(dtype)
+        t[0, 3, 2, 3] = float("nan")
+        t[0, 3, 5, 6] = float("nan")  # a later NaN in another window of the same plane
+        t[0, 5, :, :] = float("-inf")
+        t[-1, 65 % shape[1], 4:7, 4:7] = 1.5  # ties: the first maximum in scan order wins
+        t[0, 9, :3, :3] = 2.0
+        if channels_last:
+            t = t.contiguous(memory_format=CL)
+        r = retorch.from_numpy(t.float().numpy() if dtype == torch.bfloat16 else t.numpy())
+        r = r.to(retorch.bfloat16) if dtype == torch.bfloat16 else r
+        if channels_last:
+            r = r.contiguous(memory_format=RCL)
+        for args in (dict(kernel_size=3, stride=2, padding=1),
+                     dict(kernel_size=3, stride=2, ceil_mode=True),
+                     dict(kernel_size=(2, 3), stride=(1, 2), padding=(1, 1), dilation=(2, 1))):
+            yt, it = torch.nn.functional.max_pool2d(t, return_indices=True, **args)
+            yr, ir = retorch.nn.functional.max_pool2d(r, return_indices=True, **args)
+            same(yr.float(), yt.float(), f"max_pool2d {shape} {args}", atol=0, rtol=0)
+            same(ir, it, f"indices {shape} {args}")
+        for size in ((4, 3), (7, 7), 1):  # adaptive windows overlap and vary in size
+            yt, it = torch.nn.functional.adaptive_max_pool2d(t, size, return_indices=True)
+            yr, ir = retorch.nn.functional.adaptive_max_pool2d(r, size, return_indices=True)
+            same(yr.float(), yt.float(), f"adaptive_max_pool2d {shape} {size}", atol=0, rtol=0)
+            same(ir, it, f"adaptive indices {shape} {size}")
+
+
 @pytest.mark.parametrize("shape,args", list(pool_cases()))
 @pytest.mark.parametrize("count_include_pad", [True, False])
 def test_avg_pool2d_channels_last(shape, args, count_include_pad):

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "retorch/backend/cpu/Parallel.h"
@@ -21,47 +22,66 @@ struct Window {
 /// Max pool of x [N, H, W, C] into y, ind [N, OH, OW, C]; ind holds the flat h * W + w of each
 /// channel's first maximum (PyTorch's per-plane index), a NaN wins like window_max.
 /// window(oy, ox) gives the clipped window. The running index is int32 (planes are checked to
-/// fit) so it has the width of a float lane and the compare-and-blend loop vectorizes.
+/// fit) so it has the width of a float lane and the compare-and-blend loop vectorizes. Output
+/// pixel p's channel c goes to y[p * C + c] (ind likewise), or, given out_plane, to
+/// y[c * out_plane + p]: NCHW planes (Note [NCHW max pool in NHWC blocks]).
 template <typename scalar_t, typename WindowFn>
 void max_pool(const scalar_t* x, int64_t N, int64_t H, int64_t W, int64_t C, int64_t OH,
-              int64_t OW, const WindowFn& window, scalar_t* y, int64_t* ind) {
+              int64_t OW, const WindowFn& window, scalar_t* y, int64_t* ind,
+              int64_t out_plane = 0) {
   using acc_t = opmath_t<scalar_t>;
   RT_CHECK(H * W <= std::numeric_limits<int32_t>::max(), "max_pool2d: an input plane of ", H,
            "x", W, " elements is too large for the channels-last kernel");
+  // Channels go V at a time through every tap of a pixel's window, their maxima and indices in
+  // registers: V / 16 independent compare-and-select chains per tap (one chain stalls on each
+  // compare's latency; through arrays, on the loads and stores of the running values).
+  constexpr int64_t V = 64;
   parallel_for(0, N * OH * OW, std::max<int64_t>(1, 2048 / std::max<int64_t>(C, 1)),
                [&](int64_t b, int64_t e) {
-    std::vector<acc_t> best(static_cast<size_t>(C));
-    std::vector<int32_t> arg(static_cast<size_t>(C));
-    acc_t* __restrict bp = best.data();
-    int32_t* __restrict ap = arg.data();
     for (int64_t p = b; p < e; ++p) {
       const int64_t n = p / (OH * OW), oy = p / OW % OH, ox = p % OW;
       const Window w = window(oy, ox);
       const int32_t first = int32_t(w.h0 * W + w.w0);
-      for (int64_t c = 0; c < C; ++c) {
-        bp[c] = -std::numeric_limits<acc_t>::infinity();
-        ap[c] = first;
-      }
-      for (int64_t h = w.h0; h < w.h1; h += w.dh) {
-        for (int64_t wx = w.w0; wx < w.w1; wx += w.dw) {
-          const int32_t at = int32_t(h * W + wx);
-          const scalar_t* __restrict xp = x + (n * H * W + at) * C;
-          _Pragma("omp simd")
-          for (int64_t c = 0; c < C; ++c) {
-            const acc_t v = acc_t(xp[c]);
-            const bool take = (v > bp[c]) | (v != v);
-            bp[c] = take ? v : bp[c];
-            ap[c] = take ? at : ap[c];
+      const scalar_t* xn = x + n * H * W * C;
+      // Channels [c0, c0 + m), m <= V (a compile-time V but in the tail).
+      auto block = [&](int64_t c0, auto m) {
+        acc_t bp[V];
+        int32_t ap[V];
+        for (int64_t c = 0; c < m; ++c) {
+          bp[c] = -std::numeric_limits<acc_t>::infinity();
+          ap[c] = first;
+        }
+        for (int64_t h = w.h0; h < w.h1; h += w.dh) {
+          for (int64_t wx = w.w0; wx < w.w1; wx += w.dw) {
+            const int32_t at = int32_t(h * W + wx);
+            const scalar_t* __restrict xp = xn + int64_t(at) * C + c0;
+            _Pragma("omp simd")
+            for (int64_t c = 0; c < m; ++c) {
+              const acc_t v = acc_t(xp[c]);
+              const bool take = (v > bp[c]) | (v != v);
+              bp[c] = take ? v : bp[c];
+              ap[c] = take ? at : ap[c];
+            }
           }
         }
-      }
-      scalar_t* __restrict yp = y + p * C;
-      int64_t* __restrict ip = ind + p * C;
-      _Pragma("omp simd")
-      for (int64_t c = 0; c < C; ++c) {
-        yp[c] = scalar_t(bp[c]);
-        ip[c] = ap[c];
-      }
+        if (out_plane) {  // NCHW planes
+          for (int64_t c = 0; c < m; ++c) {
+            y[(c0 + c) * out_plane + p] = scalar_t(bp[c]);
+            ind[(c0 + c) * out_plane + p] = ap[c];
+          }
+          return;
+        }
+        scalar_t* __restrict yp = y + p * C + c0;
+        int64_t* __restrict ip = ind + p * C + c0;
+        _Pragma("omp simd")
+        for (int64_t c = 0; c < m; ++c) {
+          yp[c] = scalar_t(bp[c]);
+          ip[c] = ap[c];
+        }
+      };
+      int64_t c0 = 0;
+      for (; c0 + V <= C; c0 += V) block(c0, std::integral_constant<int64_t, V>());
+      if (c0 < C) block(c0, C - c0);
     }
   });
 }
