@@ -5,7 +5,8 @@ run with the same thread count, slowest ratio first. It is how the long tail of 
 (clamp, prod, amax, sqrt, transposed copies, the piecewise activations, softplus) was found;
 ratio = retorch time / torch time, below 1 means retorch is faster. Arguments name the cases to
 run (`bench_op_sweep.py fmod atan2`); none runs them all. NN-shaped ops (pools, shuffles, norms,
-resampling, small losses) run on a [16, 32, 32, 32] image batch."""
+resampling, small losses) run on a [16, 32, 32, 32] image batch; "X backward" cases time X's
+backward node alone (autograd.grad of a kept graph)."""
 import sys
 import time
 
@@ -73,7 +74,59 @@ def cases(L, a_np, b_np):
     })
     c.update(index_and_random_cases(L, a, a2))
     c.update(nn_shaped_cases(L, a))
+    c.update(backward_cases(L, a, b))
     return c
+
+
+BACKWARD_UNARY = ["exp", "log", "sqrt", "rsqrt", "sin", "tanh", "sigmoid", "erf", "atan",
+                  "reciprocal", "log1p", "abs"]
+BACKWARD_ACTIVATIONS = ["relu", "silu", "gelu", "mish", "elu", "selu", "softplus", "hardswish",
+                        "hardsigmoid", "hardtanh", "leaky_relu", "logsigmoid", "relu6"]
+
+
+def backward_cases(L, a, b):
+    """The backward node alone (autograd.grad of a kept graph) of unary ops, activations, binary
+    ops, row ops and losses on 1M floats (added 2026-12-03: training runs these once for every
+    forward, and their formulas are composites of primitives)."""
+    F = L.nn.functional
+    xa, xb = a.clone().requires_grad_(), b.clone().requires_grad_()
+    a2, b2 = xa.view(1024, 1024), xb.view(1024, 1024)
+    w, bias = xa[:1024], xb[:1024]
+    labels = (b[:1024] * 1000).to(L.int64)
+    graphs = {n: (lambda n=n: getattr(L, n)(xa), (xa,)) for n in BACKWARD_UNARY}
+    graphs.update({n: (lambda n=n: getattr(F, n)(xa), (xa,)) for n in BACKWARD_ACTIVATIONS})
+    graphs.update({
+        "gelu tanh": (lambda: F.gelu(xa, approximate="tanh"), (xa,)),
+        "pow 2.5": (lambda: xa.pow(2.5), (xa,)),
+        "mul": (lambda: xa * xb, (xa, xb)), "div": (lambda: xa / xb, (xa, xb)),
+        "pow": (lambda: xa.pow(xb), (xa, xb)), "maximum": (lambda: L.maximum(xa, xb), (xa, xb)),
+        "add row-broadcast": (lambda: a2 + w, (xa, xa)),
+        "softmax(1)": (lambda: L.softmax(a2, 1), (xa,)),
+        "log_softmax(1)": (lambda: L.log_softmax(a2, 1), (xa,)),
+        "layer_norm": (lambda: F.layer_norm(a2, [1024], w, bias), (xa, xb)),
+        "sum(1)": (lambda: a2.sum(1), (xa,)), "mean(1)": (lambda: a2.mean(1), (xa,)),
+        "amax(1)": (lambda: a2.amax(1), (xa,)), "norm(1)": (lambda: a2.norm(dim=1), (xa,)),
+        "std(1)": (lambda: a2.std(1), (xa,)), "cumsum(1)": (lambda: a2.cumsum(1), (xa,)),
+        "logsumexp(1)": (lambda: a2.logsumexp(1), (xa,)),
+        "mse_loss": (lambda: F.mse_loss(xa, xb), (xa, xb)),
+        "l1_loss": (lambda: F.l1_loss(xa, xb), (xa, xb)),
+        "smooth_l1_loss": (lambda: F.smooth_l1_loss(xa, xb), (xa, xb)),
+        "binary_cross_entropy": (lambda: F.binary_cross_entropy(xa, b), (xa,)),
+        "bce_with_logits": (lambda: F.binary_cross_entropy_with_logits(xa, b), (xa,)),
+        "cross_entropy [1024, 1024]": (lambda: F.cross_entropy(a2, labels), (xa,)),
+        "dropout": (lambda: F.dropout(xa, 0.5, training=True), (xa,)),
+        "t().contiguous()": (lambda: a2.t().contiguous(), (xa,)),
+        "index_select": (lambda: a2.index_select(0, labels % 1024), (xa,)),
+    })
+    out = {}
+    for name, (fn, inputs) in graphs.items():
+        y = fn()
+        g = L.ones_like(y) if y.dim() == 0 else L.from_numpy(
+            np.random.default_rng(2).uniform(-1, 1, tuple(y.shape)).astype(np.float32))
+        wrt = tuple(dict.fromkeys(inputs))  # "add row-broadcast" asks for one input's grad once
+        out[name + " backward"] = (lambda y=y, g=g, wrt=wrt:
+                                   L.autograd.grad(y, wrt, g, retain_graph=True))
+    return out
 
 
 def nn_shaped_cases(L, a):

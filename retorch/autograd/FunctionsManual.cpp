@@ -136,11 +136,7 @@ Tensor index_select_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim,
   int64_t d = maybe_wrap_dim(dim, int64_t(sizes.size()));
   Tensor g = zeros(sizes, grad.options());
   if (sizes.empty()) return g.add(grad.reshape({}));
-  // index_add expressed with scatter_add over an index expanded along the other dims.
-  std::vector<int64_t> view(sizes.size(), 1);
-  view[size_t(d)] = index.numel();
-  Tensor idx = index.reshape(view).expand(grad.sizes());
-  return g.scatter_add(d, idx, grad);
+  return g.index_add_(d, index, grad);  // in place: g is fresh zeros
 }
 
 Tensor gather_backward(const Tensor& grad, IntArrayRef sizes, int64_t dim, const Tensor& index) {
@@ -151,33 +147,28 @@ Tensor masked_fill_value_backward(const Tensor& grad, const Tensor& mask) {
   return where(mask, grad, Scalar(0)).sum();
 }
 
-Tensor tanh_backward(const Tensor& grad, const Tensor& result) {
-  return grad * (result * result).neg().add(1);
-}
-
-Tensor sigmoid_backward(const Tensor& grad, const Tensor& result) {
-  return grad * result * result.neg().add(1);
-}
-
-Tensor silu_backward(const Tensor& grad, const Tensor& self) {
+Tensor silu_double_backward(const Tensor& grad, const Tensor& grad_output, const Tensor& self) {
+  // silu''(x) = s (1 - s) (2 + x (1 - 2 s)), s = sigmoid(x).
   Tensor s = self.sigmoid();
-  return grad * s * (self * s.neg().add(1)).add(1);
+  Tensor ds = s * s.neg().add(1);
+  return grad * grad_output * ds * (self * (s * -2).add(1)).add(2);
 }
 
-Tensor gelu_backward(const Tensor& grad, const Tensor& self, std::string_view approximate) {
+Tensor gelu_double_backward(const Tensor& grad, const Tensor& grad_output, const Tensor& self,
+                            std::string_view approximate) {
   if (approximate == "tanh") {
+    // f = x (1 + t) / 2, t = tanh(u), u = k (x + c x^3):
+    // f'' = (1 - t^2) (u' - x t u'^2 + x u'' / 2), u' = k (1 + 3 c x^2), u'' = 6 k c x.
     const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
     Tensor x2 = self * self;
-    Tensor inner = (self + self * x2 * c) * k;
-    Tensor t = inner.tanh();
-    Tensor dinner = (x2 * (3 * c)).add(1) * k;
-    Tensor left = t.add(1) * 0.5;
-    Tensor right = self * 0.5 * (t * t).neg().add(1) * dinner;
-    return grad * (left + right);
+    Tensor t = ((self + self * x2 * c) * k).tanh();
+    Tensor du = (x2 * (3 * c)).add(1) * k;
+    Tensor inner = du - self * t * du * du + self * self * (3 * k * c);
+    return grad * grad_output * (t * t).neg().add(1) * inner;
   }
-  Tensor cdf = (self * M_SQRT1_2).erf().add(1) * 0.5;
+  // f'' = pdf(x) (2 - x^2).
   Tensor pdf = (self * self * -0.5).exp() * (M_2_SQRTPI * M_SQRT1_2 * 0.5);
-  return grad * (cdf + self * pdf);
+  return grad * grad_output * pdf * (self * self).neg().add(2);
 }
 
 Tensor softplus_backward(const Tensor& grad, const Tensor& self, const Scalar& beta,
@@ -270,7 +261,8 @@ Tensor sum_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef d
 }
 
 Tensor mean_backward(const Tensor& grad, IntArrayRef sizes, OptionalIntArrayRef dim, bool keepdim) {
-  return sum_backward(grad, sizes, dim, keepdim) / double(reduced_count(sizes, dim));
+  // Divided before it is expanded: one division per output element, not per input element.
+  return sum_backward(grad / double(reduced_count(sizes, dim)), sizes, dim, keepdim);
 }
 
 Tensor prod_backward(const Tensor& grad, const Tensor& self, const Tensor& result) {
@@ -367,15 +359,6 @@ Tensor norm_backward(const Tensor& grad, const Tensor& self, const std::optional
   Tensor scale = where(r == 0, Scalar(0), g / r.pow(Scalar(pv - 1)));
   if (pv < 2.0) return self.sign() * self.abs().pow(Scalar(pv - 1)) * scale;
   return self * self.abs().pow(Scalar(pv - 2)) * scale;
-}
-
-Tensor softmax_backward_data(const Tensor& grad, const Tensor& result, int64_t dim) {
-  Tensor gy = grad * result;
-  return gy - result * gy.sum(IntArrayRef(dim), true);
-}
-
-Tensor log_softmax_backward_data(const Tensor& grad, const Tensor& result, int64_t dim) {
-  return grad - result.exp() * grad.sum(IntArrayRef(dim), true);
 }
 
 Tensor cumsum_backward(const Tensor& grad, int64_t dim) {

@@ -35,10 +35,9 @@ std::tuple<Tensor, Tensor> scatter_reduce_backward(const Tensor& grad, const Ten
                                                    bool include_self, const Tensor& result,
                                                    std::array<bool, 2> grad_input_mask);
 
-Tensor tanh_backward(const Tensor& grad, const Tensor& result);
-Tensor sigmoid_backward(const Tensor& grad, const Tensor& result);
-Tensor silu_backward(const Tensor& grad, const Tensor& self);
-Tensor gelu_backward(const Tensor& grad, const Tensor& self, std::string_view approximate);
+Tensor silu_double_backward(const Tensor& grad, const Tensor& grad_output, const Tensor& self);
+Tensor gelu_double_backward(const Tensor& grad, const Tensor& grad_output, const Tensor& self,
+                            std::string_view approximate);
 Tensor softplus_backward(const Tensor& grad, const Tensor& self, const Scalar& beta,
                          const Scalar& threshold);
 
@@ -72,8 +71,6 @@ Tensor std_backward(const Tensor& result, const Tensor& grad, const Tensor& self
                     OptionalIntArrayRef dim, std::optional<int64_t> correction, bool keepdim);
 Tensor norm_backward(const Tensor& grad, const Tensor& self, const std::optional<Scalar>& p,
                      const Tensor& result, OptionalIntArrayRef dim, bool keepdim);
-Tensor softmax_backward_data(const Tensor& grad, const Tensor& result, int64_t dim);
-Tensor log_softmax_backward_data(const Tensor& grad, const Tensor& result, int64_t dim);
 Tensor cumsum_backward(const Tensor& grad, int64_t dim);
 
 // ---- conv (issue 3)

@@ -38,6 +38,10 @@ CUSTOM = {
     "test_where_scalar": ["where.Scalar"],
     "test_where_condition": ["where"],
     "test_threshold_backward": ["threshold_backward"],
+    "test_activation_backward_ops": ["sigmoid_backward", "tanh_backward", "silu_backward",
+                                     "gelu_backward", "hardtanh_backward", "hardswish_backward",
+                                     "hardsigmoid_backward", "leaky_relu_backward"],
+    "test_softmax_backward_ops": ["_softmax_backward_data", "_log_softmax_backward_data"],
     "test_signbit": ["signbit"],
     "test_sum_mean_dtype": ["sum", "sum.dim_IntList", "mean", "mean.dim"],
     "test_half_bfloat16_audit": [],  # filled in below from HALF_CASES
@@ -685,6 +689,93 @@ def test_threshold_backward(rng):
     gradcheck(tb(0.1), g, x)
 
 
+# name -> (the op with its extra arguments as f(L, g, x), the saved tensor's domain)
+ACTIVATION_BACKWARDS = {
+    "sigmoid_backward": (lambda L, g, y: aten(L, "sigmoid_backward")(g, y), "unit"),
+    "tanh_backward": (lambda L, g, y: aten(L, "tanh_backward")(g, y), "unit"),
+    "silu_backward": (lambda L, g, x: aten(L, "silu_backward")(g, x), None),
+    "gelu_backward": (lambda L, g, x: aten(L, "gelu_backward")(g, x), None),
+    "gelu_backward tanh": (lambda L, g, x: aten(L, "gelu_backward")(g, x, approximate="tanh"),
+                           None),
+    "hardtanh_backward": (lambda L, g, x: aten(L, "hardtanh_backward")(g, x, -0.5, 1.25), None),
+    "hardswish_backward": (lambda L, g, x: aten(L, "hardswish_backward")(g, x), None),
+    "hardsigmoid_backward": (lambda L, g, x: aten(L, "hardsigmoid_backward")(g, x), None),
+    "leaky_relu_backward": (lambda L, g, x: aten(L, "leaky_relu_backward")(g, x, 0.2, False),
+                            None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ACTIVATION_BACKWARDS))
+def test_activation_backward_ops(rng, name):
+    """The activations' one-pass backward kernels against torch.ops.aten's: dtypes, layouts,
+    broadcasting and promotion, rows long enough for the vector chunks (3 x 1100), values
+    around the piecewise bounds, and the derivatives of the backward ops themselves."""
+    f, domain = ACTIVATION_BACKWARDS[name]
+    kw = {"domain": domain} if domain else {}
+    for dt in FLOATS:
+        tol = {"rtol": 2e-2, "atol": 2e-2} if dt in ("float16", "bfloat16") else {}
+        for lay in LAYOUTS:
+            both(f, P(rng, (3, 1100), dt, lay), P(rng, (3, 1100), dt, lay, **kw),
+                 what=f"{name} {dt} {lay}", **tol)
+    x = np.linspace(-4, 4, 65).astype(np.float32)  # the bounds -3, 3, -0.5, 1.25 and 0 on it
+    y = np.linspace(-0.99, 0.99, 65).astype(np.float32)
+    both(f, P(rng, (65,)), pair_from_values(y if domain else x, "float32"), what="bounds")
+    both(f, P(rng, (4, 6), "float64"), P(rng, (6,), "float64", **kw), what="broadcast x")
+    both(f, P(rng, (6,)), P(rng, (4, 6), "float64", **kw), what="promotion")
+    both(f, P(rng, (0, 3)), P(rng, (0, 3), **kw), what="empty")
+    raises_like_torch(f, P(rng, (3,), "int64"), P(rng, (3,), "int64"), what="integers")
+    raises_like_torch(f, P(rng, (3,)), P(rng, (4,), **kw), what="shape mismatch")
+    g, x = P(rng, (4, 5), "float64"), P(rng, (4, 5), "float64", **kw)
+    if name not in ("silu_backward", "hardsigmoid_backward"):  # torch 1.13 has no derivative
+        grads(f, g, x, what=f"{name} double backward")
+    gradcheck(f, g, x)
+    if name.startswith(("silu", "gelu", "sigmoid", "tanh")):  # smooth: a third order too
+        gradgradcheck(f, g, x)
+
+
+@pytest.mark.parametrize("name", ["_softmax_backward_data", "_log_softmax_backward_data"])
+def test_softmax_backward_ops(rng, name):
+    """softmax's and log_softmax's one-pass row backward against torch.ops.aten's: every dim
+    (moved last when it is not), dtypes, input_dtype conversion, long rows (the summing lanes),
+    empty and 0-dim inputs, and the backward of the backward."""
+    log = name.startswith("_log")
+
+    def f(dim, in_dt=None):
+        def run(L, g, x):
+            y = (L.log_softmax if log else L.softmax)(x, dim)
+            dt = getattr(L, in_dt) if in_dt else y.dtype
+            return aten(L, name)(g, y, dim, dt)
+        return run
+    for dt in FLOATS:
+        tol = {"rtol": 2e-2, "atol": 2e-2} if dt in ("float16", "bfloat16") else {}
+        for dim in (0, 1, -1):
+            both(f(dim), P(rng, (6, 1100), dt, "transposed"), P(rng, (6, 1100), dt),
+                 what=f"{name} {dt} dim {dim}", **tol)
+    # torch's CPU kernels return grad_output's dtype whatever input_dtype says
+    both(f(1, "float32"), P(rng, (3, 5), "float64"), P(rng, (3, 5), "float64"),
+         what="input_dtype float32 with float64 gradients")
+    both(f(1), P(rng, (3, 4, 5)), P(rng, (3, 4, 5), "float32", "sliced"), what="3-d, sliced")
+    both(f(0), P(rng, ()), P(rng, ()), what="0-dim")
+    both(f(1), P(rng, (0, 3)), P(rng, (0, 3)), what="empty")
+    if log:  # torch 1.13's log form reads mismatched shapes without a check; ours refuses them
+        with pytest.raises(RuntimeError, match="does not match the output of size"):
+            aten(retorch, name)(retorch.ones(3, 4), retorch.ones(3, 5), 1, retorch.float32)
+    else:
+        raises_like_torch(lambda L, g, y: aten(L, name)(g, y, 1, y.dtype), P(rng, (3, 4)),
+                          P(rng, (3, 5)), what="shape mismatch")
+    g, x = P(rng, (3, 5), "float64"), P(rng, (3, 5), "float64")
+    grads(f(1), g, x, what=f"{name} double backward")
+    gradcheck(f(1), g, x)
+    gradgradcheck(f(0), g, x)
+
+
+def test_activation_backward_errors(rng):
+    g, x = P(rng, (3,)), P(rng, (3,))
+    raises_like_torch(lambda L, g, x: aten(L, "gelu_backward")(g, x, approximate="fast"), g, x)
+    raises_like_torch(lambda L, g, x: aten(L, "leaky_relu_backward")(g, x, -0.1, True), g, x,
+                      what="in-place forward with a negative slope")
+
+
 def test_sum_mean_dtype(rng):
     """sum/mean with dtype=: every input dtype x every requested dtype that torch allows, and
     the same errors where it refuses."""
@@ -889,6 +980,14 @@ for _n in ("hardtanh", "relu6", "hardswish", "hardsigmoid", "mish", "elu", "selu
            "leaky_relu", "softsign", "tanhshrink", "logsigmoid", "hardshrink", "softshrink",
            "glu", "rrelu"):
     HALF_CASES[_n] = ((lambda n: lambda L, x: act(L, n)(x))(_n), {})
+for _n, (_f, _dom) in ACTIVATION_BACKWARDS.items():
+    if " " not in _n:
+        HALF_CASES[_n] = (_f, {"domain": _dom} if _dom else {}, 2)
+# (the saved output as given: a softmax computed in 16 bits first differs by an ulp from torch's,
+# which the backward's cancellation magnifies)
+for _n in ("_softmax_backward_data", "_log_softmax_backward_data"):
+    HALF_CASES[_n] = ((lambda n: lambda L, g, y: aten(L, n)(g, y, -1, y.dtype))(_n),
+                      {"domain": "unit"}, 2)
 HALF_CASES["threshold"] = (lambda L, x: act(L, "threshold")(x, 0.25, -2.0), {})
 HALF_CASES["softmin"] = (lambda L, x: act(L, "softmin")(x, 1), {})
 HALF_CASES["prelu"] = (lambda L, x, y: L.prelu(x, y[0, :1]), {}, 2)

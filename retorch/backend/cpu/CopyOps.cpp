@@ -22,7 +22,9 @@ namespace {
 // source's column stride is a multiple of 2 KB, the tile's 32 source columns fall in one or two
 // L1 sets and evicted each other before the next row used them (1024x1024 floats 1.05 ms,
 // 1024x1000 0.18 ms, on a Zen 4 core): there each column is first copied, contiguous, into a
-// small buffer (0.44 ms). The buffer's scalar reads cost more than the tiles elsewhere.
+// small buffer (0.44 ms). The buffer's scalar reads cost more than the tiles elsewhere. A column
+// broadcast (last stride 0: a sum's expanded gradient) is no transpose: each row is one value
+// stored across, the element loop's broadcast case (0.36 -> 0.04 ms for 1024x1024 floats).
 template <typename T>
 void transpose_tiles(const T* src, int64_t rows, int64_t cols, int64_t col_stride, T* dst) {
   constexpr int64_t kTile = 32;
@@ -67,6 +69,7 @@ bool copy_transposed(const Tensor& self, const Tensor& src) {
   const int64_t nd = src.dim();
   if (nd < 2 || self.dtype() != src.dtype() || !self.sizes().equals(src.sizes()) ||
       !self.is_contiguous() || src.stride(-2) != 1 || src.stride(-1) == 1 ||
+      src.stride(-1) == 0 ||
       src.size(-1) < 2 || (src.size(-1) > 4 && src.size(-1) < 8) || src.size(-2) < 8)
     return false;
   const int64_t rows = src.size(-2), cols = src.size(-1), col_stride = src.stride(-1);

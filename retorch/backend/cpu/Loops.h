@@ -62,6 +62,11 @@ void unary_span(char** data, const int64_t* st, int64_t n, const F& f) {
       return;
     }
     for (int64_t i = 0; i < n; ++i) out[i] = static_cast<out_t>(f(static_cast<op_t>(a[i])));
+  } else if (st[0] == sizeof(out_t) && st[1] == 0) {
+    // A broadcast input (an expanded gradient copied out, as a sum's backward is): one value
+    // stored n times, a loop that vectorizes, where the strided one stored an element at a time.
+    const out_t v = static_cast<out_t>(f(static_cast<op_t>(a[0])));
+    for (int64_t i = 0; i < n; ++i) out[i] = v;
   } else {
     for (int64_t i = 0; i < n; ++i) {
       auto x = *reinterpret_cast<const in_t*>(data[1] + i * st[1]);
