@@ -341,6 +341,20 @@ def test_index_add(rng):
               P(rng, (3, 2), "float64"))
 
 
+def test_accumulate_whole_rows(rng):
+    # Accumulating index_put_ of whole rows splits the columns across threads (duplicates add
+    # in order): rows of 3000 with repeated indices, contiguous and transposed (strided rows)
+    # selves, every dtype; index_put_ with accumulate=True over rows too.
+    idx = rng.integers(0, 40, 300)
+    for dt in DTYPES:
+        for lay in ("contig", "transposed"):
+            x, s = P(rng, (40, 3000), dt, lay), P(rng, (300, 3000), dt)
+            both(lambda L, x, s: clone(L, x).index_add_(0, L.from_numpy(idx), s), x, s,
+                 what=f"index_add_ rows {dt} {lay}")
+            both(lambda L, x, s: clone(L, x).index_put_((L.from_numpy(idx),), s, True), x, s,
+                 what=f"index_put_ accumulate rows {dt} {lay}")
+
+
 def test_take_put(rng):
     for dt in DTYPES:
         for lay in LAYOUTS:

@@ -271,7 +271,28 @@ void index_put_out(const Tensor& self, ArrayRef<std::optional<Tensor>> indices,
       return;
     }
     if (accumulate) {
-      for (int64_t r = 0; r < nb * m; ++r) row(r);
+      // Whole rows (index_add_ along a leading dim, index_select's backward): threads split the
+      // columns, so duplicate indices still add in order and never collide, and contiguous rows
+      // add as vectors (element by element through the offsets, one thread, 1024 rows of 1024
+      // floats took 0.79 ms, PyTorch 0.16).
+      parallel_for(0, na, std::max<int64_t>(64, 32768 / std::max<int64_t>(nb * m, 1)),
+                   [&](int64_t a0, int64_t a1) {
+        for (int64_t r = 0; r < nb * m; ++r) {
+          scalar_t* d = dst + p.before_off[size_t(r / m)] + p.index_off[size_t(r % m)];
+          const scalar_t* src = vp + r * na;
+          if (p.after_contiguous) {  // (values never alias dst: aliased ones were cloned)
+            scalar_t* __restrict dd = d + a0;
+            const scalar_t* __restrict ss = src + a0;
+            for (int64_t a = 0; a < a1 - a0; ++a)
+              dd[a] = scalar_t(opmath_t<scalar_t>(dd[a]) + opmath_t<scalar_t>(ss[a]));
+          } else {
+            for (int64_t a = a0; a < a1; ++a) {
+              scalar_t& x = d[p.after_off[size_t(a)]];
+              x = scalar_t(opmath_t<scalar_t>(x) + opmath_t<scalar_t>(src[a]));
+            }
+          }
+        }
+      });
     } else {
       parallel_for(0, nb * m, std::max<int64_t>(1, 32768 / na), [&](int64_t b, int64_t e) {
         for (int64_t r = b; r < e; ++r) row(r);

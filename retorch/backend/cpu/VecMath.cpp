@@ -165,6 +165,7 @@ bool vec_unary(VecFn fn, const float* in, float* out, int64_t n) {
     RT_VEC_CASE(kSilu, silu8)
     RT_VEC_CASE(kGelu, gelu8)
     RT_VEC_CASE(kGeluTanh, gelu_tanh8)
+    RT_VEC_CASE(kErfFast, avx2::erf8_fast)
     case VecFn::kNone:
       break;
   }
@@ -185,6 +186,7 @@ bool vec_unary(VecFn fn, const double* in, double* out, int64_t n) {
     RT_VEC_CASE(kSigmoid, sigmoid4)
     RT_VEC_CASE(kSilu, silu4)
     RT_VEC_CASE(kGelu, gelu4)
+    RT_VEC_CASE(kErfFast, Sleef_erfd4_u10avx2)
     case VecFn::kGeluTanh:  // double keeps the scalar formula
     case VecFn::kNone:
       break;

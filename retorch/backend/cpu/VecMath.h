@@ -13,6 +13,7 @@ enum class VecFn : uint8_t {
   kAtan, kSinh, kCosh, kTanh, kErf, kErfc, kSigmoid, kSilu,
   kGelu,      // x/2 * (1 + erf(x/sqrt(2)))
   kGeluTanh,  // x/2 * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
+  kErfFast,   // erf within 7 float ulp (GELU's rational erf, Note [Rational tanh]); double: kErf
 };
 
 // The functions both vector forms take from SLEEF (u10: at most 1 ULP), as X(enum, SLEEF name

@@ -178,6 +178,7 @@ bool vec_unary_avx512(VecFn fn, const float* in, float* out, int64_t n) {
     RT_VEC_CASE(kSilu, silu16)
     RT_VEC_CASE(kGelu, gelu16)
     RT_VEC_CASE(kGeluTanh, gelu_tanh16)
+    RT_VEC_CASE(kErfFast, erf16_fast)
     case VecFn::kNone:
       break;
   }
@@ -196,6 +197,7 @@ bool vec_unary_avx512(VecFn fn, const double* in, double* out, int64_t n) {
     RT_VEC_CASE(kSigmoid, sigmoid8d)
     RT_VEC_CASE(kSilu, silu8d)
     RT_VEC_CASE(kGelu, gelu8d)
+    RT_VEC_CASE(kErfFast, Sleef_erfd8_u10avx512f)
     case VecFn::kGeluTanh:  // double keeps the scalar formula
     case VecFn::kNone:
       break;
