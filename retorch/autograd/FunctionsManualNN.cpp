@@ -318,4 +318,24 @@ Tensor bce_with_logits_backward(const Tensor& grad, const Tensor& input, const T
   return r * g;
 }
 
+// The gradients of binary_cross_entropy, loss = -w (y log x + (1 - y) log(1 - x)) with each log
+// clamped at -100, reduced: which = 0 input (PyTorch's (x - y) / max(x (1 - x), 1e-12)),
+// 1 target, 2 weight (the unweighted loss). Through the composite it took 2.6x PyTorch's time.
+Tensor bce_backward(const Tensor& grad, const Tensor& input, const Tensor& target,
+                    const std::optional<Tensor>& weight, std::string_view reduction,
+                    int64_t which) {
+  const Tensor g = reduction == "mean" ? grad / double(input.numel()) : grad;
+  if (which == 0) {  // x (1 - x) as one addcmul: x - x * x
+    Tensor r = (input - target) / input.addcmul(input, input, Scalar(-1)).clamp_min(Scalar(1e-12));
+    return (weight && weight->defined() ? r * *weight : r) * g;
+  }
+  const Tensor log_x = input.log().clamp_min(Scalar(-100));
+  const Tensor log_1mx = input.neg().add(1).log().clamp_min(Scalar(-100));
+  if (which == 1) {
+    Tensor r = log_1mx - log_x;
+    return (weight && weight->defined() ? r * *weight : r) * g;
+  }
+  return (target * log_x + target.neg().add(1) * log_1mx).neg() * g;
+}
+
 }  // namespace retorch::autograd::fm

@@ -294,8 +294,8 @@ def test_binary_cross_entropy(rng):
     gradcheck(lambda L, x, y, pw: L.binary_cross_entropy_with_logits(x, y, None, "mean", pw),
               P(rng, (3, 4), "float64"), P(rng, (3, 4), "float64", domain="unit"),
               P(rng, (4,), "float64", domain="positive"))
-    # its own derivatives (Note in FunctionsManualNN.cpp): every input, broadcast weights,
-    # every reduction, numerically (torch 1.13 has none for weight and pos_weight)
+    # their own derivatives (FunctionsManualNN.cpp): every input, broadcast weights, every
+    # reduction, numerically (torch 1.13 has none for weight and pos_weight)
     for red in REDUCTIONS:
         gradcheck(lambda L, x, y, w, pw: L.binary_cross_entropy_with_logits(x, y, w, red, pw),
                   P(rng, (3, 4), "float64"), P(rng, (3, 4), "float64", domain="unit"),
@@ -304,6 +304,11 @@ def test_binary_cross_entropy(rng):
         gradcheck(lambda L, x, y, w: L.binary_cross_entropy_with_logits(x, y, w, red),
                   P(rng, (3, 4), "float64"), P(rng, (3, 4), "float64", domain="unit"),
                   P(rng, (3, 1), "float64", domain="positive"))
+        gradcheck(lambda L, x, y, w: L.binary_cross_entropy(x.sigmoid(), y, w, red),
+                  P(rng, (3, 4), "float64"), P(rng, (3, 4), "float64", domain="unit"),
+                  P(rng, (4,), "float64", domain="positive"))
+    gradgradcheck(lambda L, x, y: L.binary_cross_entropy(x.sigmoid(), y),
+                  P(rng, (3, 4), "float64"), P(rng, (3, 4), "float64", domain="unit"))
     gradgradcheck(lambda L, x, y: L.binary_cross_entropy_with_logits(x, y),
                   P(rng, (3, 4), "float64"), P(rng, (3, 4), "float64", domain="unit"))
 
