@@ -75,4 +75,16 @@ Pool2dWindow check_pool2d(int64_t H, int64_t W, IntArrayRef kernel_size, IntArra
   return {kh, kw, sh, sw, ph, pw, dh, dw, oh, ow};
 }
 
+void check_gelu_approximate(std::string_view approximate, const char* op) {
+  RT_CHECK(approximate == "none" || approximate == "tanh", op,
+           ": approximate argument must be either none or tanh (got '", approximate, "')");
+}
+
+void check_leaky_relu_backward(double negative_slope, bool self_is_result) {
+  RT_CHECK(!self_is_result || negative_slope >= 0.0,
+           "In-place leakyReLu backward calculation is triggered with a negative slope which is "
+           "not supported. This is caused by calling in-place forward function with a negative "
+           "slope, please call out-of-place version instead.");
+}
+
 }  // namespace retorch

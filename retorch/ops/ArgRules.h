@@ -2,6 +2,7 @@
 // normalization statistics), with PyTorch's error messages.
 #pragma once
 #include <cstdint>
+#include <string_view>
 #include <vector>
 
 #include "retorch/core/Tensor.h"
@@ -34,5 +35,12 @@ struct Pool2dWindow {
 Pool2dWindow check_pool2d(int64_t H, int64_t W, IntArrayRef kernel_size, IntArrayRef stride,
                           IntArrayRef padding, IntArrayRef dilation, bool ceil_mode,
                           const char* op);
+
+/// gelu's (and gelu_backward's) approximate argument: "none" or "tanh".
+void check_gelu_approximate(std::string_view approximate, const char* op);
+
+/// leaky_relu_backward after an in-place forward (self_is_result): only a slope >= 0 leaves the
+/// input's sign readable from the result.
+void check_leaky_relu_backward(double negative_slope, bool self_is_result);
 
 }  // namespace retorch

@@ -8,6 +8,7 @@
 #include "retorch/backend/cpu/Loops.h"
 #include "retorch/backend/cpu/VecMath.h"
 #include "retorch/generated/Kernels.h"
+#include "retorch/ops/ArgRules.h"
 
 namespace retorch::cpu {
 
@@ -92,9 +93,7 @@ Tensor silu_backward(const Tensor& grad_output, const Tensor& self) {
 
 Tensor gelu_backward(const Tensor& grad_output, const Tensor& self,
                      std::string_view approximate) {
-  RT_CHECK(approximate == "none" || approximate == "tanh",
-           "gelu_backward: approximate argument must be either none or tanh (got '",
-           approximate, "')");
+  check_gelu_approximate(approximate, "gelu_backward");
   if (approximate == "tanh") {
     return activation_backward("gelu_backward", grad_output, self,
         [](auto g, auto x) {
@@ -160,10 +159,7 @@ Tensor hardsigmoid_backward(const Tensor& grad_output, const Tensor& self) {
 Tensor leaky_relu_backward(const Tensor& grad_output, const Tensor& self,
                            const Scalar& negative_slope, bool self_is_result) {
   const double s = negative_slope.to_double();
-  RT_CHECK(!self_is_result || s >= 0.0,
-           "In-place leakyReLu backward calculation is triggered with a negative slope which is "
-           "not supported. This is caused by calling in-place forward function with a negative "
-           "slope, please call out-of-place version instead.");
+  check_leaky_relu_backward(s, self_is_result);
   return activation_backward("leaky_relu_backward", grad_output, self, [=](auto g, auto x) {
     using T = decltype(g);
     const T scaled = g * T(s);  // read s unconditionally: a load under the select kept it scalar

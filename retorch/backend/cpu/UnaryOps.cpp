@@ -4,6 +4,7 @@
 #include "retorch/backend/cpu/Loops.h"
 #include "retorch/backend/cpu/VecMath.h"
 #include "retorch/generated/Kernels.h"
+#include "retorch/ops/ArgRules.h"
 
 namespace retorch::cpu {
 
@@ -79,8 +80,7 @@ RT_FLOAT_UNARY(silu, x / (decltype(x)(1) + std::exp(-x)), kSilu)
 #undef RT_FLOAT_UNARY
 
 void gelu_out(const Tensor& self, std::string_view approximate, Tensor& out) {
-  RT_CHECK(approximate == "none" || approximate == "tanh",
-           "gelu: approximate argument must be either none or tanh (got '", approximate, "')");
+  check_gelu_approximate(approximate, "gelu");
   RT_CHECK(is_floating_type(self.dtype()), "\"GeluKernelImpl\" not implemented for '",
            dtype_name(self.dtype()), "'");
   if (approximate == "tanh") {

@@ -5,6 +5,7 @@
 
 #include "retorch/generated/Functions.h"
 #include "retorch/generated/Kernels.h"
+#include "retorch/ops/ArgRules.h"
 #include "retorch/ops/TensorOperators.h"
 
 namespace retorch::composite {
@@ -24,9 +25,7 @@ Tensor silu_backward(const Tensor& grad_output, const Tensor& self) {
 
 Tensor gelu_backward(const Tensor& grad_output, const Tensor& self,
                      std::string_view approximate) {
-  RT_CHECK(approximate == "none" || approximate == "tanh",
-           "gelu_backward: approximate argument must be either none or tanh (got '",
-           approximate, "')");
+  check_gelu_approximate(approximate, "gelu_backward");
   if (approximate == "tanh") {
     const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
     Tensor x2 = self * self;
@@ -57,10 +56,7 @@ Tensor hardsigmoid_backward(const Tensor& grad_output, const Tensor& self) {
 
 Tensor leaky_relu_backward(const Tensor& grad_output, const Tensor& self,
                            const Scalar& negative_slope, bool self_is_result) {
-  RT_CHECK(!self_is_result || negative_slope.to_double() >= 0.0,
-           "In-place leakyReLu backward calculation is triggered with a negative slope which is "
-           "not supported. This is caused by calling in-place forward function with a negative "
-           "slope, please call out-of-place version instead.");
+  check_leaky_relu_backward(negative_slope.to_double(), self_is_result);
   return where(self.gt(Scalar(0)), grad_output, grad_output * negative_slope);
 }
 
