@@ -1,5 +1,6 @@
 // Indexing kernels: index_select, gather, scatter (src/value/add), scatter_reduce, masked_fill,
 // cat.
+#include <atomic>
 #include <cstring>
 #include <limits>
 #include <string_view>
@@ -21,10 +22,25 @@ void check_index_dtype(const char* op, const Tensor& index) {
            "(): Expected dtype int32/int64 for index (got ", index.dtype(), ")");
 }
 
-std::vector<int64_t> index_values(const Tensor& index) {
-  Tensor c = index.to(kLong).contiguous();
-  const int64_t* p = c.data_ptr<int64_t>();
-  return std::vector<int64_t>(p, p + c.numel());
+// The index as contiguous int64: the tensor itself when it already is (a copy into a vector cost
+// index_select of 256K indices ~0.1 ms, a third of its time).
+Tensor index_values(const Tensor& index) { return index.to(kLong).contiguous(); }
+
+// Whether every one of the n indices at p lies in [0, size): one OR of unsigned compares per block,
+// which vectorizes (a negative index is a huge unsigned one).
+bool indices_in_range(const int64_t* p, int64_t n, int64_t size) {
+  uint64_t bad = 0;
+  for (int64_t j = 0; j < n; ++j) bad |= uint64_t(uint64_t(p[j]) >= uint64_t(size));
+  return bad == 0;
+}
+
+[[noreturn]] void index_out_of_range(const int64_t* p, int64_t n, int64_t size, int64_t d) {
+  int64_t v = 0;
+  for (int64_t j = 0; j < n; ++j)
+    if (p[j] < 0 || p[j] >= size) { v = p[j]; break; }
+  RT_CHECK_INDEX(false, "index_select(): index ", v, " out of range in self (dimension ", d,
+                 " has size ", size, ")");
+  std::abort();  // (not reached)
 }
 
 // Prepares `out` for an out-style kernel that starts from a copy of self.
@@ -144,13 +160,12 @@ void index_select_out(const Tensor& self, int64_t dim, const Tensor& index, Tens
     else detail::resize_output(out, shape, "index_select");
     return;
   }
-  std::vector<int64_t> idx = index_values(index);
+  const Tensor index_long = index_values(index);
+  const int64_t* const idx = index_long.data_ptr<int64_t>();
+  const int64_t n = index_long.numel();
   int64_t size = self.dim() == 0 ? 1 : self.size(d);
-  for (int64_t v : idx)
-    RT_CHECK_INDEX(v >= 0 && v < size, "index_select(): index ", v,
-                   " out of range in self (dimension ", d, " has size ", size, ")");
   std::vector<int64_t> shape = self.sizes().vec();
-  if (self.dim() > 0) shape[size_t(d)] = int64_t(idx.size());
+  if (self.dim() > 0) shape[size_t(d)] = n;
   Tensor src = self.contiguous();
   Tensor result = make_empty(shape, self.dtype(), self.device());
   int64_t outer = 1, inner = 1;
@@ -159,7 +174,6 @@ void index_select_out(const Tensor& self, int64_t dim, const Tensor& index, Tens
   int64_t isz = self.element_size();
   const char* sp = static_cast<const char*>(src.impl()->data());
   char* op = static_cast<char*>(result.impl()->data());
-  int64_t n = int64_t(idx.size());
   // An index that steps by +1 or -1 (flip's reversed arange, a slice written as an index)
   // copies each row as one run: forward, or backward through vector permutes, where the element
   // gather below took flip(1) of [1024, 1024] floats 0.31 ms (PyTorch 0.16).
@@ -167,9 +181,19 @@ void index_select_out(const Tensor& self, int64_t dim, const Tensor& index, Tens
   if (inner == 1 && n >= 16 && (idx[1] - idx[0] == 1 || idx[1] - idx[0] == -1)) {
     step = idx[1] - idx[0];
     for (int64_t j = 2; j < n && step != 0; ++j)
-      if (idx[size_t(j)] - idx[size_t(j - 1)] != step) step = 0;
+      if (idx[j] - idx[j - 1] != step) step = 0;
   }
-  if (step != 0 && (isz == 1 || isz == 2 || isz == 4 || isz == 8)) {
+  const bool typed = isz == 1 || isz == 2 || isz == 4 || isz == 8;
+  // Indices are checked before any is read through: a run by its two ends, single elements a
+  // block at a time inside their gather (a separate pass over 256K indices cost it 10%), the
+  // rest here.
+  if (step != 0 && typed) {
+    if (!indices_in_range(idx, 1, size) || !indices_in_range(idx + n - 1, 1, size))
+      index_out_of_range(idx, n, size, d);
+  } else if (!(inner == 1 && typed) && !indices_in_range(idx, n, size)) {
+    index_out_of_range(idx, n, size, d);
+  }
+  if (step != 0 && typed) {
     by_width(isz, "index_select", [&](auto tag) {
       using E = decltype(tag);
       const E* src_e = reinterpret_cast<const E*>(sp);
@@ -185,14 +209,16 @@ void index_select_out(const Tensor& self, int64_t dim, const Tensor& index, Tens
         }
       });
     });
-  } else if (inner == 1 && (isz == 1 || isz == 2 || isz == 4 || isz == 8)) {
+  } else if (inner == 1 && typed) {
     // Single elements (the last dim, or a 1-d input): typed loads and stores, where a memcpy
     // call and a division per element took a 1-d gather of 256K floats 3.8x PyTorch's time.
     by_width(isz, "index_select", [&](auto tag) {
       using E = decltype(tag);
       const E* src_e = reinterpret_cast<const E*>(sp);
       E* dst_e = reinterpret_cast<E*>(op);
-      const int64_t* const at = idx.data();
+      const int64_t* const at = idx;
+      std::atomic<bool> bad{false};
+      std::atomic<bool>* const bad_p = &bad;
       // (Row by row, each a plain gather loop that vectorizes; the row switch inside the
       // element loop kept it scalar: 256K floats from 1M 0.38 ms, PyTorch 0.29.)
       parallel_for(0, outer * n, 32768, [=](int64_t b, int64_t e) {  // (by value: no reloads)
@@ -200,10 +226,18 @@ void index_select_out(const Tensor& self, int64_t dim, const Tensor& index, Tens
           const int64_t o = k / n, j0 = k % n, j1 = std::min(n, j0 + (e - k));
           const E* row = src_e + o * size;
           E* dst = dst_e + o * n;
-          for (int64_t j = j0; j < j1; ++j) dst[j] = row[at[j]];
+          for (int64_t j = j0; j < j1; j += 2048) {
+            const int64_t jn = std::min(j1, j + 2048);
+            if (!indices_in_range(at + j, jn - j, size)) {
+              bad_p->store(true, std::memory_order_relaxed);
+              return;
+            }
+            for (int64_t i = j; i < jn; ++i) dst[i] = row[at[i]];
+          }
           k += j1 - j0;
         }
       });
+      if (bad.load()) index_out_of_range(at, n, size, d);
     });
   } else {
     parallel_for(0, outer * n, std::max<int64_t>(1, 65536 / std::max<int64_t>(inner, 1)),
@@ -211,7 +245,7 @@ void index_select_out(const Tensor& self, int64_t dim, const Tensor& index, Tens
       for (int64_t k = b; k < e; ++k) {
         int64_t o = k / n, j = k % n;
         std::memcpy(op + (o * n + j) * inner * isz,
-                    sp + (o * size + idx[size_t(j)]) * inner * isz, size_t(inner * isz));
+                    sp + (o * size + idx[j]) * inner * isz, size_t(inner * isz));
       }
     });
   }
