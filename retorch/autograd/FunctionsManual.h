@@ -194,6 +194,8 @@ Tensor layer_norm_backward_input(const Tensor& grad, const Tensor& input,
 Tensor layer_norm_backward_weight(const Tensor& grad, const Tensor& input,
                                   IntArrayRef normalized_shape, const Tensor& mean,
                                   const Tensor& rstd, double eps);
+Tensor smooth_l1_double_backward(const Tensor& grad, const Tensor& grad_output,
+                                 const Tensor& self, const Tensor& target, double beta);
 Tensor bce_backward(const Tensor& grad, const Tensor& input, const Tensor& target,
                     const std::optional<Tensor>& weight, std::string_view reduction,
                     int64_t which);

@@ -321,6 +321,15 @@ Tensor bce_with_logits_backward(const Tensor& grad, const Tensor& input, const T
 // The gradients of binary_cross_entropy, loss = -w (y log x + (1 - y) log(1 - x)) with each log
 // clamped at -100, reduced: which = 0 input (PyTorch's (x - y) / max(x (1 - x), 1e-12)),
 // 1 target, 2 weight (the unweighted loss). Through the composite it took 2.6x PyTorch's time.
+// d/dself of _smooth_l1_backward: grad_output / beta inside (-beta, beta), 0 outside (and
+// everywhere for beta 0, whose derivative is a sign); the target's is its negation.
+Tensor smooth_l1_double_backward(const Tensor& grad, const Tensor& grad_output,
+                                 const Tensor& self, const Tensor& target, double beta) {
+  if (beta <= 0) return zeros_like(grad * grad_output);
+  Tensor inside = (self - target).abs().lt(Scalar(beta));
+  return where(inside, grad * grad_output / beta, Scalar(0));
+}
+
 Tensor bce_backward(const Tensor& grad, const Tensor& input, const Tensor& target,
                     const std::optional<Tensor>& weight, std::string_view reduction,
                     int64_t which) {

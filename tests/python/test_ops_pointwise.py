@@ -40,7 +40,8 @@ CUSTOM = {
     "test_threshold_backward": ["threshold_backward"],
     "test_activation_backward_ops": ["sigmoid_backward", "tanh_backward", "silu_backward",
                                      "gelu_backward", "hardtanh_backward", "hardswish_backward",
-                                     "hardsigmoid_backward", "leaky_relu_backward"],
+                                     "hardsigmoid_backward", "leaky_relu_backward",
+                                     "_log_sigmoid_backward", "logsigmoid"],
     "test_softmax_backward_ops": ["_softmax_backward_data", "_log_softmax_backward_data"],
     "test_signbit": ["signbit"],
     "test_sum_mean_dtype": ["sum", "sum.dim_IntList", "mean", "mean.dim"],
@@ -689,6 +690,12 @@ def test_threshold_backward(rng):
     gradcheck(tb(0.1), g, x)
 
 
+def _torch_log_sigmoid_backward(L, g, x):
+    dt = L.result_type(g, x)
+    g, x = g.to(dt), x.to(dt)
+    return L.ops.aten.log_sigmoid_backward(g, x, L.ops.aten.log_sigmoid_forward(x)[1])
+
+
 # name -> (the op with its extra arguments as f(L, g, x), the saved tensor's domain)
 ACTIVATION_BACKWARDS = {
     "sigmoid_backward": (lambda L, g, y: aten(L, "sigmoid_backward")(g, y), "unit"),
@@ -702,6 +709,10 @@ ACTIVATION_BACKWARDS = {
     "hardsigmoid_backward": (lambda L, g, x: aten(L, "hardsigmoid_backward")(g, x), None),
     "leaky_relu_backward": (lambda L, g, x: aten(L, "leaky_relu_backward")(g, x, 0.2, False),
                             None),
+    # torch's takes the buffer its forward saves, and refuses mixed dtypes (ours promotes)
+    "_log_sigmoid_backward": (
+        lambda L, g, x: (_torch_log_sigmoid_backward(L, g, x) if is_torch(L)
+                         else L._log_sigmoid_backward(g, x)), None),
 }
 
 
@@ -729,7 +740,7 @@ def test_activation_backward_ops(rng, name):
     if name not in ("silu_backward", "hardsigmoid_backward"):  # torch 1.13 has no derivative
         grads(f, g, x, what=f"{name} double backward")
     gradcheck(f, g, x)
-    if name.startswith(("silu", "gelu", "sigmoid", "tanh")):  # smooth: a third order too
+    if name.startswith(("silu", "gelu", "sigmoid", "tanh", "_log_sigmoid")):  # smooth: third order
         gradgradcheck(f, g, x)
 
 

@@ -442,6 +442,28 @@ Tensor smooth_l1_elementwise(const Tensor& self, const Tensor& target, double be
   return out;
 }
 
+// Its derivative as PyTorch's smooth_l1_loss_backward takes it, one pass: g at or past +-beta
+// (signed), g (self - target) / beta inside (never reached for beta 0 but by NaN).
+// grad_output is the iterator's last input so that a reduction's broadcast scalar gradient
+// takes ternary_loop's contiguous path.
+Tensor smooth_l1_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                          double beta) {
+  Tensor out;
+  TensorIterator iter(out, {self, target, grad_output}, {.name = "smooth_l1_loss_backward"});
+  RT_CHECK(is_floating_type(iter.common_dtype()), "\"smooth_l1_loss_backward\" not implemented "
+           "for '", dtype_name(iter.common_dtype()), "'");
+  RT_DISPATCH_FLOATING(iter.common_dtype(), "smooth_l1_loss_backward", [&] {
+    using op_t = opmath_t<scalar_t>;
+    const op_t b = op_t(beta);
+    ternary_loop<scalar_t, scalar_t, scalar_t, scalar_t>(iter, [=](op_t x, op_t y, op_t g) {
+      const op_t d = x - y;
+      return d <= -b ? -g : (d >= b ? g : d * g / b);
+    });
+  });
+  iter.finish();
+  return out;
+}
+
 // Note [Squared difference sums]
 // _mse_sum: each difference is taken in the inputs' float type (as PyTorch's mse_loss takes it),
 // squared and summed in double over 16 lanes, in fixed 64K-element chunks added in order (so

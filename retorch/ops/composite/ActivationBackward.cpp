@@ -40,6 +40,10 @@ Tensor gelu_backward(const Tensor& grad_output, const Tensor& self,
   return grad_output * (cdf + self * pdf);
 }
 
+Tensor _log_sigmoid_backward(const Tensor& grad_output, const Tensor& self) {
+  return grad_output * self.neg().sigmoid();
+}
+
 Tensor hardtanh_backward(const Tensor& grad_output, const Tensor& self, const Scalar& min_val,
                          const Scalar& max_val) {
   return where(self.gt(min_val).logical_and(self.lt(max_val)), grad_output, Scalar(0));

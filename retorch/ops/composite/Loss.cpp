@@ -111,6 +111,13 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, std::string_vie
   return reduce(retorch::_smooth_l1(input, target, beta), reduction);
 }
 
+Tensor _smooth_l1_backward(const Tensor& grad_output, const Tensor& self, const Tensor& target,
+                           double beta) {
+  Tensor d = self - target;
+  return where(d.le(Scalar(-beta)), grad_output.neg(),
+               where(d.ge(Scalar(beta)), grad_output, d * grad_output / beta));
+}
+
 Tensor huber_loss(const Tensor& input, const Tensor& target, std::string_view reduction,
                   double delta) {
   reduction_enum(reduction);
