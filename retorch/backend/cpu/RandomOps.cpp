@@ -1,6 +1,7 @@
 // Random kernels on Philox: each element draws from its own counter, so results do not
 // depend on the number of threads.
 #include <cmath>
+#include <memory>
 #include <type_traits>
 
 #include "retorch/backend/cpu/Loops.h"
@@ -179,29 +180,35 @@ Tensor randperm(int64_t n, std::optional<Generator> generator, std::optional<Sca
            "randperm: the CPU backend cannot allocate on ", *device);
   Tensor out = make_empty({n}, dtype.value_or(kLong), device.value_or(Device(kCPU)));
   if (out.device().is_meta()) return out;  // See Note [Meta through CPU kernels]
-  std::vector<int64_t> perm(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) perm[size_t(i)] = i;
   Generator& gen = pick(generator);
   auto [key, off] = gen.reserve(uint64_t(n));
   // Fisher-Yates: step i swaps i with j_i in [0, i], j_i drawn from Philox block off + i (Note
   // [Scaled random bits]). The draws are independent, so they run first, in a loop that
-  // vectorizes and threads; the swaps then run in order. (A modulo and a Philox block inside the
-  // swap loop took randperm(65536) 0.76 ms, PyTorch 0.36.)
-  std::vector<int64_t> pick_j(static_cast<size_t>(n));
-  int64_t* js = pick_j.data();
-  parallel_for(1, n, 1 << 14, [=](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      const auto w = philox4x32(key, off + uint64_t(i));
-      const uint64_t range = uint64_t(i) + 1;
-      js[i] = int64_t(range <= kNarrowRange ? scaled_bits<true>(w[0], w[1], range)
-                                            : scaled_bits<false>(w[0], w[1], range));
-    }
-  });
-  for (int64_t i = n - 1; i > 0; --i) std::swap(perm[size_t(i)], perm[size_t(js[i])]);
-  RT_DISPATCH_NUMERIC(out.dtype(), "randperm", [&] {
-    scalar_t* p = out.data_ptr<scalar_t>();
-    for (int64_t i = 0; i < n; ++i) p[i] = scalar_t(opmath_t<scalar_t>(perm[size_t(i)]));
-  });
+  // vectorizes and threads; the swaps then run in order, in the output itself when it is int64.
+  // (A modulo and a Philox block inside the swap loop took randperm(65536) 0.76 ms, PyTorch 0.36;
+  // a per-element choice of the product's width, zero-filled vectors and a copy out, 0.58.)
+  std::unique_ptr<int64_t[]> pick_j(new int64_t[size_t(std::max<int64_t>(n, 1))]);
+  int64_t* js = pick_j.get();
+  auto draw = [&](auto narrow) {
+    parallel_for(1, n, 1 << 14, [=](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) {
+        const auto w = philox4x32(key, off + uint64_t(i));
+        js[i] = int64_t(scaled_bits<decltype(narrow)::value>(w[0], w[1], uint64_t(i) + 1));
+      }
+    });
+  };
+  if (uint64_t(n) <= kNarrowRange) draw(std::true_type{});
+  else draw(std::false_type{});
+  Tensor perm = out.dtype() == kLong ? out : make_empty({n}, kLong, Device(kCPU));
+  int64_t* pp = perm.data_ptr<int64_t>();
+  for (int64_t i = 0; i < n; ++i) pp[i] = i;
+  for (int64_t i = n - 1; i > 0; --i) std::swap(pp[i], pp[js[i]]);
+  if (!perm.is_same(out)) {
+    RT_DISPATCH_NUMERIC(out.dtype(), "randperm", [&] {
+      scalar_t* p = out.data_ptr<scalar_t>();
+      for (int64_t i = 0; i < n; ++i) p[i] = scalar_t(opmath_t<scalar_t>(pp[i]));
+    });
+  }
   return out;
 }
 
