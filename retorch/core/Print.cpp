@@ -192,6 +192,7 @@ std::string Tensor::toString() const {
     render(data, cpu.sizes(), cpu.strides(), 0, t, summarize, f, 7, os);
   }
   std::vector<std::string> suffix;
+  if (!is_cpu()) suffix.push_back("device='" + device().str() + "'");
   if (numel() == 0 && dim() != 1) {
     std::ostringstream s;
     s << "size=(";
@@ -199,8 +200,8 @@ std::string Tensor::toString() const {
     s << (dim() == 1 ? ",)" : ")");
     suffix.push_back(s.str());
   }
-  if (!is_cpu()) suffix.push_back("device='" + device().str() + "'");
-  bool default_type = t == default_dtype() || t == kLong || t == kBool;
+  // (an empty tensor names any dtype but the default one: no values show it is integral)
+  bool default_type = t == default_dtype() || (numel() > 0 && (t == kLong || t == kBool));
   if (!default_type) suffix.push_back("dtype=torch." + std::string(dtype_name(t)));
   if (grad_fn()) suffix.push_back("grad_fn=<" + autograd::node_name(grad_fn()) + ">");
   else if (requires_grad()) suffix.push_back("requires_grad=True");

@@ -451,6 +451,7 @@ TEST(PrintTest, PyTorchFormat) {
   EXPECT_EQ(tensor(7).toString(), "tensor(7)");
   EXPECT_EQ(tensor(std::vector<double>{}).toString(), "tensor([])");
   EXPECT_EQ(zeros({0, 3}).toString(), "tensor([], size=(0, 3))");
+  EXPECT_EQ(zeros({0}, kLong).toString(), "tensor([], dtype=torch.int64)");
   EXPECT_EQ(tensor({{1, 2}, {3, 4}}).toString(), "tensor([[1, 2],\n        [3, 4]])");
   EXPECT_EQ(zeros({2, 1, 2}).toString(), "tensor([[[0., 0.]],\n\n        [[0., 0.]]])");
   EXPECT_EQ(tensor({1.0, INFINITY, NAN}).toString(), "tensor([1., inf, nan])");

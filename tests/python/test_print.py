@@ -18,6 +18,9 @@ CASES = [
     lambda m: m.tensor(7),
     lambda m: m.zeros(0),
     lambda m: m.zeros(0, 3),
+    lambda m: m.zeros(0, dtype=m.int64),  # an empty tensor names every dtype but the default
+    lambda m: m.zeros(2, 0, dtype=m.bool),
+    lambda m: m.zeros(0, 2, dtype=m.float64),
     lambda m: m.arange(2000),
     lambda m: m.arange(2000.0).reshape(2, 1000),
     lambda m: m.arange(3000.0).reshape(1000, 3),
