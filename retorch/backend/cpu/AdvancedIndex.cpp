@@ -235,18 +235,14 @@ void index_put_out(const Tensor& self, ArrayRef<std::optional<Tensor>> indices,
   RT_DISPATCH_ALL(self.dtype(), "index_put", [&] {
     const scalar_t* vp = v.data_ptr<scalar_t>();
     scalar_t* dst = static_cast<scalar_t*>(out.impl()->data());
-    auto row = [&](int64_t r) {
+    auto row = [&](int64_t r) {  // (plain writes of a row; accumulation has its paths below)
       scalar_t* d = dst + p.before_off[size_t(r / m)] + p.index_off[size_t(r % m)];
       const scalar_t* s = vp + r * na;
-      if (!accumulate && p.after_contiguous) {  // a row at a time (a KV cache's slot write)
+      if (p.after_contiguous) {  // a row at a time (a KV cache's slot write)
         std::memcpy(static_cast<void*>(d), s, size_t(na) * sizeof(scalar_t));
         return;
       }
-      for (int64_t a = 0; a < na; ++a) {
-        scalar_t& x = d[p.after_off[size_t(a)]];
-        if (accumulate) x = scalar_t(opmath_t<scalar_t>(x) + opmath_t<scalar_t>(s[a]));
-        else x = s[a];
-      }
+      for (int64_t a = 0; a < na; ++a) d[p.after_off[size_t(a)]] = s[a];
     };
     // Repeated indices make writes collide: accumulation stays serial (as in PyTorch), plain
     // writes run in parallel only when large (then which duplicate wins is unspecified).
