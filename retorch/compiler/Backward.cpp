@@ -55,6 +55,20 @@ std::vector<Operand> reads_of(const std::string& e) {
   return out;
 }
 
+// Whether a row kernel's input is one row broadcast over all rows (a layer_norm weight): its
+// gradient is then summed over the rows by the backward kernel itself on CPU (Note [Column
+// gradients in the kernel] in CppCodegen.cpp), for rows of up to 16K elements.
+bool broadcast_over_rows(const Kernel& k, const KernelArg& in) {
+  const size_t nout = k.sizes.size() - k.reduce_dims;
+  if (k.reductions.empty() || in.row || nout == 0) return false;
+  int64_t inner = 1, n = 1;
+  for (size_t d = nout; d < k.sizes.size(); ++d) inner *= k.sizes[d];
+  for (int64_t s : in.sizes) n *= s;
+  for (size_t d = 0; d < nout; ++d)
+    if (in.loop_strides[d] != 0) return false;
+  return n == inner && inner <= 16384;
+}
+
 }  // namespace
 
 std::shared_ptr<Kernel> make_backward(const Kernel& k) {
@@ -160,6 +174,7 @@ std::shared_ptr<Kernel> make_backward(const Kernel& k) {
     Operand g = bb.push(b->input_ctypes[i], join(e, r), false, reads, kFloat);
     b->grad_for_inputs.push_back(i);
     b->outputs.push_back(dense(k.inputs[i].dtype, k.sizes, false));
+    b->outputs.back().column_sum = broadcast_over_rows(k, k.inputs[i]);
     b->stores.push_back(std::stoul(g.expr.substr(1)));
   }
   if (b->outputs.empty()) return nullptr;
@@ -199,7 +214,13 @@ struct CompiledKernelBackward final : autograd::Node {
     for (const Tensor& t : keep) args.push_back(t.impl()->data());
     std::vector<Tensor> outs;
     for (const KernelArg& a : b.outputs) {
-      outs.push_back(empty_strided(a.sizes, a.strides, TensorOptions(a.dtype).device(device)));
+      // a column sum is one row on CPU, in the input's own (row) shape: see KernelArg
+      const bool row_only = a.column_sum && device.is_cpu();
+      const size_t j = outs.size();
+      outs.push_back(row_only ? empty(b.inputs[b.grad_for_inputs[j]].sizes,
+                                      TensorOptions(a.dtype).device(device))
+                              : empty_strided(a.sizes, a.strides,
+                                              TensorOptions(a.dtype).device(device)));
       args.push_back(outs.back().impl()->data());
     }
     fn_(args);
@@ -208,7 +229,7 @@ struct CompiledKernelBackward final : autograd::Node {
       const size_t i = b.grad_for_inputs[j];
       if (!should_compute_output(i)) continue;
       const std::vector<int64_t>& shape = b.inputs[i].sizes;
-      result[i] = shape == b.sizes ? outs[j] : sum_to(outs[j], shape);
+      result[i] = outs[j].sizes() == IntArrayRef(shape) ? outs[j] : sum_to(outs[j], shape);
     }
     return result;
   }

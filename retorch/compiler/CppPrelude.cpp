@@ -32,11 +32,14 @@ std::string float_array(const char* name, const float* v, size_t n) {
 const char* prelude_text() {
   return R"PRELUDE(#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #define RT_INLINE __attribute__((always_inline)) inline
 
 extern "C" {
+int omp_get_num_threads(void);  // (a row kernel's per-thread column sums)
+int omp_get_thread_num(void);
 #pragma omp declare simd notinbranch
 float logf(float) __THROW;
 #pragma omp declare simd notinbranch
@@ -241,10 +244,17 @@ RT_INLINE double rt_atan2(double x, double y) { return atan2(x, y); }
 RT_INLINE float rt_erf_fast(float x) {
   return rt_odd_rational(x, rt_erf_p, rt_erf_q, rt_erf_sat);
 }
+// GELU's erf, forward and derivative (rt_gelu_grad): the rational one for float, as eager's
+// gelu and gelu_backward (libmvec's erff in the derivative was a fifth of a compiled
+// layer_norm + gelu row's forward + backward).
+RT_INLINE float rt_gelu_erf(float x) { return rt_erf_fast(x); }
+RT_INLINE double rt_gelu_erf(double x) { return rt_erf(x); }
 RT_INLINE float rt_gelu(float x) {
-  return 0.5f * x * (1.f + rt_erf_fast(x * 0.70710678118654752440f));
+  return 0.5f * x * (1.f + rt_gelu_erf(x * 0.70710678118654752440f));
 }
-RT_INLINE double rt_gelu(double x) { return 0.5 * x * (1.0 + rt_erf(x * 0.70710678118654752440)); }
+RT_INLINE double rt_gelu(double x) {
+  return 0.5 * x * (1.0 + rt_gelu_erf(x * 0.70710678118654752440));
+}
 )PRELUDE";
 }
 
@@ -271,7 +281,7 @@ template <typename T> RT_INLINE T rt_silu_grad(T x) {
   return s * (T(1) + x * (T(1) - s));
 }
 template <typename T> RT_INLINE T rt_gelu_grad(T x) {  // cdf + x * pdf
-  T cdf = T(0.5) * (T(1) + rt_erf(x * T(0.70710678118654752440)));
+  T cdf = T(0.5) * (T(1) + rt_gelu_erf(x * T(0.70710678118654752440)));
   return cdf + x * rt_exp(T(-0.5) * x * x) * T(0.39894228040143267794);
 }
 template <typename T> RT_INLINE T rt_gelu_tanh_grad(T x) {

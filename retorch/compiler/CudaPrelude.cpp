@@ -111,6 +111,8 @@ RT_INLINE float rt_pow(float x, float y) { return powf(x, y); }
 RT_INLINE double rt_pow(double x, double y) { return pow(x, y); }
 RT_INLINE float rt_atan2(float x, float y) { return atan2f(x, y); }
 RT_INLINE double rt_atan2(double x, double y) { return atan2(x, y); }
+RT_INLINE float rt_gelu_erf(float x) { return erff(x); }  // (rt_gelu_grad's; CUDA's erff is fast)
+RT_INLINE double rt_gelu_erf(double x) { return erf(x); }
 RT_INLINE float rt_gelu(float x) { return 0.5f * x * (1.f + erff(x * 0.70710678118654752440f)); }
 RT_INLINE double rt_gelu(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440)); }
 )PRELUDE";

@@ -22,6 +22,11 @@ struct KernelArg {
   std::vector<int64_t> strides;
   std::vector<int64_t> loop_strides;
   bool row = false;
+  /// A backward row kernel's gradient of an input broadcast over the rows (a layer_norm weight's):
+  /// on CPU the kernel sums it over the rows itself, in per-thread double rows added in thread
+  /// order, and writes one row of the row dims' size (Note [Column gradients in the kernel]);
+  /// CUDA stores it over the whole space for the node to sum.
+  bool column_sum = false;
 };
 
 /// One SSA statement of a kernel body: `<ctype> t<id> = <expr>;` where expr reads loads

@@ -328,6 +328,28 @@ def test_row_op_gradients_match_torch(dtype):
     close_values_and_grads(rs, ts, got, want, 1e-9 if dtype == np.float64 else 3e-4)
 
 
+@pytest.mark.parametrize("wshape", [(256,), (1, 256)])
+def test_broadcast_weight_gradients_are_summed_in_the_kernel(wshape):
+    """Note [Column gradients in the kernel]: the backward row kernel sums a broadcast weight's
+    and bias's gradients over the rows itself, in per-thread rows (4096 rows: both threads),
+    and returns them in the weight's shape; values and gradients match torch."""
+    rng = np.random.default_rng(11)
+    arrs = [rng.standard_normal(s).astype(np.float32) for s in [(4096, 256), wshape, wshape]]
+
+    def make(lib, F):
+        return lambda x, w, b: F.gelu(F.layer_norm(x, [256], w.reshape(256), b.reshape(256))) + x
+    cf, rs, ts, got, want = compile_both(make, arrs)
+    bwd = cf.source.split("void cpp_fused_add_gelu_layer_norm_0_backward(")[1]
+    assert bwd.count("col_part[") == 2 and "omp_get_thread_num" in bwd
+    # gelu's derivative is computed once per element, in the first pass that needs it
+    assert bwd.count("rt_gelu_grad(") == 1
+    g = rng.standard_normal((4096, 256)).astype(np.float32)
+    want.backward(torch.from_numpy(g))
+    got.backward(retorch.from_numpy(g.copy()))
+    assert tuple(rs[1].grad.shape) == wshape and tuple(rs[2].grad.shape) == wshape
+    close_values_and_grads(rs, ts, [got], [want], 2e-3)
+
+
 def test_benchmark_harness():
     calls = []
     f = retorch.compile(lambda a: (a * 2 + 1).tanh())
