@@ -28,8 +28,10 @@ namespace retorch::compiler {
 // (layer_norm: the forward's two, then two more). Through a reduction, a sum passes its row
 // adjoint to every element, a max to the elements equal to it, split between ties; softmax's
 // max is only a shift of the row, and passes nothing. The kernel stores one gradient per
-// floating input over the whole iteration space; the node sums a broadcast input's gradient
-// down to its shape (eager's sum_to) and returns nothing for inputs that do not require grad.
+// floating input over the whole iteration space, except, on CPU, an input broadcast over a row
+// kernel's rows, whose gradient it sums over the rows itself (KernelArg::column_sum); the node
+// sums any other broadcast input's gradient down to its shape (eager's sum_to) and returns
+// nothing for inputs that do not require grad.
 // Inputs read once per row (epilogue operands) are not differentiated: such a kernel runs its
 // nodes eagerly under grad. The backward kernel records no autograd itself, so a graph built by
 // backward(create_graph=True) through it raises, as torch.compile's does.
