@@ -6,7 +6,7 @@ run with the same thread count, slowest ratio first. It is how the long tail of 
 ratio = retorch time / torch time, below 1 means retorch is faster. Arguments name the cases to
 run (`bench_op_sweep.py fmod atan2`); none runs them all. NN-shaped ops (pools, shuffles, norms,
 resampling, small losses) run on a [16, 32, 32, 32] image batch; "X backward" cases time X's
-backward node alone (autograd.grad of a kept graph)."""
+backward node alone (autograd.grad of a kept graph); "X step" cases one optimizer step."""
 import sys
 import time
 
@@ -75,6 +75,7 @@ def cases(L, a_np, b_np):
     c.update(index_and_random_cases(L, a, a2))
     c.update(nn_shaped_cases(L, a))
     c.update(backward_cases(L, a, b))
+    c.update(optimizer_cases(L, a, b))
     return c
 
 
@@ -160,6 +161,24 @@ def nn_shaped_cases(L, a):
         "nll_loss [100, 10]": lambda: F.nll_loss(logits, labels),
         "cross_entropy [100, 10]": lambda: F.cross_entropy(logits, labels),
     }
+
+
+def optimizer_cases(L, a, b):
+    """One optimizer step over a 1M-float parameter with a gradient (added 2026-12-03, when SGD
+    with momentum, Adam, AdamW and RMSprop took 1.2-3.9x PyTorch's time: loops that stayed
+    scalar); the first step, which makes the state, runs untimed."""
+    out = {}
+    for name, kw in [("SGD", dict(lr=0.01)), ("SGD momentum", dict(lr=0.01, momentum=0.9)),
+                     ("Adam", dict(lr=1e-3)), ("Adam amsgrad", dict(lr=1e-3, amsgrad=True)),
+                     ("AdamW", dict(lr=1e-3)), ("RMSprop", dict(lr=1e-3)),
+                     ("RMSprop centered momentum", dict(lr=1e-3, centered=True, momentum=0.9)),
+                     ("Adagrad", dict(lr=1e-2))]:
+        p = a.clone().requires_grad_()
+        p.grad = b.clone()
+        opt = getattr(L.optim, name.split()[0])([p], **kw)
+        opt.step()
+        out[name + " step"] = opt.step
+    return out
 
 
 def index_and_random_cases(L, a, a2):

@@ -55,32 +55,48 @@ struct AdamScalars {
   bool amsgrad, maximize, decoupled;
 };
 
-// See Note [Fused update arithmetic].
+// The constants of one step in the parameter's type (by value: registers, not reloads).
+template <typename T>
+struct AdamConsts {
+  T neg_step_size, bias2_sqrt, b1, one_minus_b1, b2, one_minus_b2, eps, wd, decay;
+  bool l2, shrink, maximize;
+};
+
+// One span; see Notes [Fused update arithmetic] and [Vectorized updates] (SGD.cpp).
+template <typename T, bool kAmsgrad>
+void adam_span(T* __restrict p, const T* __restrict g, T* __restrict m, T* __restrict v,
+               T* __restrict vmax, int64_t n, const AdamConsts<T> c) {
+  for (int64_t i = 0; i < n; ++i) {
+    T d = c.maximize ? -g[i] : g[i];
+    T w = p[i];
+    if (c.shrink) w = w * c.decay;
+    if (c.l2) d = d + c.wd * w;
+    T mi = m[i] * c.b1 + c.one_minus_b1 * d;
+    T vi = v[i] * c.b2 + c.one_minus_b2 * d * d;
+    m[i] = mi;
+    v[i] = vi;
+    if constexpr (kAmsgrad) {
+      const T x = vmax[i];
+      vi = (x > vi) | (x != x) ? x : vi;  // (||'s branch kept the loop scalar)
+      vmax[i] = vi;
+    }
+    T denom = std::sqrt(vi) / c.bias2_sqrt + c.eps;
+    p[i] = w + c.neg_step_size * mi / denom;
+  }
+}
+
 template <typename T>
 void adam_kernel(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, const AdamScalars& s) {
   const double bias1 = 1 - std::pow(s.beta1, s.step), bias2 = 1 - std::pow(s.beta2, s.step);
-  const T neg_step_size = T(-(s.lr / bias1)), bias2_sqrt = T(std::sqrt(bias2));
-  const T b1 = T(s.beta1), one_minus_b1 = T(1 - s.beta1);
-  const T b2 = T(s.beta2), one_minus_b2 = T(1 - s.beta2);
-  const T eps = T(s.eps), wd = T(s.weight_decay), decay = T(1 - s.lr * s.weight_decay);
-  const bool l2 = !s.decoupled && s.weight_decay != 0, shrink = s.decoupled;
-  parallel_for(0, n, 32768, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      T d = s.maximize ? -g[i] : g[i];
-      T w = p[i];
-      if (shrink) w = w * decay;
-      if (l2) d = d + wd * w;
-      T mi = m[i] * b1 + one_minus_b1 * d;
-      T vi = v[i] * b2 + one_minus_b2 * d * d;
-      m[i] = mi;
-      v[i] = vi;
-      if (s.amsgrad) {
-        vi = vmax[i] > vi || std::isnan(vmax[i]) ? vmax[i] : vi;
-        vmax[i] = vi;
-      }
-      T denom = std::sqrt(vi) / bias2_sqrt + eps;
-      p[i] = w + neg_step_size * mi / denom;
-    }
+  const AdamConsts<T> c{T(-(s.lr / bias1)), T(std::sqrt(bias2)), T(s.beta1), T(1 - s.beta1),
+                        T(s.beta2), T(1 - s.beta2), T(s.eps), T(s.weight_decay),
+                        T(1 - s.lr * s.weight_decay), !s.decoupled && s.weight_decay != 0,
+                        s.decoupled, s.maximize};
+  const bool ams = s.amsgrad;
+  parallel_for(0, n, 32768, [=](int64_t b, int64_t e) {
+    T* const vx = ams ? vmax + b : nullptr;
+    if (ams) adam_span<T, true>(p + b, g + b, m + b, v + b, vx, e - b, c);
+    else adam_span<T, false>(p + b, g + b, m + b, v + b, vx, e - b, c);
   });
 }
 

@@ -29,36 +29,53 @@ void RMSprop::validate(const OptimizerOptions& o) const {
 
 namespace {
 
-// See Note [Fused update arithmetic].
+template <typename T>
+struct RMSpropConsts {
+  T alpha, one_minus_alpha, eps, wd, mom, neg_lr;
+  bool use_wd, maximize;
+};
+
+// One span; see Notes [Fused update arithmetic] and [Vectorized updates] (SGD.cpp).
+template <typename T, bool kCentered, bool kMomentum>
+void rmsprop_span(T* __restrict p, const T* __restrict g, T* __restrict sq, T* __restrict gavg,
+                  T* __restrict buf, int64_t n, const RMSpropConsts<T> c) {
+  for (int64_t i = 0; i < n; ++i) {
+    T d = c.maximize ? -g[i] : g[i];
+    if (c.use_wd) d = d + c.wd * p[i];
+    T s = sq[i] * c.alpha + c.one_minus_alpha * d * d;
+    sq[i] = s;
+    T avg;
+    if constexpr (kCentered) {
+      T ga = gavg[i] * c.alpha + c.one_minus_alpha * d;
+      gavg[i] = ga;
+      avg = std::sqrt(s + T(-1) * ga * ga);
+    } else {
+      avg = std::sqrt(s);
+    }
+    avg = avg + c.eps;
+    if constexpr (kMomentum) {
+      T bi = buf[i] * c.mom + T(1) * d / avg;
+      buf[i] = bi;
+      p[i] = p[i] + c.neg_lr * bi;
+    } else {
+      p[i] = p[i] + c.neg_lr * d / avg;
+    }
+  }
+}
+
 template <typename T>
 void rmsprop_kernel(T* p, const T* g, T* sq, T* gavg, T* buf, int64_t n, const RMSpropOptions& o) {
-  const T alpha = T(o.alpha()), one_minus_alpha = T(1 - o.alpha()), eps = T(o.eps());
-  const T wd = T(o.weight_decay()), mom = T(o.momentum()), neg_lr = T(-o.lr());
-  const bool use_wd = o.weight_decay() != 0, use_mom = o.momentum() > 0;
-  const bool centered = o.centered(), maximize = o.maximize();
-  parallel_for(0, n, 32768, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      T d = maximize ? -g[i] : g[i];
-      if (use_wd) d = d + wd * p[i];
-      T s = sq[i] * alpha + one_minus_alpha * d * d;
-      sq[i] = s;
-      T avg;
-      if (centered) {
-        T ga = gavg[i] * alpha + one_minus_alpha * d;
-        gavg[i] = ga;
-        avg = std::sqrt(s + T(-1) * ga * ga);
-      } else {
-        avg = std::sqrt(s);
-      }
-      avg = avg + eps;
-      if (use_mom) {
-        T bi = buf[i] * mom + T(1) * d / avg;
-        buf[i] = bi;
-        p[i] = p[i] + neg_lr * bi;
-      } else {
-        p[i] = p[i] + neg_lr * d / avg;
-      }
-    }
+  const RMSpropConsts<T> c{T(o.alpha()), T(1 - o.alpha()), T(o.eps()), T(o.weight_decay()),
+                           T(o.momentum()), T(-o.lr()), o.weight_decay() != 0, o.maximize()};
+  const bool centered = o.centered(), momentum = o.momentum() > 0;
+  parallel_for(0, n, 32768, [=](int64_t b, int64_t e) {
+    T* const ga = centered ? gavg + b : nullptr;
+    T* const bf = momentum ? buf + b : nullptr;
+    const int64_t m = e - b;
+    if (centered && momentum) rmsprop_span<T, true, true>(p + b, g + b, sq + b, ga, bf, m, c);
+    else if (centered) rmsprop_span<T, true, false>(p + b, g + b, sq + b, ga, bf, m, c);
+    else if (momentum) rmsprop_span<T, false, true>(p + b, g + b, sq + b, ga, bf, m, c);
+    else rmsprop_span<T, false, false>(p + b, g + b, sq + b, ga, bf, m, c);
   });
 }
 

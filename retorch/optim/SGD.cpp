@@ -32,23 +32,45 @@ namespace {
 // every Python float (lr, momentum, 1 - dampening, ...) is rounded to T once, and each line
 // is one of PyTorch's ops (add_ with alpha: a + alpha * b; addcmul_: a + v * b * c;
 // addcdiv_: a + v * b / c), so float32 results stay within an ulp or two of torch's.
+//
+// Note [Vectorized updates]
+// Each update loop is a function of one span whose pointers are __restrict parameters and whose
+// constants arrive in a struct by value, and a buffer that may be absent (momentum, amsgrad's
+// max, RMSprop's centered average) is a template flag. Written as a lambda over captured
+// pointers and references to locals (which a store through p could alias, for all GCC knows:
+// it versions such loops for aliasing only up to a few pointer pairs) with a possibly-null
+// buffer read under a run-time flag, the loops stayed scalar: 1M floats, SGD with momentum
+// 1.39 ms (PyTorch 0.36), Adam with amsgrad 2.2 ms (0.96), AdamW 5.3 ms (2.5).
+template <typename T>
+struct SGDConsts {
+  T wd, mom, damp1, neg_lr;
+  bool use_wd, first, nesterov, maximize;
+};
+
+// One span (by value and __restrict: see Note [Vectorized updates]).
+template <typename T, bool kMomentum>
+void sgd_span(T* __restrict p, const T* __restrict g, T* __restrict buf, int64_t n,
+              const SGDConsts<T> c) {
+  for (int64_t i = 0; i < n; ++i) {
+    T d = c.maximize ? -g[i] : g[i];
+    if (c.use_wd) d = d + c.wd * p[i];
+    if constexpr (kMomentum) {
+      T m = c.first ? d : buf[i] * c.mom + c.damp1 * d;
+      buf[i] = m;
+      d = c.nesterov ? d + c.mom * m : m;
+    }
+    p[i] = p[i] + c.neg_lr * d;
+  }
+}
+
 template <typename T>
 void sgd_kernel(T* p, const T* g, T* buf, int64_t n, const SGDOptions& o, bool first) {
-  const T wd = T(o.weight_decay()), mom = T(o.momentum()), damp1 = T(1 - o.dampening());
-  const T neg_lr = T(-o.lr());
-  const bool use_wd = o.weight_decay() != 0, use_mom = o.momentum() != 0;
-  const bool nesterov = o.nesterov(), maximize = o.maximize();
-  parallel_for(0, n, 32768, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      T d = maximize ? -g[i] : g[i];
-      if (use_wd) d = d + wd * p[i];
-      if (use_mom) {
-        T m = first ? d : buf[i] * mom + damp1 * d;
-        buf[i] = m;
-        d = nesterov ? d + mom * m : m;
-      }
-      p[i] = p[i] + neg_lr * d;
-    }
+  const SGDConsts<T> c{T(o.weight_decay()), T(o.momentum()), T(1 - o.dampening()), T(-o.lr()),
+                       o.weight_decay() != 0, first, o.nesterov(), o.maximize()};
+  const bool momentum = o.momentum() != 0;
+  parallel_for(0, n, 32768, [=](int64_t b, int64_t e) {
+    if (momentum) sgd_span<T, true>(p + b, g + b, buf + b, e - b, c);
+    else sgd_span<T, false>(p + b, g + b, nullptr, e - b, c);
   });
 }
 

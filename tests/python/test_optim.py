@@ -76,6 +76,21 @@ def test_optimizer_matches_torch(case, dtype, rng):
         _assert_close(t_params, r_params, rtol)
 
 
+@pytest.mark.parametrize("case", OPTIMIZER_CASES, ids=_case_id)
+def test_large_parameters_match_torch(case, rng):
+    """The fused update loops' vector bodies, tails and thread split (Note [Vectorized updates]):
+    parameters of 77,100 (two threads' shares), 1,037 and 3 floats, three steps."""
+    name, kw = case
+    t_params, r_params = _make_pair(rng, np.float32, shapes=((300, 257), (1037,), (3,)))
+    t_opt = getattr(torch.optim, name)(t_params, **kw)
+    r_opt = getattr(retorch.optim, name)(r_params, **kw)
+    for _ in range(3):
+        _set_grads(t_params, r_params, rng, np.float32)
+        t_opt.step()
+        r_opt.step()
+        _assert_close(t_params, r_params, 2e-6)
+
+
 @pytest.mark.parametrize("name", ["SGD", "Adam", "RMSprop"])
 def test_loss_closure_and_backward(name, rng):
     x = rng.standard_normal((8, 3)).astype(np.float32)
