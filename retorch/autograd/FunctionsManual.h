@@ -187,6 +187,10 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(
     const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
     const Tensor& save_mean, const Tensor& save_invstd, bool training, double eps,
     std::array<bool, 3> mask);
+std::tuple<Tensor, Tensor, Tensor> group_norm_backward(
+    const Tensor& grad, const Tensor& input, const Tensor& mean, const Tensor& rstd,
+    const std::optional<Tensor>& weight, int64_t N, int64_t C, int64_t HxW, int64_t group,
+    double eps, std::array<bool, 3> mask);
 Tensor layer_norm_backward_input(const Tensor& grad, const Tensor& input,
                                  IntArrayRef normalized_shape, const Tensor& mean,
                                  const Tensor& rstd, const std::optional<Tensor>& weight,

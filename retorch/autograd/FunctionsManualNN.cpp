@@ -131,6 +131,43 @@ std::tuple<Tensor, Tensor, Tensor> batch_norm_backward(
           mask[2] ? batch_norm_backward_bias(grad, input) : Tensor()};
 }
 
+// ---------------------------------------------------------------- group norm
+
+// native_group_norm's derivatives: the fused kernel when no graph of the backward is recorded
+// (Note [Norm backward and create_graph]), else layer norm's formula per (sample, group) row
+// with the statistics recomputed from the input, so that it differentiates again.
+std::tuple<Tensor, Tensor, Tensor> group_norm_backward(
+    const Tensor& grad, const Tensor& input, const Tensor& mean, const Tensor& rstd,
+    const std::optional<Tensor>& weight, int64_t N, int64_t C, int64_t HxW, int64_t group,
+    double eps, std::array<bool, 3> mask) {
+  if (!grad.defined()) return {};
+  if (!GradMode::is_enabled()) {
+    auto [dx, dw, db] = retorch::_group_norm_backward(grad, input, mean, rstd, weight, group);
+    const bool affine = weight && weight->defined();
+    return {mask[0] ? dx : Tensor(), mask[1] && affine ? dw : Tensor(),
+            mask[2] ? db : Tensor()};
+  }
+  std::vector<int64_t> chan(size_t(input.dim()), 1);  // [1, C, 1, ...]
+  chan[1] = C;
+  const std::vector<int64_t> rows = {N, group, C / group * HxW};
+  Tensor xr = input.reshape(rows);
+  Tensor m = xr.mean({2}, true);
+  Tensor rs = ((xr - m) * (xr - m)).mean({2}, true).add(eps).rsqrt();
+  Tensor xhat = ((xr - m) * rs).reshape(input.sizes());
+  std::vector<int64_t> reduce;  // every dim but the channels
+  for (int64_t d = 0; d < input.dim(); ++d)
+    if (d != 1) reduce.push_back(d);
+  Tensor dx, dw, db;
+  if (mask[0]) {
+    Tensor gw = (weight && weight->defined() ? grad * weight->reshape(chan) : grad).reshape(rows);
+    Tensor xh = xhat.reshape(rows);
+    dx = ((gw - gw.mean({2}, true) - xh * (gw * xh).mean({2}, true)) * rs).reshape(input.sizes());
+  }
+  if (mask[1] && weight && weight->defined()) dw = (grad * xhat).sum(reduce);
+  if (mask[2]) db = grad.sum(reduce);
+  return {dx, dw, db};
+}
+
 // ---------------------------------------------------------------- layer norm
 
 Tensor layer_norm_backward_input(const Tensor& grad, const Tensor& input,

@@ -15,6 +15,7 @@ CUSTOM = {
     "test_layer_norm": ["layer_norm", "native_layer_norm", "_layer_norm_backward_input",
                         "_layer_norm_backward_weight"],
     "test_group_norm": ["group_norm"],
+    "test_group_norm_kernels": ["native_group_norm", "_group_norm_backward", "group_norm"],
     "test_instance_norm": ["instance_norm"],
     "test_rms_norm": ["rms_norm"],
     "test_local_response_norm": ["local_response_norm"],
@@ -209,6 +210,54 @@ def test_group_norm(rng):
               P(rng, (4,), "float64"), P(rng, (4,), "float64"))
     gradgradcheck(lambda x, w, b: retorch.group_norm(x, 2, w, b),
                   r64(rng, (2, 4, 3)), r64(rng, (4,)), r64(rng, (4,)))
+
+
+def _ngn(L, x, w, b, g, eps=1e-5):
+    n, c = x.shape[0], x.shape[1]
+    return aten(L, "native_group_norm")(x, w, b, n, c, x.numel() // max(n * c, 1), g, eps)
+
+
+def _ngn_backward(L, dy, x, w, g):
+    """torch's native_group_norm_backward (every output) or ours, from the forward's stats."""
+    n, c = x.shape[0], x.shape[1]
+    _, mean, rstd = _ngn(L, x, w, None, g)
+    if T(L):
+        return L.ops.aten.native_group_norm_backward(dy, x, mean, rstd, w, n, c,
+                                                     x.numel() // (n * c), g, [True] * 3)
+    return retorch._group_norm_backward(dy, x, mean, rstd, w, g)
+
+
+@pytest.mark.parametrize("dt", FLOATS)
+def test_group_norm_kernels(rng, dt):
+    """native_group_norm (output, mean, rstd) and the fused backward against torch.ops.aten's:
+    planes long enough for the vector loops, one channel per group and one group, no affine,
+    empty planes, bad arguments; group_norm's gradients through them on a 4-d batch."""
+    t = tol(dt)
+    for shape, g in [((4, 32, 17, 19), 8), ((2, 6, 5), 6), ((3, 8, 40), 1), ((2, 4, 0), 2)]:
+        x, w, b = P(rng, shape, dt), P(rng, (shape[1],), dt), P(rng, (shape[1],), dt)
+        both(lambda L, x, w, b: _ngn(L, x, w, b, g), x, w, b, what=f"{shape} {g}", **t)
+        both(lambda L, x: _ngn(L, x, None, None, g), x, what=f"{shape} {g} no affine", **t)
+        dy = P(rng, shape, dt)
+        both(lambda L, dy, x, w: _ngn_backward(L, dy, x, w, g), dy, x, w,
+             what=f"backward {shape} {g}", **({"rtol": 1e-3, "atol": 1e-3} if dt in
+                                              ("float32", "float64") else
+                                              # (the weight's gradient sums 1,300 products)
+                                              {"rtol": 5e-2, "atol": 1e-1}))
+    if dt != "float32":
+        return
+    both(lambda L, x: _ngn(L, x, None, None, 3), P(rng, (2, 8, 4)), what="groups do not divide")
+    both(lambda L, x: _ngn(L, x, None, None, 2), P(rng, (2, 4, 4), "int64"), what="integers")
+    both(lambda L, x, w: _ngn(L, x, w, None, 2), P(rng, (2, 4, 4)), P(rng, (3,)),
+         what="weight of the wrong size")
+    with pytest.raises(RuntimeError, match="_group_norm_backward"):
+        x = retorch.randn(2, 4, 3)
+        retorch._group_norm_backward(retorch.randn(2, 4, 2), x, retorch.zeros(2, 2),
+                                     retorch.ones(2, 2), None, 2)
+    # group_norm's gradients through the kernels (and the differentiable form under create_graph)
+    x, w, b = P(rng, (3, 8, 6, 5)), P(rng, (8,)), P(rng, (8,))
+    grads(lambda L, x, w, b: L.group_norm(x, 4, w, b), x, w, b)
+    gradgradcheck(lambda x, w, b: retorch.group_norm(x, 4, w, b),
+                  r64(rng, (2, 4, 3, 2)), r64(rng, (4,)), r64(rng, (4,)))
 
 
 def _in(L, x, w, b, rm, rv, use_input_stats, momentum=0.1, eps=1e-5):

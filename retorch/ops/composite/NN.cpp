@@ -47,7 +47,13 @@ Tensor group_norm(const Tensor& input, int64_t num_groups, const std::optional<T
              "group_norm: Expected weight to be a vector of size equal to the number of channels "
              "in input, but got weight of shape ", (*p)->sizes(), " and input of shape ",
              input.sizes());
-  // Group norm is a layer norm over each (sample, group) row, then a per-channel affine.
+  if (input.is_contiguous() && is_floating_type(input.dtype()) && N > 0 && C > 0) {
+    // Note [Group norm kernels]: one statistics pass and one affine pass
+    return std::get<0>(retorch::native_group_norm(input, weight, bias, N, C,
+                                                  input.numel() / (N * C), num_groups, eps));
+  }
+  // Otherwise (a channels-last or strided input keeps its layout through these ops) a layer norm
+  // over each (sample, group) row, then a per-channel affine.
   int64_t per_group = (C / num_groups);
   for (int64_t i = 2; i < input.dim(); ++i) per_group *= input.size(i);
   Tensor rows = input.reshape({N, num_groups, per_group});
