@@ -766,6 +766,10 @@ def test_softmax_backward_ops(rng, name):
     both(f(1, "float32"), P(rng, (3, 5), "float64"), P(rng, (3, 5), "float64"),
          what="input_dtype float32 with float64 gradients")
     both(f(1), P(rng, (3, 4, 5)), P(rng, (3, 4, 5), "float32", "sliced"), what="3-d, sliced")
+    for dt in ("float32", "float64", "bfloat16"):  # columns of 24 (Note [Column softmax])
+        both(f(1), P(rng, (2, 5, 4, 6), dt, "transposed"), P(rng, (2, 5, 4, 6), dt),
+             what=f"4-d over dim 1, {dt}", **({"rtol": 2e-2, "atol": 2e-2}
+                                             if dt == "bfloat16" else {}))
     both(f(0), P(rng, ()), P(rng, ()), what="0-dim")
     both(f(1), P(rng, (0, 3)), P(rng, (0, 3)), what="empty")
     if log:  # torch 1.13's log form reads mismatched shapes without a check; ours refuses them

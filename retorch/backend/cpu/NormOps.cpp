@@ -243,6 +243,54 @@ bool exp_row(const T* in, T* out, int64_t n) {
   return false;
 }
 
+// The backward of Note [Column softmax]: over a dim that is not the last of contiguous tensors,
+// read as [outer, D, inner], blocks of up to 256 columns sum down the D rows (g y, or g for
+// log_softmax), then write the outputs row by row. Through three transposed copies (moving the
+// dim last for g and y, and back for the result), softmax's backward over dim 1 of
+// [32, 64, 32, 32] took 10 ms (PyTorch 0.84) and cross_entropy's over [8, 21, 64, 64] 3.8x.
+template <bool kLog, typename scalar_t>
+void column_softmax_backward(const scalar_t* g, const scalar_t* y, scalar_t* out, int64_t outer,
+                             int64_t D, int64_t inner) {
+  using op_t = opmath_t<scalar_t>;
+  constexpr int64_t kCols = 256;
+  const int64_t blocks = (inner + kCols - 1) / kCols;
+  parallel_for(0, outer * blocks, std::max<int64_t>(1, 16384 / std::max<int64_t>(D * kCols, 1)),
+               [&](int64_t b, int64_t e) {
+    alignas(64) op_t s[kCols];
+    alignas(64) scalar_t t[kCols];
+    for (int64_t task = b; task < e; ++task) {
+      const int64_t o = task / blocks, c0 = task % blocks * kCols;
+      const int64_t nc = std::min(kCols, inner - c0);
+      const int64_t base = o * D * inner + c0;
+      for (int64_t c = 0; c < nc; ++c) s[c] = 0;
+      for (int64_t r = 0; r < D; ++r) {
+        const scalar_t* gr = g + base + r * inner;
+        const scalar_t* yr = y + base + r * inner;
+        if constexpr (kLog) {
+          for (int64_t c = 0; c < nc; ++c) s[c] += op_t(gr[c]);
+        } else {
+          for (int64_t c = 0; c < nc; ++c) s[c] += op_t(gr[c]) * op_t(yr[c]);
+        }
+      }
+      for (int64_t r = 0; r < D; ++r) {
+        const scalar_t* gr = g + base + r * inner;
+        const scalar_t* yr = y + base + r * inner;
+        scalar_t* orow = out + base + r * inner;
+        if constexpr (kLog) {
+          if (exp_row(yr, t, nc)) {
+            for (int64_t c = 0; c < nc; ++c) orow[c] = scalar_t(op_t(gr[c]) - op_t(t[c]) * s[c]);
+          } else {
+            for (int64_t c = 0; c < nc; ++c)
+              orow[c] = scalar_t(op_t(gr[c]) - std::exp(op_t(yr[c])) * s[c]);
+          }
+        } else {
+          for (int64_t c = 0; c < nc; ++c) orow[c] = scalar_t(op_t(yr[c]) * (op_t(gr[c]) - s[c]));
+        }
+      }
+    }
+  });
+}
+
 // softmax's backward, y (g - sum(g y)), and log_softmax's, g - exp(y) sum(g), a row at a time:
 // the row's sum, then the outputs, while the row is still in cache.
 template <bool kLog>
@@ -254,6 +302,22 @@ Tensor softmax_backward_impl(const Tensor& grad_output, const Tensor& output, in
            ": expected grad_output and output of one floating dtype, got ", grad_output.dtype(),
            " and ", output.dtype());
   const int64_t d = maybe_wrap_dim(dim, output.dim(), op);
+  if (d < output.dim() - 1 && output.numel() > 0 && !output.device().is_meta()) {
+    int64_t outer = 1, inner = 1;
+    for (int64_t i = 0; i < d; ++i) outer *= output.size(i);
+    for (int64_t i = d + 1; i < output.dim(); ++i) inner *= output.size(i);
+    if (inner >= 16) {  // (narrower columns: the transposed rows are cheap enough)
+      const Tensor gc = grad_output.contiguous(), yc = output.contiguous();
+      Tensor out = make_empty(output.sizes(), output.dtype(), output.device());
+      RT_DISPATCH_FLOATING(output.dtype(), op, [&] {
+        column_softmax_backward<kLog, scalar_t>(
+            static_cast<const scalar_t*>(gc.impl()->data()),
+            static_cast<const scalar_t*>(yc.impl()->data()), out.data_ptr<scalar_t>(), outer,
+            output.size(d), inner);
+      });
+      return out;
+    }
+  }
   Tensor g = move_dim_last(grad_output, d), y = move_dim_last(output, d);
   Tensor out = make_empty(y.sizes(), y.dtype(), y.device());
   if (out.device().is_meta() || out.numel() == 0)  // See Note [Meta through CPU kernels]
