@@ -56,14 +56,17 @@ void check_class_weight(const std::optional<Tensor>& weight, int64_t C, const ch
            " classes or no classes but got weight tensor of shape: ", weight->sizes());
 }
 
-/// (N, C, d1, ...) -> [N*d1*..., C] rows (or [1, C] for an unbatched (C,) input).
-Tensor class_rows(const Tensor& input) {
-  if (input.dim() == 1) return input.unsqueeze(0);
-  if (input.dim() == 2) return input;
-  std::vector<int64_t> perm{0};
-  for (int64_t i = 2; i < input.dim(); ++i) perm.push_back(i);
-  perm.push_back(1);
-  return input.permute(perm).reshape({-1, input.size(1)});
+/// input[i, t[i], ...] for every position, flattened in target order: a gather along the class
+/// dim in place (moving the classes last first copied the whole input: nll_loss of
+/// [8, 21, 64, 64] 0.84 ms, PyTorch 0.077). `idx` has the flattened target's elements.
+Tensor picked_classes(const Tensor& input, const Tensor& idx) {
+  if (input.dim() <= 2) {
+    Tensor rows = input.dim() == 1 ? input.unsqueeze(0) : input;
+    return rows.gather(1, idx.unsqueeze(1)).squeeze(1);
+  }
+  std::vector<int64_t> shape = input.sizes().vec();
+  shape[1] = 1;
+  return input.gather(1, idx.reshape(shape)).reshape({-1});
 }
 
 /// Shape checks shared by nll_loss and cross_entropy with class-index targets.
@@ -138,13 +141,13 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, const std::optional<T
   if (ignored == 0 && !(weight && weight->defined())) {
     // Every target counts with weight 1: the picked log-probabilities, negated, and their sum or
     // mean (three ops where the masks and weights below took ten: 6 us for [100, 10], PyTorch 2).
-    Tensor loss = -class_rows(input).gather(1, t.unsqueeze(1)).squeeze(1);
+    Tensor loss = -picked_classes(input, t);
     if (red == 0) return loss.reshape(target.sizes());
     return red == 2 ? loss.sum() : loss.mean();
   }
   Tensor keep = t.ne(Scalar(ignore_index));
   Tensor safe = t.masked_fill(keep.logical_not(), 0);
-  Tensor picked = class_rows(input).gather(1, safe.unsqueeze(1)).squeeze(1);
+  Tensor picked = picked_classes(input, safe);
   Tensor w = keep.to(input.dtype());
   if (weight && weight->defined()) w = w * weight->index_select(0, safe);
   Tensor loss = -picked * w;
