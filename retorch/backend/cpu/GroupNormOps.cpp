@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "retorch/backend/cpu/Parallel.h"
+#include "retorch/backend/cpu/ReduceUtils.h"
 #include "retorch/core/Dtypes.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/generated/Kernels.h"
@@ -78,18 +79,7 @@ std::tuple<Tensor, Tensor, Tensor> native_group_norm(const Tensor& input,
                  [&](int64_t rb, int64_t re) {
       for (int64_t r = rb; r < re; ++r) {
         const scalar_t* xr = xp + r * row;
-        op_t sum = 0;
-        _Pragma("omp simd reduction(+ : sum)")
-        for (int64_t i = 0; i < row; ++i) sum += op_t(xr[i]);
-        const op_t m = row > 0 ? sum / op_t(row) : op_t(0);  // (an empty row: 0, NaN rstd)
-        op_t sq = 0;
-        _Pragma("omp simd reduction(+ : sq)")
-        for (int64_t i = 0; i < row; ++i) {
-          const op_t d = op_t(xr[i]) - m;
-          sq += d * d;
-        }
-        const op_t var = row > 0 ? sq / op_t(row) : op_t(NAN);
-        const op_t rs = op_t(1) / std::sqrt(std::max(var, op_t(0)) + op_t(eps));
+        const auto [m, rs] = row_moments(xr, row, eps, op_t(0));  // (empty: 0, as PyTorch's)
         mp[r] = scalar_t(m);
         rp[r] = scalar_t(rs);
         const int64_t c0 = (r % group) * s.D;

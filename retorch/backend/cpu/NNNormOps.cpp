@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "retorch/backend/cpu/Parallel.h"
+#include "retorch/backend/cpu/ReduceUtils.h"
 #include "retorch/core/Dtypes.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/generated/Kernels.h"
@@ -518,18 +519,7 @@ std::tuple<Tensor, Tensor, Tensor> native_layer_norm(
       for (int64_t r = rb; r < re; ++r) {
         const scalar_t* xr = xp + r * N;
         scalar_t* yr = yp + r * N;
-        op_t s = 0;
-        _Pragma("omp simd reduction(+ : s)")
-        for (int64_t i = 0; i < N; ++i) s += op_t(xr[i]);
-        op_t m = N > 0 ? s / op_t(N) : op_t(NAN);
-        op_t sq = 0;
-        _Pragma("omp simd reduction(+ : sq)")
-        for (int64_t i = 0; i < N; ++i) {
-          op_t d = op_t(xr[i]) - m;
-          sq += d * d;
-        }
-        op_t var = N > 0 ? sq / op_t(N) : op_t(NAN);
-        op_t rs = op_t(1) / std::sqrt(std::max(var, op_t(0)) + op_t(eps));
+        const auto [m, rs] = row_moments(xr, N, eps, op_t(NAN));
         mp[r] = scalar_t(m);
         rp[r] = scalar_t(rs);
         if (wp && bp) {

@@ -1,9 +1,11 @@
 // Reduction planning: move reduced dims last, view the input as [outer, inner] rows.
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "retorch/backend/cpu/Parallel.h"
@@ -18,6 +20,25 @@ struct ReducePlan {
   int64_t inner = 1;
   DimVector out_shape;   // with or without kept dims
 };
+
+/// A row's mean and 1 / sqrt(var + eps), var the biased variance, in two passes over the
+/// (cached) row in opmath: layer norm's and group norm's statistics. An empty row gives
+/// `empty_mean` and a NaN rstd.
+template <typename scalar_t, typename op_t = opmath_t<scalar_t>>
+std::pair<op_t, op_t> row_moments(const scalar_t* x, int64_t n, double eps, op_t empty_mean) {
+  op_t s = 0;
+  _Pragma("omp simd reduction(+ : s)")
+  for (int64_t i = 0; i < n; ++i) s += op_t(x[i]);
+  const op_t m = n > 0 ? s / op_t(n) : empty_mean;
+  op_t sq = 0;
+  _Pragma("omp simd reduction(+ : sq)")
+  for (int64_t i = 0; i < n; ++i) {
+    const op_t d = op_t(x[i]) - m;
+    sq += d * d;
+  }
+  const op_t var = n > 0 ? sq / op_t(n) : op_t(NAN);
+  return {m, op_t(1) / std::sqrt(std::max(var, op_t(0)) + op_t(eps))};
+}
 
 /// dims empty/none reduces everything. Errors on out-of-range or repeated dims.
 ReducePlan plan_reduce(const Tensor& self, OptionalIntArrayRef dims, bool keepdim, const char* op);
