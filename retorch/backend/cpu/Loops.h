@@ -3,6 +3,7 @@
 // the 16-bit floats, widened a block at a time: Note [16-bit float loops]).
 #pragma once
 #include <algorithm>
+#include <type_traits>
 
 #include "retorch/backend/cpu/Convert16.h"
 #include "retorch/backend/cpu/TensorIterator.h"
@@ -221,18 +222,30 @@ void ternary_loop(TensorIterator& iter, const F& f) {
     const auto* a = reinterpret_cast<const a_t*>(data[1]);
     const auto* b = reinterpret_cast<const b_t*>(data[2]);
     const auto* c = reinterpret_cast<const c_t*>(data[3]);
-    // Contiguous, and contiguous with a broadcast scalar last input (where(mask, x, 0)).
-    if (st[0] == so && st[1] == sa && st[2] == sb && (st[3] == sc || st[3] == 0)) {
-      if (st[3] == 0) {
-        const auto z = static_cast<opmath_t<c_t>>(c[0]);
+    // Each input contiguous or a broadcast scalar (where(mask, x, 0); a column mask's rows),
+    // one loop per combination: a runtime stride of 0 or 1 in the index kept the loop scalar
+    // (where over [1024, 1024] with a [1024, 1] mask 1.7x PyTorch's time).
+    if (st[0] == so && (st[1] == sa || st[1] == 0) && (st[2] == sb || st[2] == 0) &&
+        (st[3] == sc || st[3] == 0)) {
+      auto run = [&](auto ka, auto kb, auto kc) {
+        constexpr bool A = decltype(ka)::value, B = decltype(kb)::value, Cb = decltype(kc)::value;
         for (int64_t i = 0; i < n; ++i)
-          out[i] = static_cast<out_t>(f(static_cast<opmath_t<a_t>>(a[i]),
-                                        static_cast<opmath_t<b_t>>(b[i]), z));
-      } else {
-        for (int64_t i = 0; i < n; ++i)
-          out[i] = static_cast<out_t>(f(static_cast<opmath_t<a_t>>(a[i]),
-                                        static_cast<opmath_t<b_t>>(b[i]),
-                                        static_cast<opmath_t<c_t>>(c[i])));
+          out[i] = static_cast<out_t>(f(static_cast<opmath_t<a_t>>(a[A ? 0 : i]),
+                                        static_cast<opmath_t<b_t>>(b[B ? 0 : i]),
+                                        static_cast<opmath_t<c_t>>(c[Cb ? 0 : i])));
+      };
+      using T1 = std::true_type;
+      using F0 = std::false_type;
+      const int k = (st[1] == 0) * 4 + (st[2] == 0) * 2 + (st[3] == 0);
+      switch (k) {
+        case 0: run(F0{}, F0{}, F0{}); break;
+        case 1: run(F0{}, F0{}, T1{}); break;
+        case 2: run(F0{}, T1{}, F0{}); break;
+        case 3: run(F0{}, T1{}, T1{}); break;
+        case 4: run(T1{}, F0{}, F0{}); break;
+        case 5: run(T1{}, F0{}, T1{}); break;
+        case 6: run(T1{}, T1{}, F0{}); break;
+        default: run(T1{}, T1{}, T1{}); break;
       }
       return;
     }

@@ -393,9 +393,11 @@ Tensor diag(const Tensor& self, int64_t diagonal) {
   }
   int64_t n = self.size(0), k = diagonal;
   int64_t big = n + (k < 0 ? -k : k);
-  Tensor rows = long_arange(n, self.device()) + Scalar(std::max<int64_t>(-k, 0));
-  Tensor cols = long_arange(n, self.device()) + Scalar(std::max<int64_t>(k, 0));
-  return retorch::zeros({big, big}, self.options()).index_put({rows, cols}, self);
+  // The vector copied into the diagonal view of a zero matrix (an index_put of arange indices
+  // into a clone of it took diag of 1024 floats 0.094 ms, PyTorch 0.036).
+  Tensor out = retorch::zeros({big, big}, self.options());
+  out.diagonal(k, 0, 1).copy_(self);
+  return out;
 }
 
 std::tuple<Tensor, Tensor> sort(const Tensor& self, int64_t dim, bool descending) {
