@@ -207,10 +207,10 @@ namespace detail {
 // writing and re-reading it: a row stays in cache between passes. A math call the last pass and
 // a reduction pass need (softmax's exp; in layer_norm + gelu's backward, gelu's derivative, which
 // two reduction passes and the last one need) is worth keeping: the first reduction pass that
-// computes it stores it in an output row, and the later passes read it back from there. The reduced dims
-// collapse into one index when every element operand allows, else the index is split by
-// division. max keeps NaN like eager's amax: the simd max reduction cannot, so a separate NaN
-// flag is or-reduced alongside.
+// computes it stores it in an output row, and the later passes read it back from there. The
+// reduced dims collapse into one index when every element operand allows, else the index is
+// split by division. max keeps NaN like eager's amax: the simd max reduction cannot, so a
+// separate NaN flag is or-reduced alongside.
 //
 // Note [Reduction streams]
 // One vector accumulator makes a pass as slow as the add's latency: 4 cycles per 16 floats, a
@@ -271,8 +271,9 @@ void emit_row_kernel(std::ostringstream& os, const Kernel& k, const CodegenOptio
        << "    col_part = static_cast<double*>(calloc(size_t(col_threads) * " << nc << " * " << in
        << ", sizeof(double)));\n  }\n";
     for (size_t c = 0; c < columns.size(); ++c)
-      os << "  double* __restrict col" << columns[c] << " = col_part + (size_t(omp_get_thread_num()) * "
-         << nc << " + " << c << ") * " << in << ";\n";
+      os << "  double* __restrict col" << columns[c]
+         << " = col_part + (size_t(omp_get_thread_num()) * " << nc << " + " << c << ") * " << in
+         << ";\n";
     os << "  #pragma omp for schedule(static)\n";
     os << "  for (int64_t o = 0; o < " << outer << "; ++o) {\n";
   } else {

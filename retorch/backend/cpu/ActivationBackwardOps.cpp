@@ -1,8 +1,8 @@
 // One-pass backward kernels of the activations (sigmoid, tanh, silu, gelu, hardtanh, hardswish,
-// hardsigmoid, leaky_relu, logsigmoid): out = f(grad_output, x) in opmath, rounded once. Written of primitives
-// (composite/ActivationBackward.cpp, the other backends' form) they took three to seven passes
-// over fresh temporaries: 1.2-7.9x PyTorch's time on 1M floats. silu's sigmoid and gelu's erf,
-// exp and tanh run through the vector functions an L1-sized chunk at a time.
+// hardsigmoid, leaky_relu, logsigmoid): out = f(grad_output, x) in opmath, rounded once. Written
+// of primitives (composite/ActivationBackward.cpp, the other backends' form) they took three to
+// seven passes over fresh temporaries: 1.2-7.9x PyTorch's time on 1M floats. silu's sigmoid and
+// gelu's erf, exp and tanh run through the vector functions an L1-sized chunk at a time.
 #include <cmath>
 
 #include "retorch/backend/cpu/Loops.h"

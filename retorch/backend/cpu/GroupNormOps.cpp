@@ -146,8 +146,9 @@ std::tuple<Tensor, Tensor, Tensor> group_norm_backward(const Tensor& grad_out,
         dbs[size_t(p)] = bsum;
       }
     });
-    // Per (sample, group): dx = c1[n, c] dy + c2 (x - mean) + c3, layer norm's gradient with the
-    // weight folded in: c1 = rstd w, c2 = -rstd^3 sum(w dy (x - mean)) / M, c3 = -rstd sum(w dy) / M.
+    // Per (sample, group): dx = c1[n, c] dy + c2 (x - mean) + c3, layer norm's gradient with
+    // the weight folded in: c1 = rstd w, c2 = -rstd^3 sum(w dy (x - mean)) / M,
+    // c3 = -rstd sum(w dy) / M.
     std::vector<op_t> c2(static_cast<size_t>(N * group)), c3(static_cast<size_t>(N * group));
     const op_t inv = op_t(1) / op_t(std::max<int64_t>(s.D * HxW, 1));
     for (int64_t n = 0; n < N; ++n)
