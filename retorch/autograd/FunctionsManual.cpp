@@ -154,6 +154,19 @@ Tensor silu_double_backward(const Tensor& grad, const Tensor& grad_output, const
   return grad * grad_output * ds * (self * (s * -2).add(1)).add(2);
 }
 
+// d/dx of elu_backward: 0 above 0; elsewhere grad_output * input_scale^2 * alpha * scale *
+// exp(x * input_scale) from the input, or grad_output * input_scale from the result.
+Tensor elu_double_backward(const Tensor& grad, const Tensor& grad_output, const Scalar& alpha,
+                           const Scalar& scale, const Scalar& input_scale, bool is_result,
+                           const Tensor& self_or_result) {
+  const double neg = alpha.to_double() * scale.to_double(), in_s = input_scale.to_double();
+  Tensor d = is_result ? grad * grad_output * in_s
+                       : grad * grad_output *
+                             (self_or_result.clamp_max(Scalar(0)) * in_s).exp() *
+                             (in_s * in_s * neg);
+  return where(self_or_result.gt(Scalar(0)), Scalar(0), d);
+}
+
 Tensor gelu_double_backward(const Tensor& grad, const Tensor& grad_output, const Tensor& self,
                             std::string_view approximate) {
   if (approximate == "tanh") {

@@ -36,6 +36,9 @@ std::tuple<Tensor, Tensor> scatter_reduce_backward(const Tensor& grad, const Ten
                                                    std::array<bool, 2> grad_input_mask);
 
 Tensor silu_double_backward(const Tensor& grad, const Tensor& grad_output, const Tensor& self);
+Tensor elu_double_backward(const Tensor& grad, const Tensor& grad_output, const Scalar& alpha,
+                           const Scalar& scale, const Scalar& input_scale, bool is_result,
+                           const Tensor& self_or_result);
 Tensor gelu_double_backward(const Tensor& grad, const Tensor& grad_output, const Tensor& self,
                             std::string_view approximate);
 Tensor softplus_backward(const Tensor& grad, const Tensor& self, const Scalar& beta,

@@ -87,4 +87,10 @@ void check_leaky_relu_backward(double negative_slope, bool self_is_result) {
            "slope, please call out-of-place version instead.");
 }
 
+void check_elu_backward(double alpha, bool is_result) {
+  RT_CHECK(!is_result || alpha >= 0, "In-place elu backward calculation is triggered with a "
+           "negative slope which is not supported. This is caused by calling in-place forward "
+           "function with a negative slope, please call out-of-place version instead.");
+}
+
 }  // namespace retorch

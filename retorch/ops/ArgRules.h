@@ -42,5 +42,7 @@ void check_gelu_approximate(std::string_view approximate, const char* op);
 /// leaky_relu_backward after an in-place forward (self_is_result): only a slope >= 0 leaves the
 /// input's sign readable from the result.
 void check_leaky_relu_backward(double negative_slope, bool self_is_result);
+/// elu_backward from the result (in-place elu_) needs alpha >= 0, as PyTorch's check says.
+void check_elu_backward(double alpha, bool is_result);
 
 }  // namespace retorch

@@ -41,7 +41,8 @@ CUSTOM = {
     "test_activation_backward_ops": ["sigmoid_backward", "tanh_backward", "silu_backward",
                                      "gelu_backward", "hardtanh_backward", "hardswish_backward",
                                      "hardsigmoid_backward", "leaky_relu_backward",
-                                     "_log_sigmoid_backward", "logsigmoid"],
+                                     "_log_sigmoid_backward", "logsigmoid", "elu_backward",
+                                     "elu", "selu", "celu"],
     "test_softmax_backward_ops": ["_softmax_backward_data", "_log_softmax_backward_data"],
     "test_signbit": ["signbit"],
     "test_sum_mean_dtype": ["sum", "sum.dim_IntList", "mean", "mean.dim"],
@@ -709,6 +710,11 @@ ACTIVATION_BACKWARDS = {
     "hardsigmoid_backward": (lambda L, g, x: aten(L, "hardsigmoid_backward")(g, x), None),
     "leaky_relu_backward": (lambda L, g, x: aten(L, "leaky_relu_backward")(g, x, 0.2, False),
                             None),
+    "elu_backward": (lambda L, g, x: aten(L, "elu_backward")(g, 1.0, 1.0, 1.0, False, x), None),
+    "elu_backward selu": (lambda L, g, x: aten(L, "elu_backward")(
+        g, 1.6732632423543772, 1.0507009873554805, 1.0, False, x), None),
+    "elu_backward celu result": (lambda L, g, y: aten(L, "elu_backward")(
+        g, 0.5, 1.0, 2.0, True, y), "unit"),
     # torch's takes the buffer its forward saves, and refuses mixed dtypes (ours promotes)
     "_log_sigmoid_backward": (
         lambda L, g, x: (_torch_log_sigmoid_backward(L, g, x) if is_torch(L)
@@ -740,7 +746,8 @@ def test_activation_backward_ops(rng, name):
     if name not in ("silu_backward", "hardsigmoid_backward"):  # torch 1.13 has no derivative
         grads(f, g, x, what=f"{name} double backward")
     gradcheck(f, g, x)
-    if name.startswith(("silu", "gelu", "sigmoid", "tanh", "_log_sigmoid")):  # smooth: third order
+    if name.startswith(("silu", "gelu", "sigmoid", "tanh", "_log_sigmoid")) or \
+            name == "elu_backward selu":  # smooth (away from 0): a third order too
         gradgradcheck(f, g, x)
 
 

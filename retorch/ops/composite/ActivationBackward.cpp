@@ -40,6 +40,16 @@ Tensor gelu_backward(const Tensor& grad_output, const Tensor& self,
   return grad_output * (cdf + self * pdf);
 }
 
+Tensor elu_backward(const Tensor& grad_output, const Scalar& alpha, const Scalar& scale,
+                    const Scalar& input_scale, bool is_result, const Tensor& self_or_result) {
+  const double neg = alpha.to_double() * scale.to_double(), in_s = input_scale.to_double();
+  check_elu_backward(alpha.to_double(), is_result);
+  Tensor below = is_result ? grad_output * (self_or_result + neg) * in_s
+                           : grad_output * (self_or_result.clamp_max(Scalar(0)) * in_s).exp() *
+                                 (in_s * neg);
+  return where(self_or_result.gt(Scalar(0)), grad_output * scale, below);
+}
+
 Tensor _log_sigmoid_backward(const Tensor& grad_output, const Tensor& self) {
   return grad_output * self.neg().sigmoid();
 }
