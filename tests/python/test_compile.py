@@ -231,6 +231,36 @@ def test_layer_norm_gelu_residual_is_one_kernel():
     assert "rows of the last 1 dims" in cf.loop_ir
 
 
+def test_arithmetic_rows_prefetch_through_the_last_pass():
+    # Note [Next-row prefetch]: a row with a math call per element (GELU's erf) runs its last
+    # pass in chunks that prefetch the next row; rows of 1000 floats end on a partial chunk.
+    rng = np.random.default_rng(15)
+    x, w, b, gy = (rng.standard_normal(s).astype(np.float32)
+                   for s in [(24, 1000), (1000,), (1000,), (24, 1000)])
+    (rx, rw, rb, rgy), (tx, tw, tb, tgy) = both([x, w, b, gy])
+    for t in (rx, rw, rb, tx, tw, tb):
+        t.requires_grad_()
+
+    def f(F):
+        return lambda x, w, b: F.gelu(F.layer_norm(x, [1000], w, b)) + x
+    cf = retorch.compile(f(retorch.nn.functional))
+    got, want = cf(rx, rw, rb), f(torch.nn.functional)(tx, tw, tb)
+    got.backward(rgy)
+    want.backward(tgy)
+    close_values_and_grads([rx, rw, rb], [tx, tw, tb], [got], [want], 2e-5)
+    for name in ("cpp_fused_add_gelu_layer_norm_0(", "cpp_fused_add_gelu_layer_norm_0_backward("):
+        body = cf.source.split("void " + name)[1].split('extern "C"')[0]
+        chunks = body.index("for (int64_t c = 0; c < 1000; c += 256)")
+        assert body.rindex("reduction(+:") < chunks  # after every sum: in the last pass
+        assert "p < (c + 256 < 1000 ? c + 256 : 1000)" in body[chunks:]
+        assert "i < (c + 256 < 1000 ? c + 256 : 1000)" in body[chunks:]
+    # A light row (no math call per element) prefetches before its first pass.
+    rms = retorch.compile(lambda x: x * ((x * x).mean(-1, keepdim=True) + 1e-6).rsqrt())
+    close(rms(rx.detach()), tx.detach() * ((tx.detach() ** 2).mean(-1, keepdim=True) + 1e-6).rsqrt())
+    assert "c += 256" not in rms.source
+    assert rms.source.index("__builtin_prefetch") < rms.source.index("reduction(+:")
+
+
 def test_softmax_special_rows_and_bfloat16_match_torch():
     x = np.random.default_rng(6).standard_normal((5, 40)).astype(np.float32)
     x[1, 3] = np.nan
