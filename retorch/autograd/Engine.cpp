@@ -62,6 +62,22 @@ struct GraphTask {
   bool accumulate = true;
 };
 
+// Note [Gradients nobody asked for]
+// autograd.grad(y, [x]) and backward(inputs=[x]) only need gradients that flow towards x. The
+// engine already skips nodes off every path to a requested input; while it applies a node of
+// such a task, tls_needed points at the task's set of nodes on those paths, and
+// Node::should_compute_output answers false for an edge into any other node, so that
+// y = x @ w gives grad(y.sum(), [x]) one product (not w's as well) and a convolution's input
+// gradient skips the weight's. A nested backward (a node that itself calls grad) installs its
+// own set and puts the outer one back.
+thread_local const std::unordered_set<Node*>* tls_needed = nullptr;
+
+struct NeededGuard {
+  explicit NeededGuard(const std::unordered_set<Node*>* s) : prev(tls_needed) { tls_needed = s; }
+  ~NeededGuard() { tls_needed = prev; }
+  const std::unordered_set<Node*>* prev;
+};
+
 void accumulate_into(variable_list& buf, size_t slot, Tensor g) {
   if (!g.defined()) return;
   if (!buf[slot].defined()) buf[slot] = std::move(g);
@@ -155,6 +171,7 @@ void execute(const std::vector<Edge>& roots, const variable_list& root_grads, Gr
     if (run) {
       std::optional<profiler::RecordFunction> range;  // named like PyTorch's, when profiling
       if (profiler::is_profiling()) range.emplace("autograd::engine::evaluate_function: " + n->name());
+      NeededGuard only(task.captures.empty() ? nullptr : &task.needed);
       outs = n->apply(std::move(inputs));
       if (AnomalyMode::is_enabled()) check_anomaly(*n, outs);
       if (!task.keep_graph) n->release_variables();
@@ -218,6 +235,8 @@ void add_captures(GraphTask& task, const variable_list& inputs) {
 }
 
 }  // namespace
+
+bool edge_needed(const Edge& e) { return !tls_needed || tls_needed->count(e.function.get()); }
 
 void backward(const variable_list& roots, const variable_list& grad_roots,
               std::optional<bool> retain_graph, bool create_graph, const variable_list& inputs) {

@@ -21,6 +21,10 @@ struct Edge {
   bool valid() const { return function != nullptr; }
 };
 
+/// False only while the engine runs a task that computes gradients for chosen inputs and the
+/// edge leads to none of them (Engine.cpp's Note [Gradients nobody asked for]).
+bool edge_needed(const Edge& e);
+
 /// Shape, dtype and device of one forward output, so backward can check its gradient.
 struct InputMetadata {
   DimVector shape;
@@ -47,8 +51,10 @@ struct Node : std::enable_shared_from_this<Node> {
   size_t num_inputs() const { return input_metadata_.size(); }
   uint32_t add_input_metadata(const Tensor& t);
   const InputMetadata& input_metadata(size_t i) const { return input_metadata_[i]; }
+  /// Whether backward must produce the gradient of forward input i: its edge leads somewhere,
+  /// and (in autograd.grad or backward(inputs=...)) to a node on a path to a requested input.
   bool should_compute_output(size_t i) const {
-    return i < next_edges_.size() && next_edges_[i].valid();
+    return i < next_edges_.size() && next_edges_[i].valid() && edge_needed(next_edges_[i]);
   }
   bool any_output_needed(size_t off, size_t n) const {
     for (size_t i = off; i < off + n; ++i)

@@ -215,6 +215,39 @@ def test_backward_inputs_restricts_accumulation():
     mirror(body)
 
 
+def products_in_backward(L, wrt, via_backward=False):
+    """How many aten::mm / convolution-backward ops the engine ran for gradients of `wrt` only
+    (Note [Gradients nobody asked for]), with the gradients it returned."""
+    x, w = L.ones(8, 6, requires_grad=True), L.ones(6, 5, requires_grad=True)
+    img = L.ones(2, 3, 9, 9, requires_grad=True)
+    k = L.ones(4, 3, 3, 3, requires_grad=True)
+    y = (x @ w).sum() + L.nn.functional.conv2d(img, k, padding=1).sum()
+    leaves = {"x": x, "w": w, "img": img, "k": k}
+    inputs = [leaves[n] for n in wrt]
+    prof = retorch.profiler.profile() if L is retorch else torch.profiler.profile()
+    with prof as p:
+        if via_backward:
+            y.backward(inputs=inputs)
+            grads = [i.grad for i in inputs]
+        else:
+            grads = L.autograd.grad(y, inputs)
+    names = [e["name"] if L is retorch else e.name for e in p.events()]
+    return names.count("aten::mm"), [g.sum().item() for g in grads], names
+
+
+@pytest.mark.parametrize("wrt", [["x"], ["w"], ["x", "w"], ["img"], ["k", "x"]])
+@pytest.mark.parametrize("via_backward", [False, True])
+def test_gradients_nobody_asked_for_are_not_computed(wrt, via_backward):
+    mm, grads, names = products_in_backward(retorch, wrt, via_backward)
+    tmm, tgrads, _ = products_in_backward(torch, wrt, via_backward)
+    assert grads == pytest.approx(tgrads)
+    assert mm == tmm == sum(n in wrt for n in ("x", "w"))
+    # The convolution's weight gradient (its own kernel here) only when k was asked for; the
+    # input's (a convolution) only when img was.
+    assert ("aten::_convolution_backward_weight" in names) == ("k" in wrt)
+    assert ("aten::convolution" in names) == ("img" in wrt)
+
+
 def test_grad_shape_mismatch_raises():
     raises(lambda L: (t(L, [1.0, 2.0]) * 2).backward(L.ones(3)))
 
