@@ -197,6 +197,38 @@ def test_paged_attention_long_runs_match_torch(rng, window):
     assert_matches_torch(out, q, qseq, qpos, keys, vals, window, 2e-6)
 
 
+@pytest.mark.parametrize("isa", ["AVX512", "DEFAULT"])
+@pytest.mark.parametrize("window", [-1, 150])
+@pytest.mark.parametrize("decode", [[0], [0, 1]])
+def test_paged_attention_decode_over_key_ranges(rng, isa, window, decode):
+    # Decode tokens with long contexts split their keys into ranges of blocks whose partial
+    # softmaxes are merged (Note [Decode attention in key ranges]); a window starts a range
+    # mid-block; GQA groups of 4; D = 40 ends on a masked tail; float32 and bfloat16 caches.
+    from retorch.backends import cpu
+    Hq, Hkv, D, BS = 8, 2, 40, 8
+    lens = [300, 77]
+    NB = sum((L + BS - 1) // BS for L in lens) + 3
+    kc, vc, tables, keys, vals = paged_cache(rng, lens, NB, BS, Hkv, D, 38, key_scale=2)
+    qseq = np.array(decode, np.int64)
+    qpos = np.array([lens[s] - 1 for s in decode], np.int64)
+    q = rng.standard_normal((len(qseq), Hq, D)).astype(np.float32)
+    args = (R(np.array(tables, np.int64)), R(qseq), R(qpos), 1 / D ** 0.5, window)
+    before = cpu.get_cpu_capability()
+    try:
+        cpu.set_cpu_capability(isa)
+        out = retorch.paged_attention(R(q), R(kc), R(vc), *args)
+        k16, v16 = R(kc).to(retorch.bfloat16), R(vc).to(retorch.bfloat16)
+        got16 = retorch.paged_attention(R(q), k16, v16, *args)
+    finally:
+        cpu.set_cpu_capability(before)
+    assert_matches_torch(out, q, qseq, qpos, keys, vals, window, 2e-6)
+    rounded = [torch.from_numpy(N(R(k.numpy()).to(retorch.bfloat16).to(retorch.float32)))
+               for k in keys]
+    rounded_v = [torch.from_numpy(N(R(v.numpy()).to(retorch.bfloat16).to(retorch.float32)))
+                 for v in vals]
+    assert_matches_torch(got16, q, qseq, qpos, rounded, rounded_v, window, 2e-6)
+
+
 @pytest.mark.parametrize("isa", ["AVX512", "AVX2", "DEFAULT"])
 def test_paged_attention_bfloat16_cache(rng, isa):
     # A bfloat16 cache (half the bytes a decode step reads) gives what a float32 cache holding

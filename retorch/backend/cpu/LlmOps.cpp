@@ -85,13 +85,16 @@ const void* elem_ptr(const void* base, bool bf16, int64_t off) {
               : static_cast<const void*>(static_cast<const float*>(base) + off);
 }
 
-// Asks for n rows of D elements, `stride` apart from element off, to be brought into cache.
+// Asks for n rows of D elements, `stride` apart from element off, to be brought into L2 (the
+// T1 hint: a block's 128 lines queued for L1 outran its miss buffers and most were lost; into
+// L2 they arrive, and a 110m model's decode attention at 528 positions went from 13-16 GB/s
+// to 31-38, the copy bandwidth, with Note [Decode attention in key ranges]).
 void prefetch_rows(const void* base, bool bf16, int64_t off, int64_t n, int64_t stride,
                    int64_t D) {
   const int64_t es = bf16 ? 2 : 4;
   const char* p = static_cast<const char*>(base) + off * es;
   for (int64_t j = 0; j < n; ++j)
-    for (int64_t b = 0; b < D * es; b += 64) __builtin_prefetch(p + j * stride * es + b);
+    for (int64_t b = 0; b < D * es; b += 64) __builtin_prefetch(p + j * stride * es + b, 0, 2);
 }
 
 // Keys of the query at position p: lo(p) ..= p.
@@ -324,6 +327,20 @@ Tensor rotary_embedding(const Tensor& input, const Tensor& positions, const Tens
   return out.to(input.dtype());
 }
 
+// Note [Decode attention in key ranges]
+// Decode attends one query per sequence, and there are fewer sequences than threads times
+// heads. Splitting the work by head (each thread its heads, over all the keys) read the cache
+// 256 bytes at a time from rows 3 KB apart (a block row holds every kv head), each thread in its
+// own order: 10-13 GB/s on a 110m model's cache, under half the copy bandwidth, and a 110m Q4_0
+// decode step at 512 positions spent half its time there. The tokens that are not tiled now
+// split their keys into ranges of whole blocks (at least kMinRangeBlocks, about two per thread
+// in all), and a range runs every head of its token over each block before the next, so a thread
+// sweeps through whole blocks (the flash-decoding split). Each range keeps, per head, the
+// running max, the sum of exponentials and the weighted values; a last pass rescales the
+// ranges of each (token, head) to their common max and adds them. One range (a short context,
+// or many sequences) gives the one-pass values unchanged.
+constexpr int64_t kMinRangeBlocks = 4;
+
 // Note [Paged attention]
 // Query token t belongs to sequence query_seq[t] and sits at position query_pos[t]; it attends to
 // that sequence's keys at positions max(0, pos - window + 1) ..= pos (causal; window < 0 means
@@ -384,13 +401,6 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
   float* outp = out.data_ptr<float>();
   int64_t group = Hq / Hkv;
   float fscale = float(scale);
-  // Threads only pay off when there is real work: about 64k multiply-adds per chunk.
-  int64_t keys = 0;
-  for (int64_t t = 0; t < T; ++t) {
-    int64_t p = pos[size_t(t)];
-    keys += p + 1 - first_key(p, sliding_window);
-  }
-  int64_t work_per_item = std::max<int64_t>(1, 2 * keys * D / std::max<int64_t>(T, 1));
   // Long runs of one sequence's tokens as tiles (Note [Attention tiles]), the rest token by token.
   const AttnShape shape{Hq, Hkv, D, BS, MB, group, fscale, sliding_window};
   std::vector<char> tiled(size_t(T), 0);
@@ -406,81 +416,136 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
         attend_tile(tiles[i], shape, qp, kv, table.data() + tiles[i].seq * MB, outp, buf);
     });
   }
+  // Note [Decode attention in key ranges]: the other tokens' keys in ranges of whole blocks,
+  // every head of a token at once, then the ranges' partial softmaxes merged.
   const bool avx512 = cpu_isa() >= CpuIsa::kAvx512;
-  parallel_for(0, T * Hq, std::max<int64_t>(1, 65536 / work_per_item), [&](int64_t b, int64_t e) {
-    std::vector<float> acc(static_cast<size_t>(D)), sc(static_cast<size_t>(BS));
+  struct KeyRange {
+    int64_t t, blk0, blk1;  // blocks [blk0, blk1) of token t's keys
+  };
+  std::vector<KeyRange> ranges;
+  std::vector<size_t> token_ranges(size_t(T) + 1, 0);  // token t's are [token_ranges[t], [t+1])
+  int64_t untiled = 0;
+  for (int64_t t = 0; t < T; ++t) untiled += !tiled[size_t(t)];
+  const int64_t want = (2 * get_num_threads() + std::max<int64_t>(untiled, 1) - 1) /
+                       std::max<int64_t>(untiled, 1);  // ranges a token needs to fill the threads
+  for (int64_t t = 0; t < T; ++t) {
+    token_ranges[size_t(t)] = ranges.size();
+    if (tiled[size_t(t)]) continue;
+    const int64_t p = pos[size_t(t)], b0 = first_key(p, sliding_window) / BS, b1 = p / BS + 1;
+    const int64_t n = std::clamp<int64_t>((b1 - b0) / kMinRangeBlocks, 1, want);
+    const int64_t per = (b1 - b0 + n - 1) / n;
+    for (int64_t b = b0; b < b1; b += per) ranges.push_back({t, b, std::min(b1, b + per)});
+  }
+  token_ranges[size_t(T)] = ranges.size();
+  // A range's state per head h: acc[h * D ..] (the weighted values), then the running max m[h]
+  // and the running sum of exponentials l[h].
+  const int64_t state = Hq * (D + 2);
+  std::vector<float> partial(ranges.size() * size_t(state));
+  parallel_for(0, int64_t(ranges.size()), 1, [&](int64_t b, int64_t e) {
+    std::vector<float> sc(static_cast<size_t>(BS));
     std::vector<float> widened(static_cast<size_t>(bf16 && !avx512 ? 2 * BS * D : 0));
-    for (int64_t th = b; th < e; ++th) {
-      int64_t t = th / Hq, h = th % Hq, kvh = h / group;
-      if (tiled[size_t(t)]) continue;
-      int64_t s = seq[size_t(t)], p = pos[size_t(t)];
-      const int64_t lo = first_key(p, sliding_window);
-      const float* qr = qp + th * D;
+    for (int64_t r = b; r < e; ++r) {
+      const KeyRange& kr = ranges[size_t(r)];
+      const int64_t t = kr.t, s = seq[size_t(t)], p = pos[size_t(t)];
+      const int64_t lo = first_key(p, sliding_window), stride = Hkv * D;
       const int64_t* row = table.data() + s * MB;
-      std::fill(acc.begin(), acc.end(), 0.0f);
-      float m = -std::numeric_limits<float>::infinity(), l = 0;
-      // A block of keys at a time: its scores, one rescale of the accumulator if the running max
-      // grew, then the vectorized exp of the block and the weighted values.
-      for (int64_t blk = lo / BS; blk <= p / BS; ++blk) {
-        int64_t j0 = std::max(lo, blk * BS), j1 = std::min(p + 1, (blk + 1) * BS);
-        const int64_t off = ((row[blk] * BS + j0 % BS) * Hkv + kvh) * D;
-        int64_t n = j1 - j0, stride = Hkv * D;
-        const float* kb = nullptr;
-        const float* vb = nullptr;
-        if (avx512) {  // Note [Decode attention]: straight from the cache, either dtype
-          if (blk < p / BS) {  // the next block's rows of this head, while this one computes
-            const int64_t next = (row[blk + 1] * BS * Hkv + kvh) * D;
-            prefetch_rows(kv.k, bf16, next, BS, stride, D);
-            prefetch_rows(kv.v, bf16, next, BS, stride, D);
-          }
-          attention_scores_avx512(qr, elem_ptr(kv.k, bf16, off), bf16, n, stride, D, fscale,
-                                  sc.data());
-        } else {
-          if (bf16) {  // the block's rows, widened
-            for (int64_t j = 0; j < n; ++j) {
-              load_row(kv.k, true, off + j * stride, &widened[size_t(j * D)], D);
-              load_row(kv.v, true, off + j * stride, &widened[size_t((BS + j) * D)], D);
+      float* acc_all = partial.data() + r * state;
+      float* m_all = acc_all + Hq * D;
+      float* l_all = m_all + Hq;
+      std::fill(acc_all, acc_all + Hq * D, 0.0f);
+      std::fill(m_all, m_all + Hq, -std::numeric_limits<float>::infinity());
+      std::fill(l_all, l_all + Hq, 0.0f);
+      for (int64_t blk = kr.blk0; blk < kr.blk1; ++blk) {
+        const int64_t j0 = std::max(lo, blk * BS), j1 = std::min(p + 1, (blk + 1) * BS);
+        const int64_t n = j1 - j0;
+        for (int64_t h = 0; h < Hq; ++h) {
+          const int64_t kvh = h / group;
+          const int64_t off = ((row[blk] * BS + j0 % BS) * Hkv + kvh) * D;
+          const float* qr = qp + (t * Hq + h) * D;
+          float* acc = acc_all + h * D;
+          float& m = m_all[h];
+          float& l = l_all[h];
+          const float* vb = nullptr;
+          int64_t vstride = stride;
+          if (avx512) {  // Note [Decode attention]: straight from the cache, either dtype
+            if (blk + 1 < kr.blk1 && h % group == 0) {  // the next block's rows of this kv head
+              const int64_t next = (row[blk + 1] * BS * Hkv + kvh) * D;
+              prefetch_rows(kv.k, bf16, next, BS, stride, D);
+              prefetch_rows(kv.v, bf16, next, BS, stride, D);
             }
-            kb = widened.data();
-            vb = widened.data() + BS * D;
-            stride = D;
+            attention_scores_avx512(qr, elem_ptr(kv.k, bf16, off), bf16, n, stride, D, fscale,
+                                    sc.data());
           } else {
-            kb = static_cast<const float*>(kv.k) + off;
-            vb = static_cast<const float*>(kv.v) + off;
+            const float* kb;
+            int64_t kstride = stride;
+            if (bf16) {  // the block's rows, widened
+              for (int64_t j = 0; j < n; ++j) {
+                load_row(kv.k, true, off + j * stride, &widened[size_t(j * D)], D);
+                load_row(kv.v, true, off + j * stride, &widened[size_t((BS + j) * D)], D);
+              }
+              kb = widened.data();
+              vb = widened.data() + BS * D;
+              kstride = vstride = D;
+            } else {
+              kb = static_cast<const float*>(kv.k) + off;
+              vb = static_cast<const float*>(kv.v) + off;
+            }
+            for (int64_t j = 0; j < n; ++j) {
+              const float* krow = kb + j * kstride;
+              float dot = 0;
+              _Pragma("omp simd reduction(+ : dot)")
+              for (int64_t d = 0; d < D; ++d) dot += qr[d] * krow[d];
+              sc[size_t(j)] = dot * fscale;
+            }
+          }
+          float bm = -std::numeric_limits<float>::infinity();
+          for (int64_t j = 0; j < n; ++j) bm = std::max(bm, sc[size_t(j)]);
+          if (bm > m) {
+            float c = std::exp(m - bm);  // 0 on the first block (m = -inf)
+            l *= c;
+            _Pragma("omp simd")
+            for (int64_t d = 0; d < D; ++d) acc[d] *= c;
+            m = bm;
+          }
+          l += vec_exp_shift_sum(sc.data(), m, sc.data(), n);
+          if (avx512) {
+            attention_accumulate_avx512(sc.data(), elem_ptr(kv.v, bf16, off), bf16, n, stride, D,
+                                        acc);
+            continue;
           }
           for (int64_t j = 0; j < n; ++j) {
-            const float* kr = kb + j * stride;
-            float dot = 0;
-            _Pragma("omp simd reduction(+ : dot)")
-            for (int64_t d = 0; d < D; ++d) dot += qr[d] * kr[d];
-            sc[size_t(j)] = dot * fscale;
+            const float* vr = vb + j * vstride;
+            float w = sc[size_t(j)];
+            _Pragma("omp simd")
+            for (int64_t d = 0; d < D; ++d) acc[d] += w * vr[d];
           }
         }
-        float bm = -std::numeric_limits<float>::infinity();
-        for (int64_t j = 0; j < n; ++j) bm = std::max(bm, sc[size_t(j)]);
-        if (bm > m) {
-          float c = std::exp(m - bm);  // 0 on the first block (m = -inf)
-          l *= c;
-          _Pragma("omp simd")
-          for (int64_t d = 0; d < D; ++d) acc[size_t(d)] *= c;
-          m = bm;
-        }
-        l += vec_exp_shift_sum(sc.data(), m, sc.data(), n);
-        if (avx512) {
-          attention_accumulate_avx512(sc.data(), elem_ptr(kv.v, bf16, off), bf16, n, stride, D,
-                                      acc.data());
-          continue;
-        }
-        for (int64_t j = 0; j < n; ++j) {
-          const float* vr = vb + j * stride;
-          float w = sc[size_t(j)];
-          _Pragma("omp simd")
-          for (int64_t d = 0; d < D; ++d) acc[size_t(d)] += w * vr[d];
-        }
       }
+    }
+  });
+  // Each (token, head): its ranges' sums rescaled to their common maximum.
+  parallel_for(0, T * Hq, std::max<int64_t>(1, 4096 / std::max<int64_t>(D, 1)),
+               [&](int64_t b, int64_t e) {
+    for (int64_t th = b; th < e; ++th) {
+      const int64_t t = th / Hq, h = th % Hq;
+      const size_t r0 = token_ranges[size_t(t)], r1 = token_ranges[size_t(t) + 1];
+      if (r0 == r1) continue;  // tiled, or no keys
+      auto at = [&](size_t r) { return partial.data() + int64_t(r) * state; };
+      float m = -std::numeric_limits<float>::infinity();
+      for (size_t r = r0; r < r1; ++r) m = std::max(m, at(r)[Hq * D + h]);
       float* o = outp + th * D;
-      float inv = l > 0 ? 1.0f / l : 0.0f;
-      for (int64_t d = 0; d < D; ++d) o[d] = acc[size_t(d)] * inv;
+      float l = 0;
+      for (int64_t d = 0; d < D; ++d) o[d] = 0.0f;
+      for (size_t r = r0; r < r1; ++r) {
+        const float mr = at(r)[Hq * D + h];
+        if (mr == -std::numeric_limits<float>::infinity()) continue;  // a range of no weight
+        const float c = std::exp(mr - m);
+        l += at(r)[Hq * D + Hq + h] * c;
+        const float* acc = at(r) + h * D;
+        for (int64_t d = 0; d < D; ++d) o[d] += acc[d] * c;
+      }
+      const float inv = l > 0 ? 1.0f / l : 0.0f;
+      for (int64_t d = 0; d < D; ++d) o[d] *= inv;
     }
   });
   return out.to(query.dtype());
