@@ -205,10 +205,10 @@ def test_paged_attention_decode_over_key_ranges(rng, isa, window, decode):
     # softmaxes are merged (Note [Decode attention in key ranges]); a window starts a range
     # mid-block; GQA groups of 4; D = 40 ends on a masked tail; float32 and bfloat16 caches.
     from retorch.backends import cpu
-    Hq, Hkv, D, BS = 8, 2, 40, 8
+    Hq, Hkv, D, BS = 8, 2, 40, 16
     lens = [300, 77]
     NB = sum((L + BS - 1) // BS for L in lens) + 3
-    kc, vc, tables, keys, vals = paged_cache(rng, lens, NB, BS, Hkv, D, 38, key_scale=2)
+    kc, vc, tables, keys, vals = paged_cache(rng, lens, NB, BS, Hkv, D, 19, key_scale=2)
     qseq = np.array(decode, np.int64)
     qpos = np.array([lens[s] - 1 for s in decode], np.int64)
     q = rng.standard_normal((len(qseq), Hq, D)).astype(np.float32)
