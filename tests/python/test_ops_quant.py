@@ -196,6 +196,8 @@ def test_quantized_linear_values(rng):
         check_linear(rng, qt, 1, 9, k, batch=(3,))       # 3 rows -> integer path
         if qt in (GT.F16, GT.BF16, GT.F32):
             check_linear(rng, qt, 1, 7, 45)  # one row, 45 columns: the widening dot's tail
+        if qt in (GT.Q8_0, GT.Q4_0):  # rows in fours and two more; 25 blocks: groups and a tail
+            check_linear(rng, qt, 1, 6, 800)
 
 
 def test_quantized_linear_layouts(rng):

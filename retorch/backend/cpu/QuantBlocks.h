@@ -94,6 +94,12 @@ DotFn dot_fn_avx2(int64_t qtype);
 /// The AVX-512 VNNI kernels (QuantAvx512.cpp, Q8_0 and Q4_0): nullptr for other qtypes, or when
 /// the build, the CPU or cpu_isa() rules them out.
 DotFn dot_fn_avx512(int64_t qtype);
+/// out[r] = the dot product of rows w + r * rb (r < rows) with one input row, several rows at a
+/// time (Note [Q4_0 rows in fours]).
+using DotRowsFn = void (*)(int64_t K, const uint8_t* w, int64_t rb, int64_t rows, const ActRow& a,
+                           float* out);
+/// The AVX-512 rows kernel for qtype (Q4_0), or nullptr.
+DotRowsFn dot_rows_fn_avx512(int64_t qtype);
 /// dequantize_row with AVX2 (the same bits); false (nothing written) without AVX2 or for the
 /// float qtypes.
 bool dequantize_row_avx2(int64_t qtype, const uint8_t* x, float* y, int64_t n);

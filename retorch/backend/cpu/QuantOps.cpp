@@ -142,6 +142,15 @@ void int_rows_path(int64_t qtype, const float* x, int64_t M, int64_t K, const ui
     act[size_t(m)] = {&q[qo], &d[bo], &sums[so], &dsums[bo]};
   }
   const DotFn dot = dot_fn(qtype);
+  if (M == 1) {
+    if (const DotRowsFn rows = dot_rows_fn_avx512(qtype)) {  // Note [Q4_0 rows in fours]
+      parallel_for(0, (N + 3) / 4, row_grain(4 * rb), [&](int64_t b0, int64_t b1) {
+        const int64_t n0 = 4 * b0, n1 = std::min(N, 4 * b1);
+        rows(K, w + n0 * rb, rb, n1 - n0, act[0], out + n0);
+      });
+      return;
+    }
+  }
   parallel_for(0, N, row_grain(rb * M), [&](int64_t n0, int64_t n1) {
     for (int64_t n = n0; n < n1; ++n)
       for (int64_t m = 0; m < M; ++m) out[m * N + n] = dot(K, w + n * rb, act[size_t(m)]);
