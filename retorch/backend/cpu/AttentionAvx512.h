@@ -16,4 +16,15 @@ bool attention_scores_avx512(const float* q, const void* k, bool bf16, int64_t n
 bool attention_accumulate_avx512(const float* w, const void* v, bool bf16, int64_t n,
                                  int64_t stride, int64_t D, float* acc);
 
+/// The largest head_dim attention_scores_group_avx512 takes (its transposed block is on the
+/// stack).
+constexpr int64_t kGroupScoresMaxDim = 256;
+
+/// out[g * ldo + j] = scale * (q[g * D ..] . key row j) for the G query heads g < G (rows of q)
+/// sharing the n key rows at k (`stride` elements apart), 16 keys transposed at a time (Note
+/// [Grouped decode scores]); false (nothing written) without AVX-512 or for D > 256.
+bool attention_scores_group_avx512(const float* q, int64_t G, const void* k, bool bf16, int64_t n,
+                                   int64_t stride, int64_t D, float scale, float* out,
+                                   int64_t ldo);
+
 }  // namespace retorch::cpu

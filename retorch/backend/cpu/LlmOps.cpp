@@ -340,6 +340,8 @@ Tensor rotary_embedding(const Tensor& input, const Tensor& positions, const Tens
 // ranges of each (token, head) to their common max and adds them. One range (a short context,
 // or many sequences) gives the one-pass values unchanged.
 constexpr int64_t kMinRangeBlocks = 4;
+// Query heads per kv head from which they are scored together (Note [Grouped decode scores]).
+constexpr int64_t kGroupedScoresMin = 4;
 
 // Note [Paged attention]
 // Query token t belongs to sequence query_seq[t] and sits at position query_pos[t]; it attends to
@@ -444,6 +446,9 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
   parallel_for(0, int64_t(ranges.size()), 1, [&](int64_t b, int64_t e) {
     std::vector<float> sc(static_cast<size_t>(BS));
     std::vector<float> widened(static_cast<size_t>(bf16 && !avx512 ? 2 * BS * D : 0));
+    // Note [Grouped decode scores]: a kv head's query heads scored together, their rows in scg.
+    const bool grouped = avx512 && group >= kGroupedScoresMin;
+    std::vector<float> scg(static_cast<size_t>(grouped ? group * BS : 0));
     for (int64_t r = b; r < e; ++r) {
       const KeyRange& kr = ranges[size_t(r)];
       const int64_t t = kr.t, s = seq[size_t(t)], p = pos[size_t(t)];
@@ -458,6 +463,7 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
       for (int64_t blk = kr.blk0; blk < kr.blk1; ++blk) {
         const int64_t j0 = std::max(lo, blk * BS), j1 = std::min(p + 1, (blk + 1) * BS);
         const int64_t n = j1 - j0;
+        bool group_scored = false;  // this kv head's heads have their scores in scg
         for (int64_t h = 0; h < Hq; ++h) {
           const int64_t kvh = h / group;
           const int64_t off = ((row[blk] * BS + j0 % BS) * Hkv + kvh) * D;
@@ -467,14 +473,23 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
           float& l = l_all[h];
           const float* vb = nullptr;
           int64_t vstride = stride;
+          float* hs = sc.data();  // this head's scores, then its weights
           if (avx512) {  // Note [Decode attention]: straight from the cache, either dtype
-            if (blk + 1 < kr.blk1 && h % group == 0) {  // the next block's rows of this kv head
-              const int64_t next = (row[blk + 1] * BS * Hkv + kvh) * D;
-              prefetch_rows(kv.k, bf16, next, BS, stride, D);
-              prefetch_rows(kv.v, bf16, next, BS, stride, D);
+            if (h % group == 0) {
+              if (blk + 1 < kr.blk1) {  // the next block's rows of this kv head
+                const int64_t next = (row[blk + 1] * BS * Hkv + kvh) * D;
+                prefetch_rows(kv.k, bf16, next, BS, stride, D);
+                prefetch_rows(kv.v, bf16, next, BS, stride, D);
+              }
+              group_scored = grouped && attention_scores_group_avx512(
+                                            qr, group, elem_ptr(kv.k, bf16, off), bf16, n, stride,
+                                            D, fscale, scg.data(), BS);
             }
-            attention_scores_avx512(qr, elem_ptr(kv.k, bf16, off), bf16, n, stride, D, fscale,
-                                    sc.data());
+            if (group_scored)
+              hs = scg.data() + (h % group) * BS;
+            else
+              attention_scores_avx512(qr, elem_ptr(kv.k, bf16, off), bf16, n, stride, D, fscale,
+                                      hs);
           } else {
             const float* kb;
             int64_t kstride = stride;
@@ -495,11 +510,11 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
               float dot = 0;
               _Pragma("omp simd reduction(+ : dot)")
               for (int64_t d = 0; d < D; ++d) dot += qr[d] * krow[d];
-              sc[size_t(j)] = dot * fscale;
+              hs[j] = dot * fscale;
             }
           }
           float bm = -std::numeric_limits<float>::infinity();
-          for (int64_t j = 0; j < n; ++j) bm = std::max(bm, sc[size_t(j)]);
+          for (int64_t j = 0; j < n; ++j) bm = std::max(bm, hs[j]);
           if (bm > m) {
             float c = std::exp(m - bm);  // 0 on the first block (m = -inf)
             l *= c;
@@ -507,15 +522,14 @@ Tensor paged_attention(const Tensor& query, const Tensor& key_cache, const Tenso
             for (int64_t d = 0; d < D; ++d) acc[d] *= c;
             m = bm;
           }
-          l += vec_exp_shift_sum(sc.data(), m, sc.data(), n);
+          l += vec_exp_shift_sum(hs, m, hs, n);
           if (avx512) {
-            attention_accumulate_avx512(sc.data(), elem_ptr(kv.v, bf16, off), bf16, n, stride, D,
-                                        acc);
+            attention_accumulate_avx512(hs, elem_ptr(kv.v, bf16, off), bf16, n, stride, D, acc);
             continue;
           }
           for (int64_t j = 0; j < n; ++j) {
             const float* vr = vb + j * vstride;
-            float w = sc[size_t(j)];
+            float w = hs[j];
             _Pragma("omp simd")
             for (int64_t d = 0; d < D; ++d) acc[d] += w * vr[d];
           }
