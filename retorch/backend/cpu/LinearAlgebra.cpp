@@ -63,6 +63,12 @@ constexpr double kSplitWork = 1 << 20;
 // layer's weight), where the split stays ahead.
 constexpr double kOneDnnWork = 4 * kSplitWork;
 bool onednn_preferred(int64_t M, int64_t N, int64_t K, bool b_transposed) {
+  // On AMD (Zen 4, 2026-12-03) oneDNN's transposed-B SGEMM trails the split below 1024 rows:
+  // /tmp/mm2.py's NT 256x1024x1024 137-139 GFLOP/s against 164, 512x1024x1024 163-172 against
+  // 179-182, 100x784x256 157-164 against 168-183, 32x512x512 300 us against 131 (1024^3: 209
+  // against 186).
+  static const bool amd = __builtin_cpu_is("amd");
+  if (b_transposed && amd && M < 1024) return false;
   return M >= 32 && N >= 32 && double(M) * double(N) * double(K) >= kOneDnnWork &&
          !(b_transposed && N * K >= (int64_t(1) << 22));
 }
@@ -123,7 +129,11 @@ void blas_batched(const Tensor& a, const Tensor& b, Tensor& out, double alpha, d
   }
   if (threads == 1 || work < kSplitWork) {
     for (int64_t i = 0; i < B; ++i) block(i, 0, M, 0, N);
-  } else if (B >= 2 * threads || B * std::min<int64_t>(M, N) < 32 * threads) {
+  } else if (B >= 2 * threads || B * std::max<int64_t>(M, N) < 32 * threads) {
+    // Whole products per thread: a batch, or products too small to cut. (This tested the
+    // shorter side, so a single product with fewer than 64 rows or columns, 100x1568x10 or
+    // 32x512x512, ran on one thread: 82 -> 20 us and 210 -> 81-84 us now that they are split
+    // along their longer side.)
     parallel_for(0, B, 1, [&](int64_t b0, int64_t e0) {
       for (int64_t i = b0; i < e0; ++i) block(i, 0, M, 0, N);
     });
