@@ -31,20 +31,33 @@ void Adagrad::validate(const OptimizerOptions& o) const {
 
 namespace {
 
-// See Note [Fused update arithmetic].
+// See Note [Fused update arithmetic]; a span function over __restrict pointers with its
+// constants by value (Note [Vectorized updates] in SGD.cpp), so the loop vectorizes.
+template <typename T>
+struct AdagradConsts {
+  T wd, eps, neg_clr;
+  bool use_wd, maximize;
+};
+
+template <typename T>
+void adagrad_span(T* __restrict p, const T* __restrict g, T* __restrict sum, int64_t n,
+                  const AdagradConsts<T> c) {
+  for (int64_t i = 0; i < n; ++i) {
+    T d = c.maximize ? -g[i] : g[i];
+    if (c.use_wd) d = d + c.wd * p[i];
+    T s = sum[i] + T(1) * d * d;
+    sum[i] = s;
+    T std_dev = std::sqrt(s) + c.eps;
+    p[i] = p[i] + c.neg_clr * d / std_dev;
+  }
+}
+
 template <typename T>
 void adagrad_kernel(T* p, const T* g, T* sum, int64_t n, const AdagradOptions& o, double clr) {
-  const T wd = T(o.weight_decay()), eps = T(o.eps()), neg_clr = T(-clr);
-  const bool use_wd = o.weight_decay() != 0, maximize = o.maximize();
-  parallel_for(0, n, 32768, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) {
-      T d = maximize ? -g[i] : g[i];
-      if (use_wd) d = d + wd * p[i];
-      T s = sum[i] + T(1) * d * d;
-      sum[i] = s;
-      T std_dev = std::sqrt(s) + eps;
-      p[i] = p[i] + neg_clr * d / std_dev;
-    }
+  const AdagradConsts<T> c{T(o.weight_decay()), T(o.eps()), T(-clr), o.weight_decay() != 0,
+                           o.maximize()};
+  parallel_for(0, n, 32768, [=](int64_t b, int64_t e) {
+    adagrad_span<T>(p + b, g + b, sum + b, e - b, c);
   });
 }
 
