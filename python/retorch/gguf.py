@@ -5,10 +5,13 @@ from typing import NamedTuple, Tuple
 from ._C import _gguf
 
 __all__ = ["GGUFReader", "GGUFTensor", "load", "F32", "F16", "Q4_0", "Q8_0", "Q4_K", "Q6_K",
-           "BF16"]
+           "BF16", "Q4_0x16"]
 
 # ggml type ids (GGUF's tensor types) that retorch's kernels take.
 F32, F16, Q4_0, Q8_0, Q4_K, Q6_K, BF16 = 0, 1, 2, 8, 12, 14, 30
+# Not a file type: retorch's layout of Q4_0 rows interleaved in groups of 16, which the models
+# load Q4_0 weights into (Note [Q4_0 in groups of 16 rows] in backend/cpu/QuantBlocks.h).
+Q4_0x16 = 1002
 # The types stored as plain elements (F32 F16 I8 I16 I32 I64 F64 BF16).
 _PLAIN = frozenset((0, 1, 24, 25, 26, 27, 28, 30))
 

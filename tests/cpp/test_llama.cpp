@@ -52,7 +52,8 @@ TEST(LlamaCache, BlocksAreHandedOutAndReturned) {
 }
 
 TEST(LlamaEngine, BatchedSequencesMatchEachAlone) {
-  for (int64_t qtype : {int64_t(-1), int64_t(8)}) {
+  // Dense, Q8_0, and Q4_0 (held as Q4_0x16: Note [Q4_0 in groups of 16 rows]).
+  for (int64_t qtype : {int64_t(-1), int64_t(8), int64_t(2)}) {
     LlamaForCausalLM model = random_llama(tiny(), kFloat, qtype, 3);
     std::vector<std::vector<int64_t>> prompts = {{1, 5, 9}, {7}, {3, 4, 5, 6, 7, 8, 9, 10, 11}};
     std::vector<std::vector<int64_t>> alone;

@@ -6,6 +6,7 @@ import torch
 
 import retorch.llm as llm
 from test_llama import PROMPT, hf_model, rel_err
+from test_ops_quant import interleave_q4_0
 
 gguf = pytest.importorskip("gguf")
 Q = gguf.GGMLQuantizationType
@@ -119,6 +120,12 @@ def test_gguf_quantized_logits_match_dequantized_transformers(tmp_path, qtype, m
     # Parts stored in one format are fused into one projection; mixed formats stay apart.
     assert ("layers.0.self_attn.v_proj.weight" in names) == mixed
     assert ("layers.0.mlp.gate_up_proj.weight" in names) == (not mixed)
+    if qtype == Q.Q4_0:
+        # Q4_0 projections are held as Q4_0x16 (16 rows interleaved): the file's bytes, reordered.
+        t = {r.name: np.asarray(r.data) for r in gguf.GGUFReader(tmp_path / "q.gguf").tensors}
+        fused = np.concatenate([t[f"blk.0.ffn_{p}.weight"] for p in ("gate", "up")])
+        held = m.state_dict()["layers.0.mlp.gate_up_proj.weight"].numpy()
+        assert np.array_equal(held, interleave_q4_0(fused))
     got = llm.Engine(m).forward_all(PROMPT).numpy()
     # Few rows (decode, short prompts) take the integer path, which rounds activations to 8-bit
     # blocks before the dot products: a few percent on these deliberately large random weights.

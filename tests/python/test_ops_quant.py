@@ -8,6 +8,8 @@ from gguf import GGMLQuantizationType as GT
 from gguf import quants
 
 import retorch
+import retorch.backends.cpu
+import retorch.gguf
 
 # test name -> the ops.yaml entries it covers (checked by test_op_coverage.py).
 CUSTOM = {
@@ -17,6 +19,7 @@ CUSTOM = {
     "test_quantized_linear_values": ["quantized_linear"],
     "test_quantized_linear_layouts": ["quantized_linear"],
     "test_quant_errors": ["quantize_blocks", "dequantize_blocks", "quantized_linear"],
+    "test_q4_0_interleaved_rows": ["dequantize_blocks", "quantized_linear"],
 }
 
 # kGemmRows in QuantOps.cpp: from this many input rows quantized_linear dequantizes the weight
@@ -161,12 +164,24 @@ def act_bound(x, w, block):
     return (amax / 254) @ wsum.T
 
 
-def check_linear(rng, qt, m, n, k, batch=(), with_bias=True):
+def interleave_q4_0(b):
+    """Q4_0 rows [N, row_bytes] in retorch's Q4_0x16 layout (Note [Q4_0 in groups of 16 rows]):
+    per group of 16 rows and block, the 16 fp16 scales, then for v < 4 the 4 bytes qs[4v:4v+4]
+    of each of the 16 rows."""
+    n, rb = b.shape
+    blocks = b.reshape(n // 16, 16, rb // 18, 18).transpose(0, 2, 1, 3)  # [group, block, row, 18]
+    scales = blocks[..., :2].reshape(n // 16, rb // 18, 32)
+    pieces = blocks[..., 2:].reshape(n // 16, rb // 18, 16, 4, 4).transpose(0, 1, 3, 2, 4)
+    return np.concatenate([scales, pieces.reshape(n // 16, rb // 18, 256)], -1).reshape(n, rb)
+
+
+def check_linear(rng, qt, m, n, k, batch=(), with_bias=True, interleaved=False):
     wb = random_blocks(rng, qt, n, k)
     w = dequant_ref(qt, wb)
     x = rng.standard_normal((*batch, m, k)).astype(np.float32)
     bias = rng.standard_normal(n).astype(np.float32) if with_bias else None
-    got = retorch.quantized_linear(rt(x), rt(wb), int(qt), k,
+    wq, qid = (interleave_q4_0(wb), retorch.gguf.Q4_0x16) if interleaved else (wb, int(qt))
+    got = retorch.quantized_linear(rt(x), rt(wq), qid, k,
                                    rt(bias) if with_bias else None).numpy()
     assert got.shape == (*batch, m, n) and got.dtype == np.float32
     x2 = x.reshape(-1, k)
@@ -224,6 +239,34 @@ def test_quantized_linear_layouts(rng):
     assert np.isfinite(y[0]).all() and np.isnan(y[1]).all()
 
 
+@pytest.mark.parametrize("isa", ["AVX512", "AVX2", "DEFAULT"])
+def test_q4_0_interleaved_rows(rng, isa):
+    # Q4_0 rows interleaved 16 at a time hold the same values and give the same products as the
+    # Q4_0 rows, through the AVX-512 group kernel and through the other instruction sets' path.
+    x16 = retorch.gguf.Q4_0x16
+    before = retorch.backends.cpu.get_cpu_capability()
+    retorch.backends.cpu.set_cpu_capability(isa)
+    try:
+        for n, k in ((16, 32), (48, 800), (32, 4096)):
+            wb = random_blocks(rng, GT.Q4_0, n, k)
+            got = retorch.dequantize_blocks(rt(interleave_q4_0(wb)), x16, k).numpy()
+            assert np.array_equal(got, dequant_ref(GT.Q4_0, wb)), (n, k)
+        # 1-3 input rows, a group of four, four and some: the kernel's row counts; 20 and a
+        # batch of 24 rows take the dequantized-tile GEMM path.
+        for m in (1, 2, 3, 4, 5, 7, 15, 20):
+            check_linear(rng, GT.Q4_0, m, 48, 800, interleaved=True)
+        check_linear(rng, GT.Q4_0, 2, 16, 256, batch=(4, 3), interleaved=True, with_bias=False)
+        # Each input row's result is the one it gets alone, in any batch below the GEMM rows.
+        wb = interleave_q4_0(random_blocks(rng, GT.Q4_0, 64, 256))
+        x = rng.standard_normal((6, 256)).astype(np.float32)
+        many = retorch.quantized_linear(rt(x), rt(wb), x16, 256).numpy()
+        for i in range(6):
+            one = retorch.quantized_linear(rt(x[i:i + 1]), rt(wb), x16, 256).numpy()
+            assert np.array_equal(one[0], many[i]), i
+    finally:
+        retorch.backends.cpu.set_cpu_capability(before)
+
+
 def raises(match, fn, *args):
     with pytest.raises((ValueError, TypeError, RuntimeError), match=match):
         fn(*args)
@@ -273,6 +316,14 @@ def test_quant_errors(rng):
            64)
     raises(r"quantized_linear: in_features 64 is not a non-negative multiple of the Q4_K block "
            r"size 256", ql, x, q8, int(GT.Q4_K), 64)
+    # Q4_0x16: whole groups of 16 rows, and a layout rather than a quantizer.
+    q4 = rt(np.zeros((24, 36), np.uint8))
+    raises(r"quantized_linear: Q4_0x16 blocks come in groups of 16 rows, but the weight has 24 "
+           r"rows \(shape \[24, 36\]\)", ql, x, q4, retorch.gguf.Q4_0x16, 64)
+    raises(r"dequantize_blocks: Q4_0x16 blocks come in groups of 16 rows, but the weight has 24 "
+           r"rows", retorch.dequantize_blocks, q4, retorch.gguf.Q4_0x16, 64)
+    raises(r"quantize_blocks: no quantizer for Q4_0x16", retorch.quantize_blocks, x,
+           retorch.gguf.Q4_0x16)
 
 
 def test_bfloat16_linear_with_non_finite_inputs(rng):

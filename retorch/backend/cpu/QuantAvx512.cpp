@@ -224,6 +224,61 @@ void dot_q4_0_rows(int64_t K, const uint8_t* w, int64_t rb, int64_t rows, const 
   for (; n < rows; ++n) out[n] = dot_q4_0(K, w + n * rb, a);
 }
 
+// Note [Q4_0 in groups of 16 rows], the kernel: per block, four 64-byte loads hold the 16 rows'
+// 32 values; their low and high nibbles meet the input's 4-byte pieces broadcast (vpdpbusd's
+// {1to16} operand), two chains of four so the block's latency is four steps. The -8 offset is
+// taken off in integers (8 times the input block's sum of q), so a block adds
+// d_w * d_x * (sum q_w q_x - 8 sum q_x) exactly as the one-row kernels' terms, in lane l for
+// row l. Up to four input rows share each block's unpacked weights.
+template <int M>
+void q4_0x16_rows(int64_t nb, const uint8_t* w, const ActRow* a, float* out, int64_t ldo) {
+  const __m512i low = _mm512_set1_epi8(0x0f);
+  __m512 acc[M];
+  for (int m = 0; m < M; ++m) acc[m] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* p = w + 288 * b;
+    for (int l = 0; l < 288; l += 64) prefetch(p + l);
+    const __m512 dw = _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+    __m512i lo[4], hi[4];
+    for (int v = 0; v < 4; ++v) {
+      const __m512i raw = _mm512_loadu_si512(p + 32 + 64 * v);
+      lo[v] = _mm512_and_si512(raw, low);
+      hi[v] = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low);
+    }
+    for (int m = 0; m < M; ++m) {
+      int32_t xq[8];
+      std::memcpy(xq, a[m].q + kQK * b, sizeof(xq));
+      __m512i s0 = _mm512_setzero_si512(), s1 = _mm512_setzero_si512();
+      for (int v = 0; v < 4; ++v) {
+        s0 = _mm512_dpbusd_epi32(s0, lo[v], _mm512_set1_epi32(xq[v]));
+        s1 = _mm512_dpbusd_epi32(s1, hi[v], _mm512_set1_epi32(xq[4 + v]));
+      }
+      const __m512i s = _mm512_sub_epi32(_mm512_add_epi32(s0, s1),
+                                         _mm512_set1_epi32(8 * int32_t(a[m].sum[b])));
+      acc[m] = _mm512_fmadd_ps(_mm512_mul_ps(dw, _mm512_set1_ps(a[m].d[b])),
+                               _mm512_cvtepi32_ps(s), acc[m]);
+    }
+  }
+  for (int m = 0; m < M; ++m) _mm512_storeu_ps(out + m * ldo, acc[m]);
+}
+
+void q4_0x16_group(int64_t K, const uint8_t* w, const ActRow* a, int64_t M, float* out,
+                   int64_t ldo) {
+  const int64_t nb = K / kQK;
+  int64_t m = 0;
+  for (; m + 4 <= M; m += 4) q4_0x16_rows<4>(nb, w, a + m, out + m * ldo, ldo);
+  switch (M - m) {
+    case 3:
+      return q4_0x16_rows<3>(nb, w, a + m, out + m * ldo, ldo);
+    case 2:
+      return q4_0x16_rows<2>(nb, w, a + m, out + m * ldo, ldo);
+    case 1:
+      return q4_0x16_rows<1>(nb, w, a + m, out + m * ldo, ldo);
+    default:
+      return;
+  }
+}
+
 }  // namespace
 
 // Note [bfloat16 rows in pairs]
@@ -281,6 +336,10 @@ DotRowsFn dot_rows_fn_avx512(int64_t qtype) {
   return qtype == kQ4_0 && dot_fn_avx512(qtype) ? dot_q4_0_rows : nullptr;
 }
 
+GroupDotFn group_dot_fn_avx512(int64_t qtype) {
+  return qtype == kQ4_0x16 && dot_fn_avx512(kQ4_0) ? q4_0x16_group : nullptr;
+}
+
 DotFn dot_fn_avx512(int64_t qtype) {
   static const bool cpu = __builtin_cpu_supports("avx512vnni") &&
                           __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("f16c");
@@ -302,6 +361,7 @@ DotFn dot_fn_avx512(int64_t qtype) {
 namespace retorch::cpu::quant {
 DotFn dot_fn_avx512(int64_t) { return nullptr; }
 DotRowsFn dot_rows_fn_avx512(int64_t) { return nullptr; }
+GroupDotFn group_dot_fn_avx512(int64_t) { return nullptr; }
 bool dot_bf16_rows_avx512(const float*, const float*, const uint8_t*, int64_t, int64_t, int64_t,
                           float*) {
   return false;

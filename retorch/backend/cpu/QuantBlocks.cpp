@@ -14,7 +14,7 @@ namespace retorch::cpu::quant {
 namespace {
 
 const QTypeInfo kF32Info{"F32", 1, 4}, kF16Info{"F16", 1, 2}, kBF16Info{"BF16", 1, 2},
-    kQ4_0Info{"Q4_0", kQK, 18}, kQ8_0Info{"Q8_0", kQK, 34}, kQ4_KInfo{"Q4_K", kQKK, 144},
+    kQ4_0Info{"Q4_0", kQK, 18}, kQ4_0x16Info{"Q4_0x16", kQK, 18}, kQ8_0Info{"Q8_0", kQK, 34}, kQ4_KInfo{"Q4_K", kQKK, 144},
     kQ6_KInfo{"Q6_K", kQKK, 210};
 
 float fp16_at(const uint8_t* p) {
@@ -223,6 +223,8 @@ const QTypeInfo* qtype_info(int64_t qtype) {
       return &kBF16Info;
     case kQ4_0:
       return &kQ4_0Info;
+    case kQ4_0x16:
+      return &kQ4_0x16Info;
     case kQ8_0:
       return &kQ8_0Info;
     case kQ4_K:
@@ -242,6 +244,7 @@ std::string qtype_name(int64_t qtype) {
       "IQ2_XXS", "IQ2_XS", "IQ3_XXS", "IQ1_S", "IQ4_NL", "IQ3_S", "IQ2_S", "IQ4_XS",
       "I8",      "I16",    "I32",     "I64",   "F64",    "IQ1_M", "BF16"};
   if (qtype >= 0 && qtype < int64_t(sizeof(kNames) / sizeof(kNames[0]))) return kNames[qtype];
+  if (qtype == kQ4_0x16) return "Q4_0x16";
   return "type " + std::to_string(qtype);
 }
 
@@ -314,8 +317,18 @@ void dequantize_row_scalar(int64_t qtype, const uint8_t* x, float* y, int64_t n)
   }
 }
 
+void deinterleave_q4_0(const uint8_t* g, int64_t rb, uint8_t* rows) {
+  for (int64_t b = 0; b < rb / 18; ++b, g += 18 * kQ4_0x16Rows) {
+    for (int64_t l = 0; l < kQ4_0x16Rows; ++l) {
+      uint8_t* blk = rows + l * rb + 18 * b;
+      std::memcpy(blk, g + 2 * l, 2);
+      for (int v = 0; v < 4; ++v) std::memcpy(blk + 2 + 4 * v, g + 32 + 64 * v + 4 * l, 4);
+    }
+  }
+}
+
 int64_t act_block(int64_t qtype) {
-  if (qtype == kQ8_0 || qtype == kQ4_0) return kQK;
+  if (qtype == kQ8_0 || qtype == kQ4_0 || qtype == kQ4_0x16) return kQK;
   if (qtype == kQ4_K || qtype == kQ6_K) return kQKK;
   return 0;
 }

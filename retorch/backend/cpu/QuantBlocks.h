@@ -8,6 +8,9 @@ namespace retorch::cpu::quant {
 
 // ggml's type ids, as GGUF files store them.
 constexpr int64_t kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ8_0 = 8, kQ4_K = 12, kQ6_K = 14, kBF16 = 30;
+// retorch's own layout (not a GGUF type): Q4_0 blocks of 16 rows interleaved (Note [Q4_0 in
+// groups of 16 rows]).
+constexpr int64_t kQ4_0x16 = 1002;
 constexpr int64_t kQK = 32;    // values per Q8_0 / Q4_0 block
 constexpr int64_t kQKK = 256;  // values per K-quant super-block
 
@@ -29,6 +32,26 @@ constexpr int64_t kQKK = 256;  // values per K-quant super-block
 // agree bit for bit. The quantizers reproduce gguf-py's quantize byte for byte: its numpy ports
 // of ggml's reference quantize_row_q8_0_ref / q4_0_ref (Q4_0 rounds x * id + 8.5 as gguf-py
 // does, in double; ggml's own result there depends on whether its build fuses the multiply-add).
+
+// Note [Q4_0 in groups of 16 rows]
+// Q4_0x16 holds the blocks of a Q4_0 matrix whose rows come in groups of 16 (N % 16 == 0), laid
+// out for a decode step's dot products on AVX-512: every 32-bit lane of a vector is one row, so
+// one vpdpbusd advances 16 rows by 4 values each, against 4 input bytes broadcast, and the 16
+// results come out in the lanes, with no horizontal sums. The bytes are the same as Q4_0's (18
+// per block, N * row_bytes in all), only reordered. Group g (rows 16g..16g+15) takes the bytes
+// of its 16 rows, from offset 16 g row_bytes; inside it block b takes 288 bytes at 288 b:
+//   bytes 0-31:            the 16 rows' fp16 scales d, row l's at 2l;
+//   byte 32 + 64v + 4l + j: row l's qs[4v + j] (v, j < 4), i.e. value 4v + j of the block in its
+//                          low nibble and value 16 + 4v + j in its high nibble.
+// So the 64 bytes at 32 + 64v hold values 4v..4v+3 of every row in their low nibbles and
+// 16+4v..16+4v+3 in their high nibbles, each row's 4 in its own lane. The models reorder Q4_0
+// weights this way when they load them (Model.cpp's interleave_q4_0); the CPU kernels read
+// either layout, and AVX-512 VNNI makes the interleaved one the fast one: a 110m model's 49
+// Q4_0 products of one token (61.6 MB, a /tmp script over distinct weights, best of 7 x 20)
+// 2.61-2.73 -> 1.93-1.95 ms on Zen 4, 23 -> 32 GB/s; the rows-in-fours kernel spent about as
+// long per value as Q8_0's, on permutes and horizontal sums. Without AVX-512 a group is put
+// back into 16 Q4_0 rows in L1 and dotted by the row kernels.
+inline constexpr int64_t kQ4_0x16Rows = 16;
 
 /// Block size and bytes per block of a qtype this file handles (F32/F16/BF16 are 1-value blocks).
 struct QTypeInfo {
@@ -100,6 +123,15 @@ using DotRowsFn = void (*)(int64_t K, const uint8_t* w, int64_t rb, int64_t rows
                            float* out);
 /// The AVX-512 rows kernel for qtype (Q4_0), or nullptr.
 DotRowsFn dot_rows_fn_avx512(int64_t qtype);
+/// Q4_0x16: out[m * ldo + l] = the dot product of row l of the group of 16 rows at w with input
+/// row m, for m < M (Note [Q4_0 in groups of 16 rows]).
+using GroupDotFn = void (*)(int64_t K, const uint8_t* w, const ActRow* a, int64_t M, float* out,
+                            int64_t ldo);
+/// The AVX-512 VNNI kernel for Q4_0x16 groups, or nullptr without it (or under a lower
+/// cpu_isa()).
+GroupDotFn group_dot_fn_avx512(int64_t qtype);
+/// The 16 Q4_0 rows (row_bytes rb each, written at rows + l * rb) of the Q4_0x16 group at g.
+void deinterleave_q4_0(const uint8_t* g, int64_t rb, uint8_t* rows);
 /// dequantize_row with AVX2 (the same bits); false (nothing written) without AVX2 or for the
 /// float qtypes.
 bool dequantize_row_avx2(int64_t qtype, const uint8_t* x, float* y, int64_t n);

@@ -48,7 +48,7 @@ int64_t row_grain(int64_t bytes_per_row) {
 }
 
 const char* supported_list() {
-  return "F32 (0), F16 (1), Q4_0 (2), Q8_0 (8), Q4_K (12), Q6_K (14), BF16 (30)";
+  return "F32 (0), F16 (1), Q4_0 (2), Q8_0 (8), Q4_K (12), Q6_K (14), BF16 (30), Q4_0x16 (1002)";
 }
 
 const QTypeInfo& checked_info(const char* op, int64_t qtype) {
@@ -58,10 +58,33 @@ const QTypeInfo& checked_info(const char* op, int64_t qtype) {
   return *info;
 }
 
+// A Q4_0x16 matrix is whole groups of 16 rows (Note [Q4_0 in groups of 16 rows]).
+void check_groups(const char* op, int64_t qtype, int64_t rows, IntArrayRef sizes) {
+  RT_CHECK_VALUE(qtype != kQ4_0x16 || rows % kQ4_0x16Rows == 0, op,
+                 ": Q4_0x16 blocks come in groups of 16 rows, but the weight has ", rows,
+                 " rows (shape ", sizes, ")");
+}
+
 std::vector<int64_t> with_last(IntArrayRef sizes, int64_t last) {
   std::vector<int64_t> s(sizes.begin(), sizes.end());
   s.back() = last;
   return s;
+}
+
+// Rows n0..n1 of the weight w (row_bytes rb) as float32 rows of K values at out; for Q4_0x16
+// n0 and n1 are multiples of 16 (whole groups).
+void dequantize_rows(int64_t qtype, const uint8_t* w, int64_t rb, int64_t n0, int64_t n1,
+                     int64_t K, float* out) {
+  if (qtype != kQ4_0x16) {
+    for (int64_t n = n0; n < n1; ++n) dequantize_row(qtype, w + n * rb, out + (n - n0) * K, K);
+    return;
+  }
+  std::vector<uint8_t> rows(static_cast<size_t>(kQ4_0x16Rows * rb));
+  for (int64_t g = n0; g < n1; g += kQ4_0x16Rows) {
+    deinterleave_q4_0(w + g * rb, rb, rows.data());
+    for (int64_t l = 0; l < kQ4_0x16Rows; ++l)
+      dequantize_row(kQ4_0, &rows[size_t(l * rb)], out + (g - n0 + l) * K, K);
+  }
 }
 
 // out [M, N] = x [M, K] @ dequant(w).T, a tile of weight rows at a time (Note [Quantized linear]).
@@ -79,8 +102,7 @@ void gemm_path(int64_t qtype, const float* x, int64_t M, int64_t K, const uint8_
     std::vector<float> buf(static_cast<size_t>(std::min(N, tile_rows) * K));
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t n0 = t * tile_rows, n1 = std::min(N, n0 + tile_rows);
-      for (int64_t n = n0; n < n1; ++n)
-        dequantize_row(qtype, w + n * rb, &buf[size_t((n - n0) * K)], K);
+      dequantize_rows(qtype, w, rb, n0, n1, K, buf.data());
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, int(M), int(n1 - n0), int(K), 1.0f, x,
                   int(K), buf.data(), int(K), 0.0f, out + n0, int(N));
     }
@@ -141,7 +163,26 @@ void int_rows_path(int64_t qtype, const float* x, int64_t M, int64_t K, const ui
     quantize_act(x + m * K, K, block, &q[qo], &d[bo], &sums[so], &dsums[bo]);
     act[size_t(m)] = {&q[qo], &d[bo], &sums[so], &dsums[bo]};
   }
-  const DotFn dot = dot_fn(qtype);
+  const DotFn dot = dot_fn(qtype == kQ4_0x16 ? kQ4_0 : qtype);
+  if (qtype == kQ4_0x16) {  // Note [Q4_0 in groups of 16 rows]
+    const GroupDotFn group = group_dot_fn_avx512(qtype);
+    parallel_for(0, N / kQ4_0x16Rows, row_grain(kQ4_0x16Rows * rb), [&](int64_t g0, int64_t g1) {
+      std::vector<uint8_t> rows;
+      for (int64_t g = g0; g < g1; ++g) {
+        const int64_t n0 = kQ4_0x16Rows * g;
+        if (group) {
+          group(K, w + n0 * rb, act.data(), M, out + n0, N);
+          continue;
+        }
+        rows.resize(static_cast<size_t>(kQ4_0x16Rows * rb));
+        deinterleave_q4_0(w + n0 * rb, rb, rows.data());
+        for (int64_t l = 0; l < kQ4_0x16Rows; ++l)
+          for (int64_t m = 0; m < M; ++m)
+            out[m * N + n0 + l] = dot(K, &rows[size_t(l * rb)], act[size_t(m)]);
+      }
+    });
+    return;
+  }
   if (M == 1) {
     if (const DotRowsFn rows = dot_rows_fn_avx512(qtype)) {  // Note [Q4_0 rows in fours]
       parallel_for(0, (N + 3) / 4, row_grain(4 * rb), [&](int64_t b0, int64_t b1) {
@@ -201,15 +242,17 @@ Tensor dequantize_blocks(const Tensor& input, int64_t qtype, int64_t cols) {
   RT_CHECK_VALUE(input.size(-1) == rb, "dequantize_blocks: ", cols, " ", info.name, " values take ",
                  rb, " bytes per row, but the input has shape ", input.sizes());
   const int64_t N = input.dim() == 2 ? input.size(0) : 1;
+  check_groups("dequantize_blocks", qtype, N, input.sizes());
   Tensor out = make_empty(with_last(input.sizes(), cols), kFloat, input.device());
   if (out.numel() == 0 || out.device().is_meta()) return out;  // Note [Meta through CPU kernels]
   Tensor x = input.contiguous();
   const uint8_t* xp = x.data_ptr<uint8_t>();
   float* op = out.data_ptr<float>();
-  parallel_for(0, N, std::max<int64_t>(1, 65536 / std::max<int64_t>(cols, 1)),
-               [&](int64_t r0, int64_t r1) {
-                 for (int64_t r = r0; r < r1; ++r)
-                   dequantize_row(qtype, xp + r * rb, op + r * cols, cols);
+  // Whole groups of 16 rows for Q4_0x16, single rows otherwise.
+  const int64_t unit = qtype == kQ4_0x16 ? kQ4_0x16Rows : 1;
+  parallel_for(0, N / unit, std::max<int64_t>(1, 65536 / std::max<int64_t>(unit * cols, 1)),
+               [&](int64_t u0, int64_t u1) {
+                 dequantize_rows(qtype, xp, rb, u0 * unit, u1 * unit, cols, op + u0 * unit * cols);
                });
   return out;
 }
@@ -228,6 +271,7 @@ Tensor quantized_linear(const Tensor& input, const Tensor& weight, int64_t qtype
   const int64_t rb = row_bytes(info, K);
   RT_CHECK_VALUE(weight.size(1) == rb, "quantized_linear: ", K, " ", info.name, " values take ", rb,
                  " bytes per row, but the weight has shape ", weight.sizes());
+  check_groups("quantized_linear", qtype, N, weight.sizes());
   RT_CHECK_TYPE(input.dtype() == kFloat, "quantized_linear: input must be float32, got ",
                 input.dtype());
   RT_CHECK_VALUE(input.dim() >= 1 && input.size(-1) == K, "quantized_linear: input shape ",
