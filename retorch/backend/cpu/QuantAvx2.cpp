@@ -306,7 +306,74 @@ void dequant_q6_k(const uint8_t* x, float* y, int64_t n) {
   }
 }
 
+// Note [Q4_0 in groups of 16 rows] with AVX2: a 256-bit vector holds 8 rows' 4-byte pieces, so
+// each block is two halves of 8 rows, and maddubs + madd(1) stand in for vpdpbusd (a pair of
+// nibble-times-byte products stays within 2 * 15 * 127 in 16 bits). The integer sums are
+// exact, so the results are the AVX-512 kernel's, bit for bit.
+template <int M>
+void q4_0x16_rows(int64_t nb, const uint8_t* w, const ActRow* a, float* out, int64_t ldo) {
+  const __m256i low = _mm256_set1_epi8(0x0f), ones = _mm256_set1_epi16(1);
+  __m256 acc[M][2];
+  for (int m = 0; m < M; ++m) acc[m][0] = acc[m][1] = _mm256_setzero_ps();
+  auto dot4 = [&](__m256i s, __m256i wv, int32_t x) {
+    return _mm256_add_epi32(
+        s, _mm256_madd_epi16(_mm256_maddubs_epi16(wv, _mm256_set1_epi32(x)), ones));
+  };
+  for (int64_t b = 0; b < nb; ++b) {
+    const uint8_t* p = w + 288 * b;
+    for (int l = 0; l < 288; l += 64) prefetch(p + l);
+    for (int h = 0; h < 2; ++h) {  // rows 8h..8h+7
+      const __m256 dw =
+          _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * h)));
+      __m256i lo[4], hi[4];
+      for (int v = 0; v < 4; ++v) {
+        const __m256i raw = load32(p + 32 + 64 * v + 32 * h);
+        lo[v] = _mm256_and_si256(raw, low);
+        hi[v] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low);
+      }
+      for (int m = 0; m < M; ++m) {
+        int32_t xq[8];
+        std::memcpy(xq, a[m].q + kQK * b, sizeof(xq));
+        __m256i s0 = _mm256_setzero_si256(), s1 = _mm256_setzero_si256();
+        for (int v = 0; v < 4; ++v) {
+          s0 = dot4(s0, lo[v], xq[v]);
+          s1 = dot4(s1, hi[v], xq[4 + v]);
+        }
+        const __m256i s = _mm256_sub_epi32(_mm256_add_epi32(s0, s1),
+                                           _mm256_set1_epi32(8 * int32_t(a[m].sum[b])));
+        acc[m][h] = _mm256_fmadd_ps(_mm256_mul_ps(dw, _mm256_set1_ps(a[m].d[b])),
+                                    _mm256_cvtepi32_ps(s), acc[m][h]);
+      }
+    }
+  }
+  for (int m = 0; m < M; ++m) {
+    _mm256_storeu_ps(out + m * ldo, acc[m][0]);
+    _mm256_storeu_ps(out + m * ldo + 8, acc[m][1]);
+  }
+}
+
+void q4_0x16_group(int64_t K, const uint8_t* w, const ActRow* a, int64_t M, float* out,
+                   int64_t ldo) {
+  const int64_t nb = K / kQK;
+  int64_t m = 0;
+  for (; m + 4 <= M; m += 4) q4_0x16_rows<4>(nb, w, a + m, out + m * ldo, ldo);
+  switch (M - m) {
+    case 3:
+      return q4_0x16_rows<3>(nb, w, a + m, out + m * ldo, ldo);
+    case 2:
+      return q4_0x16_rows<2>(nb, w, a + m, out + m * ldo, ldo);
+    case 1:
+      return q4_0x16_rows<1>(nb, w, a + m, out + m * ldo, ldo);
+    default:
+      return;
+  }
+}
+
 }  // namespace
+
+GroupDotFn group_dot_fn_avx2(int64_t qtype) {
+  return qtype == kQ4_0x16 && have_avx2() ? q4_0x16_group : nullptr;
+}
 
 DotFn dot_fn_avx2(int64_t qtype) {
   if (!have_avx2()) return nullptr;
@@ -391,6 +458,9 @@ bool dot_half_avx2(int64_t qtype, const float* x, const uint8_t* w, int64_t n, f
 #else  // no AVX2 in this build: the scalar kernels run
 
 DotFn dot_fn_avx2(int64_t) {
+  return nullptr;
+}
+GroupDotFn group_dot_fn_avx2(int64_t) {
   return nullptr;
 }
 bool dequantize_row_avx2(int64_t, const uint8_t*, float*, int64_t) {

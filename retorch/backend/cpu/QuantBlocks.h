@@ -46,11 +46,11 @@ constexpr int64_t kQKK = 256;  // values per K-quant super-block
 // So the 64 bytes at 32 + 64v hold values 4v..4v+3 of every row in their low nibbles and
 // 16+4v..16+4v+3 in their high nibbles, each row's 4 in its own lane. The models reorder Q4_0
 // weights this way when they load them (Model.cpp's interleave_q4_0); the CPU kernels read
-// either layout, and AVX-512 VNNI makes the interleaved one the fast one: a 110m model's 49
+// either layout, and the interleaved one is the fast one: a 110m model's 49
 // Q4_0 products of one token (61.6 MB, a /tmp script over distinct weights, best of 7 x 20)
 // 2.61-2.73 -> 1.93-1.95 ms on Zen 4, 23 -> 32 GB/s; the rows-in-fours kernel spent about as
-// long per value as Q8_0's, on permutes and horizontal sums. Without AVX-512 a group is put
-// back into 16 Q4_0 rows in L1 and dotted by the row kernels.
+// long per value as Q8_0's, on permutes and horizontal sums. AVX2 has its own group kernel;
+// the scalar path puts a group back into 16 Q4_0 rows in L1 and dots them row by row.
 inline constexpr int64_t kQ4_0x16Rows = 16;
 
 /// Block size and bytes per block of a qtype this file handles (F32/F16/BF16 are 1-value blocks).
@@ -130,6 +130,8 @@ using GroupDotFn = void (*)(int64_t K, const uint8_t* w, const ActRow* a, int64_
 /// The AVX-512 VNNI kernel for Q4_0x16 groups, or nullptr without it (or under a lower
 /// cpu_isa()).
 GroupDotFn group_dot_fn_avx512(int64_t qtype);
+/// The AVX2 kernel for Q4_0x16 groups (the same results), or nullptr without AVX2.
+GroupDotFn group_dot_fn_avx2(int64_t qtype);
 /// The 16 Q4_0 rows (row_bytes rb each, written at rows + l * rb) of the Q4_0x16 group at g.
 void deinterleave_q4_0(const uint8_t* g, int64_t rb, uint8_t* rows);
 /// dequantize_row with AVX2 (the same bits); false (nothing written) without AVX2 or for the

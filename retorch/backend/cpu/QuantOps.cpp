@@ -165,7 +165,8 @@ void int_rows_path(int64_t qtype, const float* x, int64_t M, int64_t K, const ui
   }
   const DotFn dot = dot_fn(qtype == kQ4_0x16 ? kQ4_0 : qtype);
   if (qtype == kQ4_0x16) {  // Note [Q4_0 in groups of 16 rows]
-    const GroupDotFn group = group_dot_fn_avx512(qtype);
+    GroupDotFn group = group_dot_fn_avx512(qtype);
+    if (!group) group = group_dot_fn_avx2(qtype);
     parallel_for(0, N / kQ4_0x16Rows, row_grain(kQ4_0x16Rows * rb), [&](int64_t g0, int64_t g1) {
       std::vector<uint8_t> rows;
       for (int64_t g = g0; g < g1; ++g) {
