@@ -14,8 +14,8 @@ namespace retorch::cpu::quant {
 namespace {
 
 const QTypeInfo kF32Info{"F32", 1, 4}, kF16Info{"F16", 1, 2}, kBF16Info{"BF16", 1, 2},
-    kQ4_0Info{"Q4_0", kQK, 18}, kQ4_0x16Info{"Q4_0x16", kQK, 18}, kQ8_0Info{"Q8_0", kQK, 34}, kQ4_KInfo{"Q4_K", kQKK, 144},
-    kQ6_KInfo{"Q6_K", kQKK, 210};
+    kQ4_0Info{"Q4_0", kQK, 18}, kQ4_0x16Info{"Q4_0x16", kQK, 18}, kQ8_0Info{"Q8_0", kQK, 34},
+    kQ4_KInfo{"Q4_K", kQKK, 144}, kQ6_KInfo{"Q6_K", kQKK, 210};
 
 float fp16_at(const uint8_t* p) {
   uint16_t h;
