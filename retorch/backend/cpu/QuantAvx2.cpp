@@ -354,19 +354,9 @@ void q4_0x16_rows(int64_t nb, const uint8_t* w, const ActRow* a, float* out, int
 
 void q4_0x16_group(int64_t K, const uint8_t* w, const ActRow* a, int64_t M, float* out,
                    int64_t ldo) {
-  const int64_t nb = K / kQK;
-  int64_t m = 0;
-  for (; m + 4 <= M; m += 4) q4_0x16_rows<4>(nb, w, a + m, out + m * ldo, ldo);
-  switch (M - m) {
-    case 3:
-      return q4_0x16_rows<3>(nb, w, a + m, out + m * ldo, ldo);
-    case 2:
-      return q4_0x16_rows<2>(nb, w, a + m, out + m * ldo, ldo);
-    case 1:
-      return q4_0x16_rows<1>(nb, w, a + m, out + m * ldo, ldo);
-    default:
-      return;
-  }
+  in_fours(M, [&](auto rows, int64_t m) {
+    q4_0x16_rows<decltype(rows)::value>(K / kQK, w, a + m, out + m * ldo, ldo);
+  });
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 namespace retorch::cpu::quant {
 
@@ -132,6 +133,16 @@ using GroupDotFn = void (*)(int64_t K, const uint8_t* w, const ActRow* a, int64_
 GroupDotFn group_dot_fn_avx512(int64_t qtype);
 /// The AVX2 kernel for Q4_0x16 groups (the same results), or nullptr without AVX2.
 GroupDotFn group_dot_fn_avx2(int64_t qtype);
+/// Calls f(std::integral_constant<int, k>(), m) for input rows m..m+k-1 of M: k = 4 while four
+/// remain, then the rest once (the group kernels keep k rows' sums in registers).
+template <typename F>
+void in_fours(int64_t M, F&& f) {
+  int64_t m = 0;
+  for (; m + 4 <= M; m += 4) f(std::integral_constant<int, 4>(), m);
+  if (M - m == 3) f(std::integral_constant<int, 3>(), m);
+  if (M - m == 2) f(std::integral_constant<int, 2>(), m);
+  if (M - m == 1) f(std::integral_constant<int, 1>(), m);
+}
 /// The 16 Q4_0 rows (row_bytes rb each, written at rows + l * rb) of the Q4_0x16 group at g.
 void deinterleave_q4_0(const uint8_t* g, int64_t rb, uint8_t* rows);
 /// dequantize_row with AVX2 (the same bits); false (nothing written) without AVX2 or for the
