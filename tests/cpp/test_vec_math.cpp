@@ -1,7 +1,9 @@
 // Accuracy of retorch's own float32 vector math on every instruction set the CPU has: the
-// rational tanh and GELU's rational erf (Note [Rational tanh]) over sweeps of floats up to 16.
+// rational tanh and GELU's rational erf (Note [Rational tanh]) over sweeps of floats up to 16,
+// and the AVX-512 Philox draws of normal_.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -9,6 +11,8 @@
 #include <vector>
 
 #include "retorch/backend/cpu/CpuIsa.h"
+#include "retorch/backend/cpu/RandomAvx512.h"
+#include "retorch/core/Generator.h"
 #include "test_helpers.h"
 
 namespace {
@@ -108,6 +112,35 @@ TEST(VecMath, GeluErfWithinFewUlpOfOneHalfXTimesOnePlusErf) {
           << cpu::cpu_isa_name(isa);
     }
   });
+}
+
+// Note [Vector Philox]: the AVX-512 draws are philox4x32's words turned into normal_'s two
+// uniforms exactly, including counters whose low word carries into the high one and lengths
+// that end inside a set of sixteen.
+TEST(VecPhilox, Avx512DrawsAreTheScalarOnes) {
+  std::vector<double> u1(300), u2(300);
+  const uint64_t key = 0x123456789abcdefULL;
+  if (!cpu::normal_uniforms_avx512(key, 0, 1, u1.data(), u2.data()))
+    GTEST_SKIP() << "no AVX-512F/DQ on this CPU";
+  auto u01 = [](uint32_t a, uint32_t b) {
+    const uint64_t bits = (uint64_t(a) << 21) ^ uint64_t(b >> 11);
+    return double(bits) * (1.0 / 9007199254740992.0);
+  };
+  for (uint64_t first : {uint64_t(0), (uint64_t(1) << 32) - 150, (uint64_t(7) << 40) + 5}) {
+    for (int64_t n : {1, 15, 16, 17, 31, 33, 300}) {
+      std::fill(u1.begin(), u1.end(), -1.0);
+      ASSERT_TRUE(cpu::normal_uniforms_avx512(key, first, n, u1.data(), u2.data()));
+      for (int64_t j = 0; j < 300; ++j) {
+        if (j >= n) {
+          EXPECT_EQ(u1[size_t(j)], -1.0) << "wrote past n = " << n;
+          continue;
+        }
+        const auto w = philox4x32(key, first + uint64_t(j));
+        EXPECT_EQ(u1[size_t(j)], 1.0 - u01(w[0], w[1])) << first << " + " << j;
+        EXPECT_EQ(u2[size_t(j)], 2.0 * M_PI * u01(w[2], w[3])) << first << " + " << j;
+      }
+    }
+  }
 }
 
 }  // namespace

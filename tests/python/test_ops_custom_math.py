@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import retorch
-from custom_helpers import I, P, aten, both, gradcheck, grads, seeded
+from custom_helpers import I, P, aten, both, cpu_isa, gradcheck, grads, seeded, supported_isas
 from oracle import DTYPES, FLOATS, dtype_name
 
 # test name -> the ops.yaml entries it covers (checked by test_op_coverage.py).
@@ -224,6 +224,31 @@ def test_normal_draws_in_vector_chunks():
     i = np.arange(1, x.size + 1) / x.size
     ks = max(np.max(i - cdf), np.max(cdf - (i - 1 / x.size)))
     assert ks < 1.95 / np.sqrt(x.size), ks  # the 0.1% critical value
+
+
+def test_normal_philox_on_every_isa():
+    """Note [Vector Philox]: sixteen counters at a time on AVX-512 give the scalar philox4x32's
+    words, so AVX2 (scalar Philox) and AVX-512 draw the same numbers, bit for bit (both take
+    SLEEF's log and cos): lengths around the 16-lane and 512-element chunk edges, float32 and
+    float64, and counters that carry from their low 32-bit word into the high one."""
+    def draws():
+        out = []
+        for n in (1, 15, 16, 17, 511, 513, 40000):
+            out.append(seeded(lambda: retorch.randn(n, dtype=retorch.float64), 21).numpy())
+        g = retorch.Generator().set_state([5, 2 ** 32 - 7])
+        out.append(retorch.randn(100, dtype=retorch.float64, generator=g).numpy())
+        g = retorch.Generator().set_state([2 ** 40 + 3, 2 ** 33 - 100])
+        out.append(retorch.randn(1000, generator=g).numpy())
+        return out
+    isas = [i for i in supported_isas() if i != "DEFAULT"]  # DEFAULT's log and cos are libm's
+    if len(isas) < 2:
+        pytest.skip("one vector capability on this CPU")
+    with cpu_isa(isas[0]):
+        want = draws()
+    for isa in isas[1:]:
+        with cpu_isa(isa):
+            for a, b in zip(draws(), want):
+                np.testing.assert_array_equal(a, b)
 
 
 def test_randint_scaling_is_uniform():

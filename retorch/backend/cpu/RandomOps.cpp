@@ -4,7 +4,9 @@
 #include <memory>
 #include <type_traits>
 
+#include "retorch/backend/cpu/CpuIsa.h"
 #include "retorch/backend/cpu/Loops.h"
+#include "retorch/backend/cpu/RandomAvx512.h"
 #include "retorch/backend/cpu/VecMath.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/generated/Kernels.h"
@@ -71,16 +73,19 @@ void fill_normal(const Tensor& self, Generator& gen, double mean, double std) {
   double probe = 1;
   const bool vec = vec_unary(VecFn::kLog, &probe, &probe, 0) &&
                    vec_unary(VecFn::kCos, &probe, &probe, 0);
+  const bool vec_philox = cpu_isa() >= CpuIsa::kAvx512;  // Note [Vector Philox]
   fill_philox<scalar_t>(self, gen, [&](scalar_t* p, uint64_t key, uint64_t base, int64_t b,
                                        int64_t e) {
     constexpr int64_t kChunk = 512;
     alignas(64) double lg[kChunk], cs[kChunk];
     for (int64_t i0 = b; i0 < e; i0 += kChunk) {
       const int64_t m = std::min(kChunk, e - i0);
-      for (int64_t j = 0; j < m; ++j) {
-        const auto w = philox4x32(key, base + uint64_t(i0 + j));
-        lg[j] = 1.0 - u01_from(w[0], w[1]);
-        cs[j] = 2.0 * M_PI * u01_from(w[2], w[3]);
+      if (!vec_philox || !normal_uniforms_avx512(key, base + uint64_t(i0), m, lg, cs)) {
+        for (int64_t j = 0; j < m; ++j) {
+          const auto w = philox4x32(key, base + uint64_t(i0 + j));
+          lg[j] = 1.0 - u01_from(w[0], w[1]);
+          cs[j] = 2.0 * M_PI * u01_from(w[2], w[3]);
+        }
       }
       if (vec) {
         vec_unary(VecFn::kLog, lg, lg, m);
