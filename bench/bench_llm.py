@@ -1,7 +1,9 @@
 """LLM inference throughput: retorch.llm against PyTorch eager running transformers'
 LlamaForCausalLM on the same configuration, in one run, with the hardware bounds (decode: copy
 bandwidth / weight bytes per token, and with the KV cache's bytes added; prefill: the float32
-GEMM peak). Random weights.
+GEMM peak). Random weights. retorch decodes twice: after the --prompt-len prompt, and after a
+16-token one, where the weights are nearly all the bytes a step reads (PyTorch's decode figure
+is taken after such a short prompt).
 
     PYTHONPATH=python:.deps/python /usr/bin/python3 bench/bench_llm.py [--sizes 110m,1b]
         [--formats f32,bf16,q8_0,q4_0] [--prompt-len 512] [--gen-len 32]
@@ -44,19 +46,27 @@ def _time(f):
     return time.perf_counter() - t
 
 
+SHORT = 16  # the short prompt of the second decode figure (and of PyTorch's decode below)
+
+
 def bench_retorch(cfg, fmt, P, G, kv_dtype):
     qtype, dt = QTYPES[fmt]
     model = llm.random_model(dict(cfg, model_type="llama"),
                              dtype=getattr(retorch, dt) if dt else None, qtype=qtype)
     ids = [int(i) for i in np.random.default_rng(0).integers(3, cfg["vocab_size"], P)]
-    e = llm.Engine(model, max_context=P + G + 1, max_seqs=1, max_batch_tokens=P,
-                   kv_dtype=getattr(retorch, kv_dtype))
-    e.add_request(ids, max_new_tokens=G, temperature=0.0, ignore_eos=True)
-    while e.has_unfinished():
-        e.step()
-    s = e.stats()
+
+    def run(prompt):
+        e = llm.Engine(model, max_context=len(prompt) + G + 1, max_seqs=1,
+                       max_batch_tokens=len(prompt), kv_dtype=getattr(retorch, kv_dtype))
+        e.add_request(prompt, max_new_tokens=G, temperature=0.0, ignore_eos=True)
+        while e.has_unfinished():
+            e.step()
+        return e.stats()
+    s = run(ids)
+    # Decode after a SHORT-token prompt too, where the KV bytes are few and the weights bound it.
+    s16 = run(ids[:SHORT])
     return (s["prefill_tokens"] / s["prefill_seconds"], s["decode_tokens"] / s["decode_seconds"],
-            model.weight_bytes_per_token())
+            s16["decode_tokens"] / s16["decode_seconds"], model.weight_bytes_per_token())
 
 
 def bench_torch(cfg, fmt, P, G):
@@ -76,7 +86,7 @@ def bench_torch(cfg, fmt, P, G):
         model.generate(ids[:, :8], max_new_tokens=2, **gen)  # warm-up
         pre = _time(lambda: model(ids))
         # Decode: generating G more tokens after a short prompt, minus the prompt's own pass.
-        short = ids[:, :16]
+        short = ids[:, :SHORT]
         t1 = _time(lambda: model.generate(short, max_new_tokens=1, min_new_tokens=1, **gen))
         tg = _time(lambda: model.generate(short, max_new_tokens=G + 1, min_new_tokens=G + 1,
                                           **gen))
@@ -99,11 +109,12 @@ def main():
           f"torch {torch.__version__} threads {torch.get_num_threads()}, KV cache {a.kv_dtype}")
     print(f"{'model':6} {'format':6} | {'prefill tok/s':>13} {'torch':>7} {'ratio':>6} "
           f"{'% peak':>6} | {'decode tok/s':>12} {'torch':>7} {'ratio':>6} {'% bound':>7} "
-          f"{'+KV':>5}")
+          f"{'+KV':>5} | {'after ' + str(SHORT):>9} {'% bound':>7}")
     for size in a.sizes.split(","):
         cfg = PRESETS[size]
         for fmt in a.formats.split(","):
-            pre, dec, nbytes = bench_retorch(cfg, fmt, a.prompt_len, a.gen_len, a.kv_dtype)
+            pre, dec, dec16, nbytes = bench_retorch(cfg, fmt, a.prompt_len, a.gen_len,
+                                                    a.kv_dtype)
             tpre, tdec = (None, None) if a.no_torch else bench_torch(cfg, fmt, a.prompt_len,
                                                                      a.gen_len)
             H, L, V = cfg["hidden_size"], cfg["num_hidden_layers"], cfg["vocab_size"]
@@ -119,7 +130,8 @@ def main():
             print(f"{size:6} {fmt:6} | {f(pre, 13)} {f(tpre)} {f(tpre and pre / tpre, 6, 2)} "
                   f"{f(100 * pre * flops / peak, 6, 0)} | {f(dec, 12, 2)} {f(tdec, 7, 2)} "
                   f"{f(tdec and dec / tdec, 6, 2)} {f(100 * dec * nbytes / bw, 7, 0)} "
-                  f"{f(100 * dec * (nbytes + kv) / bw, 5, 0)}")
+                  f"{f(100 * dec * (nbytes + kv) / bw, 5, 0)} | {f(dec16, 9, 2)} "
+                  f"{f(100 * dec16 * nbytes / bw, 7, 0)}")
 
 
 if __name__ == "__main__":
