@@ -6,7 +6,7 @@ import numpy as np
 import torch
 
 import retorch
-from bench_nn import per_call_pair
+from bench_nn import paired_ratio, per_call_pair
 
 
 def convnet(lib):
@@ -56,19 +56,20 @@ def case(name, make_model, batch, shape, training):
     tm = make_model(torch)
     tx, ty = torch.from_numpy(xs), torch.from_numpy(ys)
     tfn = train_step(torch, tm, tx, ty) if training else infer(torch, tm, tx)
-    t_cuda, t_cpu = per_call_pair(fns["cuda"], fns["cpu"], min_time=2.0, reps=9)
+    ratio, t_cuda, t_cpu = paired_ratio(fns["cuda"], fns["cpu"], min_time=2.0, reps=15)
     _, t_torch = per_call_pair(fns["cpu"], tfn, min_time=1.0, reps=5)
     retorch.reset_device_fallback_stats()
     fns["cuda"]()
     falls = sum(s["calls"] for s in retorch.device_fallback_stats())
-    print(f"{name:<34} {t_cpu * 1e3:>10.4f} {t_cuda * 1e3:>12.4f} {t_cuda / t_cpu:>8.3f} "
+    print(f"{name:<34} {t_cpu * 1e3:>10.4f} {t_cuda * 1e3:>12.4f} {ratio:>8.3f} "
           f"{falls:>10d} {t_torch * 1e3:>10.4f}")
-    return t_cuda / t_cpu
+    return ratio
 
 
 def main():
     torch.set_num_threads(retorch.get_num_threads())
-    print("device fallback: cuda without a GPU runs on cpu (ms per call; ratio cuda/cpu, aim <= 1.05)")
+    print("device fallback: cuda without a GPU runs on cpu (ms per call, medians; ratio: the median "
+          "of cuda/cpu over back-to-back batches, aim <= 1.05)")
     print(f"{'case':<34} {'retorch cpu':>10} {'retorch cuda':>12} {'ratio':>8} "
           f"{'fallbacks':>10} {'torch cpu':>10}")
     ratios = [case("ConvNet train step, batch 100", convnet, 100, (1, 28, 28), True),

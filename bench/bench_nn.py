@@ -43,6 +43,22 @@ def per_call_pair(ours, theirs, min_time=0.5, reps=7):
     return statistics.median(times[0]), statistics.median(times[1])
 
 
+def paired_ratio(ours, theirs, min_time=0.5, reps=15):
+    """The median over alternating pairs of batches of ours' time over theirs' (each pair taken
+    back to back, so a drift of the machine's speed cancels within it), and each side's median
+    seconds per call."""
+    iters = (_iters(ours, min_time / reps), _iters(theirs, min_time / reps))
+    ratios, times = [], ([], [])
+    for rep in range(reps):
+        order = (0, 1) if rep % 2 == 0 else (1, 0)
+        t = [0.0, 0.0]
+        for i in order:
+            t[i] = _batch((ours, theirs)[i], iters[i])
+            times[i].append(t[i])
+        ratios.append(t[0] / t[1])
+    return statistics.median(ratios), statistics.median(times[0]), statistics.median(times[1])
+
+
 def both(arr, requires_grad=False):
     """The same values as a torch tensor and a retorch tensor."""
     arr = np.ascontiguousarray(arr)
