@@ -317,14 +317,33 @@ void dequantize_row_scalar(int64_t qtype, const uint8_t* x, float* y, int64_t n)
   }
 }
 
-void deinterleave_q4_0(const uint8_t* g, int64_t rb, uint8_t* rows) {
+namespace {
+
+// Copies one group of Note [Q4_0 in groups of 16 rows] between its 16 Q4_0 rows (rb bytes each)
+// and the group's bytes: into the group when kInterleave, else back into the rows.
+template <bool kInterleave, typename Rows, typename Group>
+void q4_0_group_copy(Rows rows, int64_t rb, Group g) {
+  auto move = [](auto row_part, auto group_part, size_t n) {
+    if constexpr (kInterleave) std::memcpy(group_part, row_part, n);
+    else std::memcpy(row_part, group_part, n);
+  };
   for (int64_t b = 0; b < rb / 18; ++b, g += 18 * kQ4_0x16Rows) {
     for (int64_t l = 0; l < kQ4_0x16Rows; ++l) {
-      uint8_t* blk = rows + l * rb + 18 * b;
-      std::memcpy(blk, g + 2 * l, 2);
-      for (int v = 0; v < 4; ++v) std::memcpy(blk + 2 + 4 * v, g + 32 + 64 * v + 4 * l, 4);
+      const auto blk = rows + l * rb + 18 * b;
+      move(blk, g + 2 * l, 2);
+      for (int v = 0; v < 4; ++v) move(blk + 2 + 4 * v, g + 32 + 64 * v + 4 * l, 4);
     }
   }
+}
+
+}  // namespace
+
+void deinterleave_q4_0(const uint8_t* g, int64_t rb, uint8_t* rows) {
+  q4_0_group_copy<false>(rows, rb, g);
+}
+
+void interleave_q4_0(const uint8_t* rows, int64_t rb, uint8_t* g) {
+  q4_0_group_copy<true>(rows, rb, g);
 }
 
 int64_t act_block(int64_t qtype) {

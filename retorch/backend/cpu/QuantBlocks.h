@@ -46,7 +46,7 @@ constexpr int64_t kQKK = 256;  // values per K-quant super-block
 //                          low nibble and value 16 + 4v + j in its high nibble.
 // So the 64 bytes at 32 + 64v hold values 4v..4v+3 of every row in their low nibbles and
 // 16+4v..16+4v+3 in their high nibbles, each row's 4 in its own lane. The models reorder Q4_0
-// weights this way when they load them (Model.cpp's interleave_q4_0); the CPU kernels read
+// weights this way when they load them (interleave_q4_0, below); the CPU kernels read
 // either layout, and the interleaved one is the fast one: a 110m model's 49
 // Q4_0 products of one token (61.6 MB, a /tmp script over distinct weights, best of 7 x 20)
 // 2.61-2.73 -> 1.93-1.95 ms on Zen 4, 23 -> 32 GB/s; the rows-in-fours kernel spent about as
@@ -145,6 +145,8 @@ void in_fours(int64_t M, F&& f) {
 }
 /// The 16 Q4_0 rows (row_bytes rb each, written at rows + l * rb) of the Q4_0x16 group at g.
 void deinterleave_q4_0(const uint8_t* g, int64_t rb, uint8_t* rows);
+/// The Q4_0x16 group (16 rb bytes at g) of the 16 Q4_0 rows at rows, rows + rb, ...
+void interleave_q4_0(const uint8_t* rows, int64_t rb, uint8_t* g);
 /// dequantize_row with AVX2 (the same bits); false (nothing written) without AVX2 or for the
 /// float qtypes.
 bool dequantize_row_avx2(int64_t qtype, const uint8_t* x, float* y, int64_t n);

@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "retorch/autograd/GradMode.h"
+#include "retorch/backend/cpu/QuantBlocks.h"
 #include "retorch/core/Error.h"
 #include "retorch/generated/Functions.h"
 
@@ -13,19 +14,20 @@ namespace retorch::llama {
 
 namespace {
 
-constexpr int64_t kQ4_0 = 2, kQ4_0x16 = 1002;  // ggml's Q4_0, and retorch's interleaved layout
+using cpu::quant::kQ4_0;
+using cpu::quant::kQ4_0x16;
 
-// A Q4_0 weight [N, row_bytes] in the Q4_0x16 layout of Note [Q4_0 in groups of 16 rows]
-// (backend/cpu/QuantBlocks.h): per group of 16 rows and block, the 16 scales, then for each
-// 4-byte piece v of the 16 nibble bytes the 16 rows' pieces.
+// A Q4_0 weight [N, row_bytes] (N % 16 == 0) in the Q4_0x16 layout, a group of 16 rows at a
+// time (Note [Q4_0 in groups of 16 rows] in backend/cpu/QuantBlocks.h).
 Tensor interleave_q4_0(const Tensor& w) {
-  const int64_t groups = w.size(0) / 16, nb = w.size(1) / 18;
-  Tensor blocks = w.contiguous().view({groups, 16, nb, 18}).permute({0, 2, 1, 3});
-  Tensor scales = blocks.narrow(3, 0, 2).reshape({groups, nb, 32});
-  Tensor pieces =
-      blocks.narrow(3, 2, 16).reshape({groups, nb, 16, 4, 4}).transpose(2, 3).reshape(
-          {groups, nb, 256});
-  return cat({scales, pieces}, 2).reshape({w.size(0), w.size(1)});
+  Tensor c = w.contiguous();
+  Tensor out = empty(c.sizes(), TensorOptions().dtype(kByte));
+  const int64_t group_bytes = cpu::quant::kQ4_0x16Rows * c.size(1);
+  const uint8_t* src = c.data_ptr<uint8_t>();
+  uint8_t* dst = out.data_ptr<uint8_t>();
+  for (int64_t g = 0; g < c.size(0) / cpu::quant::kQ4_0x16Rows; ++g)
+    cpu::quant::interleave_q4_0(src + g * group_bytes, c.size(1), dst + g * group_bytes);
+  return out;
 }
 
 }  // namespace
