@@ -34,13 +34,7 @@ def per_call(fn, min_time=0.25, reps=5):
 def per_call_pair(ours, theirs, min_time=0.5, reps=7):
     """Median seconds per call of two functions measured in alternating batches, so that both
     see the same machine (a shared VM's speed drifts by tens of percent within seconds)."""
-    iters = (_iters(ours, min_time / reps), _iters(theirs, min_time / reps))
-    times = ([], [])
-    for rep in range(reps):
-        order = (0, 1) if rep % 2 == 0 else (1, 0)
-        for i in order:
-            times[i].append(_batch((ours, theirs)[i], iters[i]))
-    return statistics.median(times[0]), statistics.median(times[1])
+    return paired_ratio(ours, theirs, min_time, reps)[1:]
 
 
 def paired_ratio(ours, theirs, min_time=0.5, reps=15):
