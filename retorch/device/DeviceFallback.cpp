@@ -134,12 +134,18 @@ std::string_view backend_missing_reason(DeviceType t) {
   }
 }
 
+// device_has_backend, inlined for the routes below.
+inline bool has_backend(DeviceType t) {
+  return t != kMeta && !device_key_set(t).has(DispatchKey::DeviceFallback);
+}
+
 // The device that runs a routed op: the first available in the order with a kernel for it.
 Device pick_executing(const OperatorHandle& op, Device asked) {
   for (uint64_t o = g_order.load(std::memory_order_relaxed); (o & kOrderEnd) != kOrderEnd; o >>= 4) {
     const DeviceType t = DeviceType(o & kOrderEnd);
-    if (t == asked.type || t == kMeta || !device_has_backend(t)) continue;
-    if (t == kCPU || op.has_kernel(backend_key(t))) return Device(t).canonical();
+    if (t == kCPU) return Device(kCPU);
+    if (t == asked.type || !has_backend(t)) continue;
+    if (op.has_kernel(backend_key(t))) return Device(t).canonical();
   }
   return Device(kCPU);
 }
@@ -329,7 +335,7 @@ Slot& slot_for(const OperatorHandle& op, Device from, Device to) {
 
 // Timing every fallback would cost more than the zero-copy moves it measures (four clock reads
 // against ~100 ns of work), so one call in kTimedEvery per thread is timed and counted for all.
-constexpr int kTimedEvery = 16;
+constexpr unsigned kTimedEvery = 64;
 
 void device_fallback_kernel(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
   const DispatchKeySet below = ks.below(DispatchKey::DeviceFallback);
@@ -352,7 +358,7 @@ void device_fallback_kernel(const OperatorHandle& op, DispatchKeySet ks, Stack* 
   std::optional<profiler::RecordFunction> range;
   const bool profiling = profiler::is_profiling();
   if (profiling) range.emplace("device_fallback::" + asked.str() + "_to_" + exec.str());
-  thread_local int calls_here = 0;
+  thread_local unsigned calls_here = 0;
   const bool timed = ++calls_here % kTimedEvery == 0;
   Clock::time_point t0 = timed ? Clock::now() : Clock::time_point();
   int64_t moved = 0;
@@ -488,12 +494,14 @@ void FastFallback::see(const Tensor& t) {
 }
 
 bool FastFallback::begin() {
-  if (!fast_ || !seen_ || asked_.is_meta() || device_has_backend(asked_.type)) return false;
-  if (device_fallback() != FallbackPolicy::kAuto || profiler::is_profiling()) return false;
+  if (!fast_ || !seen_ || asked_.is_meta() || has_backend(asked_.type)) return false;
+  if (policy_slot().load(std::memory_order_relaxed) != FallbackPolicy::kAuto ||
+      profiler::is_profiling())
+    return false;
   exec_ = pick_executing(op_, asked_);
   if (!exec_.is_cpu()) return false;
   n_rehomed_ = 0;
-  thread_local int calls_here = 0;
+  thread_local unsigned calls_here = 0;
   timed_ = ++calls_here % kTimedEvery == 0;
   if (timed_) t0_ = now_ns();
   return true;
@@ -517,8 +525,8 @@ Tensor FastFallback::finish(Tensor r) {
   if (r.defined()) {
     bool argument = false;
     for (int i = 0; i < n_rehomed_ && !argument; ++i)
-      if (rehomed_[i].first == r.impl()) {
-        r = *rehomed_[i].second;
+      if (rehomed_[i].seen == r.impl()) {
+        r = *rehomed_[i].orig;
         argument = true;
       }
     const bool hand_back = g_placement.load(std::memory_order_relaxed) ==
@@ -583,9 +591,7 @@ std::vector<DeviceType> device_fallback_order() {
   return out;
 }
 
-bool device_has_backend(DeviceType type) {
-  return type != kMeta && !device_key_set(type).has(DispatchKey::DeviceFallback);
-}
+bool device_has_backend(DeviceType type) { return has_backend(type); }
 
 std::vector<FallbackStats> device_fallback_stats() {
   std::vector<FallbackStats> out;

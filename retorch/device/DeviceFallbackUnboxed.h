@@ -60,7 +60,11 @@ class FastFallback {
   bool fast_ = true, seen_ = false, timed_ = false;
   int n_rehomed_ = 0;
   int64_t moved_ = 0, move_ns_ = 0, t0_ = 0;
-  std::pair<const TensorImpl*, const Tensor*> rehomed_[kMaxRehomed];
+  struct Rehomed {
+    const TensorImpl* seen;  // the argument as the op sees it
+    const Tensor* orig;      // as the caller passed it
+  };
+  Rehomed rehomed_[kMaxRehomed];  // the first n_rehomed_ are set
 };
 
 template <typename A>
