@@ -57,6 +57,7 @@ bench: build
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_nn.py
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_devices.py
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_cuda.py
+	PYTHONPATH=$(CURDIR)/python:$(CURDIR)/.deps/python $(PY) bench/bench_llm_cuda.py --retorch $(BUILD)/tools/retorch
 	PYTHONPATH=$(CURDIR)/python:$(CURDIR)/.deps/python $(PY) bench/bench_llm.py
 
 # docs/ops.md, the operator coverage table, and docs/devices.md, the device compatibility matrix

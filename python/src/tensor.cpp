@@ -4,6 +4,7 @@
 #include "python/src/bindings.h"
 #include "retorch/core/Dtypes.h"
 #include "retorch/core/ValueReadHook.h"
+#include "retorch/device/ElementAddress.h"
 
 namespace retorch::python {
 
@@ -256,7 +257,9 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
       .def("is_floating_point", &Tensor::is_floating_point)
       .def("data_ptr", [](const Tensor& t) -> uintptr_t {
         if (t.device().is_meta()) return 0;  // as in PyTorch: meta tensors have no data
-        return reinterpret_cast<uintptr_t>(t.data_ptr());
+        // The address of element 0 wherever it lives (a device address for cuda tensors in
+        // device memory, as torch's), without reading it: the host's data() refuses those.
+        return reinterpret_cast<uintptr_t>(element_address(t));
       })
       .def("is_set_to", [](const Tensor& a, const Tensor& b) {  // same memory and geometry
         return a.impl()->storage().get() == b.impl()->storage().get() &&

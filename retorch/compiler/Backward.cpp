@@ -11,6 +11,7 @@
 #include "retorch/autograd/SavedVariable.h"
 #include "retorch/compiler/RowOps.h"
 #include "retorch/device/CudaBridge.h"
+#include "retorch/device/ElementAddress.h"
 #include "retorch/generated/Functions.h"
 
 namespace retorch::compiler {
@@ -213,7 +214,7 @@ struct CompiledKernelBackward final : autograd::Node {
       keep.push_back(g);
     }
     std::vector<void*> args;
-    for (const Tensor& t : keep) args.push_back(t.impl()->data());
+    for (const Tensor& t : keep) args.push_back(element_address(t));
     std::vector<Tensor> outs;
     for (const KernelArg& a : b.outputs) {
       // a column sum is one row on CPU, in the input's own (row) shape: see KernelArg
@@ -223,7 +224,7 @@ struct CompiledKernelBackward final : autograd::Node {
                                       TensorOptions(a.dtype).device(device))
                               : empty_strided(a.sizes, a.strides,
                                               TensorOptions(a.dtype).device(device)));
-      args.push_back(outs.back().impl()->data());
+      args.push_back(element_address(outs.back()));
     }
     fn_(args);
     autograd::variable_list result(ni);

@@ -13,6 +13,7 @@
 #include "retorch/compiler/Nvrtc.h"
 #include "retorch/device/CudaBridge.h"
 #include "retorch/device/DeviceApi.h"
+#include "retorch/device/ElementAddress.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/jit/passes/Passes.h"
 #include "retorch/nn/Module.h"
@@ -80,7 +81,7 @@ jit::NodeFn kernel_runner(const Kernel& k, KernelCall fn, KernelCall backward_fn
       ok = t.dtype() == a.dtype && (cuda_kernel ? device.is_cuda() : device.is_cpu()) &&
            t.sizes().equals(a.sizes) && t.strides().equals(a.strides);
       needs_grad |= grad && t.requires_grad();
-      if (ok) args[i] = t.impl()->data();
+      if (ok) args[i] = cuda_kernel ? element_address(t) : t.impl()->data();
     }
     ok &= !needs_grad || bool(backward_fn);
     if (!ok) {
@@ -94,7 +95,7 @@ jit::NodeFn kernel_runner(const Kernel& k, KernelCall fn, KernelCall backward_fn
     for (size_t o = 0; o < k.outputs.size(); ++o) {
       const KernelArg& a = k.outputs[o];
       outs.push_back(empty_strided(a.sizes, a.strides, TensorOptions(a.dtype).device(device)));
-      args[ni + o] = outs.back().impl()->data();
+      args[ni + o] = element_address(outs.back());
     }
     fn(args);
     if (needs_grad) {

@@ -1,6 +1,7 @@
 // Row ops: recognizes the reductions and composite ops that lower into row kernels and expands
 // each into reductions and element/row statements (Note [Row kernels] in CppCodegen.cpp).
 #include "retorch/compiler/RowOps.h"
+#include "retorch/device/DeviceApi.h"
 
 #include <algorithm>
 #include <limits>
@@ -25,7 +26,10 @@ const jit::TensorInfo* complete_tensor(const jit::Value* v) {
   const jit::Type& t = *v->type();
   if (!t.is_complete_tensor()) return nullptr;
   const jit::TensorInfo& info = t.tensor();
-  if (!lowerable_dtype(*info.dtype) || !info.device->is_cpu()) return nullptr;
+  // Host memory, or a CUDA device with the backend (the CUDA emitter's kernels); a device run
+  // through the fallback stays eager.
+  const bool here = info.device->is_cpu() || (info.device->is_cuda() && device_available(kCUDA));
+  if (!lowerable_dtype(*info.dtype) || !here) return nullptr;
   return &info;
 }
 

@@ -55,10 +55,36 @@ Device device_at(DeviceType type, int index) {
 }
 }  // namespace
 
+namespace {
+// Whether work of this device runs on the CUDA backend (its streams and events are CUDA's).
+bool on_cuda(Device d) { return d.type == kCUDA && device_available(kCUDA); }
+}  // namespace
+
+bool Stream::query() const {
+  if (!on_cuda(device_)) return true;
+  Event e;
+  e.record(*this);
+  return e.query();
+}
+
+void Stream::synchronize() const {
+  if (on_cuda(device_)) detail::cuda_backend_synchronize(device_.index);
+}
+
 void Event::record(const Stream& stream) {
-  (void)stream;
   recorded_ = true;
   host_ns_ = host_now_ns();
+  if (!on_cuda(stream.device())) return;
+  if (!device_)
+    device_ = std::shared_ptr<void>(detail::cuda_backend_event_create(enable_timing_),
+                                    detail::cuda_backend_event_destroy);
+  detail::cuda_backend_event_record(device_.get());
+}
+
+bool Event::query() const { return !device_ || detail::cuda_backend_event_query(device_.get()); }
+
+void Event::synchronize() const {
+  if (device_) detail::cuda_backend_event_synchronize(device_.get());
 }
 
 double Event::elapsed_time(const Event& end) const {
@@ -66,6 +92,10 @@ double Event::elapsed_time(const Event& end) const {
            "Event.elapsed_time: both events must be created with enable_timing=True");
   RT_CHECK(recorded_ && end.recorded_,
            "Event.elapsed_time: both events must be recorded before calculating elapsed time");
+  RT_CHECK(bool(device_) == bool(end.device_),
+           "Event.elapsed_time: both events must be recorded on the same kind of stream (one is a "
+           "CUDA event, the other a host clock)");
+  if (device_) return detail::cuda_backend_event_elapsed_ms(device_.get(), end.device_.get());
   return double(end.host_ns_ - host_ns_) / 1e6;
 }
 
@@ -89,7 +119,11 @@ void set_device(DeviceType type, int index) {
   set_current_device_index(type, int8_t(index));
 }
 
-void synchronize(DeviceType type, int index) { check_index(type, index, "synchronize"); }
+void synchronize(DeviceType type, int index) {
+  check_index(type, index, "synchronize");
+  if (type == kCUDA && device_available(kCUDA))
+    detail::cuda_backend_synchronize(index < 0 ? current_device_index(type) : index);
+}
 
 Stream default_stream(DeviceType type, int index) {
   check_index(type, index, "default_stream");

@@ -2,6 +2,7 @@
 // per device type, with torch.cuda-shaped retorch::cuda / mps / xpu namespaces.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "retorch/core/Device.h"
@@ -28,7 +29,9 @@ class DeviceGuard {
 };
 
 /// A queue of work on a device. Without a backend (and on cpu) work runs as it is issued, so a
-/// stream is always idle: query() is true and synchronize() returns at once.
+/// stream is always idle: query() is true and synchronize() returns at once. With the CUDA
+/// backend every kernel runs on the device's legacy default stream, so a cuda stream waits for
+/// (and asks about) the device's work.
 class Stream {
  public:
   Stream() = default;
@@ -37,8 +40,8 @@ class Stream {
   Device device() const { return device_; }
   int priority() const { return priority_; }
   int64_t id() const { return id_; }
-  bool query() const { return true; }
-  void synchronize() const {}
+  bool query() const;
+  void synchronize() const;
   bool operator==(const Stream& o) const { return device_ == o.device_ && id_ == o.id_; }
 
  private:
@@ -48,13 +51,14 @@ class Stream {
 };
 
 /// A marker in a stream. Without a backend it records the host clock when recorded, so
-/// elapsed_time() measures the host time between two events (work is synchronous there).
+/// elapsed_time() measures the host time between two events (work is synchronous there); on a
+/// cuda stream with the CUDA backend it is a CUDA event, timed on the device.
 class Event {
  public:
   explicit Event(bool enable_timing = false) : enable_timing_(enable_timing) {}
   void record(const Stream& stream);
-  bool query() const { return true; }
-  void synchronize() const {}
+  bool query() const;
+  void synchronize() const;
   /// Milliseconds from this event to `end`; both must be recorded with enable_timing.
   double elapsed_time(const Event& end) const;
   bool recorded() const { return recorded_; }
@@ -63,6 +67,7 @@ class Event {
   bool enable_timing_;
   bool recorded_ = false;
   int64_t host_ns_ = 0;
+  std::shared_ptr<void> device_;  // the CUDA event, once recorded on a cuda stream
 };
 
 /// The generic forms behind the per-type namespaces below.

@@ -7,6 +7,7 @@
 
 #include "retorch/core/Error.h"
 #include "retorch/device/DeviceApi.h"
+#include "retorch/device/ElementAddress.h"
 
 namespace retorch::distributed {
 
@@ -72,12 +73,12 @@ class NcclGroup final : public ProcessGroup {
   std::string backend() const override { return "nccl"; }
   void all_reduce(const Tensor& t, ReduceOp op) override {
     const int dt = checked("all_reduce", t);
-    detail::cuda_backend_nccl_all_reduce(comm_, t.impl()->data(), size_t(t.numel()), dt, int(op));
+    detail::cuda_backend_nccl_all_reduce(comm_, element_address(t), size_t(t.numel()), dt, int(op));
   }
   void broadcast(const Tensor& t, int src) override {
     const int dt = checked("broadcast", t);
     check_src("broadcast", *this, src);
-    detail::cuda_backend_nccl_broadcast(comm_, t.impl()->data(), size_t(t.numel()), dt, src);
+    detail::cuda_backend_nccl_broadcast(comm_, element_address(t), size_t(t.numel()), dt, src);
   }
   void barrier() override {}
 

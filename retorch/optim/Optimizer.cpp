@@ -77,6 +77,40 @@ void Optimizer::add_param_group(const OptimizerParamGroup& param_group) {
   param_groups_.push_back(std::move(group));
 }
 
+namespace {
+bool in_host_memory(const Tensor& t) { return t.impl()->storage()->device().is_cpu(); }
+}  // namespace
+
+// Note [Optimizer steps on device memory]
+// The optimizers' updates are fused host loops. A parameter in a device's own memory (cuda with
+// the CUDA backend) is updated on a host copy: the parameter, its gradient and its state buffers
+// come to the cpu, the loop runs, and the parameter and buffers are copied back, so the state
+// stays on the parameter's device as in PyTorch (the step counter stays a cpu scalar, as
+// PyTorch's is). Buffers the update creates (on the first step) move to the device.
+void Optimizer::update_on_host_copy(Tensor& p, const Tensor& g, OptimizerOptions& options,
+                                    OptimizerParamState& state) {
+  const Device device = p.device();
+  const Device cpu(kCPU);
+  Tensor hp = p.to(cpu), hg = g.to(cpu);
+  std::unordered_map<std::string, Tensor> on_device;  // key -> the device tensor it stands for
+  for (auto& item : state.items()) {
+    if (in_host_memory(item.value)) continue;
+    on_device.emplace(item.key, item.value);
+    item.value = item.value.to(cpu);
+  }
+  update(hp, hg, options, state);
+  p.copy_(hp);
+  for (auto& item : state.items()) {
+    auto it = on_device.find(item.key);
+    if (it != on_device.end()) {
+      it->second.copy_(item.value);
+      item.value = it->second;
+    } else if (item.key != "step") {
+      item.value = item.value.to(device);
+    }
+  }
+}
+
 Tensor Optimizer::step(const LossClosure& closure) {
   Tensor loss;
   if (closure) {
@@ -89,7 +123,8 @@ Tensor Optimizer::step(const LossClosure& closure) {
     for (auto& p : group.params()) {
       const Tensor& g = p.grad();
       if (!g.defined()) continue;
-      update(p, g, group.options(), state_[p.impl()]);
+      if (in_host_memory(p) && in_host_memory(g)) update(p, g, group.options(), state_[p.impl()]);
+      else update_on_host_copy(p, g, group.options(), state_[p.impl()]);
     }
   }
   ++step_count_;
@@ -313,12 +348,12 @@ void check_fusable(const Tensor& param, const Tensor& grad, const char* optimize
                 dtype_name(param.dtype()));
   RT_CHECK(grad.sizes().vec() == param.sizes().vec(), optimizer, ": gradient shape ",
            shape_str(grad.sizes()), " does not match parameter shape ", shape_str(param.sizes()));
-  // The fused loops read memory directly: parameters on a device without a backend live in
-  // host memory too (See Note [Device routing]), device memory needs that device's kernels.
+  // The fused loops read host memory: parameters on a device without a backend live there too
+  // (Note [Device routing]), and device memory comes through a host copy (Note [Optimizer steps
+  // on device memory]), so this only catches a caller of update() that skipped step().
   RT_CHECK(param.impl()->storage()->device().is_cpu() && grad.impl()->storage()->device().is_cpu(),
-           optimizer, ": parameters in ", param.device(),
-           " memory are not supported yet (only host memory: cpu, or a device run through the "
-           "device fallback)");
+           optimizer, ": update() reads host memory, got a parameter in ", param.device(),
+           " memory (Optimizer::step copies it to the host)");
   RT_CHECK(grad.device() == param.device(), optimizer, ": gradient on ", grad.device(),
            " but parameter on ", param.device());
 }

@@ -143,6 +143,10 @@ class Optimizer {
   /// Updates one parameter in place (grad is defined); called under NoGradGuard.
   virtual void update(Tensor& param, const Tensor& grad, OptimizerOptions& options,
                       OptimizerParamState& state) = 0;
+  /// update() on host copies of a parameter in device memory and of its state (Note [Optimizer
+  /// steps on device memory] in Optimizer.cpp).
+  void update_on_host_copy(Tensor& param, const Tensor& grad, OptimizerOptions& options,
+                           OptimizerParamState& state);
   /// Checks a group's options, with PyTorch's ValueError messages.
   virtual void validate(const OptimizerOptions& options) const = 0;
   /// The state buffer names this optimizer may create (checked by load_state_dict).

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <iostream>
 #include <chrono>
+#include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <mutex>
 #include <sstream>
@@ -66,6 +68,7 @@ struct Profile::State {
   void resolve_device_times() {
     for (const DeviceTiming& t : device_timings) {
       const double ms = detail::cuda_backend_elapsed_ms(t.start, t.end);
+      if (std::isnan(ms)) continue;  // the runtime is gone (exit): the kernel keeps no device time
       std::lock_guard<std::mutex> lock(mu);
       if (t.event < events.size()) events[t.event].device_ns = int64_t(ms * 1e6);
     }
@@ -262,7 +265,12 @@ Profile::Profile(ProfilerOptions options) : state_(std::make_shared<State>()) {
 }
 
 Profile::~Profile() {
-  if (state_->active && std::this_thread::get_id() == state_->owner) stop();
+  // A destructor must not throw: a stop that fails (say, the device is gone) ends the profile.
+  try {
+    if (state_->active && std::this_thread::get_id() == state_->owner) stop();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "profiler: stopping the profile failed: %s\n", e.what());
+  }
 }
 
 bool Profile::stop() {

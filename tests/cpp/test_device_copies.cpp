@@ -10,6 +10,7 @@
 #include "retorch/core/TensorImpl.h"
 #include "retorch/device/DeviceFallback.h"
 #include "retorch/dispatch/Dispatcher.h"
+#include "retorch/optim/optim.h"
 #include "test_helpers.h"
 
 namespace {
@@ -180,6 +181,44 @@ TEST_F(FakeDeviceMemory, ABackendWithoutCopiesIsAClearError) {
     EXPECT_NE(std::string(e.what()).find("that device's backend has no copy_ kernel"),
               std::string::npos)
         << e.what();
+  }
+}
+
+TEST_F(FakeDeviceMemory, OptimizersStepParametersInDeviceMemoryThroughHostCopies) {
+  // Note [Optimizer steps on device memory]: each optimizer, three steps on a parameter in the
+  // fake device's memory, gives the cpu optimizer's values; its buffers stay in device memory
+  // and its step counter on the cpu, as in PyTorch.
+  const Device xpu(kXPU, 0);
+  using Make = std::function<std::unique_ptr<optim::Optimizer>(Tensor)>;
+  const std::vector<std::pair<const char*, Make>> cases = {
+      {"SGD", [](Tensor p) { return std::make_unique<optim::SGD>(std::vector<Tensor>{p},
+                                 optim::SGDOptions(0.1).momentum(0.9).weight_decay(0.01)); }},
+      {"Adam", [](Tensor p) { return std::make_unique<optim::Adam>(std::vector<Tensor>{p},
+                                  optim::AdamOptions(0.05).amsgrad(true)); }},
+      {"AdamW", [](Tensor p) { return std::make_unique<optim::AdamW>(std::vector<Tensor>{p}); }},
+      {"RMSprop", [](Tensor p) { return std::make_unique<optim::RMSprop>(std::vector<Tensor>{p},
+                                     optim::RMSpropOptions(0.01).centered(true).momentum(0.5)); }},
+      {"Adagrad", [](Tensor p) { return std::make_unique<optim::Adagrad>(std::vector<Tensor>{p},
+                                     optim::AdagradOptions(0.1)); }}};
+  for (const auto& [name, make] : cases) {
+    SCOPED_TRACE(name);
+    Tensor init = arange(6, TensorOptions(kFloat)).reshape({2, 3}) * 0.3 - 0.7;
+    Tensor host = init.clone().requires_grad_(true);
+    Tensor dev = init.to(xpu).requires_grad_(true);
+    auto oh = make(host), od = make(dev);
+    for (int step = 0; step < 3; ++step) {
+      for (auto [p, o] : {std::pair{host, oh.get()}, std::pair{dev, od.get()}}) {
+        o->zero_grad();
+        (p * p * p).sum().backward();
+        o->step();
+      }
+      EXPECT_TRUE(retorch::testing::all_close(dev.to(Device(kCPU)), host));
+    }
+    EXPECT_EQ(dev.impl()->storage()->device().type, kXPU);
+    for (const auto& item : od->state(dev).items()) {
+      const DeviceType where = item.value.impl()->storage()->device().type;
+      EXPECT_EQ(where, item.key == "step" ? kCPU : kXPU) << item.key;
+    }
   }
 }
 

@@ -1,6 +1,8 @@
 """The CUDA backend's op kernels (pointwise ops, device copies, cuBLAS products) against PyTorch on
 the cpu, on a machine with a CUDA device; skipped, never passed, without one. Each test also checks
 that the op ran on the device: the device fallback counted no call of it."""
+import time
+
 import numpy as np
 import pytest
 import torch
@@ -102,6 +104,30 @@ def test_binary_ops_broadcast(a_shape, b_shape, dtype, tol):
         assert ran_on_device(f"aten::{name}.Tensor") and ran_on_device(f"aten::{name}")
     close(retorch.add(ra, rb, alpha=2.5), torch.add(up(ta), up(tb), alpha=2.5).to(ta.dtype),
           tol)
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+@pytest.mark.parametrize("n,offset", [(1027, 0), (1027, 1), (4096, 2), (3, 0)])
+def test_contiguous_operands_four_at_a_time_with_tails_and_misaligned_views(n, offset, dtype,
+                                                                            tol):
+    # Contiguous aligned operands take the four-element vector kernels (Note [Contiguous
+    # pointwise kernels]), n % 4 left for a tail; a view starting `offset` elements in is not
+    # aligned for them and takes the strided kernels. Both give torch's values.
+    ra, ta = pair((n + offset,), dtype, seed=31)
+    rb, tb = pair((n + offset,), dtype, seed=32, positive=True)
+    ra, ta, rb, tb = ra[offset:], ta[offset:], rb[offset:], tb[offset:]
+    close(ra + rb, (up(ta) + up(tb)).to(ta.dtype), tol)
+    close(ra * 3, (up(ta) * 3).to(ta.dtype), tol)
+    close(retorch.sub(ra, rb, alpha=0.5), torch.sub(up(ta), up(tb), alpha=0.5).to(ta.dtype), tol)
+    close(ra.tanh(), up(ta).tanh().to(ta.dtype), tol)
+    got = ra < rb
+    assert got.dtype == retorch.bool
+    assert np.array_equal(got.cpu().numpy(), (up(ta) < up(tb)).numpy())
+    out = retorch.empty((n,), dtype=rt_dtype(dtype), device="cuda")
+    retorch.exp(ra, out=out)
+    close(out, up(ta).exp().to(ta.dtype), tol)
+    assert ran_on_device("aten::add.Tensor") and ran_on_device("aten::tanh")
+    assert ran_on_device("aten::empty")  # device memory from the allocator, not a host copy
 
 
 def test_python_numbers_cpu_scalars_and_promotion():
@@ -396,6 +422,11 @@ def test_row_gathers_and_the_cache_write():
     want = np.zeros((50, 3, 8), np.float32)
     want[slots] = vals
     assert (cache.cpu().numpy() == want).all()
+    # Values that are a view (a fused projection's value rows, as a batch's are) write too.
+    fused = rng.standard_normal((3, 2, 3, 8)).astype(np.float32)
+    cache.index_put_([cu(slots)], cu(fused)[:, 1])
+    want[slots] = fused[:, 1]
+    assert (cache.cpu().numpy() == want).all()
     for op in ("aten::index_select", "aten::embedding", "aten::index_put_"):
         assert ran_on_device(op)
 
@@ -463,6 +494,31 @@ def test_profiler_times_cuda_kernels_on_the_device():
     assert all(e["device_ns"] > 1000 for e in kernels)
     summary = p.kernel_summary()
     assert "Time %" in summary and "mm" in summary
+
+
+def test_events_time_the_device_and_synchronize_waits_for_it():
+    # Kernels launch asynchronously: the host is back long before eight 4096^3 float32 products
+    # (about 1.1 TFLOP) finish, so events timed on the host clock would read far less than the
+    # device took; CUDA events read the device's time, and synchronize() waits for it.
+    x = retorch.randn(4096, 4096).to("cuda")
+    x @ x
+    retorch.cuda.synchronize()
+    start, end = retorch.cuda.Event(enable_timing=True), retorch.cuda.Event(enable_timing=True)
+    t0 = time.perf_counter()
+    start.record()
+    for _ in range(8):
+        y = x @ x
+    end.record()
+    issued = time.perf_counter() - t0
+    retorch.cuda.synchronize()
+    waited = time.perf_counter() - t0
+    assert end.query() and retorch.cuda.current_stream().query()
+    ms = start.elapsed_time(end)
+    assert ms > 2000 * issued, (ms, issued)  # the device took far longer than the launches
+    assert waited * 1e3 >= 0.9 * ms  # synchronize() returned only once the device was done
+    end.synchronize()
+    close(y[:2, :3], torch.tensor(x[:2].cpu().numpy()) @ torch.tensor(x[:, :3].cpu().numpy()),
+          1e-3)
 
 
 def test_out_of_range_indices_stop_the_kernel_with_an_error():

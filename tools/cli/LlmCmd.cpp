@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <vector>
 
@@ -78,6 +79,33 @@ double gemm_peak() {
     best = std::min(best, seconds_since(t0));
   }
   return 2.0 * 2048.0 * 2048.0 * 2048.0 / best;
+}
+
+// The same two limits on a device with its own memory (cuda): a device-to-device copy of 1 GB
+// and 8192^3 products in the weights' dtype, each timed to the device's completion.
+double best_device_seconds(Device device, const std::function<void()>& f) {
+  f();
+  device_api::synchronize(device.type, -1);
+  double best = 1e30;
+  for (int rep = 0; rep < 5; ++rep) {
+    auto t0 = Clock::now();
+    f();
+    device_api::synchronize(device.type, -1);
+    best = std::min(best, seconds_since(t0));
+  }
+  return best;
+}
+
+double device_copy_bandwidth(Device device) {
+  const int64_t n = int64_t(256) << 20;
+  Tensor a = zeros({n}, TensorOptions(kFloat).device(device)), b = empty_like(a);
+  return 2.0 * double(n) * 4 / best_device_seconds(device, [&] { b.copy_(a); });
+}
+
+double device_gemm_peak(Device device, ScalarType dtype) {
+  const int64_t n = 8192;
+  Tensor a = randn({n, n}).to(dtype).to(device), b = a.clone();
+  return 2.0 * double(n) * double(n) * double(n) / best_device_seconds(device, [&] { mm(a, b); });
 }
 
 }  // namespace
@@ -176,7 +204,11 @@ int run_bench_llm(const BenchLlmConfig& c) {
   }
   while (engine.has_unfinished()) engine.step();
   const EngineStats& s = engine.stats();
-  double bw = copy_bandwidth(), peak = gemm_peak();
+  const Device device(c.device);
+  const bool own_memory = device_available(device.type) && !device.is_cpu();
+  double bw = own_memory ? device_copy_bandwidth(device) : copy_bandwidth();
+  const ScalarType gemm_dtype = c.format == "bf16" ? kBFloat16 : kFloat;
+  double peak = own_memory ? device_gemm_peak(device, gemm_dtype) : gemm_peak();
   double prefill_tps = double(s.prefill_tokens) / s.prefill_seconds;
   double decode_steps_per_s = double(s.decode_tokens) / double(c.batch) / s.decode_seconds;
   double bound = bw / double(model->weight_bytes_per_token());  // steps/s if weights stream once
@@ -185,8 +217,10 @@ int run_bench_llm(const BenchLlmConfig& c) {
   double flops_per_token =
       2.0 * double(cfg.num_parameters() - cfg.vocab_size * cfg.hidden_size *
                                               (cfg.tie_word_embeddings ? 0 : 1));
-  std::printf("threads %d | copy bandwidth %.1f GB/s | GEMM peak %.1f GFLOP/s | KV cache %s\n",
-              get_num_threads(), bw / 1e9, peak / 1e9, c.kv_dtype.c_str());
+  std::printf("%s | copy bandwidth %.1f GB/s | GEMM peak %.1f GFLOP/s | KV cache %s\n",
+              own_memory ? device.str().c_str()
+                         : ("threads " + std::to_string(get_num_threads())).c_str(),
+              bw / 1e9, peak / 1e9, c.kv_dtype.c_str());
   std::printf("prefill: %lld x %lld tokens, %.1f tokens/s, %.1f GFLOP/s (%.0f%% of GEMM peak)\n",
               static_cast<long long>(c.batch), static_cast<long long>(c.prompt_len), prefill_tps,
               prefill_tps * flops_per_token / 1e9, 100.0 * prefill_tps * flops_per_token / peak);

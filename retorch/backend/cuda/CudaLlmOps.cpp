@@ -110,7 +110,7 @@ void index_put(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const size_t base = stack->size() - size_t(s.num_args);
   const Tensor self = (*stack)[base].to_tensor();
   const IValue& list = (*stack)[base + 1];
-  const Tensor values = (*stack)[base + 2].to_tensor();
+  Tensor values = (*stack)[base + 2].to_tensor();
   const bool accumulate = (*stack)[base + 3].to_bool();
   bool ok = variant_of(s) == Variant::kInplace && !accumulate;
   Tensor index;
@@ -125,10 +125,12 @@ void index_put(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   }
   ok = ok && in_device_memory(self) && self.is_contiguous() && self.dim() >= 1 &&
        is_device(index, kLong) && index.dim() == 1 && index.is_contiguous() &&
-       is_device(values, self.dtype()) && values.is_contiguous() &&
-       values.dim() == self.dim() && values.size(0) == index.size(0);
+       is_device(values, self.dtype()) && values.dim() == self.dim() &&
+       values.size(0) == index.size(0);
   for (int64_t d = 1; ok && d < self.dim(); ++d) ok = values.size(d) == self.size(d);
   if (!ok) return run_device_fallback(h, ks, stack);
+  // A batch's values are often a view (the value rows of a fused projection): gathered first.
+  values = contiguous_on_device(values);
   const int64_t row = self.size(0) == 0 ? 0 : self.numel() / self.size(0);
   launch_scatter_rows(self.element_size(), device_ptr(self),
                       static_cast<const int64_t*>(device_ptr(index)), device_ptr(values),

@@ -13,6 +13,7 @@
 #include "retorch/core/Error.h"
 #include "retorch/core/Shape.h"
 #include "retorch/core/TensorImpl.h"
+#include "retorch/device/ElementAddress.h"
 
 namespace retorch::cuda_backend {
 
@@ -334,10 +335,7 @@ bool in_device_memory(const Tensor& t) {
   return t.defined() && !t.impl()->storage()->device().is_cpu();
 }
 
-void* device_ptr(const Tensor& t) {
-  return static_cast<char*>(t.impl()->storage()->data()) +
-         size_t(t.storage_offset()) * t.element_size();
-}
+void* device_ptr(const Tensor& t) { return element_address(t); }
 
 std::optional<FloatType> float_type(ScalarType t) {
   switch (t) {

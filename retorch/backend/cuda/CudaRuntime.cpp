@@ -151,6 +151,14 @@ float elapsed_ms(EventHandle start, EventHandle end) {
   return ms;
 }
 
+bool wait_elapsed_ms(EventHandle start, EventHandle end, float* ms) {
+  cudaError_t status = cudaEventSynchronize(as_event(end));
+  if (status == cudaSuccess) status = cudaEventElapsedTime(ms, as_event(start), as_event(end));
+  if (status == cudaErrorCudartUnloading) return false;
+  check(status, "cudaEventSynchronize + cudaEventElapsedTime");
+  return true;
+}
+
 void stream_wait_event(StreamHandle s, EventHandle e) {
   check(cudaStreamWaitEvent(as_stream(s), as_event(e), 0), "cudaStreamWaitEvent");
 }

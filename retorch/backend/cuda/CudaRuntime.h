@@ -51,6 +51,9 @@ bool query_event(EventHandle e);
 void synchronize_event(EventHandle e);
 /// Milliseconds between two recorded, completed timing events.
 float elapsed_ms(EventHandle start, EventHandle end);
+/// Waits for `end`, then sets *ms as elapsed_ms does; false, with nothing set, when the CUDA
+/// runtime is being torn down at process exit (a profile stopped by a static destructor).
+bool wait_elapsed_ms(EventHandle start, EventHandle end, float* ms);
 /// Makes later work on s wait for e (a cross-stream dependency; the host does not wait).
 void stream_wait_event(StreamHandle s, EventHandle e);
 

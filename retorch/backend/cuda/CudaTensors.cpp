@@ -2,6 +2,7 @@
 // _to_copy between cuda and cpu tensors, through which the device fallback runs every other op.
 #include <cuda_runtime_api.h>
 
+#include <cmath>
 #include <optional>
 
 #include "retorch/backend/cuda/CudaOps.h"
@@ -108,6 +109,32 @@ void to_copy_kernel(const OperatorHandle&, DispatchKeySet, Stack* stack) {
   stack->push_back(IValue(out));
 }
 
+// empty and empty_strided on a cuda device: the caching allocator's memory, uninitialized, as
+// on the cpu (without them, factories went through the fallback: a host allocation copied over).
+template <bool strided>
+void empty_kernel(const OperatorHandle&, DispatchKeySet, Stack* stack) {
+  const size_t n = strided ? 4 : 3;  // (size, [stride,] dtype, device)
+  const IValue* a = &(*stack)[stack->size() - n];
+  std::vector<int64_t> size = a[0].to_int_list();
+  for (int64_t s : size)
+    RT_CHECK_VALUE(s >= 0, "empty: Trying to create tensor with negative dimension ", s, ": ",
+                   IntArrayRef(size));
+  const IValue& dt = a[n - 2];
+  const ScalarType dtype = dt.is_none() ? default_dtype() : dt.to_scalar_type();
+  const Device device = a[n - 1].to_device();
+  Tensor out;
+  if constexpr (strided) {
+    std::vector<int64_t> stride = a[1].to_int_list();
+    RT_CHECK_VALUE(size.size() == stride.size(),
+                   "empty_strided: mismatch in length of strides and shape");
+    out = make_empty_strided(size, stride, dtype, device);
+  } else {
+    out = make_empty(size, dtype, device);
+  }
+  stack->erase(stack->end() - std::ptrdiff_t(n), stack->end());
+  stack->push_back(IValue(out));
+}
+
 }  // namespace
 
 }  // namespace cuda_backend
@@ -123,6 +150,10 @@ void register_cuda_backend(Dispatcher& d) {
   d.find("copy_")->set_kernel(DispatchKey::CUDA, make_boxed_kernel(&cuda_backend::copy_kernel));
   d.find("_to_copy")->set_kernel(DispatchKey::CUDA,
                                  make_boxed_kernel(&cuda_backend::to_copy_kernel));
+  d.find("empty")->set_kernel(DispatchKey::CUDA,
+                              make_boxed_kernel(&cuda_backend::empty_kernel<false>));
+  d.find("empty_strided")
+      ->set_kernel(DispatchKey::CUDA, make_boxed_kernel(&cuda_backend::empty_kernel<true>));
   cuda_backend::register_pointwise_ops(d);
   cuda_backend::register_row_ops(d);
   cuda_backend::register_llm_ops(d);
@@ -134,6 +165,20 @@ void register_cuda_backend(Dispatcher& d) {
 bool cuda_backend_available() { return cuda_backend::device_count() > 0; }
 int cuda_backend_device_count() { return cuda_backend::device_count(); }
 
+void cuda_backend_synchronize(int index) { cuda_backend::synchronize(index); }
+
+void* cuda_backend_event_create(bool enable_timing) {
+  return cuda_backend::create_event(enable_timing);
+}
+void cuda_backend_event_destroy(void* event) { cuda_backend::destroy_event(event); }
+void cuda_backend_event_record(void* event) { cuda_backend::record_event(event, nullptr); }
+bool cuda_backend_event_query(void* event) { return cuda_backend::query_event(event); }
+void cuda_backend_event_synchronize(void* event) { cuda_backend::synchronize_event(event); }
+double cuda_backend_event_elapsed_ms(void* start, void* end) {
+  cuda_backend::synchronize_event(end);
+  return cuda_backend::elapsed_ms(start, end);
+}
+
 void* cuda_backend_timing_event() {
   cuda_backend::EventHandle e = cuda_backend::create_event(true);
   cuda_backend::record_event(e, nullptr);  // the legacy default stream the kernels run on
@@ -141,11 +186,11 @@ void* cuda_backend_timing_event() {
 }
 
 double cuda_backend_elapsed_ms(void* start, void* end) {
-  cuda_backend::synchronize_event(end);
-  const double ms = cuda_backend::elapsed_ms(start, end);
+  float ms = 0;
+  const bool timed = cuda_backend::wait_elapsed_ms(start, end, &ms);
   cuda_backend::destroy_event(start);
   cuda_backend::destroy_event(end);
-  return ms;
+  return timed ? double(ms) : std::nan("");
 }
 
 }  // namespace detail

@@ -8,6 +8,7 @@
 #include "retorch/autograd/GradMode.h"
 #include "retorch/backend/cpu/QuantBlocks.h"
 #include "retorch/core/Error.h"
+#include "retorch/core/TensorImpl.h"
 #include "retorch/generated/Functions.h"
 
 namespace retorch::llama {
@@ -30,6 +31,18 @@ Tensor interleave_q4_0(const Tensor& w) {
   return out;
 }
 
+}  // namespace
+
+namespace {
+// A BF16/F16 weight kept as bytes [N, 2K] viewed as the 16-bit [N, K] matrix it holds.
+Tensor rows_16bit(const Tensor& bytes, ScalarType t) {
+  RT_CHECK(bytes.is_contiguous() && bytes.storage_offset() % 2 == 0,
+           "QLinear: 16-bit rows must be contiguous, got strides ", bytes.strides());
+  auto impl = make_intrusive<TensorImpl>(bytes.impl()->storage(), t, bytes.device());
+  const int64_t n = bytes.size(0), k = bytes.size(1) / 2;
+  impl->set_sizes_and_strides({n, k}, {k, 1}, bytes.storage_offset() / 2);
+  return Tensor(std::move(impl));
+}
 }  // namespace
 
 QLinearImpl::QLinearImpl(Tensor weight, Tensor bias, int64_t qtype, int64_t in_features)
@@ -65,6 +78,13 @@ QLinearImpl::QLinearImpl(Tensor weight, Tensor bias, int64_t qtype, int64_t in_f
 
 Tensor QLinearImpl::forward(const Tensor& input) {
   std::optional<Tensor> b = bias_.defined() ? std::optional<Tensor>(bias_) : std::nullopt;
+  if ((qtype_ == 30 || qtype_ == 1) && !weight_.impl()->storage()->device().is_cpu()) {
+    // In a device's own memory the 16-bit rows go to its 16-bit GEMM (cuBLAS) as they are,
+    // float32 accumulation; the result widens to float32 as quantized_linear's does.
+    Tensor w = rows_16bit(weight_, qtype_ == 30 ? kBFloat16 : kHalf);
+    return linear(input.to(w.dtype()), w, b ? std::optional<Tensor>(b->to(w.dtype())) : std::nullopt)
+        .to(kFloat);
+  }
   if (qtype_ >= 0) return quantized_linear(input.to(kFloat), weight_, qtype_, in_features_, b);
   return linear(input.to(weight_.dtype()), weight_, b ? std::optional<Tensor>(b->to(weight_.dtype()))
                                                    : std::nullopt);
