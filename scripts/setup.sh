@@ -51,7 +51,13 @@ pip_target python tensorboard==2.20.0 protobuf==6.33.5 absl-py==2.3.1 \
   transformers==4.44.2 tokenizers==0.19.1 huggingface-hub==0.23.4 safetensors==0.4.3 \
   regex==2024.5.15 tqdm==4.66.4 filelock==3.15.4 gguf==0.17.1 jinja2==3.1.4 markupsafe==2.1.5
 
+# numpy 2 for tests/python/test_numpy2.py, which runs the module against it in a child process
+# (Debian's numpy 1.24 stays the suite's, as Debian's torch needs it).
+pip_target numpy2 numpy==2.2.6
+
 # The PEP 517 backend of pyproject.toml with its dependencies (Debian's python3-packaging is too
 # old for it), for `make test-install`: pip builds the wheel with --no-build-isolation and
-# PYTHONPATH=.deps/build-backend, so the build itself downloads nothing.
-pip_target build-backend scikit-build-core==1.1.2 packaging==26.3 pathspec==1.1.1
+# PYTHONPATH=.deps/build-backend, so the build itself downloads nothing. pybind11 2.13 builds
+# the Python module (both builds; python/CMakeLists.txt): Debian's 2.10 rejects numpy 2 arrays.
+pip_target build-backend scikit-build-core==1.1.2 packaging==26.3 pathspec==1.1.1 \
+  pybind11==2.13.6
