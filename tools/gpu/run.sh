@@ -1,0 +1,50 @@
+#!/bin/bash
+# On the GPU machine (the device tool's `run`, carrying .gpu): unpacks tools/gpu/pack.sh's build
+# and runs the CUDA checks named, each under a time limit, logs in $OUT. 2026-12-04, an H200:
+#   run: bash .gpu/run.sh probe gtest pytest bench llm sanitize   carry: [".gpu"]
+set -u
+cd "$(dirname "$0")/.."
+ROOT=$PWD; G=$ROOT/.gpu; L=$G/lib
+mkdir -p "$L" && tar -xJf "$G/pack.tar.xz" -C "$L"
+cp "$L/_C.cpython-312-x86_64-linux-gnu.so" python/retorch/
+for l in $(ls "$L/fallback"); do ldconfig -p | grep -q "$l " || cp "$L/fallback/$l" "$L/"; done
+export LD_LIBRARY_PATH=$L
+# The CUDA libraries torch's wheels bring (so retorch and torch share one copy in a process).
+first() { find "$@" 2>/dev/null | head -1; }
+where="/opt /usr/local /usr/lib/x86_64-linux-gnu"
+export RETORCH_CUBLAS=$(first $where -name 'libcublas.so.1[23]*')
+export RETORCH_CUDNN=$(first $where -name 'libcudnn.so.9*')
+export RETORCH_NVRTC=$(first $where -name 'libnvrtc.so.1[23]*' -not -name '*builtins*')
+NCCL=$(first $where -name 'libnccl.so.2*')
+[ -n "$NCCL" ] && export LD_LIBRARY_PATH=$L:$(dirname "$NCCL")
+export PYTHONPATH=$ROOT/python PYTHONUNBUFFERED=1 RETORCH_CACHE_DIR=/tmp/rtcache
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+step() {
+  local name=$1 t=$2; shift 2
+  echo "=== $name (limit ${t}s) $(date +%T)"
+  timeout -k 5 "$t" "$@" > "$OUT/$name.log" 2>&1
+  echo "=== $name rc=$? $(date +%T)"; tail -n "${TAILN:-25}" "$OUT/$name.log"
+}
+for s in "$@"; do case $s in
+probe)
+  nvidia-smi -L; grep -m1 'model name' /proc/cpuinfo
+  echo "cublas=$RETORCH_CUBLAS cudnn=$RETORCH_CUDNN nvrtc=$RETORCH_NVRTC nccl=$NCCL"
+  python3 -c "import torch, retorch; print('torch', torch.__version__, torch.cuda.is_available(),
+'retorch cuda', retorch.cuda.is_available())"
+  ldd "$L/libretorch.so" "$L/retorch" | grep 'not found' ;;
+gtest) step gtest 60 "$L/retorch_tests" \
+  --gtest_filter='Cuda*:Devices*:DeviceTest*:Distributed*:FakeDeviceMemory*:CompilerTest*:Profiler*' ;;
+pytest) TAILN=40 step pytest 200 python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 150 -rs \
+  tests/python/test_cuda_ops.py tests/python/test_compile_cuda.py tests/python/test_devices.py \
+  tests/python/test_distributed.py tests/python/test_profiler.py \
+  "tests/python/test_llama.py::test_generation_on_cuda_is_token_identical" ;;
+bench) step bench 75 python3 bench/bench_cuda.py ;;
+llm) step llm 150 python3 bench/bench_llm_cuda.py --retorch "$L/retorch" ;;
+profile) RETORCH_DEVICE_REPORT=1 RETORCH_PROFILE=/tmp/llm.json step profile 60 "$L/retorch" \
+  bench-llm --model 1b --format bf16 --device cuda --batch 32 --prompt-len 32 --gen-len 8 ;;
+sanitize)
+  step memcheck 50 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
+    "$L/retorch_tests" --gtest_filter='Cuda*'
+  step racecheck 50 compute-sanitizer --tool racecheck --error-exitcode 9 "$L/retorch_tests" \
+    --gtest_filter='Cuda*' ;;
+esac; done
