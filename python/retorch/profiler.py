@@ -77,7 +77,8 @@ class profile:
         self._session().export_chrome_trace(str(path), merge_identical, max_events)
 
     def memory_events(self):
-        """profile_memory: (ns since start, bytes +/-, allocated, reserved) per allocator event."""
+        """profile_memory: (ns since start, bytes +/-, allocated, reserved, device) per allocator
+        event; device is "cpu" or a device with its own memory ("cuda:0")."""
         return self._session().memory_events()
 
     def export_table_csv(self, path, group_by_input_shape=False):

@@ -106,7 +106,8 @@ void bind_profiler(py::module_& m) {
       .def("memory_events", [](const Profile& prof) {
         py::list out;
         for (const MemoryRecord& m : prof.memory_events())
-          out.append(py::make_tuple(m.ts_ns, m.bytes, m.allocated_bytes, m.reserved_bytes));
+          out.append(py::make_tuple(m.ts_ns, m.bytes, m.allocated_bytes, m.reserved_bytes,
+                                    m.device.str()));
         return out;
       });
   p.def("memory_summary", [](const std::string& device) { return memory_summary(Device(device)); },

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 
 #include "retorch/core/Error.h"
+#include "retorch/core/MemoryObserver.h"
 
 namespace retorch {
 namespace {
@@ -55,8 +56,8 @@ void* os_alloc(size_t sz) {
 std::atomic<MemoryObserver> g_memory_observer{nullptr};
 
 void notify(int64_t bytes, const AllocatorStats& after) {
-  if (MemoryObserver o = g_memory_observer.load(std::memory_order_relaxed))
-    o(MemoryEvent{Device(kCPU), bytes, after.allocated_bytes, after.reserved_bytes});
+  report_memory_event(
+      MemoryEvent{Device(kCPU), bytes, after.allocated_bytes, after.reserved_bytes});
 }
 
 class CachingCPUAllocator final : public Allocator {
@@ -159,6 +160,10 @@ Allocator* g_device_allocators[kNumDeviceTypes] = {};
 }  // namespace
 
 void set_memory_observer(MemoryObserver o) { g_memory_observer.store(o); }
+
+void report_memory_event(const MemoryEvent& e) {
+  if (MemoryObserver o = g_memory_observer.load(std::memory_order_relaxed)) o(e);
+}
 
 Allocator* cpu_allocator() {
   // Leaked on purpose: tensors in static storage may be freed after main returns.

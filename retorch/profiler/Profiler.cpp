@@ -145,6 +145,10 @@ std::string shapes_of(const Stack& stack, size_t first) {
   return os.str();
 }
 
+std::string memory_counter_name(Device d) {
+  return d.is_cpu() ? "CPU memory" : d.canonical().str() + " memory";
+}
+
 // profile_memory: every allocator event joins the timeline; on the profiling thread its bytes
 // also count for the innermost open event (its self memory).
 void on_memory(const MemoryEvent& m) {
@@ -156,7 +160,7 @@ void on_memory(const MemoryEvent& m) {
   if (s == nullptr || !s->options.profile_memory || !s->recording) return;
   {
     std::lock_guard<std::mutex> lock(s->mu);
-    s->memory.push_back({s->now(), m.bytes, m.allocated_bytes, m.reserved_bytes});
+    s->memory.push_back({s->now(), m.bytes, m.allocated_bytes, m.reserved_bytes, m.device});
   }
   if (std::this_thread::get_id() == s->owner && !s->open.empty())
     s->open.back().event.self_mem_bytes += m.bytes;
@@ -373,9 +377,9 @@ std::string Profile::chrome_trace(const TraceOptions& options) const {
     last[d] = {events.size() - 1, &e};
     for (size_t deeper = d + 1; deeper < last.size(); ++deeper) last[deeper] = {SIZE_MAX, nullptr};
   }
-  for (const MemoryRecord& m : memory_events()) {  // Perfetto draws these as a counter track
+  for (const MemoryRecord& m : memory_events()) {  // Perfetto draws these as counter tracks
     nlohmann::ordered_json j;
-    j["name"] = "CPU memory";
+    j["name"] = memory_counter_name(m.device);
     j["ph"] = "C";
     j["ts"] = double(m.ts_ns) / 1e3;
     j["pid"] = pid;

@@ -60,6 +60,7 @@ struct Event {
 struct MemoryRecord {
   int64_t ts_ns = 0;
   int64_t bytes = 0, allocated_bytes = 0, reserved_bytes = 0;
+  Device device = Device(kCPU);  // whose allocator: cpu, or a device's own memory (cuda:0)
 };
 
 /// Per-name (and optionally per-shape) statistics of a profile.

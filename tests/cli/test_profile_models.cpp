@@ -17,6 +17,7 @@
 #include "retorch/retorch.h"
 #include "tests/cli/CliRun.h"
 #include "tools/cli/Models.h"
+#include "tools/cli/ProfileCmd.h"
 
 using namespace retorch;
 
@@ -102,6 +103,36 @@ TEST(ProfileModels, ProfileCommandProfilesAnotherProgram) {
   auto [bad, err] = cli_test::run_command(cli + " profile -- /nonexistent/program");
   EXPECT_NE(bad, 0);
   EXPECT_NE(err.find("cannot run '/nonexistent/program'"), std::string::npos) << err;
+}
+
+TEST(ProfileModels, EachDevicesMemoryTrackGetsItsOwnPlot) {
+  // A trace with the cpu's counter track and a cuda device's (as a GPU run writes): mem.png and
+  // mem.cuda0.png, each a PNG with its track's points.
+  const auto dir = std::filesystem::temp_directory_path();
+  const std::string tag = std::to_string(::getpid());
+  const std::string trace = (dir / ("retorch_devmem_" + tag + ".json")).string();
+  const std::string png = (dir / ("retorch_devmem_" + tag + ".png")).string();
+  const std::string cuda_png = (dir / ("retorch_devmem_" + tag + ".cuda0.png")).string();
+  nlohmann::json events = nlohmann::json::array();
+  for (int i = 0; i < 5; ++i)
+    for (const char* track : {"CPU memory", "cuda:0 memory"})
+      events.push_back({{"name", track}, {"ph", "C"}, {"ts", 10.0 * i}, {"pid", 1},
+                        {"args", {{"allocated", 1024 * 1024 * i}, {"reserved", 4 << 20}}}});
+  events.push_back({{"name", "aten::mm"}, {"ph", "X"}, {"ts", 0}, {"dur", 5}, {"pid", 1}});
+  std::ofstream(trace) << nlohmann::json{{"traceEvents", events}}.dump();
+  const auto written = cli::plot_trace_memory(trace, png);
+  ASSERT_EQ(written.size(), 2u);
+  std::map<std::string, size_t> points(written.begin(), written.end());
+  EXPECT_EQ(points[png], 5u);
+  EXPECT_EQ(points[cuda_png], 5u);
+  for (const std::string& path : {png, cuda_png}) {
+    std::ifstream img(path, std::ios::binary);
+    char magic[8] = {};
+    img.read(magic, 8);
+    EXPECT_EQ(std::string(magic + 1, 3), "PNG") << path;
+    std::filesystem::remove(path);
+  }
+  std::filesystem::remove(trace);
 }
 
 }  // namespace

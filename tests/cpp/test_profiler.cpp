@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "retorch/core/MemoryObserver.h"
 #include "retorch/profiler/Profiler.h"
 #include "retorch/retorch.h"
 
@@ -237,6 +238,35 @@ TEST(Profiler, MemoryTimelineAndPerOpBytes) {
   EXPECT_EQ(prof::format_bytes(512), "512 b");
   EXPECT_EQ(prof::format_bytes(1536), "1.50 Kb");
   EXPECT_EQ(prof::format_bytes(-3 * 1024 * 1024), "-3.00 Mb");
+}
+
+TEST(Profiler, DeviceMemoryGetsItsOwnCounterTrack) {
+  // A device's own allocator (the CUDA caching allocator) reports through report_memory_event;
+  // its events keep their device and become a "cuda:0 memory" counter beside "CPU memory".
+  prof::ProfilerOptions o;
+  o.profile_memory = true;
+  prof::Profile p(o);
+  Tensor host = ones({1024});
+  report_memory_event(MemoryEvent{Device(kCUDA, 0), 1 << 20, 1 << 20, 2 << 20});
+  report_memory_event(MemoryEvent{Device(kCUDA, 0), -(1 << 20), 0, 2 << 20});
+  p.stop();
+  std::vector<prof::MemoryRecord> device, cpu;
+  for (const prof::MemoryRecord& m : p.memory_events())
+    (m.device.is_cpu() ? cpu : device).push_back(m);
+  ASSERT_EQ(device.size(), 2u);
+  EXPECT_EQ(device[0].device, Device(kCUDA, 0));
+  EXPECT_EQ(device[0].bytes, 1 << 20);
+  EXPECT_EQ(device[1].allocated_bytes, 0);
+  EXPECT_EQ(device[1].reserved_bytes, 2 << 20);
+  EXPECT_FALSE(cpu.empty()) << "the host tensor's allocation";
+  std::map<std::string, int> tracks;
+  const nlohmann::json doc = nlohmann::json::parse(p.chrome_trace());
+  for (const auto& e : doc.at("traceEvents"))
+    if (e.at("ph") == "C") ++tracks[e.at("name").get<std::string>()];
+  EXPECT_EQ(tracks["cuda:0 memory"], 2);
+  EXPECT_EQ(size_t(tracks["CPU memory"]), cpu.size());
+  report_memory_event(MemoryEvent{Device(kCUDA, 0), 64, 64, 64});  // no profile: nobody sees it
+  EXPECT_EQ(p.memory_events().size(), device.size() + cpu.size());
 }
 
 }  // namespace

@@ -496,6 +496,15 @@ def test_profiler_times_cuda_kernels_on_the_device():
     assert "Time %" in summary and "mm" in summary
 
 
+def test_profiler_memory_view_has_the_devices_allocations():
+    # The CUDA caching allocator reports to the profiler's memory view, as a "cuda:0" track.
+    with retorch.profiler.profile(profile_memory=True) as p:
+        x = retorch.empty(1 << 20, device="cuda")
+        del x
+    dev = [e for e in p.memory_events() if e[4] == "cuda:0"]
+    assert any(e[1] >= 4 << 20 for e in dev) and any(e[1] <= -(4 << 20) for e in dev), dev
+
+
 def test_events_time_the_device_and_synchronize_waits_for_it():
     # Kernels launch asynchronously: the host is back long before eight 4096^3 float32 products
     # (about 1.1 TFLOP) finish, so events timed on the host clock would read far less than the

@@ -115,6 +115,7 @@ def test_profile_memory_and_summary():
         del b
     mem = p.memory_events()
     assert any(e[1] >= 128 * 128 * 4 for e in mem) and any(e[1] <= -128 * 128 * 4 for e in mem)
+    assert {e[4] for e in mem} == {"cpu"}  # whose allocator (a GPU's own memory: "cuda:0")
     assert "Self CPU Mem" in p.key_averages().table()
     summary = retorch.profiler.memory_summary()
     assert "Allocated memory" in summary and "Reserved memory" in summary

@@ -3,6 +3,7 @@
 // when asked, plots the memory timeline the trace recorded.
 #pragma once
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace retorch::cli {
@@ -16,8 +17,10 @@ struct ProfileConfig {
 /// Runs the command; returns its exit status.
 int run_profile(const ProfileConfig& c);
 
-/// Plots the "CPU memory" counter events of a Chrome trace into png_path; returns the number
-/// of points drawn.
-size_t plot_trace_memory(const std::string& trace_path, const std::string& png_path);
+/// Plots the memory counter tracks of a Chrome trace: "CPU memory" into png_path, a device's
+/// own memory ("cuda:0 memory") beside it (mem.png -> mem.cuda0.png); returns each file written
+/// and the points drawn in it.
+std::vector<std::pair<std::string, size_t>> plot_trace_memory(const std::string& trace_path,
+                                                              const std::string& png_path);
 
 }  // namespace retorch::cli

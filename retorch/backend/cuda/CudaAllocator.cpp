@@ -10,6 +10,7 @@
 
 #include "retorch/backend/cuda/CudaRuntime.h"
 #include "retorch/core/Error.h"
+#include "retorch/core/MemoryObserver.h"
 
 namespace retorch::cuda_backend {
 
@@ -69,6 +70,30 @@ class CachingAllocator final : public Allocator {
 
   void* raw(size_t nbytes, int device, StreamHandle stream) {
     const size_t size = round_size(nbytes);
+    AllocatorStats after;
+    void* p = raw_locked(size, nbytes, device, stream, &after);
+    report(int64_t(size), device, after);
+    return p;
+  }
+
+  void free(void* p) {
+    if (p == nullptr) return;
+    int device = 0;
+    AllocatorStats after;
+    const int64_t size = free_locked(p, &device, &after);
+    report(-size, device, after);
+  }
+
+ private:
+  // The profiler's memory view (report_memory_event), outside the lock, with the totals taken
+  // under it.
+  static void report(int64_t bytes, int device, const AllocatorStats& after) {
+    report_memory_event(MemoryEvent{Device(kCUDA, int8_t(device)), bytes, after.allocated_bytes,
+                                    after.reserved_bytes});
+  }
+
+  void* raw_locked(size_t size, size_t nbytes, int device, StreamHandle stream,
+                   AllocatorStats* after) {
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.num_allocs;
     stats_.total_allocated_bytes += int64_t(size);
@@ -86,11 +111,11 @@ class CachingAllocator final : public Allocator {
     blocks_[p] = Block{size, device, stream};
     stats_.allocated_bytes += int64_t(size);
     stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
+    *after = stats_;
     return p;
   }
 
-  void free(void* p) {
-    if (p == nullptr) return;
+  int64_t free_locked(void* p, int* device, AllocatorStats* after) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = blocks_.find(p);
     RT_CHECK(it != blocks_.end(), "CUDA caching allocator: freeing ", p,
@@ -101,9 +126,11 @@ class CachingAllocator final : public Allocator {
     stats_.allocated_bytes -= int64_t(b.size);
     ++stats_.num_frees;
     stats_.total_freed_bytes += int64_t(b.size);
+    *device = b.device;
+    *after = stats_;
+    return int64_t(b.size);
   }
 
- private:
   static void release(void* ctx, void* p, size_t) { static_cast<CachingAllocator*>(ctx)->free(p); }
 
   // cudaMalloc, retried once after releasing the cache; mu_ is held.
