@@ -53,9 +53,7 @@ thread_local bool tls_stream_set[kNumDeviceTypes] = {};
 Device device_at(DeviceType type, int index) {
   return Device(type, int8_t(index < 0 ? current_device_index(type) : index));
 }
-}  // namespace
 
-namespace {
 // Whether work of this device runs on the CUDA backend (its streams and events are CUDA's).
 bool on_cuda(Device d) { return d.type == kCUDA && device_available(kCUDA); }
 }  // namespace
