@@ -23,21 +23,20 @@ void* cuda_backend_nccl_comm();
 void cuda_backend_nccl_all_reduce(void* comm, void* data, size_t count, int dtype, int op);
 void cuda_backend_nccl_broadcast(void* comm, void* data, size_t count, int dtype, int root);
 
-/// Waits for the device's work (cudaDeviceSynchronize), and CUDA events on the legacy default
-/// stream the kernels run on: created (with timing or not), recorded, queried, waited for, the
-/// milliseconds between two completed ones, destroyed (the device API's Event).
+/// Waits for the device's work (cudaDeviceSynchronize), and whether the legacy default stream
+/// the kernels run on is idle (the device API's Stream).
 void cuda_backend_synchronize(int index);
+bool cuda_backend_stream_query();
+
+/// CUDA events on that stream (the device API's Event, the profiler's kernel clock): created
+/// (with timing or not), recorded now, queried, waited for, destroyed, and the milliseconds
+/// between two recorded ones once the second has completed (waits for it; NaN when the CUDA
+/// runtime is already torn down at process exit).
 void* cuda_backend_event_create(bool enable_timing);
 void cuda_backend_event_destroy(void* event);
 void cuda_backend_event_record(void* event);
 bool cuda_backend_event_query(void* event);
 void cuda_backend_event_synchronize(void* event);
 double cuda_backend_event_elapsed_ms(void* start, void* end);
-
-/// A timing event recorded now on the default stream (the profiler's kernel clock), and the
-/// milliseconds between two of them once the second has completed (waits for it; frees both;
-/// NaN when the CUDA runtime is already torn down at process exit).
-void* cuda_backend_timing_event();
-double cuda_backend_elapsed_ms(void* start, void* end);
 
 }  // namespace retorch::detail

@@ -58,12 +58,7 @@ Device device_at(DeviceType type, int index) {
 bool on_cuda(Device d) { return d.type == kCUDA && device_available(kCUDA); }
 }  // namespace
 
-bool Stream::query() const {
-  if (!on_cuda(device_)) return true;
-  Event e;
-  e.record(*this);
-  return e.query();
-}
+bool Stream::query() const { return !on_cuda(device_) || detail::cuda_backend_stream_query(); }
 
 void Stream::synchronize() const {
   if (on_cuda(device_)) detail::cuda_backend_synchronize(device_.index);

@@ -67,7 +67,9 @@ struct Profile::State {
   std::vector<DeviceTiming> device_timings;
   void resolve_device_times() {
     for (const DeviceTiming& t : device_timings) {
-      const double ms = detail::cuda_backend_elapsed_ms(t.start, t.end);
+      const double ms = detail::cuda_backend_event_elapsed_ms(t.start, t.end);
+      detail::cuda_backend_event_destroy(t.start);
+      detail::cuda_backend_event_destroy(t.end);
       if (std::isnan(ms)) continue;  // the runtime is gone (exit): the kernel keeps no device time
       std::lock_guard<std::mutex> lock(mu);
       if (t.event < events.size()) events[t.event].device_ns = int64_t(ms * 1e6);
@@ -145,6 +147,14 @@ std::string shapes_of(const Stack& stack, size_t first) {
   return os.str();
 }
 
+// A timing event recorded now on the stream the CUDA kernels run on (Note [Kernel time on the
+// device]); resolve_device_times reads and destroys it.
+void* timing_event_now() {
+  void* e = detail::cuda_backend_event_create(true);
+  detail::cuda_backend_event_record(e);
+  return e;
+}
+
 std::string memory_counter_name(Device d) {
   return d.is_cpu() ? "CPU memory" : d.canonical().str() + " memory";
 }
@@ -187,7 +197,7 @@ class KernelRecorder : public runtime::LaunchObserver {
     std::shared_ptr<Profile::State> s = session_.lock();
     if (!s || std::this_thread::get_id() != s->owner || !s->active) return;
     const bool cuda = s->recording && r.device.is_cuda() && detail::cuda_backend_available();
-    s->kernel_starts.push_back(cuda ? detail::cuda_backend_timing_event() : nullptr);
+    s->kernel_starts.push_back(cuda ? timing_event_now() : nullptr);
     if (!s->recording) return s->kernel_slots.push_back(SIZE_MAX);
     s->kernel_slots.push_back(s->begin(r.name, "kernel", ""));
     s->open.back().event.op = r.op;
@@ -201,7 +211,7 @@ class KernelRecorder : public runtime::LaunchObserver {
     if (s->kernel_slots.back() != SIZE_MAX) {
       s->end(s->kernel_slots.back());
       if (start) {  // the kernel's event is the last one its end() moved into events
-        void* end = detail::cuda_backend_timing_event();
+        void* end = timing_event_now();
         std::lock_guard<std::mutex> lock(s->mu);
         s->device_timings.push_back({s->events.size() - 1, start, end});
       }

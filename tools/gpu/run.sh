@@ -32,8 +32,8 @@ probe)
   python3 -c "import torch, retorch; print('torch', torch.__version__, torch.cuda.is_available(),
 'retorch cuda', retorch.cuda.is_available())"
   ldd "$L/libretorch.so" "$L/retorch" | grep 'not found' ;;
-gtest) step gtest 60 "$L/retorch_tests" \
-  --gtest_filter='Cuda*:Devices*:DeviceTest*:Distributed*:FakeDeviceMemory*:CompilerTest*:Profiler*' ;;
+gtest) f='Cuda*:Devices*:DeviceTest*:Distributed*:FakeDeviceMemory*:CompilerTest*:Profiler*'
+  step gtest 60 "$L/retorch_tests" --gtest_filter="$f" ;;
 pytest) TAILN=40 step pytest 200 python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 150 -rs \
   tests/python/test_cuda_ops.py tests/python/test_compile_cuda.py tests/python/test_devices.py \
   tests/python/test_distributed.py tests/python/test_profiler.py \

@@ -166,6 +166,7 @@ bool cuda_backend_available() { return cuda_backend::device_count() > 0; }
 int cuda_backend_device_count() { return cuda_backend::device_count(); }
 
 void cuda_backend_synchronize(int index) { cuda_backend::synchronize(index); }
+bool cuda_backend_stream_query() { return cuda_backend::query_stream(nullptr); }
 
 void* cuda_backend_event_create(bool enable_timing) {
   return cuda_backend::create_event(enable_timing);
@@ -175,22 +176,8 @@ void cuda_backend_event_record(void* event) { cuda_backend::record_event(event, 
 bool cuda_backend_event_query(void* event) { return cuda_backend::query_event(event); }
 void cuda_backend_event_synchronize(void* event) { cuda_backend::synchronize_event(event); }
 double cuda_backend_event_elapsed_ms(void* start, void* end) {
-  cuda_backend::synchronize_event(end);
-  return cuda_backend::elapsed_ms(start, end);
-}
-
-void* cuda_backend_timing_event() {
-  cuda_backend::EventHandle e = cuda_backend::create_event(true);
-  cuda_backend::record_event(e, nullptr);  // the legacy default stream the kernels run on
-  return e;
-}
-
-double cuda_backend_elapsed_ms(void* start, void* end) {
   float ms = 0;
-  const bool timed = cuda_backend::wait_elapsed_ms(start, end, &ms);
-  cuda_backend::destroy_event(start);
-  cuda_backend::destroy_event(end);
-  return timed ? double(ms) : std::nan("");
+  return cuda_backend::wait_elapsed_ms(start, end, &ms) ? double(ms) : std::nan("");
 }
 
 }  // namespace detail

@@ -37,9 +37,12 @@ void cuda_backend_nccl_broadcast(void*, void*, size_t, int, int) {
   RT_ERROR("NCCL is not available: this build has no CUDA backend");
 }
 
-/// Device synchronization and events (the device API): never reached, device_available(kCUDA)
-/// is false.
-void cuda_backend_synchronize(int) { RT_ERROR("CUDA is not available: this build has no CUDA backend"); }
+/// Device synchronization and events (the device API, the profiler): never reached,
+/// device_available(kCUDA) is false.
+void cuda_backend_synchronize(int) {
+  RT_ERROR("CUDA is not available: this build has no CUDA backend");
+}
+bool cuda_backend_stream_query() { return true; }
 void* cuda_backend_event_create(bool) {
   RT_ERROR("CUDA is not available: this build has no CUDA backend");
 }
@@ -50,14 +53,6 @@ void cuda_backend_event_record(void*) {
 bool cuda_backend_event_query(void*) { return true; }
 void cuda_backend_event_synchronize(void*) {}
 double cuda_backend_event_elapsed_ms(void*, void*) {
-  RT_ERROR("CUDA is not available: this build has no CUDA backend");
-}
-
-/// Kernel timing events (the profiler): never reached, no kernel runs on a device.
-void* cuda_backend_timing_event() {
-  RT_ERROR("CUDA is not available: this build has no CUDA backend");
-}
-double cuda_backend_elapsed_ms(void*, void*) {
   RT_ERROR("CUDA is not available: this build has no CUDA backend");
 }
 

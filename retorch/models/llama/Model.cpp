@@ -78,16 +78,16 @@ QLinearImpl::QLinearImpl(Tensor weight, Tensor bias, int64_t qtype, int64_t in_f
 
 Tensor QLinearImpl::forward(const Tensor& input) {
   std::optional<Tensor> b = bias_.defined() ? std::optional<Tensor>(bias_) : std::nullopt;
-  if ((qtype_ == 30 || qtype_ == 1) && !weight_.impl()->storage()->device().is_cpu()) {
-    // In a device's own memory the 16-bit rows go to its 16-bit GEMM (cuBLAS) as they are,
-    // float32 accumulation; the result widens to float32 as quantized_linear's does.
-    Tensor w = rows_16bit(weight_, qtype_ == 30 ? kBFloat16 : kHalf);
-    return linear(input.to(w.dtype()), w, b ? std::optional<Tensor>(b->to(w.dtype())) : std::nullopt)
-        .to(kFloat);
-  }
-  if (qtype_ >= 0) return quantized_linear(input.to(kFloat), weight_, qtype_, in_features_, b);
-  return linear(input.to(weight_.dtype()), weight_, b ? std::optional<Tensor>(b->to(weight_.dtype()))
-                                                   : std::nullopt);
+  // In a device's own memory 16-bit rows go to its 16-bit GEMM (cuBLAS) as they are, float32
+  // accumulation; the result widens to float32 as quantized_linear's does.
+  const bool rows16 =
+      (qtype_ == 30 || qtype_ == 1) && !weight_.impl()->storage()->device().is_cpu();
+  if (qtype_ >= 0 && !rows16)
+    return quantized_linear(input.to(kFloat), weight_, qtype_, in_features_, b);
+  const Tensor w = rows16 ? rows_16bit(weight_, qtype_ == 30 ? kBFloat16 : kHalf) : weight_;
+  std::optional<Tensor> bw = b ? std::optional<Tensor>(b->to(w.dtype())) : std::nullopt;
+  Tensor y = linear(input.to(w.dtype()), w, bw);
+  return rows16 ? y.to(kFloat) : y;
 }
 
 int64_t QLinearImpl::weight_bytes() const {
