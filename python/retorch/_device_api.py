@@ -1,10 +1,11 @@
 """The torch.cuda-shaped API of one device type, shared by retorch.cuda, retorch.mps, retorch.xpu.
 
 Without the device (always for mps and xpu; for cuda without the CUDA backend or a GPU) the
-functions answer truthfully: is_available() is False, device_count() 0, streams are always idle,
-events time the host clock, memory queries report 0 bytes (tensors "on" the device live in host
-memory), and random ops draw from the CPU generator, so seeding acts on it. Tensors and modules
-moved to the device still work: the device fallback runs their ops on the CPU.
+functions answer truthfully: is_available() is False, device_count() 0, streams are labels that
+are always idle, events time the host clock, memory queries report 0 bytes (tensors "on" the
+device live in host memory), and random ops draw from the CPU generator, so seeding acts on it.
+Tensors and modules moved to the device still work: the device fallback runs their ops on the CPU.
+With the CUDA backend and a GPU, cuda streams are CUDA streams (Note [CUDA streams]).
 """
 import contextlib
 
@@ -123,8 +124,16 @@ def _install(ns, kind):
     def memory_summary(device=None, abbreviated=False):
         return _C._memory_summary(kind, _index(device))
 
+    class _KindStream(Stream):
+        """A new stream of this device type (torch.cuda.Stream(device=None, priority=0))."""
+
+        def __init__(self, device=None, priority=0, **kwargs):
+            index = _index(device)
+            Stream.__init__(self, _C.device(kind if index < 0 else f"{kind}:{index}"), priority)
+
+    _KindStream.__name__ = _KindStream.__qualname__ = "Stream"
     for name, value in list(locals().items()):
         if not name.startswith("_") and name not in ("ns", "kind"):
             ns[name] = value
-    ns["Stream"] = Stream
+    ns["Stream"] = _KindStream
     ns["Event"] = Event

@@ -29,7 +29,7 @@ void bind_device(py::module_& m) {
 
   py::class_<Stream>(m, "Stream")
       .def(py::init([](std::optional<Device> device, int priority) {
-             return Stream(device.value_or(Device(kCUDA)), priority);
+             return device_api::new_stream(device.value_or(Device(kCUDA)), priority);
            }),
            py::arg("device") = py::none(), py::arg("priority") = 0)
       .def_property_readonly("device", &Stream::device)
@@ -37,15 +37,17 @@ void bind_device(py::module_& m) {
       .def_property_readonly("stream_id", &Stream::id)
       .def("query", &Stream::query)
       .def("synchronize", &Stream::synchronize)
-      .def("wait_event", [](const Stream&, const Event&) {})
-      .def("wait_stream", [](const Stream&, const Stream&) {})
+      .def("wait_event", &Stream::wait_event)
+      .def("wait_stream", &Stream::wait_stream)
       .def("record_event", [](const Stream& s, std::optional<Event> e) {
              Event ev = e.value_or(Event());
              ev.record(s);
              return ev;
            }, py::arg("event") = py::none())
       .def("__eq__", [](const Stream& a, const Stream& b) { return a == b; })
-      .def("__hash__", [](const Stream& s) { return int(s.device().type) * 256 + s.device().index; })
+      .def("__hash__", [](const Stream& s) {
+        return (s.id() * 64 + int(s.device().type)) * 256 + s.device().index;
+      })
       .def("__repr__", [](const Stream& s) {
         return "<retorch.Stream device=" + s.device().str() + " id=" + std::to_string(s.id()) + ">";
       });
@@ -55,11 +57,13 @@ void bind_device(py::module_& m) {
            py::arg("enable_timing") = false, py::arg("blocking") = false,
            py::arg("interprocess") = false)
       .def("record", [](Event& e, std::optional<Stream> s) {
-             e.record(s.value_or(Stream(Device(kCUDA))));
+             e.record(s.value_or(device_api::current_stream(kCUDA, -1)));
            }, py::arg("stream") = py::none())
       .def("query", &Event::query)
       .def("synchronize", &Event::synchronize)
-      .def("wait", [](const Event&, std::optional<Stream>) {}, py::arg("stream") = py::none())
+      .def("wait", [](const Event& e, std::optional<Stream> s) {
+             e.wait(s.value_or(device_api::current_stream(kCUDA, -1)));
+           }, py::arg("stream") = py::none())
       .def("elapsed_time", &Event::elapsed_time);
 
   // The per-type API; python/retorch/_device_api.py builds retorch.cuda / mps / xpu from it.

@@ -63,6 +63,7 @@ void bind_profiler(py::module_& m) {
                d["end_ns"] = e.end_ns;
                d["self_ns"] = e.self_ns;
                d["device_ns"] = e.device_ns;
+               d["stream"] = e.stream;
                d["depth"] = e.depth;
                d["op"] = e.op;
                d["mem_bytes"] = e.mem_bytes;
@@ -126,6 +127,7 @@ void bind_profiler(py::module_& m) {
           d["name"] = r.name;
           d["op"] = r.op;
           d["device"] = r.device.str();
+          d["stream"] = r.stream;
           d["range"] = r.range;
           d["arg_bytes"] = r.arg_bytes;
           d["shapes"] = r.shapes;

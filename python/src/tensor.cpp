@@ -4,6 +4,7 @@
 #include "python/src/bindings.h"
 #include "retorch/core/Dtypes.h"
 #include "retorch/core/ValueReadHook.h"
+#include "retorch/device/DeviceApi.h"
 #include "retorch/device/ElementAddress.h"
 
 namespace retorch::python {
@@ -261,6 +262,7 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
         // device memory, as torch's), without reading it: the host's data() refuses those.
         return reinterpret_cast<uintptr_t>(element_address(t));
       })
+      .def("record_stream", [](const Tensor& t, const Stream& s) { record_stream(t, s); })
       .def("is_set_to", [](const Tensor& a, const Tensor& b) {  // same memory and geometry
         return a.impl()->storage().get() == b.impl()->storage().get() &&
                a.storage_offset() == b.storage_offset() && a.sizes().equals(b.sizes()) &&

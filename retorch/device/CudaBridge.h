@@ -23,18 +23,28 @@ void* cuda_backend_nccl_comm();
 void cuda_backend_nccl_all_reduce(void* comm, void* data, size_t count, int dtype, int op);
 void cuda_backend_nccl_broadcast(void* comm, void* data, size_t count, int dtype, int root);
 
-/// Waits for the device's work (cudaDeviceSynchronize), and whether the legacy default stream
-/// the kernels run on is idle (the device API's Stream).
+/// Waits for the device's work (cudaDeviceSynchronize).
 void cuda_backend_synchronize(int index);
-bool cuda_backend_stream_query();
 
-/// CUDA events on that stream (the device API's Event, the profiler's kernel clock): created
-/// (with timing or not), recorded now, queried, waited for, destroyed, and the milliseconds
-/// between two recorded ones once the second has completed (waits for it; NaN when the CUDA
-/// runtime is already torn down at process exit).
+/// Streams of a device (-1: the current one) by id (Note [CUDA streams]; 0: the legacy default
+/// stream): a pool stream for a priority, the thread's current stream and setting it, whether
+/// one is idle, waiting for it, making it wait for an event (not the host), and marking a
+/// tensor's device memory (its storage's base pointer) as used on it (record_stream).
+int64_t cuda_backend_stream_create(int device, int priority);
+int64_t cuda_backend_current_stream(int device);
+void cuda_backend_set_stream(int device, int64_t id);
+bool cuda_backend_stream_query(int device, int64_t id);
+void cuda_backend_stream_synchronize(int device, int64_t id);
+void cuda_backend_stream_wait_event(int device, int64_t id, void* event);
+void cuda_backend_record_stream(void* data, int device, int64_t id);
+
+/// CUDA events (the device API's Event, the profiler's kernel clock): created (with timing or
+/// not), recorded now on a stream, queried, waited for, destroyed, and the milliseconds between
+/// two recorded ones once the second has completed (waits for it; NaN when the CUDA runtime is
+/// already torn down at process exit).
 void* cuda_backend_event_create(bool enable_timing);
 void cuda_backend_event_destroy(void* event);
-void cuda_backend_event_record(void* event);
+void cuda_backend_event_record(void* event, int device, int64_t stream);
 bool cuda_backend_event_query(void* event);
 void cuda_backend_event_synchronize(void* event);
 double cuda_backend_event_elapsed_ms(void* start, void* end);

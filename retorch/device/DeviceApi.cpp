@@ -10,6 +10,7 @@
 #include "retorch/core/Allocator.h"
 #include "retorch/core/Error.h"
 #include "retorch/core/Generator.h"
+#include "retorch/core/TensorImpl.h"
 #include "retorch/device/DeviceFallback.h"
 #include "retorch/profiler/Profiler.h"
 
@@ -58,11 +59,28 @@ Device device_at(DeviceType type, int index) {
 bool on_cuda(Device d) { return d.type == kCUDA && device_available(kCUDA); }
 }  // namespace
 
-bool Stream::query() const { return !on_cuda(device_) || detail::cuda_backend_stream_query(); }
+bool Stream::query() const {
+  return !on_cuda(device_) || detail::cuda_backend_stream_query(device_.index, id_);
+}
 
 void Stream::synchronize() const {
-  if (on_cuda(device_)) detail::cuda_backend_synchronize(device_.index);
+  if (on_cuda(device_)) detail::cuda_backend_stream_synchronize(device_.index, id_);
 }
+
+void Stream::wait_event(const Event& e) const {
+  // A host-clock event (no backend, or recorded on another device type) has passed already.
+  if (on_cuda(device_) && e.device_event() != nullptr)
+    detail::cuda_backend_stream_wait_event(device_.index, id_, e.device_event());
+}
+
+void Stream::wait_stream(const Stream& other) const {
+  if (!on_cuda(device_) || !on_cuda(other.device()) || other == *this) return;
+  Event e;
+  e.record(other);
+  wait_event(e);
+}
+
+void Event::wait(const Stream& stream) const { stream.wait_event(*this); }
 
 void Event::record(const Stream& stream) {
   recorded_ = true;
@@ -71,7 +89,7 @@ void Event::record(const Stream& stream) {
   if (!device_)
     device_ = std::shared_ptr<void>(detail::cuda_backend_event_create(enable_timing_),
                                     detail::cuda_backend_event_destroy);
-  detail::cuda_backend_event_record(device_.get());
+  detail::cuda_backend_event_record(device_.get(), stream.device().index, stream.id());
 }
 
 bool Event::query() const { return !device_ || detail::cuda_backend_event_query(device_.get()); }
@@ -131,8 +149,17 @@ Stream current_stream(DeviceType type, int index) {
 }
 
 void set_stream(const Stream& s) {
+  if (on_cuda(s.device())) detail::cuda_backend_set_stream(s.device().index, s.id());
   tls_stream[int(s.device().type)] = s;
   tls_stream_set[int(s.device().type)] = true;
+}
+
+Stream new_stream(Device device, int priority) {
+  const Device d = device.has_index() ? device.canonical() : device_at(device.type, -1);
+  check_index(d.type, d.index, "Stream");
+  if (on_cuda(d)) return Stream(d, priority, detail::cuda_backend_stream_create(d.index, priority));
+  static std::atomic<int64_t> next_label{1};
+  return Stream(d, priority, next_label++);
 }
 
 // Random ops of every device draw from the CPU generator for now: without a backend they run
@@ -205,6 +232,17 @@ std::string memory_summary(DeviceType type, int index) {
 }
 
 }  // namespace device_api
+
+void record_stream(const Tensor& t, const Stream& s) {
+  RT_CHECK_VALUE(t.defined(), "record_stream: expected a defined tensor");
+  RT_CHECK_KIND(!t.device().is_cpu(), ErrorKind::kNotImplemented,
+                "record_stream: expected a tensor on a device with streams, got a ",
+                dtype_name(t.dtype()), " tensor of shape ", t.sizes(), " on cpu");
+  RT_CHECK_VALUE(s.device().type == t.device().type, "record_stream: the tensor is on ",
+                 t.device().str(), " but the stream on ", s.device().str());
+  if (on_cuda(t.device()) && on_cuda(s.device()))
+    detail::cuda_backend_record_stream(t.impl()->storage()->data(), s.device().index, s.id());
+}
 
 namespace cuda::matmul {
 namespace {

@@ -28,10 +28,13 @@ class DeviceGuard {
   int8_t previous_;
 };
 
-/// A queue of work on a device. Without a backend (and on cpu) work runs as it is issued, so a
-/// stream is always idle: query() is true and synchronize() returns at once. With the CUDA
-/// backend every kernel runs on the device's legacy default stream, so a cuda stream waits for
-/// (and asks about) the device's work.
+class Event;
+
+/// A queue of work on a device: id 0 is the device's default stream, new_stream() makes others.
+/// Without a backend (and on cpu) work runs as it is issued, so a stream is a label that is
+/// always idle: query() is true, synchronize() and the waits return at once. With the CUDA
+/// backend a cuda stream is a CUDA stream (Note [CUDA streams]): the kernels a thread issues
+/// queue on its current stream, and query, synchronize and the waits act on that stream.
 class Stream {
  public:
   Stream() = default;
@@ -42,6 +45,10 @@ class Stream {
   int64_t id() const { return id_; }
   bool query() const;
   void synchronize() const;
+  /// Makes work queued on this stream later wait for e, or for the work queued on `other` by
+  /// now (the host does not wait).
+  void wait_event(const Event& e) const;
+  void wait_stream(const Stream& other) const;
   bool operator==(const Stream& o) const { return device_ == o.device_ && id_ == o.id_; }
 
  private:
@@ -57,11 +64,15 @@ class Event {
  public:
   explicit Event(bool enable_timing = false) : enable_timing_(enable_timing) {}
   void record(const Stream& stream);
+  /// Makes work queued on `stream` later wait for this event (Stream::wait_event).
+  void wait(const Stream& stream) const;
   bool query() const;
   void synchronize() const;
   /// Milliseconds from this event to `end`; both must be recorded with enable_timing.
   double elapsed_time(const Event& end) const;
   bool recorded() const { return recorded_; }
+  /// The CUDA event once recorded on a cuda stream with the backend, else nullptr.
+  void* device_event() const { return device_.get(); }
 
  private:
   bool enable_timing_;
@@ -80,6 +91,9 @@ Stream current_stream(DeviceType type, int index);
 Stream default_stream(DeviceType type, int index);
 /// Makes s the thread's current stream of its device type (what `with stream(s)` does).
 void set_stream(const Stream& s);
+/// A new stream of the device (torch.cuda.Stream()): from the CUDA backend's pool on a cuda
+/// device with it, else a label with an id of its own.
+Stream new_stream(Device device, int priority = 0);
 /// Without a backend the device's random ops draw from the CPU default generator (so a program
 /// gives the numbers it gives on cpu): seeding and RNG state act on that generator.
 void manual_seed(DeviceType type, uint64_t seed);
@@ -127,6 +141,11 @@ RETORCH_DEVICE_NAMESPACE(cuda, kCUDA)
 RETORCH_DEVICE_NAMESPACE(mps, kMPS)
 RETORCH_DEVICE_NAMESPACE(xpu, kXPU)
 #undef RETORCH_DEVICE_NAMESPACE
+
+/// Marks t's memory as used by work queued on s, so that when t is freed its memory is not
+/// reused before that work has finished (Tensor.record_stream); t must be on a device (not the
+/// cpu); a no-op without the device's backend, where work runs as it is issued.
+void record_stream(const Tensor& t, const Stream& s);
 
 /// Whether float32 matrix products on CUDA may round their inputs to TF32 (cuBLAS's fast TF32
 /// mode): PyTorch's torch.backends.cuda.matmul.allow_tf32, false by default as since 1.12.

@@ -117,8 +117,9 @@ class OperatorHandle {
     Stack stack;
     stack.reserve(sizeof...(Args));
     (stack.emplace_back(IValue(args)), ...);
-    if (k.unboxed) hook(*this, k, ks, &stack);
-    else k.boxed(*this, ks, &stack);
+    // A boxed-only backend kernel (the CUDA backend's, a test's fake device) is a launch too.
+    if (hook != nullptr && is_launch(ks)) hook(*this, k, ks, &stack);
+    else run_kernel(*this, k, ks, &stack);
     return ReturnConv<R>::pop(stack);
   }
   /// Whether a call on ks runs a backend kernel (CPU or CUDA) of this op: a launch.

@@ -147,11 +147,11 @@ std::string shapes_of(const Stack& stack, size_t first) {
   return os.str();
 }
 
-// A timing event recorded now on the stream the CUDA kernels run on (Note [Kernel time on the
-// device]); resolve_device_times reads and destroys it.
-void* timing_event_now() {
+// A timing event recorded now on the stream a CUDA kernel is queued on (Note [Kernel time on
+// the device]); resolve_device_times reads and destroys it.
+void* timing_event_now(const runtime::LaunchRecord& r) {
   void* e = detail::cuda_backend_event_create(true);
-  detail::cuda_backend_event_record(e);
+  detail::cuda_backend_event_record(e, -1, r.stream);
   return e;
 }
 
@@ -197,12 +197,13 @@ class KernelRecorder : public runtime::LaunchObserver {
     std::shared_ptr<Profile::State> s = session_.lock();
     if (!s || std::this_thread::get_id() != s->owner || !s->active) return;
     const bool cuda = s->recording && r.device.is_cuda() && detail::cuda_backend_available();
-    s->kernel_starts.push_back(cuda ? timing_event_now() : nullptr);
+    s->kernel_starts.push_back(cuda ? timing_event_now(r) : nullptr);
     if (!s->recording) return s->kernel_slots.push_back(SIZE_MAX);
     s->kernel_slots.push_back(s->begin(r.name, "kernel", ""));
     s->open.back().event.op = r.op;
+    if (!r.device.is_cpu()) s->open.back().event.stream = r.stream;
   }
-  void after(const runtime::LaunchRecord&, int64_t) override {
+  void after(const runtime::LaunchRecord& r, int64_t) override {
     std::shared_ptr<Profile::State> s = session_.lock();
     if (!s || std::this_thread::get_id() != s->owner || !s->active || s->kernel_slots.empty())
       return;
@@ -211,7 +212,7 @@ class KernelRecorder : public runtime::LaunchObserver {
     if (s->kernel_slots.back() != SIZE_MAX) {
       s->end(s->kernel_slots.back());
       if (start) {  // the kernel's event is the last one its end() moved into events
-        void* end = timing_event_now();
+        void* end = timing_event_now(r);
         std::lock_guard<std::mutex> lock(s->mu);
         s->device_timings.push_back({s->events.size() - 1, start, end});
       }
@@ -383,6 +384,7 @@ std::string Profile::chrome_trace(const TraceOptions& options) const {
     j["args"] = nlohmann::ordered_json::object();
     if (!e.shapes.empty()) j["args"]["Input Dims"] = e.shapes;
     if (!e.stack.empty()) j["args"]["Call stack"] = e.stack;
+    if (e.stream >= 0) j["args"]["stream"] = e.stream;
     events.push_back(std::move(j));
     last[d] = {events.size() - 1, &e};
     for (size_t deeper = d + 1; deeper < last.size(); ++deeper) last[deeper] = {SIZE_MAX, nullptr};

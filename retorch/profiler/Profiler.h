@@ -50,6 +50,7 @@ struct Event {
   int64_t start_ns = 0, end_ns = 0;  // since the profile started
   int64_t self_ns = 0;               // minus the events nested directly inside it
   int64_t device_ns = -1;            // a CUDA kernel's time on the device (CUDA events), or -1
+  int64_t stream = -1;               // a device kernel's stream id (LaunchRecord::stream), or -1
   uint64_t thread = 0;               // a small per-thread number (1, 2, ...)
   int depth = 0;                     // nesting on its thread (0: outermost)
   int64_t duration_ns() const { return end_ns - start_ns; }

@@ -8,6 +8,7 @@
 
 #include "retorch/autograd/GradMode.h"
 #include "retorch/core/Error.h"
+#include "retorch/device/DeviceApi.h"
 #include "retorch/dispatch/DirectKernel.h"
 #include "retorch/dispatch/Dispatcher.h"
 
@@ -23,8 +24,9 @@ namespace retorch::runtime {
 // autograd or profiler layers — and writes each result into the tensor the capture returned, so
 // a captured sequence reads and writes the same buffers each time, like a CUDA graph. (A few CPU
 // kernels still call helper ops through the dispatcher — a reduction's permute — and those
-// dispatch on replay too.) On CPU a launch is synchronous; CUDA launches will go through the same
-// records with their stream.
+// dispatch on replay too.) On CPU a launch is synchronous; a device launch records the stream it
+// queues on, the thread's current stream of the device (Note [CUDA streams]), and with the CUDA
+// backend returns before its kernel runs.
 //
 // Note [Direct replay]
 // How replay calls a launch, cheapest first. (1) Most backend kernels are written in out form,
@@ -78,6 +80,7 @@ LaunchRecord make_record(const OperatorHandle& op, DispatchKeySet ks, const Stac
     case DispatchKey::Meta: r.device = Device(kMeta); break;
     default: r.device = Device(kCPU); break;
   }
+  if (r.device.has_index()) r.stream = device_api::current_stream(r.device.type, -1).id();
   r.name = std::string(device_type_name(r.device.type)) + "::" + std::string(op.schema().name);
   r.op = "aten::" + std::string(op.schema().name);
   const size_t nargs = std::min(stack.size(), size_t(op.schema().num_args));

@@ -19,7 +19,7 @@ struct LaunchRecord {
   std::string name;     // "cpu::mm" (the device's kernel of the op)
   std::string op;       // the op that issued it ("aten::mm", as the profiler names ops)
   Device device;
-  int64_t stream = 0;   // the queue it ran on (CPU: 0; CUDA streams in the CUDA issue)
+  int64_t stream = 0;   // the stream it was queued on: its device's current stream id (cpu: 0)
   int64_t range = 0;    // work items: the elements of its largest tensor argument or result
   int64_t arg_bytes = 0;  // bytes of its tensor arguments
   std::vector<std::vector<int64_t>> shapes;  // its tensor arguments' shapes

@@ -10,6 +10,7 @@
 #include "retorch/core/TensorImpl.h"
 #include "retorch/device/DeviceApi.h"
 #include "retorch/device/DeviceFallback.h"
+#include "retorch/runtime/LaunchManager.h"
 #include "test_helpers.h"
 
 #ifdef RETORCH_HAVE_CUDA
@@ -221,6 +222,62 @@ TEST_F(CudaDevice, CompiledKernelsRunOnTheDevice) {
     ASSERT_EQ(g.size(), w.size());
     for (size_t j = 0; j < g.size(); ++j) EXPECT_NEAR(g[j], w[j], 1e-5 + 1e-5 * std::abs(w[j]));
   }
+}
+
+TEST_F(CudaDevice, PoolStreamsCarryTheOpsCopiesAndLaunchRecordsOfTheirThread) {
+  // Note [CUDA streams]: a pool of 32 streams per priority class, handed out round robin.
+  const int dev = cb::current_device();
+  const int64_t first = cb::pool_stream(dev, 0);
+  EXPECT_GE(first, 1);
+  for (int i = 1; i < cb::kStreamsPerClass; ++i) EXPECT_NE(cb::pool_stream(dev, 0), first);
+  EXPECT_EQ(cb::pool_stream(dev, 0), first);
+  EXPECT_GT(cb::pool_stream(dev, -1), cb::kStreamsPerClass);
+  EXPECT_TRUE(contains(catch_error([&] { cb::stream_handle(dev, 1000); }).what(),
+                       {"unknown stream id 1000"}));
+  const Device gpu(kCUDA, int8_t(dev));
+  Tensor x = arange(1 << 20, TensorOptions(kFloat)).to(gpu);
+  const Stream side = device_api::new_stream(gpu);
+  side.wait_stream(cuda::current_stream());  // x is ready before side's work reads it
+  device_api::set_stream(side);
+  EXPECT_EQ(cb::current_stream(), cb::stream_handle(dev, side.id()));
+  auto launches = std::make_shared<runtime::CountingObserver>();
+  runtime::LaunchManager::get().add_observer(launches);
+  Tensor id = eye(1024, std::nullopt, TensorOptions(kFloat).device(gpu));
+  Tensor y = matmul((x * 2 + 1).reshape({1024, 1024}), id);
+  Tensor host = y.to(Device(kCPU));  // waits for the side stream
+  runtime::LaunchManager::get().remove_observer(launches);
+  device_api::set_stream(cuda::default_stream());
+  EXPECT_EQ(cb::current_stream(), nullptr);
+  EXPECT_TRUE(retorch::testing::all_close(host, (arange(1 << 20, TensorOptions(kFloat)) * 2 + 1)
+                                                    .reshape({1024, 1024})));
+  int on_device = 0;
+  for (const runtime::LaunchRecord& r : launches->records())
+    if (r.device.is_cuda()) {
+      EXPECT_EQ(r.stream, side.id()) << r.name;
+      ++on_device;
+    }
+  EXPECT_GE(on_device, 3);  // mul, add, mm (and eye's kernels)
+}
+
+TEST_F(CudaDevice, RecordStreamKeepsABlockUntilTheOtherStreamPassesItsFree) {
+  const int dev = cb::current_device();
+  cb::StreamHandle s1 = cb::stream_handle(dev, cb::pool_stream(dev, 0));
+  cb::StreamHandle s2 = cb::stream_handle(dev, cb::pool_stream(dev, 0));
+  const size_t bytes = size_t(3) << 20;
+  void* p = cb::raw_alloc(bytes, s1);
+  const int64_t n = int64_t(1) << 28;  // a GiB of floats filled 100 times: tens of ms on s2
+  auto* busy = static_cast<float*>(cb::raw_alloc(size_t(n) * sizeof(float), s2));
+  for (int i = 0; i < 100; ++i) cb::fill(busy, float(i), n, s2);
+  cb::record_stream(p, s2);
+  cb::raw_free(p);
+  void* q = cb::raw_alloc(bytes, s1);
+  const bool s2_was_busy = !cb::query_stream(s2);
+  cb::synchronize_stream(s2);
+  void* r = cb::raw_alloc(bytes, s1);
+  EXPECT_EQ(r, p) << "the block returns to s1 once s2 has passed the free";
+  for (void* ptr : {q, r, static_cast<void*>(busy)}) cb::raw_free(ptr);
+  if (!s2_was_busy) GTEST_SKIP() << "s2 finished before the reuse check";
+  EXPECT_NE(q, p) << "reused while s2 may still have been using it";
 }
 
 #endif  // RETORCH_HAVE_CUDA

@@ -7,10 +7,15 @@
 #include <cstring>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "retorch/core/TensorImpl.h"
+#include "retorch/device/DeviceApi.h"
 #include "retorch/device/DeviceFallback.h"
 #include "retorch/dispatch/Dispatcher.h"
 #include "retorch/optim/optim.h"
+#include "retorch/profiler/Profiler.h"
+#include "retorch/runtime/LaunchManager.h"
 #include "test_helpers.h"
 
 namespace {
@@ -223,3 +228,57 @@ TEST_F(FakeDeviceMemory, OptimizersStepParametersInDeviceMemoryThroughHostCopies
 }
 
 }  // namespace
+
+// A device kernel's launch record names the stream it was queued on, the thread's current stream
+// of the device (Note [Launch manager]); the profiler's kernel events and trace carry it too.
+TEST_F(FakeDeviceMemory, LaunchesAndTheProfilerRecordTheCurrentStream) {
+  const Device xpu(kXPU, 0);
+  Tensor a = arange(6, TensorOptions(kFloat)).to(xpu);
+  Tensor b = a.clone();
+  const Stream side = device_api::new_stream(xpu);
+  ASSERT_NE(side.id(), 0);
+  ASSERT_NE(side.id(), device_api::new_stream(xpu).id()) << "each new stream has its own id";
+  auto on_default = std::make_shared<runtime::CountingObserver>();
+  auto on_side = std::make_shared<runtime::CountingObserver>();
+  runtime::LaunchManager::get().add_observer(on_default);
+  b.copy_(a);
+  runtime::LaunchManager::get().remove_observer(on_default);
+  device_api::set_stream(side);
+  EXPECT_EQ(device_api::current_stream(kXPU, -1), side);
+  runtime::LaunchManager::get().add_observer(on_side);
+  profiler::Profile p;
+  b.copy_(a + 1);
+  p.stop();
+  runtime::LaunchManager::get().remove_observer(on_side);
+  device_api::set_stream(device_api::default_stream(kXPU, 0));
+  auto streams_of = [](const runtime::CountingObserver& o, const std::string& name) {
+    std::vector<int64_t> out;
+    for (const auto& r : o.records())
+      if (r.name == name) out.push_back(r.stream);
+    return out;
+  };
+  EXPECT_EQ(streams_of(*on_default, "xpu::copy_"), (std::vector<int64_t>{0}));
+  const std::vector<int64_t> side_copies = streams_of(*on_side, "xpu::copy_");
+  ASSERT_FALSE(side_copies.empty());
+  for (int64_t id : side_copies) EXPECT_EQ(id, side.id());
+  for (int64_t id : streams_of(*on_side, "cpu::add")) EXPECT_EQ(id, 0) << "cpu kernels: stream 0";
+  EXPECT_EQ(read(b), (std::vector<double>{1, 2, 3, 4, 5, 6}));
+  int device_kernels = 0;  // xpu::copy_, and the fallback's xpu::add around the cpu kernel
+  for (const profiler::Event& e : p.events()) {
+    if (e.kind != "kernel") continue;
+    const bool on_xpu = e.name.rfind("xpu::", 0) == 0;
+    EXPECT_EQ(e.stream, on_xpu ? side.id() : -1) << e.name;
+    device_kernels += on_xpu;
+  }
+  EXPECT_GT(device_kernels, int(side_copies.size()));
+  int traced = 0;
+  const nlohmann::json trace = nlohmann::json::parse(p.chrome_trace());
+  for (const auto& j : trace.at("traceEvents"))
+    if (j.value("name", "").rfind("xpu::", 0) == 0) {
+      EXPECT_EQ(j.at("args").at("stream"), side.id());
+      ++traced;
+    } else if (j.value("cat", "") == "kernel") {
+      EXPECT_FALSE(j.at("args").contains("stream"));
+    }
+  EXPECT_EQ(traced, device_kernels);
+}

@@ -377,6 +377,37 @@ TEST(Devices, ApiAnswersTruthfullyWithoutADevice) {
   EXPECT_NE(cuda::memory_summary().find("No cuda device"), std::string::npos);
 }
 
+// Without the device a stream is a label of its own (work runs as it is issued): new streams
+// get new ids, the current stream follows set_stream, and the waits and record_stream return.
+TEST(Devices, StreamsWithoutADeviceAreLabels) {
+  SKIP_WITH_A_CUDA_DEVICE();
+  const Stream s1 = device_api::new_stream(Device(kCUDA), -1);
+  const Stream s2 = device_api::new_stream(Device(kCUDA));
+  EXPECT_NE(s1.id(), 0);
+  EXPECT_NE(s1.id(), s2.id());
+  EXPECT_EQ(s1.device(), Device(kCUDA, 0));
+  EXPECT_EQ(s1.priority(), -1);
+  EXPECT_FALSE(s1 == cuda::default_stream());
+  device_api::set_stream(s1);
+  EXPECT_EQ(cuda::current_stream(), s1);
+  EXPECT_EQ(cuda::current_stream(1), cuda::default_stream(1)) << "another device's stream";
+  s1.wait_stream(s2);
+  Event e;
+  e.record(s2);
+  s1.wait_event(e);
+  e.wait(s1);
+  EXPECT_TRUE(s1.query());
+  s1.synchronize();
+  Tensor x = ones({2, 3}, TensorOptions().device(Device(kCUDA)));
+  record_stream(x, s1);
+  const Error cpu = catch_error([] { record_stream(ones({2, 3}), cuda::current_stream()); });
+  EXPECT_EQ(cpu.kind(), ErrorKind::kNotImplemented);
+  EXPECT_TRUE(contains(cpu.what(), {"record_stream", "float32", "[2, 3]", "cpu"}));
+  EXPECT_THROW(record_stream(x, device_api::new_stream(Device(kXPU))), Error);
+  device_api::set_stream(cuda::default_stream());
+  EXPECT_EQ(cuda::current_stream().id(), 0);
+}
+
 TEST(Devices, RngStateOfAnAbsentDeviceIsTheCpuGenerators) {
   SKIP_WITH_A_CUDA_DEVICE();
   cuda::manual_seed(5);

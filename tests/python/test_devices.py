@@ -143,6 +143,33 @@ def test_device_api_answers_like_torch_without_a_gpu():
     assert "No cuda device" in retorch.cuda.memory_summary()
 
 
+def test_streams_without_a_gpu_are_labels_with_torchs_api():
+    s1, s2 = retorch.cuda.Stream(), retorch.cuda.Stream(priority=-1)
+    assert isinstance(s1, retorch.cuda.Stream)
+    assert s1.stream_id != 0 and s1.stream_id != s2.stream_id and s2.priority == -1
+    assert s1 != retorch.cuda.default_stream() and len({s1, s2, retorch.cuda.default_stream()}) == 3
+    assert retorch.xpu.Stream().device == retorch.device("xpu:0")
+    with pytest.raises(ValueError, match="Expected a cuda device"):
+        retorch.cuda.Stream(device="xpu")
+    x = retorch.ones(2, 3, device="cuda")
+    with retorch.cuda.stream(s1):
+        assert retorch.cuda.current_stream() == s1
+        s1.wait_stream(s2)
+        e = s2.record_event()
+        s1.wait_event(e)
+        e.wait()
+        y = x * 2
+        y.record_stream(s1)
+        graph = retorch.runtime.capture(lambda: retorch.ones(3) + 1)
+    assert retorch.cuda.current_stream() == retorch.cuda.default_stream()
+    assert s1.query() and y.tolist() == [[2.0] * 3] * 2
+    assert {r["stream"] for r in graph.records()} == {0}  # cpu kernels run on no stream of s1's
+    with pytest.raises(NotImplementedError, match=r"record_stream.*float32.*\[2, 3\].*cpu"):
+        retorch.ones(2, 3).record_stream(s1)
+    with pytest.raises(ValueError, match="record_stream"):
+        x.record_stream(retorch.xpu.Stream())
+
+
 def test_rng_state_of_an_absent_device_drives_its_random_ops():
     retorch.cuda.manual_seed(4)
     state = retorch.cuda.get_rng_state()

@@ -18,10 +18,13 @@ namespace retorch::cuda_backend {
 // cudaMalloc and cudaFree synchronize the device and cost tens of microseconds, so freed
 // blocks stay with the allocator: a block is rounded to 512 bytes below 1 MiB and to 2 MiB
 // above, and kept in the free list of its (device, stream) by size; an allocation of the same
-// rounded size on the same stream takes it back without touching the driver. Blocks never move
-// between streams: work queued on a stream may still use a block its tensor has freed, and the
-// next user on the same stream is ordered after that work by the stream itself (record_stream,
-// for a block used on a second stream, comes with tensors on the device). When cudaMalloc
+// rounded size on the same stream takes it back without touching the driver. A block is
+// allocated on the thread's current stream (Note [CUDA streams]) and never moves between
+// streams: work queued on a stream may still use a block its tensor has freed, and the next
+// user on the same stream is ordered after that work by the stream itself. A block that other
+// streams used too is marked with record_stream; when freed, it waits (as PyTorch's does) until
+// an event recorded then on each of those streams has passed before it joins its free list,
+// checked at each allocation and waited for by empty_cache. When cudaMalloc
 // runs out of memory the cached blocks are released and the allocation retried once; then
 // the error names the request and the allocated and reserved totals. Statistics match the CPU
 // allocator's (AllocatorStats): allocated = held by users, reserved = allocated + cached.
@@ -39,6 +42,14 @@ struct Block {
   size_t size = 0;
   int device = 0;
   StreamHandle stream = nullptr;
+  std::vector<StreamHandle> used_on;  // other streams that used it (record_stream)
+};
+
+// A freed block whose other streams' work may still be running, and an event per stream.
+struct PendingFree {
+  void* ptr;
+  Block block;
+  std::vector<cudaEvent_t> events;
 };
 
 class CachingAllocator final : public Allocator {
@@ -50,7 +61,7 @@ class CachingAllocator final : public Allocator {
       RT_ERROR("CUDA allocation of ", nbytes, " bytes: CUDA is not available: ",
                unavailable_reason());
     }
-    void* p = raw(nbytes, device, nullptr);
+    void* p = raw(nbytes, device, current_stream(device));
     return DataPtr(p, nbytes, this, &release, Device(kCUDA, int8_t(device)));
   }
 
@@ -65,7 +76,21 @@ class CachingAllocator final : public Allocator {
   }
   void empty_cache() override {
     std::lock_guard<std::mutex> lock(mu_);
+    for (PendingFree& f : pending_)
+      for (cudaEvent_t e : f.events) cudaEventSynchronize(e);
+    reclaim_pending();
     release_cached();
+  }
+
+  // Marks ptr's block as used on s as well: a no-op for s, the block's own stream, and for
+  // memory this allocator did not allocate (a DLPack import), as in PyTorch.
+  void record_stream(void* ptr, StreamHandle s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = blocks_.find(ptr);
+    if (it == blocks_.end()) return;
+    Block& b = it->second;
+    if (s != b.stream && std::find(b.used_on.begin(), b.used_on.end(), s) == b.used_on.end())
+      b.used_on.push_back(s);
   }
 
   void* raw(size_t nbytes, int device, StreamHandle stream) {
@@ -95,6 +120,7 @@ class CachingAllocator final : public Allocator {
   void* raw_locked(size_t size, size_t nbytes, int device, StreamHandle stream,
                    AllocatorStats* after) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (!pending_.empty()) reclaim_pending();
     ++stats_.num_allocs;
     stats_.total_allocated_bytes += int64_t(size);
     void* p = nullptr;
@@ -120,9 +146,26 @@ class CachingAllocator final : public Allocator {
     auto it = blocks_.find(p);
     RT_CHECK(it != blocks_.end(), "CUDA caching allocator: freeing ", p,
              ", which it did not allocate (or freed already)");
-    const Block b = it->second;
+    Block b = std::move(it->second);
     blocks_.erase(it);
-    free_[{b.device, b.stream}][b.size].push_back(p);
+    if (b.used_on.empty()) {
+      free_[{b.device, b.stream}][b.size].push_back(p);
+    } else {
+      PendingFree f{p, b, {}};
+      for (StreamHandle s : b.used_on) {
+        cudaEvent_t e = nullptr;
+        if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess ||
+            cudaEventRecord(e, static_cast<cudaStream_t>(s)) != cudaSuccess) {
+          cudaGetLastError();  // cannot tell when the stream is done: wait for the device
+          if (e != nullptr) cudaEventDestroy(e);
+          cudaDeviceSynchronize();
+          cudaGetLastError();
+          continue;
+        }
+        f.events.push_back(e);
+      }
+      pending_.push_back(std::move(f));
+    }
     stats_.allocated_bytes -= int64_t(b.size);
     ++stats_.num_frees;
     stats_.total_freed_bytes += int64_t(b.size);
@@ -132,6 +175,33 @@ class CachingAllocator final : public Allocator {
   }
 
   static void release(void* ctx, void* p, size_t) { static_cast<CachingAllocator*>(ctx)->free(p); }
+
+  // Moves each pending block whose streams have passed their events to its free list; mu_ is
+  // held.
+  void reclaim_pending() {
+    auto done = [](const PendingFree& f) {
+      for (cudaEvent_t e : f.events) {
+        const cudaError_t st = cudaEventQuery(e);
+        if (st == cudaErrorNotReady) {
+          cudaGetLastError();
+          return false;
+        }
+      }
+      return true;
+    };
+    for (size_t i = 0; i < pending_.size();) {
+      PendingFree& f = pending_[i];
+      if (!done(f)) {
+        ++i;
+        continue;
+      }
+      for (cudaEvent_t e : f.events) cudaEventDestroy(e);
+      free_[{f.block.device, f.block.stream}][f.block.size].push_back(f.ptr);
+      pending_[i] = std::move(pending_.back());
+      pending_.pop_back();
+    }
+    cudaGetLastError();
+  }
 
   // cudaMalloc, retried once after releasing the cache; mu_ is held.
   void* malloc_device(size_t size, size_t asked) {
@@ -172,6 +242,7 @@ class CachingAllocator final : public Allocator {
   mutable std::mutex mu_;
   std::map<std::pair<int, StreamHandle>, std::map<size_t, std::vector<void*>>> free_;
   std::unordered_map<void*, Block> blocks_;
+  std::vector<PendingFree> pending_;
   AllocatorStats stats_;
 };
 
@@ -189,5 +260,7 @@ void* raw_alloc(size_t bytes, StreamHandle s) {
 }
 
 void raw_free(void* ptr) { the_allocator().free(ptr); }
+
+void record_stream(void* ptr, StreamHandle s) { the_allocator().record_stream(ptr, s); }
 
 }  // namespace retorch::cuda_backend

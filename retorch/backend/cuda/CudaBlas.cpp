@@ -78,19 +78,22 @@ Cublas* cublas() {
   return c->lib ? c : nullptr;
 }
 
-// This thread's handle (one device: Note [CUDA tensors]); its kernels queue on the legacy
-// default stream like every kernel of this backend.
+// This thread's handle (one device: Note [CUDA tensors]), set to queue its kernels on the
+// current stream like every kernel of this backend (Note [CUDA streams]).
 cublasHandle_t handle(Cublas& lib) {
-  return thread_handle<cublasHandle_t>([&] {
+  cublasHandle_t handle = thread_handle<cublasHandle_t>([&] {
     cublasHandle_t h = lib.first.exchange(nullptr);
     if (h == nullptr) {
       const cublasStatus_t st = lib.create(&h);
       RT_CHECK(st == CUBLAS_STATUS_SUCCESS, "cuda matmul: cublasCreate failed: ",
                lib.status_string(st));
     }
-    lib.set_stream(h, nullptr);
     return h;
   });
+  const cublasStatus_t st = lib.set_stream(handle, static_cast<cudaStream_t>(current_stream()));
+  RT_CHECK(st == CUBLAS_STATUS_SUCCESS, "cuda matmul: cublasSetStream failed: ",
+           lib.status_string(st));
+  return handle;
 }
 
 // How cuBLAS reads one row-major [rows, cols] operand with strides (rs, cs): as stored (rows
@@ -220,8 +223,9 @@ void product(bool batched, bool scaled, const OperatorHandle& h, DispatchKeySet 
   if (out.numel() > 0) {
     if (a.size(dims - 1) == 0 && !(scaled && beta != 0.0)) {
       if (!out.is_contiguous()) return run_device_fallback(h, ks, stack);
-      check_status(cudaMemset(device_ptr(out), 0, size_t(out.numel()) * out.element_size()),
-                   "cudaMemset");
+      check_status(cudaMemsetAsync(device_ptr(out), 0, size_t(out.numel()) * out.element_size(),
+                                   static_cast<cudaStream_t>(current_stream())),
+                   "cudaMemsetAsync");
     } else if (!gemm(operand(a), operand(b), operand(out), batched ? out.size(0) : 1, alpha,
                      scaled ? beta : 0.0)) {
       return run_device_fallback(h, ks, stack);

@@ -77,15 +77,17 @@ void check(const Cudnn& c, cudnnStatus_t st, const char* what) {
   RT_CHECK(st == CUDNN_STATUS_SUCCESS, "cuDNN ", what, " failed: ", c.cudnnGetErrorString(st));
 }
 
-// This thread's handle (handles are not thread-safe), on the legacy default stream like every
-// kernel of this backend.
+// This thread's handle (handles are not thread-safe), set to queue on the current stream like
+// every kernel of this backend (Note [CUDA streams]).
 cudnnHandle_t handle(Cudnn& c) {
-  return thread_handle<cudnnHandle_t>([&] {
+  cudnnHandle_t handle = thread_handle<cudnnHandle_t>([&] {
     cudnnHandle_t h = c.first.exchange(nullptr);
     if (h == nullptr) check(c, c.cudnnCreate(&h), "cudnnCreate");
-    c.cudnnSetStream(h, nullptr);
     return h;
   });
+  check(c, c.cudnnSetStream(handle, static_cast<cudaStream_t>(current_stream())),
+        "cudnnSetStream");
+  return handle;
 }
 
 std::optional<cudnnDataType_t> data_type(ScalarType t) {
@@ -155,7 +157,7 @@ struct Descriptors {
 // A workspace from the caching allocator, freed (for reuse on the same stream) at scope end.
 struct Workspace {
   void* ptr = nullptr;
-  explicit Workspace(size_t bytes) : ptr(bytes ? raw_alloc(bytes, nullptr) : nullptr) {}
+  explicit Workspace(size_t bytes) : ptr(bytes ? raw_alloc(bytes, current_stream()) : nullptr) {}
   ~Workspace() {
     if (ptr) raw_free(ptr);
   }
@@ -309,7 +311,7 @@ void convolution(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
     RT_CHECK(make_geometry<3>(out_sizes.data(), int(out_sizes.size()), p, &g),
              "cuda convolution: bias geometry");
     launch_binary(BinaryOp::kAdd, *float_type(out.dtype()), g, device_ptr(out), device_ptr(out),
-                  device_ptr(bias), false, 0.0, 1.0, nullptr);
+                  device_ptr(bias), false, 0.0, 1.0, current_stream());
   }
   finish_call(s, Variant::kFunctional, out, stack);
 }

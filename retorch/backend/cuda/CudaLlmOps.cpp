@@ -53,7 +53,7 @@ void paged_attention(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
                          device_ptr(vc), bf16, static_cast<const int64_t*>(device_ptr(tables)),
                          static_cast<const int64_t*>(device_ptr(seq)),
                          static_cast<const int64_t*>(device_ptr(pos)),
-                         static_cast<float*>(device_ptr(out)), q.size(0), g, nullptr);
+                         static_cast<float*>(device_ptr(out)), q.size(0), g, current_stream());
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
@@ -75,7 +75,7 @@ void rotary_embedding(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) 
                 static_cast<const int64_t*>(device_ptr(pos)),
                 static_cast<const float*>(device_ptr(cs)), static_cast<float*>(device_ptr(out)),
                 d == 0 ? 0 : x.numel() / d, x.size(-2), d, cs.size(1) / 2, cs.size(0),
-                interleaved, nullptr);
+                interleaved, current_stream());
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
@@ -100,7 +100,7 @@ void gather(bool embedding, const OperatorHandle& h, DispatchKeySet ks, Stack* s
   const int64_t row = table.size(0) == 0 ? 0 : table.numel() / table.size(0);
   launch_gather_rows(table.element_size(), device_ptr(table),
                      static_cast<const int64_t*>(device_ptr(index)), device_ptr(out),
-                     index.numel(), row, table.size(0), nullptr);
+                     index.numel(), row, table.size(0), current_stream());
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
@@ -134,7 +134,7 @@ void index_put(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const int64_t row = self.size(0) == 0 ? 0 : self.numel() / self.size(0);
   launch_scatter_rows(self.element_size(), device_ptr(self),
                       static_cast<const int64_t*>(device_ptr(index)), device_ptr(values),
-                      index.numel(), row, self.size(0), nullptr);
+                      index.numel(), row, self.size(0), current_stream());
   finish_call(s, Variant::kInplace, self, stack);
 }
 

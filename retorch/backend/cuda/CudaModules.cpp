@@ -18,8 +18,9 @@ namespace retorch::detail {
 // once per PTX text and device and stays loaded for the process (compiled graphs are few and
 // small), so the returned kernel handles never dangle. A launch covers `work` items with enough
 // blocks to fill every multiprocessor several times; the kernels' grid-stride loops take the
-// rest (Note [CUDA kernels]). Launches go on the legacy default stream, like the backend's
-// other kernels, so they are ordered with the copies the device fallback queues.
+// rest (Note [CUDA kernels]). Launches go on the thread's current stream, like the backend's
+// other kernels (Note [CUDA streams]), so they are ordered with the copies the device fallback
+// queues.
 
 /// The current device's compute capability as NVRTC's virtual architecture ("compute_90").
 std::string cuda_backend_arch() {
@@ -63,7 +64,8 @@ void cuda_backend_launch(void* kernel, int64_t work, int block, void** args) {
   const int64_t blocks = std::min<int64_t>((work + block - 1) / block, int64_t(sms) * 16);
   cuda_backend::check_status(
       cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(unsigned(blocks)),
-                       dim3(unsigned(block)), args, 0, nullptr),
+                       dim3(unsigned(block)), args, 0,
+                       static_cast<cudaStream_t>(cuda_backend::current_stream())),
       "cudaLaunchKernel (a generated kernel)");
 }
 

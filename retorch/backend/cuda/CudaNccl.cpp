@@ -60,11 +60,13 @@ void* cuda_backend_nccl_comm() {
 }
 
 void cuda_backend_nccl_all_reduce(void* comm, void* data, size_t count, int dtype, int op) {
-  check(nccl().all_reduce(data, data, count, dtype, op, comm, nullptr), "ncclAllReduce");
+  check(nccl().all_reduce(data, data, count, dtype, op, comm, cuda_backend::current_stream()),
+        "ncclAllReduce");
 }
 
 void cuda_backend_nccl_broadcast(void* comm, void* data, size_t count, int dtype, int root) {
-  check(nccl().broadcast(data, data, count, dtype, root, comm, nullptr), "ncclBroadcast");
+  check(nccl().broadcast(data, data, count, dtype, root, comm, cuda_backend::current_stream()),
+        "ncclBroadcast");
 }
 
 }  // namespace retorch::detail

@@ -67,7 +67,7 @@ void batch_norm(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   launch_batch_norm(*float_type(x.dtype()), device_ptr(x), ptr_or_null(*p[0]), ptr_or_null(*p[1]),
                     const_cast<void*>(ptr_or_null(*p[2])), const_cast<void*>(ptr_or_null(*p[3])),
                     training, device_ptr(save_mean), device_ptr(save_invstd), device_ptr(mean),
-                    device_ptr(invstd), device_ptr(out), g, nullptr);
+                    device_ptr(invstd), device_ptr(out), g, current_stream());
   if (training)  // the running statistics were written in place
     for (size_t k = 2; k < 4; ++k)
       if (p[k]->defined()) p[k]->impl()->bump_version();
@@ -106,7 +106,8 @@ void batch_norm_backward(bool elemt, const OperatorHandle& h, DispatchKeySet ks,
     Tensor sum_dy = make_empty({c}, x.dtype(), x.device());
     Tensor sum_dy_xmu = make_empty({c}, x.dtype(), x.device());
     launch_batch_norm_backward_reduce(t, device_ptr(g_out), device_ptr(x), device_ptr(*mean),
-                                      device_ptr(sum_dy), device_ptr(sum_dy_xmu), g, nullptr);
+                                      device_ptr(sum_dy), device_ptr(sum_dy_xmu), g,
+                                      current_stream());
     stack->erase(stack->end() - s.num_args, stack->end());
     stack->push_back(IValue(sum_dy));
     stack->push_back(IValue(sum_dy_xmu));
@@ -115,7 +116,7 @@ void batch_norm_backward(bool elemt, const OperatorHandle& h, DispatchKeySet ks,
   Tensor gi = make_empty(x.sizes(), x.dtype(), x.device());
   launch_batch_norm_backward_elemt(t, device_ptr(g_out), device_ptr(x), device_ptr(*mean),
                                    device_ptr(*invstd), ptr_or_null(*weight), device_ptr(*s1),
-                                   device_ptr(*s2), device_ptr(gi), g, nullptr);
+                                   device_ptr(*s2), device_ptr(gi), g, current_stream());
   finish_call(s, Variant::kFunctional, gi, stack);
 }
 
@@ -155,7 +156,7 @@ void max_pool(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   Tensor out = make_empty(shape, x.dtype(), x.device());
   Tensor indices = make_empty(shape, kLong, x.device());
   launch_max_pool2d(*float_type(x.dtype()), device_ptr(x), device_ptr(out),
-                    static_cast<int64_t*>(device_ptr(indices)), g, nullptr);
+                    static_cast<int64_t*>(device_ptr(indices)), g, current_stream());
   stack->erase(stack->end() - s.num_args, stack->end());
   stack->push_back(IValue(out));
   stack->push_back(IValue(indices));
@@ -179,10 +180,10 @@ void max_pool_backward(const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   all.dims = 1;
   all.sizes[0] = gi.numel();
   all.strides[0][0] = 1;
-  launch_fill_bytes(int(gi.element_size()), all, device_ptr(gi), 0, nullptr);
+  launch_fill_bytes(int(gi.element_size()), all, device_ptr(gi), 0, current_stream());
   launch_max_pool2d_backward(*float_type(x.dtype()), device_ptr(gc),
                              static_cast<const int64_t*>(device_ptr(ic)), device_ptr(gi), g,
-                             nullptr);
+                             current_stream());
   finish_call(s, Variant::kFunctional, gi, stack);
 }
 

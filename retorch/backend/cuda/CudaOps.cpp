@@ -27,8 +27,9 @@ namespace retorch::cuda_backend {
 // out= tensors of the right shape and dtype. Anything else (integer tensors, an out= that needs
 // resizing, cpu tensors with dims) goes to the device fallback exactly as before the kernel
 // existed (Note [Device routing]), so registering a kernel never narrows what runs. Functional
-// results are contiguous. Kernels queue on the legacy default stream, as the copies do, and do
-// not synchronize: reading a result on the host (item(), a copy to the cpu) waits for them.
+// results are contiguous. Kernels queue on the thread's current stream (Note [CUDA streams]), as
+// the copies do, and do not synchronize: reading a result on the host (item(), a copy to the
+// cpu) waits for them.
 
 namespace {
 
@@ -47,7 +48,7 @@ std::optional<Tensor> converted(const Tensor& t, ScalarType to) {
   Geometry<2> g;
   if (!geometry_of<2>(t.sizes(), {strides_of(out), strides_of(t)}, &g)) return std::nullopt;
   launch_convert(*float_type(to), *float_type(t.dtype()), g, device_ptr(out), device_ptr(t),
-                 nullptr);
+                 current_stream());
   return out;
 }
 
@@ -88,7 +89,7 @@ void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   Geometry<2> g;
   if (!geometry_of<2>(out.sizes(), {strides_of(out), strides_of(self)}, &g))
     return run_device_fallback(h, ks, stack);
-  launch_unary(op, *t, g, device_ptr(out), device_ptr(self), nullptr, p0, p1);
+  launch_unary(op, *t, g, device_ptr(out), device_ptr(self), current_stream(), p0, p1);
   finish_call(s, v, out, stack);
 }
 
@@ -135,7 +136,7 @@ void binary(BinaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stac
     return run_device_fallback(h, ks, stack);
   const double b_value = scalar ? other.item().to_double() : 0.0;
   launch_binary(op, *t, g, device_ptr(out), device_ptr(self), scalar ? nullptr : device_ptr(other),
-                scalar, b_value, alpha.to_double(), nullptr);
+                scalar, b_value, alpha.to_double(), current_stream());
   finish_call(s, v, out, stack);
 }
 
@@ -159,7 +160,7 @@ void fill_kernel(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   Geometry<1> g;
   if (!geometry_of<1>(self.sizes(), {strides_of(self)}, &g))
     return run_device_fallback(h, ks, stack);
-  launch_fill_bytes(int(es), g, device_ptr(self), bits, nullptr);
+  launch_fill_bytes(int(es), g, device_ptr(self), bits, current_stream());
   finish_call(s, Variant::kInplace, self, stack);
 }
 
@@ -188,7 +189,7 @@ void where(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
                               broadcast_strides(a, shape), broadcast_strides(b, shape)}, &g))
     return run_device_fallback(h, ks, stack);
   launch_select(*float_type(rt), g, device_ptr(out), static_cast<const bool*>(device_ptr(cond)),
-                device_ptr(a), false, 0.0, device_ptr(b), false, 0.0, nullptr);
+                device_ptr(a), false, 0.0, device_ptr(b), false, 0.0, current_stream());
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
@@ -215,7 +216,7 @@ void masked_fill(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
     return run_device_fallback(h, ks, stack);
   launch_select(*float_type(self.dtype()), g, device_ptr(out),
                 static_cast<const bool*>(device_ptr(mask)), nullptr, true, value,
-                device_ptr(self), false, 0.0, nullptr);
+                device_ptr(self), false, 0.0, current_stream());
   finish_call(s, v, out, stack);
 }
 
@@ -272,7 +273,7 @@ void random_fill(bool normal, const OperatorHandle& h, DispatchKeySet ks, Stack*
   const auto [key, first] = g.reserve(uint64_t(target.numel()));
   launch_random(normal ? Distribution::kNormal : Distribution::kUniform,
                 *float_type(self.dtype()), device_ptr(target), target.numel(), key, first, a, b,
-                nullptr);
+                current_stream());
   if (!target.is_same(self)) RT_CHECK(copy_on_device(self, target), "cuda random: copy failed");
   finish_call(s, Variant::kInplace, self, stack);
 }
@@ -388,8 +389,9 @@ bool copy_on_device(const Tensor& dst, const Tensor& src) {
   if (!geometry_of<2>(dst.sizes(), {strides_of(dst), broadcast_strides(src, dst.sizes())}, &g))
     return false;
   if (same)
-    launch_copy_bytes(int(dst.element_size()), g, device_ptr(dst), device_ptr(src), nullptr);
-  else launch_convert(*to, *from, g, device_ptr(dst), device_ptr(src), nullptr);
+    launch_copy_bytes(int(dst.element_size()), g, device_ptr(dst), device_ptr(src),
+                      current_stream());
+  else launch_convert(*to, *from, g, device_ptr(dst), device_ptr(src), current_stream());
   return true;
 }
 

@@ -81,7 +81,7 @@ void reduce(RowReduce op, const OperatorHandle& h, DispatchKeySet ks, Stack* sta
   ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
   const Tensor in = as_dtype(self->permute(order), rt);
   if (!out.defined()) out = make_empty(shape, rt, self->device());
-  launch_reduce_rows(op, *t, device_ptr(in), device_ptr(out), rows, cols, nullptr);
+  launch_reduce_rows(op, *t, device_ptr(in), device_ptr(out), rows, cols, current_stream());
   finish_call(s, v, out, stack);
 }
 
@@ -116,7 +116,8 @@ void arg_reduce(bool take_max, const OperatorHandle& h, DispatchKeySet ks, Stack
                                   : contiguous_on_device(self->permute(order));
   Tensor out = make_empty(shape, kLong, self->device());
   launch_arg_rows(take_max, *float_type(self->dtype()), device_ptr(in),
-                  static_cast<int64_t*>(device_ptr(out)), self->numel() / cols, cols, nullptr);
+                  static_cast<int64_t*>(device_ptr(out)), self->numel() / cols, cols,
+                  current_stream());
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
@@ -140,7 +141,7 @@ void softmax(bool log, const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   const int64_t cols = ndim > 0 ? self->size(dim) : 1;
   const int64_t rows = cols == 0 ? 0 : in.numel() / cols;
   Tensor rows_out = make_empty(in.sizes(), rt, self->device());
-  launch_softmax_rows(log, *t, device_ptr(in), device_ptr(rows_out), rows, cols, nullptr);
+  launch_softmax_rows(log, *t, device_ptr(in), device_ptr(rows_out), rows, cols, current_stream());
   Tensor out = rows_out;
   if (ndim > 0 && dim != ndim - 1) {  // back to the input's order, contiguous
     std::vector<int64_t> inverse(static_cast<size_t>(ndim));
@@ -179,7 +180,8 @@ void layer_norm(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   launch_layer_norm_rows(*float_type(input->dtype()), device_ptr(x),
                          affine[0] ? device_ptr(*affine[0]) : nullptr,
                          affine[1] ? device_ptr(*affine[1]) : nullptr, device_ptr(out),
-                         device_ptr(mean), device_ptr(rstd), x.numel() / cols, cols, eps, nullptr);
+                         device_ptr(mean), device_ptr(rstd), x.numel() / cols, cols, eps,
+                         current_stream());
   stack->erase(stack->end() - s.num_args, stack->end());
   stack->push_back(IValue(out));
   stack->push_back(IValue(mean));
@@ -209,7 +211,7 @@ void rms_norm(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   launch_rms_norm_rows(*float_type(input->dtype()), device_ptr(x),
                        has_res ? device_ptr(r) : nullptr,
                        device_ptr(*weight), device_ptr(out), has_res ? device_ptr(sum) : nullptr,
-                       x.numel() / cols, cols, eps, nullptr);
+                       x.numel() / cols, cols, eps, current_stream());
   stack->erase(stack->end() - s.num_args, stack->end());
   stack->push_back(IValue(out));
   stack->push_back(IValue(sum));
@@ -226,7 +228,7 @@ void silu_and_mul(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   shape.back() = d;
   Tensor out = make_empty(shape, input->dtype(), input->device());
   launch_silu_and_mul(*float_type(input->dtype()), device_ptr(x), device_ptr(out),
-                      d == 0 ? 0 : x.numel() / (2 * d), d, nullptr);
+                      d == 0 ? 0 : x.numel() / (2 * d), d, current_stream());
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
@@ -260,20 +262,20 @@ void cross_entropy(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
                             static_cast<const int64_t*>(device_ptr(t)),
                             has_w ? device_ptr(*weight) : nullptr, device_ptr(lse),
                             device_ptr(row_loss), device_ptr(row_w), n, c, ignore, smoothing,
-                            nullptr);
+                            current_stream());
   Tensor loss;
   if (reduction == 0) {
     loss = as_dtype(row_loss, dt);
   } else {
     Tensor total = make_empty({}, at, dev);
     launch_reduce_rows(RowReduce::kSum, *float_type(at), device_ptr(row_loss), device_ptr(total),
-                       1, n, nullptr);
+                       1, n, current_stream());
     if (reduction == 1) {  // divided by the kept rows' summed weights
       Tensor wsum = make_empty({}, at, dev);
       launch_reduce_rows(RowReduce::kSum, *float_type(at), device_ptr(row_w), device_ptr(wsum), 1,
-                         n, nullptr);
+                         n, current_stream());
       launch_binary(BinaryOp::kDiv, *float_type(at), Geometry<3>(), device_ptr(total),
-                    device_ptr(total), device_ptr(wsum), false, 0.0, 1.0, nullptr);
+                    device_ptr(total), device_ptr(wsum), false, 0.0, 1.0, current_stream());
     }
     loss = as_dtype(total, dt);
   }
@@ -313,7 +315,7 @@ void cross_entropy_backward(const OperatorHandle& h, DispatchKeySet ks, Stack* s
                                  has_w ? device_ptr(*weight) : nullptr, device_ptr(l),
                                  device_ptr(g), device_ptr(denom), device_ptr(out),
                                  input->size(0), input->size(1), ignore, int(reduction),
-                                 smoothing, nullptr);
+                                 smoothing, current_stream());
   finish_call(s, Variant::kFunctional, out, stack);
 }
 

@@ -4,6 +4,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+#include <mutex>
+
+#include "retorch/core/Device.h"
 #include "retorch/core/Error.h"
 
 namespace retorch {
@@ -110,6 +114,88 @@ StreamHandle create_stream(int priority) {
 
 void destroy_stream(StreamHandle s) {
   if (s != nullptr) cudaStreamDestroy(as_stream(s));
+}
+
+namespace {
+constexpr int kMaxDevices = 64;
+
+// A device's pool: kStreamsPerClass streams per priority class, made on first use.
+struct StreamPool {
+  std::atomic<cudaStream_t> streams[2][kStreamsPerClass] = {};
+  std::atomic<uint32_t> next[2] = {};
+  std::mutex mu;  // creation
+};
+
+StreamPool& pool_of(int device) {
+  static StreamPool* pools = new StreamPool[kMaxDevices];  // outlives streams used at exit
+  return pools[device];
+}
+
+int check_device(int device, const char* fn) {
+  if (device < 0) device = retorch::current_device_index(kCUDA);
+  RT_CHECK_VALUE(device < device_count() && device < kMaxDevices, "cuda.", fn,
+                 ": invalid device ordinal ", device, " (", device_count(),
+                 " devices available)");
+  return device;
+}
+
+// The thread's current stream per device (zero: the legacy default stream everywhere).
+struct CurrentStreams {
+  StreamHandle handle[kMaxDevices] = {};
+  int64_t id[kMaxDevices] = {};
+};
+thread_local CurrentStreams tls_current;
+}  // namespace
+
+int64_t pool_stream(int device, int priority) {
+  device = check_device(device, "Stream");
+  const int cls = priority < 0 ? 1 : 0;
+  StreamPool& p = pool_of(device);
+  const int k = int(p.next[cls].fetch_add(1) % kStreamsPerClass);
+  const int64_t id = 1 + cls * kStreamsPerClass + k;
+  stream_handle(device, id);  // created now, so a bad device or priority fails here
+  return id;
+}
+
+StreamHandle stream_handle(int device, int64_t id) {
+  if (id == 0) return nullptr;
+  RT_CHECK_VALUE(id > 0 && id <= 2 * kStreamsPerClass, "cuda: unknown stream id ", id,
+                 " (0 is the default stream; others come from cuda.Stream())");
+  device = check_device(device, "Stream");
+  const int cls = int((id - 1) / kStreamsPerClass), k = int((id - 1) % kStreamsPerClass);
+  StreamPool& p = pool_of(device);
+  cudaStream_t s = p.streams[cls][k].load(std::memory_order_acquire);
+  if (s != nullptr) return s;
+  std::lock_guard<std::mutex> lock(p.mu);
+  s = p.streams[cls][k].load(std::memory_order_relaxed);
+  if (s != nullptr) return s;
+  int previous = 0;
+  check(cudaGetDevice(&previous), "cudaGetDevice");
+  if (previous != device) check(cudaSetDevice(device), "cudaSetDevice");
+  int least = 0, greatest = 0;
+  cudaError_t status = cudaDeviceGetStreamPriorityRange(&least, &greatest);
+  if (status == cudaSuccess)
+    status = cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, cls ? greatest : least);
+  if (previous != device) cudaSetDevice(previous);
+  check(status, "cudaStreamCreateWithPriority");
+  p.streams[cls][k].store(s, std::memory_order_release);
+  return s;
+}
+
+StreamHandle current_stream(int device) {
+  if (device < 0) device = retorch::current_device_index(kCUDA);
+  return device < kMaxDevices ? tls_current.handle[device] : nullptr;
+}
+
+int64_t current_stream_id(int device) {
+  if (device < 0) device = retorch::current_device_index(kCUDA);
+  return device < kMaxDevices ? tls_current.id[device] : 0;
+}
+
+void set_current_stream(int device, int64_t id) {
+  device = check_device(device, "set_stream");
+  tls_current.handle[device] = stream_handle(device, id);
+  tls_current.id[device] = id;
 }
 
 bool query_stream(StreamHandle s) {

@@ -44,6 +44,26 @@ void destroy_stream(StreamHandle s);
 bool query_stream(StreamHandle s);
 void synchronize_stream(StreamHandle s);
 
+// Note [CUDA streams]
+// Stream ids name a device's streams as the device API's Stream objects carry them: 0 is the
+// legacy default stream (a nullptr handle), which every thread uses until it sets another, as
+// in PyTorch; other ids are streams of the device's pool, non-blocking (they do not wait for
+// the default stream, nor it for them: order them with events or wait_stream), 32 per priority
+// class (0 and higher priorities: a negative priority), created on first use and handed out
+// round robin, so Streams made in a loop do not make more. Every kernel, copy and library call
+// of this backend queues on the calling thread's current stream of the device; copies to and
+// from the host wait for that stream, as PyTorch's do.
+constexpr int kStreamsPerClass = 32;
+/// The calling thread's current stream (and its id) on a device (-1: the current cuda device).
+StreamHandle current_stream(int device = -1);
+int64_t current_stream_id(int device = -1);
+/// Makes stream `id` the thread's current stream of the device (an error for an unknown id).
+void set_current_stream(int device, int64_t id);
+/// A stream of the device's pool for the priority (its id).
+int64_t pool_stream(int device, int priority);
+/// The handle of a stream id of the device (0: nullptr, the legacy default stream).
+StreamHandle stream_handle(int device, int64_t id);
+
 EventHandle create_event(bool enable_timing);
 void destroy_event(EventHandle e);
 void record_event(EventHandle e, StreamHandle s);
@@ -69,6 +89,9 @@ Allocator* caching_allocator();
 /// which the block serves later allocations on the same stream).
 void* raw_alloc(size_t bytes, StreamHandle s);
 void raw_free(void* ptr);
+/// Marks the block at ptr (a caching-allocator pointer) as used on stream s too: when freed, it
+/// is reused only after the work queued on s by then has finished (Tensor.record_stream).
+void record_stream(void* ptr, StreamHandle s);
 
 // Kernels (CudaKernels.cu), queued on s, float32 on contiguous device memory.
 void fill(float* out, float value, int64_t n, StreamHandle s);

@@ -23,8 +23,9 @@ namespace cuda_backend {
 // (broadcasting, converting) copy kernel on the device (CudaOps.cpp); otherwise it brings the
 // span of device memory each cuda side occupies to the host, runs the CPU kernel between host
 // views of the same geometry, and sends the destination's span back. _to_copy allocates on the
-// target device and copy_es. Copies to and from the host are synchronous (the host sees the data
-// when they return; PyTorch's non_blocking is accepted and ignored). Ops with CUDA kernels
+// target device and copy_es. Copies queue on the current stream (Note [CUDA streams]); those to
+// and from the host then wait for it, so the host sees the data when they return (PyTorch's
+// non_blocking is accepted and ignored); device-to-device ones do not wait. Ops with CUDA kernels
 // (Note [CUDA op kernels], Note [cuBLAS products]) run on the GPU; every other op reaches the
 // device fallback, which copies its cuda arguments to the cpu and its results back (Note
 // [Fallback copies]). Placement follows the CUDA current device (one GPU, as on the machines
@@ -39,11 +40,13 @@ void check(cudaError_t status, const char* what) {
   RT_ERROR("CUDA error in ", what, ": ", cudaGetErrorString(status));
 }
 
-// A synchronous copy in any direction (unified addressing tells the kinds apart).
-void copy_bytes(void* dst, const void* src, size_t n) {
+// A copy in any direction on the current stream (unified addressing tells the kinds apart),
+// waited for when the host is one side.
+void copy_bytes(void* dst, const void* src, size_t n, bool host_side) {
   if (n == 0) return;
-  check(cudaMemcpy(dst, src, n, cudaMemcpyDefault), "cudaMemcpy");
-  check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  cudaStream_t s = static_cast<cudaStream_t>(current_stream());
+  check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s), "cudaMemcpyAsync");
+  if (host_side) check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
 }
 
 // The host copy of the device memory a cuda tensor's elements span, and a cpu tensor with the
@@ -62,19 +65,20 @@ struct HostSpan {
     nbytes = size_t(last + 1) * es;
     device = static_cast<char*>(t.impl()->storage()->data()) + size_t(t.storage_offset()) * es;
     buffer = make_empty({int64_t(nbytes)}, kByte);
-    if (read) copy_bytes(buffer.data_ptr(), device, nbytes);
+    if (read) copy_bytes(buffer.data_ptr(), device, nbytes, true);
     auto impl = make_intrusive<TensorImpl>(buffer.impl()->storage(), t.dtype(), Device(kCPU));
     impl->set_sizes_and_strides(t.sizes(), t.strides(), 0);
     view = Tensor(std::move(impl));
   }
-  void write_back() { copy_bytes(device, buffer.data_ptr(), nbytes); }
+  void write_back() { copy_bytes(device, buffer.data_ptr(), nbytes, true); }
 };
 
 Tensor copy(const Tensor& self, const Tensor& src) {
   if (self.numel() == 0) return self;
   if (self.dtype() == src.dtype() && self.sizes().equals(src.sizes()) && self.is_contiguous() &&
       src.is_contiguous()) {
-    copy_bytes(device_ptr(self), device_ptr(src), size_t(self.numel()) * self.element_size());
+    copy_bytes(device_ptr(self), device_ptr(src), size_t(self.numel()) * self.element_size(),
+               !in_device_memory(self) || !in_device_memory(src));
     return self;
   }
   if (copy_on_device(self, src)) return self;  // Note [CUDA op kernels]
@@ -166,13 +170,34 @@ bool cuda_backend_available() { return cuda_backend::device_count() > 0; }
 int cuda_backend_device_count() { return cuda_backend::device_count(); }
 
 void cuda_backend_synchronize(int index) { cuda_backend::synchronize(index); }
-bool cuda_backend_stream_query() { return cuda_backend::query_stream(nullptr); }
+
+int64_t cuda_backend_stream_create(int device, int priority) {
+  return cuda_backend::pool_stream(device, priority);
+}
+int64_t cuda_backend_current_stream(int device) { return cuda_backend::current_stream_id(device); }
+void cuda_backend_set_stream(int device, int64_t id) {
+  cuda_backend::set_current_stream(device, id);
+}
+bool cuda_backend_stream_query(int device, int64_t id) {
+  return cuda_backend::query_stream(cuda_backend::stream_handle(device, id));
+}
+void cuda_backend_stream_synchronize(int device, int64_t id) {
+  cuda_backend::synchronize_stream(cuda_backend::stream_handle(device, id));
+}
+void cuda_backend_stream_wait_event(int device, int64_t id, void* event) {
+  cuda_backend::stream_wait_event(cuda_backend::stream_handle(device, id), event);
+}
+void cuda_backend_record_stream(void* data, int device, int64_t id) {
+  cuda_backend::record_stream(data, cuda_backend::stream_handle(device, id));
+}
 
 void* cuda_backend_event_create(bool enable_timing) {
   return cuda_backend::create_event(enable_timing);
 }
 void cuda_backend_event_destroy(void* event) { cuda_backend::destroy_event(event); }
-void cuda_backend_event_record(void* event) { cuda_backend::record_event(event, nullptr); }
+void cuda_backend_event_record(void* event, int device, int64_t stream) {
+  cuda_backend::record_event(event, cuda_backend::stream_handle(device, stream));
+}
 bool cuda_backend_event_query(void* event) { return cuda_backend::query_event(event); }
 void cuda_backend_event_synchronize(void* event) { cuda_backend::synchronize_event(event); }
 double cuda_backend_event_elapsed_ms(void* start, void* end) {

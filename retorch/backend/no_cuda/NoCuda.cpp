@@ -37,17 +37,27 @@ void cuda_backend_nccl_broadcast(void*, void*, size_t, int, int) {
   RT_ERROR("NCCL is not available: this build has no CUDA backend");
 }
 
-/// Device synchronization and events (the device API, the profiler): never reached,
+/// Device synchronization, streams and events (the device API, the profiler): never reached,
 /// device_available(kCUDA) is false.
 void cuda_backend_synchronize(int) {
   RT_ERROR("CUDA is not available: this build has no CUDA backend");
 }
-bool cuda_backend_stream_query() { return true; }
+int64_t cuda_backend_stream_create(int, int) {
+  RT_ERROR("CUDA is not available: this build has no CUDA backend");
+}
+int64_t cuda_backend_current_stream(int) { return 0; }
+void cuda_backend_set_stream(int, int64_t) {
+  RT_ERROR("CUDA is not available: this build has no CUDA backend");
+}
+bool cuda_backend_stream_query(int, int64_t) { return true; }
+void cuda_backend_stream_synchronize(int, int64_t) {}
+void cuda_backend_stream_wait_event(int, int64_t, void*) {}
+void cuda_backend_record_stream(void*, int, int64_t) {}
 void* cuda_backend_event_create(bool) {
   RT_ERROR("CUDA is not available: this build has no CUDA backend");
 }
 void cuda_backend_event_destroy(void*) {}
-void cuda_backend_event_record(void*) {
+void cuda_backend_event_record(void*, int, int64_t) {
   RT_ERROR("CUDA is not available: this build has no CUDA backend");
 }
 bool cuda_backend_event_query(void*) { return true; }

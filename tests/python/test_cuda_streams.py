@@ -1,0 +1,101 @@
+"""CUDA streams on a GPU (Note [CUDA streams]): work issued under `retorch.cuda.stream(s)` runs on s
+and gives torch's values, waits order streams, record_stream keeps memory from early reuse, and
+launch records and the profiler name the stream; skipped, never passed, without a CUDA device."""
+import numpy as np
+import pytest
+import torch
+
+import retorch
+import retorch.nn.functional as F
+
+pytestmark = pytest.mark.skipif(not retorch.cuda.is_available(), reason="no CUDA device")
+
+
+def pair(*shape, seed=0):
+    x = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return retorch.tensor(x).to("cuda"), torch.tensor(x)
+
+
+def close(got, want, tol=1e-4):
+    g = torch.tensor(got.cpu().numpy())
+    assert torch.allclose(g, want, rtol=tol, atol=tol), (g - want).abs().max()
+
+
+def busy(s, n=16):
+    """Queues tens of milliseconds of products on s (4096^3 float32 each, no TF32)."""
+    with retorch.cuda.stream(s):
+        a = retorch.ones(4096, 4096, device="cuda")
+        for _ in range(n):
+            a @ a
+
+
+def test_a_side_streams_kernels_give_torchs_values():
+    x, tx = pair(64, 128)
+    w, tw = pair(8, 3, 3, 3, seed=1)
+    img, timg = pair(2, 3, 16, 16, seed=2)
+    s = retorch.cuda.Stream()
+    s.wait_stream(retorch.cuda.current_stream())  # the uploads above ran on the default stream
+    with retorch.cuda.stream(s):
+        assert retorch.cuda.current_stream() == s
+        y = (x @ x.t()).softmax(-1) + x[:, :64].relu()  # cuBLAS, a row kernel, pointwise
+        conv = F.conv2d(img, w, padding=1)  # cuDNN
+        compiled = retorch.compile(lambda a: (a * 2 + 1).tanh())(x)  # an NVRTC kernel
+        y_host, conv_host, compiled_host = y.cpu(), conv.cpu(), compiled.cpu()  # wait for s
+    close(y_host, (tx @ tx.t()).softmax(-1) + tx[:, :64].relu())
+    close(conv_host, torch.nn.functional.conv2d(timg, tw, padding=1))
+    close(compiled_host, (tx * 2 + 1).tanh())
+
+
+def test_waits_order_a_consumer_after_a_producer_on_another_stream():
+    x, tx = pair(1 << 20)
+    producer, consumer = retorch.cuda.Stream(), retorch.cuda.Stream()
+    producer.wait_stream(retorch.cuda.current_stream())
+    busy(producer)
+    with retorch.cuda.stream(producer):
+        y = x * 2  # queued behind the products
+        done = producer.record_event()
+    consumer.wait_event(done)
+    with retorch.cuda.stream(consumer):
+        y.record_stream(consumer)
+        z = y + 1
+    retorch.cuda.current_stream().wait_stream(consumer)
+    close(z, tx * 2 + 1, 0)
+    assert producer.query() and consumer.query()
+
+
+def test_record_stream_keeps_a_tensors_memory_until_the_stream_is_past_its_free():
+    retorch.cuda.synchronize()
+    retorch.cuda.empty_cache()
+    side = retorch.cuda.Stream()
+    n = 5 << 18  # 5 MiB of float32: a size class of its own here
+    a = retorch.zeros(n, device="cuda")
+    side.wait_stream(retorch.cuda.current_stream())
+    busy(side)
+    with retorch.cuda.stream(side):
+        a.add_(1)
+    a.record_stream(side)
+    freed = a.data_ptr()
+    del a
+    b = retorch.empty(n, device="cuda")
+    side_was_busy = not side.query()
+    side.synchronize()
+    c = retorch.empty(n, device="cuda")
+    assert c.data_ptr() == freed  # back in the default stream's cache once side passed it
+    if not side_was_busy:
+        pytest.skip("the side stream finished before the reuse check")
+    assert b.data_ptr() != freed
+
+
+def test_launch_records_and_the_profiler_name_the_stream():
+    x, _ = pair(256, 256)
+    s = retorch.cuda.Stream()
+    s.wait_stream(retorch.cuda.current_stream())
+    with retorch.cuda.stream(s):
+        graph = retorch.runtime.capture(lambda: (x @ x).relu())
+        with retorch.profiler.profile() as p:
+            (x @ x).relu().sum().item()
+    on_device = [r for r in graph.records() if r["device"].startswith("cuda")]
+    assert on_device and all(r["stream"] == s.stream_id for r in on_device)
+    kernels = [e for e in p.events() if e["kind"] == "kernel" and e["name"].startswith("cuda::")]
+    assert kernels and all(e["stream"] == s.stream_id for e in kernels)
+    assert all(e["device_ns"] >= 0 for e in kernels)  # timed by events on s
