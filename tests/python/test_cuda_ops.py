@@ -261,6 +261,35 @@ def test_argmax_argmin_on_the_device(dtype):
         retorch.argmax(r, 3)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_max_min_and_clone_on_the_device(dtype):
+    """max/min of all elements and along a dim (values and indices; NaN is the extreme, ties the
+    first index, as torch's cpu kernels), and clone of a strided tensor, without the fallback."""
+    r, t = pair((6, 50, 33), dtype, seed=29)
+    x = np.round(np.random.default_rng(30).standard_normal((4, 700)) * 2)  # many ties
+    x[1, 500], x[3, 3] = np.nan, np.nan
+    cases = [(r, t), (r.transpose(0, 2), t.transpose(0, 2)),
+             (retorch.tensor(x).to(rt_dtype(dtype)).to("cuda"),
+              torch.tensor(x).to(t_dtype(dtype)))]
+    for rr, tt in cases:
+        for name in ("max", "min"):
+            close(getattr(rr, name)(), getattr(tt, name)(), 0)
+            for dim in list(range(rr.dim())) + [-1]:
+                for keepdim in (False, True):
+                    got = getattr(rr, name)(dim, keepdim)
+                    want = getattr(tt, name)(dim, keepdim)
+                    close(got.values, want.values, 0)
+                    assert got.indices.device.type == "cuda"
+                    np.testing.assert_array_equal(got.indices.cpu().numpy(), want.indices.numpy())
+        c = rr.clone()
+        assert c.device.type == "cuda" and c.shape == rr.shape
+        close(c, tt, 0)
+    for op in ("aten::max", "aten::min", "aten::max.dim", "aten::min.dim", "aten::clone"):
+        assert ran_on_device(op), op
+    with pytest.raises(RuntimeError):
+        retorch.zeros(0, 3, device="cuda").max()  # the cpu's error, through the fallback
+
+
 def test_reduction_edge_cases():
     e, te = pair((4, 0), "float32")
     close(retorch.sum(e, [1]), torch.sum(te, [1]), 0)

@@ -1,5 +1,6 @@
-// CUDA kernels of the row ops: sum, mean, amax, amin over any dims, argmax, argmin, softmax and
-// log_softmax, native_layer_norm, fused_rms_norm, silu_and_mul and cross entropy, at the CUDA key.
+// CUDA kernels of the row ops: sum, mean, amax, amin over any dims, max, min, argmax, argmin,
+// softmax and log_softmax, native_layer_norm, fused_rms_norm, silu_and_mul and cross entropy, at
+// the CUDA key.
 #include <numeric>
 #include <vector>
 
@@ -119,6 +120,47 @@ void arg_reduce(bool take_max, const OperatorHandle& h, DispatchKeySet ks, Stack
                   static_cast<int64_t*>(device_ptr(out)), self->numel() / cols, cols,
                   current_stream());
   finish_call(s, Variant::kFunctional, out, stack);
+}
+
+// max/min(self): the extreme of all elements, as one row of the reduce kernel; and
+// max/min.dim(self, dim, keepdim): its values and indices along dim from the reduce and
+// arg kernels over the same rows (NaN is the extreme; ties give the first index, as argmax).
+// Empty and 0-dim inputs, integer dtypes and out= take the fallback.
+void extreme(bool take_max, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const auto self = device_float(*stack, base);
+  const bool along_dim = s.num_args == 3;
+  if (!self || self->numel() == 0 || (along_dim && self->dim() == 0) ||
+      variant_of(s) != Variant::kFunctional)
+    return run_device_fallback(h, ks, stack);
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  std::vector<int64_t> order, shape;
+  int64_t cols = self->numel();
+  if (along_dim) {
+    const int64_t dim = maybe_wrap_dim((*stack)[base + 1].to_int(), self->dim(), s.name.data());
+    const bool keepdim = (*stack)[base + 2].to_bool();
+    for (int64_t d = 0; d < self->dim(); ++d) {
+      if (d != dim) order.push_back(d);
+      if (d != dim || keepdim) shape.push_back(d == dim ? 1 : self->size(d));
+    }
+    order.push_back(dim);
+    cols = self->size(dim);
+  }
+  const Tensor in = order.empty() ? contiguous_on_device(*self)
+                                  : contiguous_on_device(self->permute(order));
+  const FloatType t = *float_type(self->dtype());
+  const int64_t rows = self->numel() / cols;
+  Tensor values = make_empty(shape, self->dtype(), self->device());
+  launch_reduce_rows(take_max ? RowReduce::kMax : RowReduce::kMin, t, device_ptr(in),
+                     device_ptr(values), rows, cols, current_stream());
+  if (!along_dim) return finish_call(s, Variant::kFunctional, values, stack);
+  Tensor indices = make_empty(shape, kLong, self->device());
+  launch_arg_rows(take_max, t, device_ptr(in), static_cast<int64_t*>(device_ptr(indices)), rows,
+                  cols, current_stream());
+  stack->erase(stack->end() - s.num_args, stack->end());
+  stack->push_back(IValue(values));
+  stack->push_back(IValue(indices));
 }
 
 void softmax(bool log, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
@@ -350,6 +392,10 @@ void register_row_ops(Dispatcher& d) {
     else if (n == "argmin" && o.empty())
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         arg_reduce(false, oh, ks, st);
+      });
+    else if ((n == "max" || n == "min") && (o.empty() || o == "dim"))
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        extreme(oh.schema().name == "max", oh, ks, st);
       });
     else if (n == "softmax" && o == "int")
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {

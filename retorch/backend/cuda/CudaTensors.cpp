@@ -158,6 +158,10 @@ void register_cuda_backend(Dispatcher& d) {
                               make_boxed_kernel(&cuda_backend::empty_kernel<false>));
   d.find("empty_strided")
       ->set_kernel(DispatchKey::CUDA, make_boxed_kernel(&cuda_backend::empty_kernel<true>));
+  // clone's kernel is device-generic (an empty tensor on self's device, then a dispatched copy_,
+  // here the device copy above): without it every clone took the fallback's two host copies.
+  OperatorHandle* clone = d.find("clone");
+  clone->set_kernel(DispatchKey::CUDA, clone->kernel(DispatchKey::CPU));
   cuda_backend::register_pointwise_ops(d);
   cuda_backend::register_row_ops(d);
   cuda_backend::register_llm_ops(d);

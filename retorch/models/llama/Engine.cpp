@@ -159,7 +159,8 @@ std::vector<StepToken> Engine::step() {
     tables.push_back(&s.blocks);
   }
   ForwardBatch fb{long_tensor(tokens), long_tensor(positions), long_tensor(query_seq),
-                  table_tensor(tables), long_tensor(slots), long_tensor(logit_rows)};
+                  table_tensor(tables), long_tensor(slots), long_tensor(logit_rows),
+                  positions.empty() ? 0 : *std::max_element(positions.begin(), positions.end())};
   auto t0 = std::chrono::steady_clock::now();
   Tensor logits = model_->forward(on_device(std::move(fb), options_.device), cache_);
   logits = logits.to(Device(kCPU), logits.dtype()).contiguous();
@@ -213,7 +214,8 @@ Tensor Engine::forward_all(const std::vector<int64_t>& ids) {
     slots.push_back(cache_.slot(blocks, p));
   }
   ForwardBatch fb{long_tensor(ids), long_tensor(positions), long_tensor(seq),
-                  table_tensor({&blocks}), long_tensor(slots), Tensor()};
+                  table_tensor({&blocks}), long_tensor(slots), Tensor(),
+                  int64_t(ids.size()) - 1};
   Tensor logits;
   try {
     logits = model_->forward(on_device(std::move(fb), options_.device), cache_);

@@ -268,7 +268,9 @@ Tensor LlamaForCausalLMImpl::forward(const ForwardBatch& batch, KvCache& cache) 
            "LlamaForCausalLM: tokens ", batch.tokens.sizes(), ", positions ",
            batch.positions.sizes(), ", query_seq ", batch.query_seq.sizes(), " and slots ",
            batch.slots.sizes(), " must be 1-D of one length");
-  int64_t max_pos = batch.positions.numel() ? batch.positions.max().item<int64_t>() : 0;
+  const int64_t max_pos = batch.max_position >= 0 ? batch.max_position
+                         : batch.positions.numel() ? batch.positions.max().item<int64_t>()
+                                                   : 0;
   const Tensor& cs = cos_sin(max_pos);
   Tensor h = embed_(batch.tokens);
   std::optional<Tensor> residual;

@@ -21,6 +21,8 @@ struct ForwardBatch {
   Tensor block_tables;  // [S, max_blocks] int64
   Tensor slots;         // [T] int64 cache slot each token's key and value are written to
   Tensor logit_rows;    // [R] int64 rows of T whose logits are wanted; undefined: all rows
+  int64_t max_position = -1;  // the largest position, when the caller knows it (-1: read it
+                              // from positions, a device-to-host copy when they are on one)
 };
 
 /// y = x W^T + b where W is dense (any floating dtype) or GGUF block-quantized (uint8 rows and
