@@ -315,6 +315,25 @@ def test_softmax_and_log_softmax(dim, dtype, tol):
 
 
 @pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_rows_in_registers_and_looping_rows_agree_with_torch(dtype, tol):
+    """Row lengths around each register-cache size (Note [Rows in registers]) and past the
+    largest (the looping kernels), rows that are not 16-byte vectors (odd lengths, an offset
+    start), for softmax, log_softmax and layer_norm with an affine."""
+    F, G = retorch.nn.functional, torch.nn.functional
+    for cols in (1, 7, 2048, 2056, 4097, 8192, 8193, 12000):
+        r, t = pair((3, cols + 1), dtype, seed=cols)
+        for rr, tt in ((r[:, :cols].contiguous(), t[:, :cols]),
+                       (r.reshape(-1)[1:1 + 3 * cols].reshape(3, cols),  # starts one element in
+                        t.reshape(-1)[1:1 + 3 * cols].reshape(3, cols))):
+            close(F.softmax(rr, -1), G.softmax(up(tt), -1).to(tt.dtype), tol)
+            close(F.log_softmax(rr, -1), G.log_softmax(up(tt), -1).to(tt.dtype), tol * 4)
+            w, tw = pair((cols,), dtype, seed=cols + 1)
+            close(F.layer_norm(rr, [cols], w, w, 1e-5),
+                  G.layer_norm(up(tt), [cols], up(tw), up(tw), 1e-5).to(tt.dtype), tol * 8)
+    assert ran_on_device("aten::softmax.int") and ran_on_device("aten::native_layer_norm")
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
 def test_layer_norm_forward_and_gradients(dtype, tol):
     x, tx = pair((12, 7, 96), dtype, seed=22)
     w, tw = pair((7, 96), dtype, seed=23)

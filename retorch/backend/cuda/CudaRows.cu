@@ -2,6 +2,8 @@
 // maxima and minima, softmax and log_softmax, layer_norm, fused RMSNorm, and SiLU-and-mul.
 #include <climits>
 #include <cstdint>
+#include <initializer_list>
+#include <type_traits>
 
 #include "retorch/backend/cuda/CudaDevice.cuh"
 #include "retorch/backend/cuda/CudaRows.h"
@@ -14,7 +16,8 @@ namespace retorch::cuda_backend {
 // the 32 lanes of a warp combine with __shfl_xor_sync, and the 8 warp results meet in shared
 // memory (block_reduce). Rows are read again from L2 for each further pass (softmax: max, sum
 // of exponentials, write; layer_norm: mean, variance about the mean, write), which keeps the
-// numerics of PyTorch's two-pass formulas. 16-bit floats accumulate in float, float64 in double.
+// numerics of PyTorch's two-pass formulas; softmax and layer_norm rows of up to 8192 elements
+// stay in registers between the passes instead (Note [Rows in registers]). 16-bit floats accumulate in float, float64 in double.
 // Maxima and minima propagate NaN; an all -inf softmax row gives NaN, as PyTorch's does.
 
 namespace {
@@ -98,6 +101,146 @@ __global__ void softmax_rows_kernel(bool take_log, const T* in, T* out, int64_t 
     const A d = A(load(x + j)) - m;
     store(y + j, take_log ? d - log_s : exp(d) * inv_s);
   }
+}
+
+// Note [Rows in registers]
+// A row of at most kThreads * kPer elements (8192 at kPer = 32) is read from memory once: each
+// thread keeps its kPer elements in registers, loaded as 16-byte vectors where the rows allow it
+// (kVec = 16 / sizeof(T) elements each; every row 16-byte aligned: aligned pointers and cols a
+// multiple of kVec), else one element at a time, every load of a thread issued before the first
+// use; the passes (softmax: max, sum of exponentials, write; layer_norm: mean, variance about
+// it, write) then read registers instead of L2, and results leave as vectors too. PyTorch keeps
+// such rows in shared memory for the same reason. The numerics are the looping kernels' (same
+// passes, same accumulation types); longer rows take those kernels.
+template <typename T, int kPer>
+struct RowCache {
+  using A = acc_t<T>;
+  static constexpr int kVec = 16 / int(sizeof(T));
+  static_assert(kPer % kVec == 0, "a row cache holds whole vectors");
+  A v[kPer];
+  bool vec;
+
+  // The column of this thread's element i.
+  __device__ int64_t col(int i) const {
+    return vec ? (int64_t(i / kVec) * blockDim.x + threadIdx.x) * kVec + i % kVec
+               : int64_t(i) * blockDim.x + threadIdx.x;
+  }
+  // Loads the row's elements, `pad` past its end.
+  __device__ void load_row(const T* x, int64_t cols, bool vectorized, A pad) {
+    vec = vectorized;
+    if (vec) {
+#pragma unroll
+      for (int k = 0; k < kPer / kVec; ++k) {
+        const int64_t c = (int64_t(k) * blockDim.x + threadIdx.x) * kVec;
+        uint4 raw = make_uint4(0, 0, 0, 0);
+        if (c < cols) raw = *reinterpret_cast<const uint4*>(x + c);
+        const T* e = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+        for (int u = 0; u < kVec; ++u) v[k * kVec + u] = c < cols ? A(load(e + u)) : pad;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        const int64_t c = int64_t(i) * blockDim.x + threadIdx.x;
+        v[i] = c < cols ? A(load(x + c)) : pad;
+      }
+    }
+  }
+  // Writes f(element, column) for each element of the row.
+  template <typename F>
+  __device__ void store_row(T* y, int64_t cols, F f) const {
+    if (vec) {
+#pragma unroll
+      for (int k = 0; k < kPer / kVec; ++k) {
+        const int64_t c = (int64_t(k) * blockDim.x + threadIdx.x) * kVec;
+        if (c >= cols) continue;
+        uint4 raw;
+        T* e = reinterpret_cast<T*>(&raw);
+#pragma unroll
+        for (int u = 0; u < kVec; ++u) store(e + u, f(v[k * kVec + u], c + u));
+        *reinterpret_cast<uint4*>(y + c) = raw;
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kPer; ++i) {
+        const int64_t c = int64_t(i) * blockDim.x + threadIdx.x;
+        if (c < cols) store(y + c, f(v[i], c));
+      }
+    }
+  }
+};
+
+template <typename T, int kPer>
+__global__ void softmax_rows_cached_kernel(bool take_log, bool vec, const T* in, T* out,
+                                           int64_t cols) {
+  using A = acc_t<T>;
+  __shared__ A shared[32];
+  RowCache<T, kPer> r;
+  r.load_row(in + int64_t(blockIdx.x) * cols, cols, vec, -A(INFINITY));
+  A m = -A(INFINITY);
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) m = combine(RowReduce::kMax, m, r.v[i]);
+  m = row_reduce(RowReduce::kMax, m, shared);
+  A s = 0;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i)
+    if (r.col(i) < cols) s += exp(r.v[i] - m);
+  s = row_reduce(RowReduce::kSum, s, shared);
+  const A log_s = log(s), inv_s = A(1) / s;
+  r.store_row(out + int64_t(blockIdx.x) * cols, cols, [&](A x, int64_t) {
+    const A d = x - m;
+    return take_log ? d - log_s : exp(d) * inv_s;
+  });
+}
+
+template <typename T, int kPer>
+__global__ void layer_norm_rows_cached_kernel(bool vec, const T* in, const T* weight,
+                                              const T* bias, T* out, T* mean_out, T* rstd_out,
+                                              int64_t cols, double eps) {
+  using A = acc_t<T>;
+  __shared__ A shared[32];
+  RowCache<T, kPer> r;
+  r.load_row(in + int64_t(blockIdx.x) * cols, cols, vec, A(0));
+  A s = 0;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) s += r.v[i];
+  const A mean = row_reduce(RowReduce::kSum, s, shared) / A(cols);
+  A q = 0;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) {
+    const A d = r.v[i] - mean;
+    if (r.col(i) < cols) q += d * d;
+  }
+  const A rstd = A(1) / sqrt(row_reduce(RowReduce::kSum, q, shared) / A(cols) + A(eps));
+  r.store_row(out + int64_t(blockIdx.x) * cols, cols, [&](A x, int64_t c) {
+    A v = (x - mean) * rstd;
+    if (weight) v = v * A(load(weight + c));
+    if (bias) v = v + A(load(bias + c));
+    return v;
+  });
+  if (threadIdx.x == 0) {
+    store(mean_out + blockIdx.x, mean);
+    store(rstd_out + blockIdx.x, rstd);
+  }
+}
+
+// Calls f(std::integral_constant<int, kPer>) with the smallest row cache that holds `cols`
+// elements (Note [Rows in registers]); false, without calling it, for longer rows.
+template <typename F>
+bool with_row_cache(int64_t cols, F&& f) {
+  if (cols <= kThreads * 8) return f(std::integral_constant<int, 8>{}), true;
+  if (cols <= kThreads * 16) return f(std::integral_constant<int, 16>{}), true;
+  if (cols <= kThreads * 32) return f(std::integral_constant<int, 32>{}), true;
+  return false;
+}
+
+// Whether rows of `cols` elements of T at these addresses can move as 16-byte vectors.
+template <typename T>
+bool rows_vectorizable(int64_t cols, std::initializer_list<const void*> ptrs) {
+  if (cols % (16 / int64_t(sizeof(T))) != 0) return false;
+  for (const void* p : ptrs)
+    if (reinterpret_cast<uintptr_t>(p) % 16 != 0) return false;
+  return true;
 }
 
 template <typename T>
@@ -300,8 +443,15 @@ void launch_softmax_rows(bool log, FloatType t, const void* in, void* out, int64
   check_rows(rows, "softmax");
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    softmax_rows_kernel<T><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
-        log, static_cast<const T*>(in), static_cast<T*>(out), cols);
+    const T* x = static_cast<const T*>(in);
+    T* y = static_cast<T*>(out);
+    const bool vec = rows_vectorizable<T>(cols, {in, out});
+    const bool cached = with_row_cache(cols, [&](auto per) {
+      softmax_rows_cached_kernel<T, decltype(per)::value>
+          <<<unsigned(rows), kThreads, 0, as_stream(s)>>>(log, vec, x, y, cols);
+    });
+    if (!cached)
+      softmax_rows_kernel<T><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(log, x, y, cols);
   });
   check_launch("softmax_rows");
 }
@@ -313,9 +463,17 @@ void launch_layer_norm_rows(FloatType t, const void* in, const void* weight, con
   check_rows(rows, "layer_norm");
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    layer_norm_rows_kernel<T><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
-        static_cast<const T*>(in), static_cast<const T*>(weight), static_cast<const T*>(bias),
-        static_cast<T*>(out), static_cast<T*>(mean), static_cast<T*>(rstd), cols, eps);
+    const T *x = static_cast<const T*>(in), *w = static_cast<const T*>(weight),
+            *b = static_cast<const T*>(bias);
+    T *y = static_cast<T*>(out), *m = static_cast<T*>(mean), *r = static_cast<T*>(rstd);
+    const bool vec = rows_vectorizable<T>(cols, {in, out});
+    const bool cached = with_row_cache(cols, [&](auto per) {
+      layer_norm_rows_cached_kernel<T, decltype(per)::value>
+          <<<unsigned(rows), kThreads, 0, as_stream(s)>>>(vec, x, w, b, y, m, r, cols, eps);
+    });
+    if (!cached)
+      layer_norm_rows_kernel<T>
+          <<<unsigned(rows), kThreads, 0, as_stream(s)>>>(x, w, b, y, m, r, cols, eps);
   });
   check_launch("layer_norm_rows");
 }
