@@ -1,6 +1,7 @@
 // Adagrad (with lr decay and an initial accumulator), torch.optim.Adagrad's math.
 #pragma once
 #include "retorch/optim/Optimizer.h"
+#include "retorch/optim/TensorOpUpdates.h"
 
 namespace retorch::optim {
 
@@ -36,6 +37,11 @@ class Adagrad : public Optimizer {
  protected:
   void update(Tensor& param, const Tensor& grad, OptimizerOptions& options,
               OptimizerParamState& state) override;
+  bool update_on_device(Tensor& param, const Tensor& grad, OptimizerOptions& options,
+                        OptimizerParamState& state) override {
+    detail::adagrad_update_ops(param, grad, options, state);
+    return true;
+  }
   void validate(const OptimizerOptions& options) const override;
   std::vector<std::string> state_names() const override { return {"step", "sum"}; }
 };

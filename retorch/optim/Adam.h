@@ -3,6 +3,7 @@
 #include <tuple>
 
 #include "retorch/optim/Optimizer.h"
+#include "retorch/optim/TensorOpUpdates.h"
 
 namespace retorch::optim {
 
@@ -40,6 +41,11 @@ class Adam : public Optimizer {
  protected:
   void update(Tensor& param, const Tensor& grad, OptimizerOptions& options,
               OptimizerParamState& state) override;
+  bool update_on_device(Tensor& param, const Tensor& grad, OptimizerOptions& options,
+                        OptimizerParamState& state) override {
+    detail::adam_update_ops(param, grad, options, state, /*decoupled=*/false);
+    return true;
+  }
   void validate(const OptimizerOptions& options) const override;
   std::vector<std::string> state_names() const override {
     return {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};

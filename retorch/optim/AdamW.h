@@ -40,6 +40,11 @@ class AdamW : public Optimizer {
               OptimizerParamState& state) override {
     detail::adam_update(param, grad, options, state, /*decoupled=*/true, "AdamW");
   }
+  bool update_on_device(Tensor& param, const Tensor& grad, OptimizerOptions& options,
+                        OptimizerParamState& state) override {
+    detail::adam_update_ops(param, grad, options, state, /*decoupled=*/true);
+    return true;
+  }
   void validate(const OptimizerOptions& options) const override { detail::adam_validate(options); }
   std::vector<std::string> state_names() const override {
     return {"step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq"};

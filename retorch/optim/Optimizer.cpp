@@ -83,10 +83,12 @@ bool in_host_memory(const Tensor& t) { return t.impl()->storage()->device().is_c
 
 // Note [Optimizer steps on device memory]
 // The optimizers' updates are fused host loops. A parameter in a device's own memory (cuda with
-// the CUDA backend) is updated on a host copy: the parameter, its gradient and its state buffers
-// come to the cpu, the loop runs, and the parameter and buffers are copied back, so the state
-// stays on the parameter's device as in PyTorch (the step counter stays a cpu scalar, as
-// PyTorch's is). Buffers the update creates (on the first step) move to the device.
+// the CUDA backend) is updated by the same arithmetic written as tensor ops (TensorOpUpdates.cpp:
+// SGD, Adam, AdamW, RMSprop, Adagrad), each a kernel of the device, so parameters, gradients
+// and state never leave it; the state buffers are made on the parameter's device and the step
+// counter stays a cpu scalar, as in PyTorch. An optimizer without that path updates a host copy:
+// the parameter, its gradient and its state buffers come to the cpu, the loop runs, and the
+// parameter and buffers are copied back (buffers the update creates move to the device).
 void Optimizer::update_on_host_copy(Tensor& p, const Tensor& g, OptimizerOptions& options,
                                     OptimizerParamState& state) {
   const Device device = p.device();
@@ -124,7 +126,8 @@ Tensor Optimizer::step(const LossClosure& closure) {
       const Tensor& g = p.grad();
       if (!g.defined()) continue;
       if (in_host_memory(p) && in_host_memory(g)) update(p, g, group.options(), state_[p.impl()]);
-      else update_on_host_copy(p, g, group.options(), state_[p.impl()]);
+      else if (!update_on_device(p, g, group.options(), state_[p.impl()]))
+        update_on_host_copy(p, g, group.options(), state_[p.impl()]);
     }
   }
   ++step_count_;
@@ -339,15 +342,22 @@ std::string py_float(double v) {
   return neg ? "-" + out : out;
 }
 
-void check_fusable(const Tensor& param, const Tensor& grad, const char* optimizer) {
-  RT_CHECK_TYPE(param.dtype() == kFloat || param.dtype() == kDouble, optimizer,
-                ": only float32 and float64 parameters are supported, got ",
+void check_update_args(const Tensor& param, const Tensor& grad, const char* optimizer) {
+  RT_CHECK_TYPE(param.is_floating_point(), optimizer,
+                ": only floating-point parameters can be optimized, got ",
                 dtype_name(param.dtype()));
   RT_CHECK_TYPE(grad.dtype() == param.dtype(), optimizer, ": gradient dtype ",
                 dtype_name(grad.dtype()), " does not match parameter dtype ",
                 dtype_name(param.dtype()));
   RT_CHECK(grad.sizes().vec() == param.sizes().vec(), optimizer, ": gradient shape ",
            shape_str(grad.sizes()), " does not match parameter shape ", shape_str(param.sizes()));
+}
+
+void check_fusable(const Tensor& param, const Tensor& grad, const char* optimizer) {
+  RT_CHECK_TYPE(param.dtype() == kFloat || param.dtype() == kDouble, optimizer,
+                ": only float32 and float64 parameters are supported, got ",
+                dtype_name(param.dtype()));
+  check_update_args(param, grad, optimizer);
   // The fused loops read host memory: parameters on a device without a backend live there too
   // (Note [Device routing]), and device memory comes through a host copy (Note [Optimizer steps
   // on device memory]), so this only catches a caller of update() that skipped step().

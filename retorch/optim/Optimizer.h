@@ -143,8 +143,14 @@ class Optimizer {
   /// Updates one parameter in place (grad is defined); called under NoGradGuard.
   virtual void update(Tensor& param, const Tensor& grad, OptimizerOptions& options,
                       OptimizerParamState& state) = 0;
-  /// update() on host copies of a parameter in device memory and of its state (Note [Optimizer
-  /// steps on device memory] in Optimizer.cpp).
+  /// The update as tensor ops, for a parameter in device memory (each op a kernel of the
+  /// device); false where the optimizer has no such path (Note [Optimizer steps on device
+  /// memory] in Optimizer.cpp).
+  virtual bool update_on_device(Tensor& /*param*/, const Tensor& /*grad*/,
+                                OptimizerOptions& /*options*/, OptimizerParamState& /*state*/) {
+    return false;
+  }
+  /// update() on host copies of a parameter in device memory and of its state (the same Note).
   void update_on_host_copy(Tensor& param, const Tensor& grad, OptimizerOptions& options,
                            OptimizerParamState& state);
   /// Checks a group's options, with PyTorch's ValueError messages.
@@ -162,7 +168,9 @@ class Optimizer {
 namespace detail {
 /// A double as Python's repr prints it ("-1.0", "1e-08"), for PyTorch-shaped messages.
 std::string py_float(double v);
-/// Checks grad matches param (shape, dtype) and the dtype is float32/float64 (fused loops).
+/// Checks grad matches param (shape, dtype) and the dtype is floating point.
+void check_update_args(const Tensor& param, const Tensor& grad, const char* optimizer);
+/// check_update_args, the dtype float32/float64 and both in host memory (the fused loops).
 void check_fusable(const Tensor& param, const Tensor& grad, const char* optimizer);
 /// A new 0-dim float32 tensor holding v (step counters, like PyTorch's torch.tensor(0.)).
 Tensor step_tensor(double v);

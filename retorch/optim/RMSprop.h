@@ -1,6 +1,7 @@
 // RMSprop (optionally centered, with momentum), torch.optim.RMSprop's math.
 #pragma once
 #include "retorch/optim/Optimizer.h"
+#include "retorch/optim/TensorOpUpdates.h"
 
 namespace retorch::optim {
 
@@ -38,6 +39,11 @@ class RMSprop : public Optimizer {
  protected:
   void update(Tensor& param, const Tensor& grad, OptimizerOptions& options,
               OptimizerParamState& state) override;
+  bool update_on_device(Tensor& param, const Tensor& grad, OptimizerOptions& options,
+                        OptimizerParamState& state) override {
+    detail::rmsprop_update_ops(param, grad, options, state);
+    return true;
+  }
   void validate(const OptimizerOptions& options) const override;
   std::vector<std::string> state_names() const override {
     return {"step", "square_avg", "momentum_buffer", "grad_avg"};

@@ -1,6 +1,7 @@
 // SGD with momentum, dampening, Nesterov, weight decay and maximize (torch.optim.SGD's math).
 #pragma once
 #include "retorch/optim/Optimizer.h"
+#include "retorch/optim/TensorOpUpdates.h"
 
 namespace retorch::optim {
 
@@ -36,6 +37,11 @@ class SGD : public Optimizer {
  protected:
   void update(Tensor& param, const Tensor& grad, OptimizerOptions& options,
               OptimizerParamState& state) override;
+  bool update_on_device(Tensor& param, const Tensor& grad, OptimizerOptions& options,
+                        OptimizerParamState& state) override {
+    detail::sgd_update_ops(param, grad, options, state);
+    return true;
+  }
   void validate(const OptimizerOptions& options) const override;
   std::vector<std::string> state_names() const override { return {"momentum_buffer"}; }
 };
