@@ -351,6 +351,25 @@ def test_layer_norm_forward_and_gradients(dtype, tol):
         close(x.grad, tx.grad, 1e-4)
 
 
+@pytest.mark.parametrize("qtype,rows", [(30, "bfloat16"), (1, "float16")])
+def test_quantized_linear_of_16bit_rows_is_one_gemm_on_the_device(qtype, rows):
+    """GGUF BF16/F16 rows as bytes: the activations rounded to the rows' type, float32
+    accumulation and result, the float32 bias added (Note in CudaBlas.cpp), against torch."""
+    x, tx = pair((2, 5, 96), "float32", seed=31)
+    w = torch.tensor(np.random.default_rng(32).standard_normal((40, 96))).to(t_dtype(rows))
+    w_bytes = retorch.tensor(w.view(torch.uint8).numpy()).to("cuda")  # [40, 192] uint8
+    b, tb = pair((40,), "float32", seed=33)
+    want = tx.to(t_dtype(rows)).double() @ w.double().t()
+    got = retorch.quantized_linear(x, w_bytes, qtype, 96)
+    assert got.dtype == retorch.float32 and tuple(got.shape) == (2, 5, 40)
+    close(got, want, 1e-4)
+    close(retorch.quantized_linear(x, w_bytes, qtype, 96, b), want + tb.double(), 1e-4)
+    close(retorch.quantized_linear(x[:, 1:], w_bytes, qtype, 96), want[:, 1:], 1e-4)  # strided
+    assert ran_on_device("aten::quantized_linear")
+    with pytest.raises(ValueError, match="quantized_linear: 95 .* values take 190 bytes"):
+        retorch.quantized_linear(x, w_bytes, qtype, 95)  # the cpu kernel's error
+
+
 @pytest.mark.parametrize("dtype,tol", DTYPES)
 def test_llm_row_kernels_match_their_formulas(dtype, tol):
     tol = max(tol, 1e-6)  # the cpu kernels compute float64 in float32 (the device in float64)

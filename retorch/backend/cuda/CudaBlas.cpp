@@ -160,11 +160,15 @@ Layout readable(Operand* o) {
 }
 
 // C[i] = alpha * A[i] @ B[i] + beta * C[i] for i < batch, with C's rows contiguous; false when
-// something does not fit cuBLAS.
+// something does not fit cuBLAS. A and B share a dtype, which sets the compute type; C has it
+// too, or is float32 for 16-bit A and B (cuBLAS's mixed GemmEx: float32 accumulation, no
+// rounding of the result to 16 bits).
 bool gemm(Operand a, Operand b, const Operand& c, int64_t batch, double alpha, double beta) {
   Cublas* lib = cublas();
-  const auto types = gemm_types(c.t.dtype());
-  if (!lib || !types) return false;
+  const auto types = gemm_types(a.t.dtype()), c_types = gemm_types(c.t.dtype());
+  if (!lib || !types || !c_types || b.t.dtype() != a.t.dtype()) return false;
+  const bool widened = c.t.dtype() == kFloat && (a.t.dtype() == kHalf || a.t.dtype() == kBFloat16);
+  if (c.t.dtype() != a.t.dtype() && !widened) return false;
   const int64_t m = c.rows, n = c.cols, k = a.cols;
   if (m > INT32_MAX || n > INT32_MAX || k > INT32_MAX || batch > INT32_MAX) return false;
   const Layout lc = layout_of(m, n, c.rs, c.cs);
@@ -179,7 +183,7 @@ bool gemm(Operand a, Operand b, const Operand& c, int64_t batch, double alpha, d
       handle(*lib), lb.columns_contiguous ? CUBLAS_OP_T : CUBLAS_OP_N,
       la.columns_contiguous ? CUBLAS_OP_T : CUBLAS_OP_N, int(n), int(m), int(k), pa,
       device_ptr(b.t), types->data, int(lb.ld), b.batch_stride, device_ptr(a.t), types->data,
-      int(la.ld), a.batch_stride, pb, device_ptr(c.t), types->data, int(lc.ld), c.batch_stride,
+      int(la.ld), a.batch_stride, pb, device_ptr(c.t), c_types->data, int(lc.ld), c.batch_stride,
       int(batch), types->compute, CUBLAS_GEMM_DEFAULT);
   RT_CHECK(st == CUBLAS_STATUS_SUCCESS, "cuda matmul (", m, "x", k, " @ ", k, "x", n, ", ",
            batch, " matrices): cuBLAS failed: ", lib->status_string(st));
@@ -234,9 +238,48 @@ void product(bool batched, bool scaled, const OperatorHandle& h, DispatchKeySet 
   finish_call(s, v, out, stack);
 }
 
+// quantized_linear(input, weight, qtype, in_features, bias?) for 16-bit rows (GGUF's BF16, type
+// 30, and F16, type 1) in device memory: the weight's bytes read as an [N, K] matrix of that
+// type, the float32 activations rounded to it on the device, one GEMM into a float32 result
+// (float32 accumulation) and the float32 bias added: one op where the LLM's projections ran a
+// conversion, a product and a conversion back. Other types and arguments take the fallback,
+// whose cpu kernel raises for bad ones.
+void quantized_linear_16bit(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor input = (*stack)[base].to_tensor(), weight = (*stack)[base + 1].to_tensor();
+  const int64_t qtype = (*stack)[base + 2].to_int(), k = (*stack)[base + 3].to_int();
+  const IValue& bias_arg = (*stack)[base + 4];
+  const Tensor bias = bias_arg.is_none() ? Tensor() : bias_arg.to_tensor();
+  bool ok = (qtype == 30 || qtype == 1) && on_device_with(input, kFloat) && input.dim() >= 1 &&
+            input.size(-1) == k && k > 0 && on_device_with(weight, kByte) && weight.dim() == 2 &&
+            weight.is_contiguous() && weight.size(1) == 2 * k &&
+            weight.storage_offset() % 2 == 0 && cublas() != nullptr;
+  if (ok && bias.defined())
+    ok = on_device_with(bias, kFloat) && bias.dim() == 1 && bias.size(0) == weight.size(0);
+  if (!ok) return run_device_fallback(h, ks, stack);
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  const ScalarType rows = qtype == 30 ? kBFloat16 : kHalf;
+  const int64_t n = weight.size(0), m = input.numel() / k;
+  auto impl = make_intrusive<TensorImpl>(weight.impl()->storage(), rows, weight.device());
+  impl->set_sizes_and_strides({n, k}, {k, 1}, weight.storage_offset() / 2);
+  const Tensor w(std::move(impl));
+  Tensor x = make_empty({m, k}, rows, input.device());
+  Tensor out = make_empty({m, n}, kFloat, input.device());
+  if (m > 0 && !(copy_on_device(x, input.reshape({m, k})) &&
+                 gemm(operand(x), operand(w.t()), operand(out), 1, 1.0, 0.0)))
+    return run_device_fallback(h, ks, stack);
+  if (bias.defined()) out.add_(bias);
+  DimVector shape(input.sizes().begin(), input.sizes().end());
+  shape.back() = n;
+  finish_call(s, Variant::kFunctional, out.view(shape), stack);
+}
+
 }  // namespace
 
 void register_blas_ops(Dispatcher& d) {
+  d.find("quantized_linear")
+      ->set_kernel(DispatchKey::CUDA, make_boxed_kernel(&quantized_linear_16bit));
   for (OperatorHandle* h : d.ops()) {
     const OpSchema& s = h->schema();
     if (h->device_independent() || !h->has_kernel(DispatchKey::CPU)) continue;

@@ -33,18 +33,6 @@ Tensor interleave_q4_0(const Tensor& w) {
 
 }  // namespace
 
-namespace {
-// A BF16/F16 weight kept as bytes [N, 2K] viewed as the 16-bit [N, K] matrix it holds.
-Tensor rows_16bit(const Tensor& bytes, ScalarType t) {
-  RT_CHECK(bytes.is_contiguous() && bytes.storage_offset() % 2 == 0,
-           "QLinear: 16-bit rows must be contiguous, got strides ", bytes.strides());
-  auto impl = make_intrusive<TensorImpl>(bytes.impl()->storage(), t, bytes.device());
-  const int64_t n = bytes.size(0), k = bytes.size(1) / 2;
-  impl->set_sizes_and_strides({n, k}, {k, 1}, bytes.storage_offset() / 2);
-  return Tensor(std::move(impl));
-}
-}  // namespace
-
 QLinearImpl::QLinearImpl(Tensor weight, Tensor bias, int64_t qtype, int64_t in_features)
     : Module("retorch::llama::QLinear"), qtype_(qtype) {
   RT_CHECK_VALUE(weight.dim() == 2, "QLinear: expected a 2-D weight, got shape ", weight.sizes());
@@ -78,16 +66,11 @@ QLinearImpl::QLinearImpl(Tensor weight, Tensor bias, int64_t qtype, int64_t in_f
 
 Tensor QLinearImpl::forward(const Tensor& input) {
   std::optional<Tensor> b = bias_.defined() ? std::optional<Tensor>(bias_) : std::nullopt;
-  // In a device's own memory 16-bit rows go to its 16-bit GEMM (cuBLAS) as they are, float32
-  // accumulation; the result widens to float32 as quantized_linear's does.
-  const bool rows16 =
-      (qtype_ == 30 || qtype_ == 1) && !weight_.impl()->storage()->device().is_cpu();
-  if (qtype_ >= 0 && !rows16)
-    return quantized_linear(input.to(kFloat), weight_, qtype_, in_features_, b);
-  const Tensor w = rows16 ? rows_16bit(weight_, qtype_ == 30 ? kBFloat16 : kHalf) : weight_;
-  std::optional<Tensor> bw = b ? std::optional<Tensor>(b->to(w.dtype())) : std::nullopt;
-  Tensor y = linear(input.to(w.dtype()), w, bw);
-  return rows16 ? y.to(kFloat) : y;
+  // In a device's own memory, 16-bit rows run the device's quantized_linear: one GEMM of the
+  // rows as they are, float32 accumulation and result.
+  if (qtype_ >= 0) return quantized_linear(input.to(kFloat), weight_, qtype_, in_features_, b);
+  std::optional<Tensor> bw = b ? std::optional<Tensor>(b->to(weight_.dtype())) : std::nullopt;
+  return linear(input.to(weight_.dtype()), weight_, bw);
 }
 
 int64_t QLinearImpl::weight_bytes() const {
