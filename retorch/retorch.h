@@ -8,6 +8,7 @@
 #include "retorch/generated/Functions.h"
 #include "retorch/data/DataLoader.h"
 #include "retorch/data/Mnist.h"
+#include "retorch/device/CudaGraph.h"
 #include "retorch/device/DeviceApi.h"
 #include "retorch/device/DeviceFallback.h"
 #include "retorch/io/Checkpoint.h"

@@ -66,6 +66,26 @@ void bind_device(py::module_& m) {
            }, py::arg("stream") = py::none())
       .def("elapsed_time", &Event::elapsed_time);
 
+  py::class_<cuda::CUDAGraph>(m, "CUDAGraph")
+      .def(py::init<>())
+      .def("capture_begin", [](cuda::CUDAGraph& g, const py::object& pool,
+                               const std::string& capture_error_mode) {
+             if (!pool.is_none())
+               throw Error(ErrorKind::kNotImplemented,
+                           "CUDAGraph.capture_begin: sharing a memory pool between graphs (pool=) "
+                           "is not supported; each graph has its own");
+             if (capture_error_mode != "global" && capture_error_mode != "thread_local" &&
+                 capture_error_mode != "relaxed")
+               throw py::value_error("CUDAGraph.capture_begin: capture_error_mode must be "
+                                     "'global', 'thread_local' or 'relaxed', got '" +
+                                     capture_error_mode + "'");
+             g.capture_begin();
+           }, py::arg("pool") = py::none(), py::arg("capture_error_mode") = "global")
+      .def("capture_end", &cuda::CUDAGraph::capture_end)
+      .def("_capture_abort", &cuda::CUDAGraph::capture_abort)
+      .def("replay", &cuda::CUDAGraph::replay)
+      .def("reset", &cuda::CUDAGraph::reset);
+
   // The per-type API; python/retorch/_device_api.py builds retorch.cuda / mps / xpu from it.
   m.def("_device_available", [](const std::string& t) { return device_available(type_of(t)); });
   m.def("_device_count", [](const std::string& t) { return device_count(type_of(t)); });

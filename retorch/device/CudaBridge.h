@@ -38,6 +38,14 @@ void cuda_backend_stream_synchronize(int device, int64_t id);
 void cuda_backend_stream_wait_event(int device, int64_t id, void* event);
 void cuda_backend_record_stream(void* data, int device, int64_t id);
 
+/// CUDA graphs on a device's stream (Note [CUDA graphs]): a capture begun (its private pool's
+/// id), ended (the graph), abandoned after an error; a graph replayed, destroyed.
+int64_t cuda_backend_graph_begin(int device, int64_t stream);
+void* cuda_backend_graph_end(int device, int64_t stream, int64_t pool);
+void cuda_backend_graph_abort(int device, int64_t stream, int64_t pool);
+void cuda_backend_graph_replay(void* graph, int device, int64_t stream);
+void cuda_backend_graph_destroy(void* graph);
+
 /// CUDA events (the device API's Event, the profiler's kernel clock): created (with timing or
 /// not), recorded now on a stream, queried, waited for, destroyed, and the milliseconds between
 /// two recorded ones once the second has completed (waits for it; NaN when the CUDA runtime is

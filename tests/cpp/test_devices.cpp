@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "retorch/device/CudaGraph.h"
 #include "retorch/device/DeviceApi.h"
 #include "retorch/device/DeviceFallback.h"
 #include "retorch/profiler/Profiler.h"
@@ -406,6 +407,16 @@ TEST(Devices, StreamsWithoutADeviceAreLabels) {
   EXPECT_THROW(record_stream(x, device_api::new_stream(Device(kXPU))), Error);
   device_api::set_stream(cuda::default_stream());
   EXPECT_EQ(cuda::current_stream().id(), 0);
+}
+
+TEST(Devices, CudaGraphsWithoutADeviceRaiseClearly) {
+  SKIP_WITH_A_CUDA_DEVICE();
+  cuda::CUDAGraph g;
+  EXPECT_TRUE(contains(catch_error([&] { g.capture_begin(); }).what(),
+                       {"CUDAGraph.capture_begin", "need a CUDA device"}));
+  EXPECT_FALSE(g.captured());
+  EXPECT_TRUE(contains(catch_error([&] { g.replay(); }).what(), {"nothing was captured"}));
+  EXPECT_TRUE(contains(catch_error([&] { g.capture_end(); }).what(), {"no capture is running"}));
 }
 
 TEST(Devices, RngStateOfAnAbsentDeviceIsTheCpuGenerators) {

@@ -1,6 +1,7 @@
-"""CUDA streams on a GPU (Note [CUDA streams]): work issued under `retorch.cuda.stream(s)` runs on s
-and gives torch's values, waits order streams, record_stream keeps memory from early reuse, and
-launch records and the profiler name the stream; skipped, never passed, without a CUDA device."""
+"""CUDA streams and graphs on a GPU (Notes [CUDA streams], [CUDA graphs]): work issued under
+`retorch.cuda.stream(s)` runs on s and gives torch's values, waits order streams, record_stream
+keeps memory from early reuse, launch records and the profiler name the stream, and captured
+graphs replay on new inputs with memory of their own; skipped, never passed, without a GPU."""
 import numpy as np
 import pytest
 import torch
@@ -99,3 +100,49 @@ def test_launch_records_and_the_profiler_name_the_stream():
     kernels = [e for e in p.events() if e["kind"] == "kernel" and e["name"].startswith("cuda::")]
     assert kernels and all(e["stream"] == s.stream_id for e in kernels)
     assert all(e["device_ns"] >= 0 for e in kernels)  # timed by events on s
+
+
+def test_a_captured_graph_replays_on_new_inputs_like_torch():
+    x, _ = pair(256, 64)
+    w, tw = pair(64, 32, seed=1)
+    static_in = x.clone()
+    g = retorch.cuda.CUDAGraph()
+    side = retorch.cuda.Stream()
+    side.wait_stream(retorch.cuda.current_stream())
+    with retorch.cuda.stream(side):  # a warm-up outside the capture (cuBLAS's first call)
+        ((static_in * 2 + 1).relu() @ w).softmax(-1)
+    retorch.cuda.current_stream().wait_stream(side)
+    with retorch.cuda.graph(g):
+        static_out = ((static_in * 2 + 1).relu() @ w).softmax(-1)
+    for seed in (5, 6):
+        nx, tnx = pair(256, 64, seed=seed)
+        static_in.copy_(nx)
+        g.replay()
+        close(static_out, ((tnx * 2 + 1).relu() @ tw).softmax(-1))
+
+
+def test_memory_a_graph_uses_is_not_handed_out_between_replays():
+    x, tx = pair(1 << 16)
+    g = retorch.cuda.CUDAGraph()
+    with retorch.cuda.graph(g):
+        tmp = x * 3  # freed inside the capture: its block stays the graph's
+        out = (tmp + 1) * 2
+        del tmp
+    junk = [retorch.full((1 << 16,), 7.0, device="cuda") for _ in range(8)]
+    g.replay()
+    close(out, (tx * 3 + 1) * 2, 0)
+    for j in junk:
+        assert (j.cpu().numpy() == 7.0).all()
+
+
+def test_work_that_needs_the_host_abandons_the_capture_with_a_clear_error():
+    x, tx = pair(1000)
+    g = retorch.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="capturing"):
+        with retorch.cuda.graph(g):
+            (x * 2).sum().item()  # a copy to the host cannot be captured
+    with pytest.raises(RuntimeError, match="nothing was captured"):
+        g.replay()
+    close(x + 1, tx + 1, 0)  # the device and its streams work on
+    with pytest.raises(RuntimeError, match="non-default stream"):
+        retorch.cuda.CUDAGraph().capture_begin()

@@ -170,6 +170,20 @@ def test_streams_without_a_gpu_are_labels_with_torchs_api():
         x.record_stream(retorch.xpu.Stream())
 
 
+def test_cuda_graphs_without_a_gpu_raise_and_leave_the_stream_alone():
+    g = retorch.cuda.CUDAGraph()
+    with pytest.raises(RuntimeError, match="need a CUDA device"):
+        with retorch.cuda.graph(g):
+            pass
+    assert retorch.cuda.current_stream() == retorch.cuda.default_stream()
+    with pytest.raises(RuntimeError, match="nothing was captured"):
+        g.replay()
+    with pytest.raises(ValueError, match="capture_error_mode"):
+        g.capture_begin(capture_error_mode="strict")
+    with pytest.raises(NotImplementedError, match="pool"):
+        g.capture_begin(pool=(0, 1))
+
+
 def test_rng_state_of_an_absent_device_drives_its_random_ops():
     retorch.cuda.manual_seed(4)
     state = retorch.cuda.get_rng_state()

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <tuple>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -24,7 +26,11 @@ namespace retorch::cuda_backend {
 // user on the same stream is ordered after that work by the stream itself. A block that other
 // streams used too is marked with record_stream; when freed, it waits (as PyTorch's does) until
 // an event recorded then on each of those streams has passed before it joins its free list,
-// checked at each allocation and waited for by empty_cache. When cudaMalloc
+// checked at each allocation and waited for by empty_cache. While a thread captures a CUDA
+// graph (Note [CUDA graphs]), its allocations on the capturing stream come from the graph's
+// private pool: blocks the capture frees go back to that pool only, so no work outside the
+// graph reuses memory its replays write; empty_cache keeps them, and when the graph is
+// destroyed its pool's blocks join the stream's ordinary lists. When cudaMalloc
 // runs out of memory the cached blocks are released and the allocation retried once; then
 // the error names the request and the allocated and reserved totals. Statistics match the CPU
 // allocator's (AllocatorStats): allocated = held by users, reserved = allocated + cached.
@@ -42,6 +48,7 @@ struct Block {
   size_t size = 0;
   int device = 0;
   StreamHandle stream = nullptr;
+  int64_t pool = 0;  // a graph's private pool, or 0
   std::vector<StreamHandle> used_on;  // other streams that used it (record_stream)
 };
 
@@ -51,6 +58,13 @@ struct PendingFree {
   Block block;
   std::vector<cudaEvent_t> events;
 };
+
+// The capture this thread runs, if any: allocations on its stream come from its pool.
+struct CaptureTarget {
+  StreamHandle stream = nullptr;
+  int64_t pool = 0;
+};
+thread_local CaptureTarget tls_capture;
 
 class CachingAllocator final : public Allocator {
  public:
@@ -80,6 +94,29 @@ class CachingAllocator final : public Allocator {
       for (cudaEvent_t e : f.events) cudaEventSynchronize(e);
     reclaim_pending();
     release_cached();
+  }
+
+  // A graph's pool opens for the capture on stream s of this thread, and closes (its blocks
+  // joining their streams' ordinary lists) when the graph is destroyed.
+  void open_pool(int64_t pool, StreamHandle s) {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_pools_.insert(pool);
+    tls_capture = CaptureTarget{s, pool};
+  }
+  void stop_capture() { tls_capture = CaptureTarget{}; }
+  void close_pool(int64_t pool) {
+    std::lock_guard<std::mutex> lock(mu_);
+    live_pools_.erase(pool);
+    for (auto it = free_.begin(); it != free_.end();) {
+      if (std::get<2>(it->first) != pool) {
+        ++it;
+        continue;
+      }
+      auto& target = free_[{std::get<0>(it->first), std::get<1>(it->first), 0}];
+      for (auto& [size, ptrs] : it->second)
+        target[size].insert(target[size].end(), ptrs.begin(), ptrs.end());
+      it = free_.erase(it);
+    }
   }
 
   // Marks ptr's block as used on s as well: a no-op for s, the block's own stream, and for
@@ -124,7 +161,9 @@ class CachingAllocator final : public Allocator {
     ++stats_.num_allocs;
     stats_.total_allocated_bytes += int64_t(size);
     void* p = nullptr;
-    auto& pool = free_[{device, stream}];
+    const int64_t pool_id =
+        tls_capture.pool != 0 && tls_capture.stream == stream ? tls_capture.pool : 0;
+    auto& pool = free_[{device, stream, pool_id}];
     if (auto it = pool.find(size); it != pool.end() && !it->second.empty()) {
       p = it->second.back();
       it->second.pop_back();
@@ -134,7 +173,7 @@ class CachingAllocator final : public Allocator {
       stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
       ++stats_.num_os_allocs;
     }
-    blocks_[p] = Block{size, device, stream};
+    blocks_[p] = Block{size, device, stream, pool_id, {}};
     stats_.allocated_bytes += int64_t(size);
     stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
     *after = stats_;
@@ -149,7 +188,7 @@ class CachingAllocator final : public Allocator {
     Block b = std::move(it->second);
     blocks_.erase(it);
     if (b.used_on.empty()) {
-      free_[{b.device, b.stream}][b.size].push_back(p);
+      free_[key_of(b)][b.size].push_back(p);
     } else {
       PendingFree f{p, b, {}};
       for (StreamHandle s : b.used_on) {
@@ -196,7 +235,7 @@ class CachingAllocator final : public Allocator {
         continue;
       }
       for (cudaEvent_t e : f.events) cudaEventDestroy(e);
-      free_[{f.block.device, f.block.stream}][f.block.size].push_back(f.ptr);
+      free_[key_of(f.block)][f.block.size].push_back(f.ptr);
       pending_[i] = std::move(pending_.back());
       pending_.pop_back();
     }
@@ -221,12 +260,13 @@ class CachingAllocator final : public Allocator {
     return p;
   }
 
-  // Returns every cached block to the driver; mu_ is held.
+  // Returns every cached block but the live graph pools' to the driver; mu_ is held.
   void release_cached() {
     for (auto& [key, pool] : free_) {
+      if (live_pools_.count(std::get<2>(key))) continue;
       int previous = 0;
       cudaGetDevice(&previous);
-      if (previous != key.first) cudaSetDevice(key.first);
+      if (previous != std::get<0>(key)) cudaSetDevice(std::get<0>(key));
       for (auto& [size, ptrs] : pool) {
         for (void* p : ptrs) {
           cudaFree(p);
@@ -234,13 +274,19 @@ class CachingAllocator final : public Allocator {
         }
         ptrs.clear();
       }
-      if (previous != key.first) cudaSetDevice(previous);
+      if (previous != std::get<0>(key)) cudaSetDevice(previous);
     }
     cudaGetLastError();
   }
 
   mutable std::mutex mu_;
-  std::map<std::pair<int, StreamHandle>, std::map<size_t, std::vector<void*>>> free_;
+  using Key = std::tuple<int, StreamHandle, int64_t>;  // device, stream, pool
+  // Where a freed block goes: its pool's list while the pool's graph lives, else the stream's.
+  Key key_of(const Block& b) const {
+    return {b.device, b.stream, live_pools_.count(b.pool) ? b.pool : 0};
+  }
+  std::map<Key, std::map<size_t, std::vector<void*>>> free_;
+  std::set<int64_t> live_pools_;
   std::unordered_map<void*, Block> blocks_;
   std::vector<PendingFree> pending_;
   AllocatorStats stats_;
@@ -262,5 +308,9 @@ void* raw_alloc(size_t bytes, StreamHandle s) {
 void raw_free(void* ptr) { the_allocator().free(ptr); }
 
 void record_stream(void* ptr, StreamHandle s) { the_allocator().record_stream(ptr, s); }
+
+void open_graph_pool(int64_t pool, StreamHandle s) { the_allocator().open_pool(pool, s); }
+void stop_graph_capture() { the_allocator().stop_capture(); }
+void close_graph_pool(int64_t pool) { the_allocator().close_pool(pool); }
 
 }  // namespace retorch::cuda_backend

@@ -93,6 +93,24 @@ void raw_free(void* ptr);
 /// is reused only after the work queued on s by then has finished (Tensor.record_stream).
 void record_stream(void* ptr, StreamHandle s);
 
+/// A graph's private pool in the caching allocator: opened for the calling thread's capture on
+/// stream s (its allocations there come from the pool), the capture's end, and the pool's close
+/// when the graph is destroyed (Note [CUDA graphs] in CudaGraphs.cpp).
+void open_graph_pool(int64_t pool, StreamHandle s);
+void stop_graph_capture();
+void close_graph_pool(int64_t pool);
+
+/// CUDA graphs (Note [CUDA graphs]): capturing the work the calling thread queues on stream s
+/// (not the legacy default stream) into a graph with a private memory pool (its id), ending the
+/// capture (the instantiated graph), abandoning it after an error, replaying a graph on a
+/// stream, and destroying it.
+using GraphHandle = void*;
+int64_t capture_graph_begin(StreamHandle s);
+GraphHandle capture_graph_end(StreamHandle s, int64_t pool);
+void capture_graph_abort(StreamHandle s, int64_t pool);
+void replay_graph(GraphHandle g, StreamHandle s);
+void destroy_graph(GraphHandle g);
+
 // Kernels (CudaKernels.cu), queued on s, float32 on contiguous device memory.
 void fill(float* out, float value, int64_t n, StreamHandle s);
 void add(const float* a, const float* b, float alpha, float* out, int64_t n, StreamHandle s);

@@ -195,6 +195,20 @@ void cuda_backend_record_stream(void* data, int device, int64_t id) {
   cuda_backend::record_stream(data, cuda_backend::stream_handle(device, id));
 }
 
+int64_t cuda_backend_graph_begin(int device, int64_t stream) {
+  return cuda_backend::capture_graph_begin(cuda_backend::stream_handle(device, stream));
+}
+void* cuda_backend_graph_end(int device, int64_t stream, int64_t pool) {
+  return cuda_backend::capture_graph_end(cuda_backend::stream_handle(device, stream), pool);
+}
+void cuda_backend_graph_abort(int device, int64_t stream, int64_t pool) {
+  cuda_backend::capture_graph_abort(cuda_backend::stream_handle(device, stream), pool);
+}
+void cuda_backend_graph_replay(void* graph, int device, int64_t stream) {
+  cuda_backend::replay_graph(graph, cuda_backend::stream_handle(device, stream));
+}
+void cuda_backend_graph_destroy(void* graph) { cuda_backend::destroy_graph(graph); }
+
 void* cuda_backend_event_create(bool enable_timing) {
   return cuda_backend::create_event(enable_timing);
 }

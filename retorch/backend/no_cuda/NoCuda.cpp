@@ -53,6 +53,17 @@ bool cuda_backend_stream_query(int, int64_t) { return true; }
 void cuda_backend_stream_synchronize(int, int64_t) {}
 void cuda_backend_stream_wait_event(int, int64_t, void*) {}
 void cuda_backend_record_stream(void*, int, int64_t) {}
+int64_t cuda_backend_graph_begin(int, int64_t) {
+  RT_ERROR("CUDA is not available: this build has no CUDA backend");
+}
+void* cuda_backend_graph_end(int, int64_t, int64_t) {
+  RT_ERROR("CUDA is not available: this build has no CUDA backend");
+}
+void cuda_backend_graph_abort(int, int64_t, int64_t) {}
+void cuda_backend_graph_replay(void*, int, int64_t) {
+  RT_ERROR("CUDA is not available: this build has no CUDA backend");
+}
+void cuda_backend_graph_destroy(void*) {}
 void* cuda_backend_event_create(bool) {
   RT_ERROR("CUDA is not available: this build has no CUDA backend");
 }
