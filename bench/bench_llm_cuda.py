@@ -20,11 +20,13 @@ SHAPES = dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hi
               num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048)
 
 
-def retorch_decode(cli, batch, prompt, gen):
-    """(decode tokens/s, percent of the bandwidth bound) from the retorch CLI's report."""
+def retorch_decode(cli, batch, prompt, gen, eager=False):
+    """(decode tokens/s, percent of the bandwidth bound) from the retorch CLI's report; `eager`
+    without CUDA graphs of the decode steps."""
     out = subprocess.run([cli, "bench-llm", "--model", "1b", "--format", "bf16", "--device",
                           "cuda", "--batch", str(batch), "--prompt-len", str(prompt),
-                          "--gen-len", str(gen)], check=True, capture_output=True, text=True)
+                          "--gen-len", str(gen)] + (["--eager"] if eager else []),
+                         check=True, capture_output=True, text=True)
     m = re.search(r"decode:.*?([0-9.]+) tokens/s.*?, ([0-9]+)% of it", out.stdout)
     if not m:
         raise RuntimeError("unexpected bench-llm output:\n" + out.stdout)
@@ -65,13 +67,15 @@ def main():
         model = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
     print(f"device: {torch.cuda.get_device_name(0)}; torch {torch.__version__}, "
           f"transformers {transformers.__version__}")
-    print("\n| batch | retorch decode | transformers decode | speed-up | retorch vs bandwidth "
-          "bound |")
-    print("| --- | --- | --- | --- | --- |")
+    print("\n| batch | retorch decode (graphs) | retorch eager | transformers decode | speed-up | "
+          "retorch vs bandwidth bound |")
+    print("| --- | --- | --- | --- | --- | --- |")
     for b in a.batch:
         r, pct = retorch_decode(a.retorch, b, a.prompt_len, a.gen_len)
+        e, _ = retorch_decode(a.retorch, b, a.prompt_len, a.gen_len, eager=True)
         h = hf_decode(model, b, a.prompt_len, a.gen_len)
-        print(f"| {b} | {r:.1f} tokens/s | {h:.1f} tokens/s | {r / h:.2f}x | {pct}% |")
+        print(f"| {b} | {r:.1f} tokens/s | {e:.1f} tokens/s | {h:.1f} tokens/s | {r / h:.2f}x | "
+              f"{pct}% |")
     return 0
 
 

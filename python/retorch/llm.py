@@ -31,17 +31,20 @@ def random_model(config, dtype=None, qtype=-1, seed=0):
 
 
 def generate(model, prompts, max_new_tokens=32, block_size=16, max_batch_tokens=512,
-             num_blocks=0, tokenizer=None, kv_dtype=None, device=None, **sampling):
+             num_blocks=0, tokenizer=None, kv_dtype=None, device=None, cuda_graphs=True,
+             **sampling):
     """Generates for several token-id prompts at once (continuous batching); returns the new
     tokens of each prompt, in order. `kv_dtype`: the KV cache's element type (float32, or
     bfloat16 for half its memory). `device`: where the model runs (the engine moves it there;
-    "cuda" with the CUDA backend). `sampling`: temperature, top_k, top_p, min_p,
+    "cuda" with the CUDA backend, where `cuda_graphs` replays decode steps from CUDA graphs,
+    one per batch size). `sampling`: temperature, top_k, top_p, min_p,
     repetition_penalty, stop_token_ids, stop_strings (needs `tokenizer`), ignore_eos, seed."""
     from . import float32
     ctx = max(len(p) for p in prompts) + max_new_tokens + 1
     engine = Engine(model, block_size=block_size, num_blocks=num_blocks, max_context=ctx,
                     max_seqs=max(1, len(prompts)), max_batch_tokens=max_batch_tokens,
-                    kv_dtype=kv_dtype if kv_dtype is not None else float32, device=device)
+                    kv_dtype=kv_dtype if kv_dtype is not None else float32, device=device,
+                    cuda_graphs=cuda_graphs)
     if tokenizer is not None:
         engine.set_tokenizer(tokenizer)
     ids = [engine.add_request(list(p), max_new_tokens=max_new_tokens, **sampling)

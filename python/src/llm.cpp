@@ -96,15 +96,17 @@ void bind_llm(py::module_& m) {
   py::class_<Engine>(l, "Engine")
       .def(py::init([](std::shared_ptr<LlamaForCausalLMImpl> model, int64_t block_size,
                        int64_t num_blocks, int64_t max_context, int64_t max_seqs,
-                       int64_t max_batch_tokens, ScalarType kv_dtype, py::object device) {
+                       int64_t max_batch_tokens, ScalarType kv_dtype, py::object device,
+                       bool cuda_graphs) {
              EngineOptions o{block_size, num_blocks, max_context, max_seqs, max_batch_tokens,
-                             kv_dtype, optional_device(device).value_or(Device(kCPU))};
+                             kv_dtype, optional_device(device).value_or(Device(kCPU)),
+                             cuda_graphs};
              return std::make_unique<Engine>(LlamaForCausalLM(std::move(model)), o);
            }),
            py::arg("model"), py::arg("block_size") = 16, py::arg("num_blocks") = 0,
            py::arg("max_context") = 2048, py::arg("max_seqs") = 8,
            py::arg("max_batch_tokens") = 512, py::arg("kv_dtype") = kFloat,
-           py::arg("device") = py::none())
+           py::arg("device") = py::none(), py::arg("cuda_graphs") = true)
       .def(
           "add_request",
           [](Engine& e, const std::vector<int64_t>& prompt, double temperature, int64_t top_k,
@@ -157,6 +159,7 @@ void bind_llm(py::module_& m) {
         d["prefill_seconds"] = s.prefill_seconds;
         d["decode_seconds"] = s.decode_seconds;
         d["forward_passes"] = s.forward_passes;
+        d["graph_replays"] = s.graph_replays;
         return d;
       });
 

@@ -105,6 +105,28 @@ def test_generation_on_cuda_is_token_identical(tmp_path, kv_dtype):
                             device="cuda")[0] == hf
 
 
+@pytest.mark.skipif(not retorch.cuda.is_available(), reason="no CUDA device")
+def test_decode_graphs_on_cuda_give_the_eager_tokens(tmp_path):
+    # Note [Decode graphs]: sequences finishing at different steps make decode batches of 3, 2
+    # and 1, so three graphs are captured and replayed; the greedy tokens are the eager ones.
+    model = hf_model("gqa", seed=3)
+    model.generation_config.eos_token_id = None
+    m = llm.load(save(model, tmp_path / "m"))
+    prompts, lengths = [PROMPT, PROMPT[:3], PROMPT[1:]], (10, 4, 7)
+    outs, stats = {}, {}
+    for graphs in (False, True):
+        e = llm.Engine(m, block_size=4, max_seqs=3, max_context=64, device="cuda",
+                       cuda_graphs=graphs)
+        ids = [e.add_request(p, max_new_tokens=n, temperature=0.0, ignore_eos=True)
+               for p, n in zip(prompts, lengths)]
+        while e.has_unfinished():
+            e.step()
+        outs[graphs], stats[graphs] = [e.tokens(i) for i in ids], e.stats()
+    assert outs[True] == outs[False]
+    assert stats[False]["graph_replays"] == 0
+    assert stats[True]["graph_replays"] == stats[True]["forward_passes"] - 1  # all but prefill
+
+
 def test_sharded_and_bfloat16_checkpoints(tmp_path):
     model = hf_model("gqa", seed=2)
     save(model, tmp_path / "sharded", max_shard_size="40KB")

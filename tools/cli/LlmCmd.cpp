@@ -138,6 +138,7 @@ int run_generate(const GenerateConfig& c) {
   EngineOptions o;
   o.kv_dtype = c.kv_dtype == "bfloat16" ? kBFloat16 : kFloat;
   o.device = Device(c.device);
+  o.cuda_graphs = !c.eager;
   o.max_seqs = 1;
   o.max_context = int64_t(prompt.size()) + c.max_new_tokens + 1;
   Engine engine(model, o);
@@ -187,6 +188,7 @@ int run_bench_llm(const BenchLlmConfig& c) {
   EngineOptions o;
   o.kv_dtype = c.kv_dtype == "bfloat16" ? kBFloat16 : kFloat;
   o.device = Device(c.device);
+  o.cuda_graphs = !c.eager;
   o.max_seqs = c.batch;
   o.max_context = c.prompt_len + c.gen_len + 1;
   o.max_batch_tokens = c.batch * c.prompt_len;

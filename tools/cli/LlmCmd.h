@@ -23,6 +23,7 @@ struct GenerateConfig {
   std::string dtype = "float32";
   std::string kv_dtype = "float32";  // the KV cache: float32 or bfloat16
   std::string device = "cpu";        // where the model runs: cpu, cuda, cuda:N
+  bool eager = false;                // no CUDA graphs of decode steps
 };
 
 struct BenchLlmConfig {
@@ -33,6 +34,7 @@ struct BenchLlmConfig {
   int64_t gen_len = 32;
   std::string kv_dtype = "float32";  // the KV cache: float32 or bfloat16
   std::string device = "cpu";        // where the model runs: cpu, cuda, cuda:N
+  bool eager = false;                // no CUDA graphs of decode steps
 };
 
 /// Runs `retorch generate`; returns the exit status.

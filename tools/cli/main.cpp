@@ -158,6 +158,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"float32", "bfloat16"}))->capture_default_str();
   gen->add_option("--device", gc.device, "where the model runs: cpu, cuda, cuda:N")
       ->capture_default_str();
+  gen->add_flag("--eager", gc.eager, "on cuda, no CUDA graphs of decode steps");
 
   retorch::cli::BenchLlmConfig bc;
   CLI::App* bench = app.add_subcommand(
@@ -176,6 +177,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"float32", "bfloat16"}))->capture_default_str();
   bench->add_option("--device", bc.device, "where the model runs: cpu, cuda, cuda:N")
       ->capture_default_str();
+  bench->add_flag("--eager", bc.eager, "on cuda, no CUDA graphs of decode steps");
 
   CLI11_PARSE(app, argc, argv);
   c.shuffle = !no_shuffle;

@@ -48,7 +48,9 @@ Engine::Engine(LlamaForCausalLM model, const EngineOptions& options)
     : model_(std::move(model)),
       options_(options),
       cache_(model_->config(), blocks_for(options), options.block_size, options.kv_dtype,
-             options.device) {
+             options.device),
+      graphs_(options.device, (options.max_context + options.block_size - 1) / options.block_size,
+              options.max_context) {
   RT_CHECK_VALUE(options.max_batch_tokens > 0 && options.max_context > 0,
                  "Engine: max_batch_tokens (", options.max_batch_tokens, ") and max_context (",
                  options.max_context, ") must be positive");
@@ -162,7 +164,12 @@ std::vector<StepToken> Engine::step() {
                   table_tensor(tables), long_tensor(slots), long_tensor(logit_rows),
                   positions.empty() ? 0 : *std::max_element(positions.begin(), positions.end())};
   auto t0 = std::chrono::steady_clock::now();
-  Tensor logits = model_->forward(on_device(std::move(fb), options_.device), cache_);
+  std::optional<Tensor> graphed;  // decode batches on cuda: Note [Decode graphs]
+  if (!has_prompt && options_.cuda_graphs && graphs_.usable())
+    graphed = graphs_.run(*model_, cache_, fb);
+  if (graphed) ++stats_.graph_replays;
+  Tensor logits = graphed ? *graphed
+                          : model_->forward(on_device(std::move(fb), options_.device), cache_);
   logits = logits.to(Device(kCPU), logits.dtype()).contiguous();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++stats_.forward_passes;

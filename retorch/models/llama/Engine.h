@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "retorch/models/llama/DecodeGraphs.h"
 #include "retorch/models/llama/KvCache.h"
 #include "retorch/models/llama/Model.h"
 #include "retorch/models/llama/Sampling.h"
@@ -26,6 +27,9 @@ struct EngineOptions {
   /// Where the model runs and the cache lives: the engine moves the model there; tokens,
   /// positions and tables go there each step and logits come back for sampling on the cpu.
   Device device = Device(kCPU);
+  /// On a cuda device, run decode steps through CUDA graphs, one per batch size (Note [Decode
+  /// graphs]); false runs every step eagerly.
+  bool cuda_graphs = true;
 };
 
 /// One token produced by step().
@@ -43,6 +47,7 @@ struct EngineStats {
   double prefill_seconds = 0;  // forward passes that contained prompt tokens
   double decode_seconds = 0;   // forward passes of decode tokens only
   int64_t forward_passes = 0;
+  int64_t graph_replays = 0;  // decode passes replayed from a CUDA graph
 };
 
 // Note [Continuous batching]
@@ -98,6 +103,7 @@ class Engine {
   int64_t next_id_ = 0;
   EngineStats stats_;
   Detokenizer detokenize_;
+  DecodeGraphs graphs_;  // after cache_: destroyed first
 };
 
 }  // namespace retorch::llama

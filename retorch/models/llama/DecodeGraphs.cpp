@@ -1,0 +1,93 @@
+// CUDA graphs of the engine's decode steps.
+#include "retorch/models/llama/DecodeGraphs.h"
+
+#include <iostream>
+
+#include "retorch/core/Error.h"
+#include "retorch/generated/Functions.h"
+
+namespace retorch::llama {
+
+// Note [Decode graphs]
+// A decode step at batch 1 is bound by the host: about a thousand dispatched ops for half a
+// millisecond of weight reads on an H200. On a cuda device the engine runs each decode batch (one
+// token per sequence) through a CUDA graph of its size (Note [CUDA graphs]): the first batch of a
+// size runs eagerly on a side stream (a warm-up), then the same forward is captured with device
+// tensors of fixed shapes as inputs (tokens, positions, the sequence of each token, block tables
+// padded to the widest a sequence can need, cache slots) and all rows' logits as its output;
+// every later batch of that size copies its values into those inputs and replays the graph.
+// The capture asks the model for rotary tables covering max_context positions, so replays never
+// need a larger table, and the KV cache's tensors are the engine's own, so the graph's writes
+// land where eager steps read. If a capture fails (an op of the model that needs the host, such
+// as a quantized weight type without a CUDA kernel), graphs turn off for the engine, with a note
+// on stderr, and it runs eagerly.
+
+namespace {
+Tensor on(const Tensor& t, Device d) { return t.to(d, t.dtype()); }
+}  // namespace
+
+DecodeGraphs::DecodeGraphs(Device device, int64_t table_width, int64_t max_context)
+    : device_(device), table_width_(table_width), max_context_(max_context) {}
+
+bool DecodeGraphs::usable() const {
+  return !broken_ && device_.is_cuda() && cuda::is_available();
+}
+
+bool DecodeGraphs::capture(LlamaForCausalLMImpl& model, KvCache& cache, Entry& e) {
+  const Stream previous = cuda::current_stream();
+  const Stream side = device_api::new_stream(device_);
+  side.wait_stream(previous);
+  device_api::set_stream(side);
+  auto graph = std::make_unique<cuda::CUDAGraph>();
+  try {
+    model.forward(e.inputs, cache);  // the warm-up: lazy initialization happens outside
+    graph->capture_begin();
+    e.logits = model.forward(e.inputs, cache);
+    graph->capture_end();
+  } catch (const std::exception& err) {
+    graph->capture_abort();
+    device_api::set_stream(previous);
+    previous.wait_stream(side);
+    std::cerr << "retorch: CUDA graphs of decode steps are off for this engine (the capture "
+                 "failed: " << err.what() << ")\n";
+    return false;
+  }
+  device_api::set_stream(previous);
+  previous.wait_stream(side);
+  e.graph = std::move(graph);
+  return true;
+}
+
+std::optional<Tensor> DecodeGraphs::run(LlamaForCausalLMImpl& model, KvCache& cache,
+                                        const ForwardBatch& batch) {
+  if (!usable()) return std::nullopt;
+  const int64_t b = batch.tokens.numel();
+  RT_CHECK(batch.block_tables.size(1) <= table_width_, "DecodeGraphs: a block table of ",
+           batch.block_tables.size(1), " blocks is wider than the ", table_width_, " captured");
+  Tensor tables = zeros({b, table_width_}, TensorOptions().dtype(kLong));
+  tables.narrow(1, 0, batch.block_tables.size(1)).copy_(batch.block_tables);
+  auto it = graphs_.find(b);
+  if (it == graphs_.end()) {
+    Entry e;
+    e.inputs = ForwardBatch{on(batch.tokens, device_), on(batch.positions, device_),
+                            on(arange(b, TensorOptions().dtype(kLong)), device_),
+                            on(tables, device_),    on(batch.slots, device_),
+                            Tensor(),               max_context_ - 1};
+    if (!capture(model, cache, e)) {
+      broken_ = true;
+      return std::nullopt;
+    }
+    it = graphs_.emplace(b, std::move(e)).first;
+  } else {
+    ForwardBatch& in = it->second.inputs;
+    in.tokens.copy_(batch.tokens);
+    in.positions.copy_(batch.positions);
+    in.block_tables.copy_(tables);
+    in.slots.copy_(batch.slots);
+  }
+  it->second.graph->replay();
+  ++replays_;
+  return it->second.logits;
+}
+
+}  // namespace retorch::llama
