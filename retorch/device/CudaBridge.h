@@ -45,6 +45,8 @@ void* cuda_backend_graph_end(int device, int64_t stream, int64_t pool);
 void cuda_backend_graph_abort(int device, int64_t stream, int64_t pool);
 void cuda_backend_graph_replay(void* graph, int device, int64_t stream);
 void cuda_backend_graph_destroy(void* graph);
+/// Whether a stream is being captured (events recorded on it then are graph nodes, not clocks).
+bool cuda_backend_stream_capturing(int device, int64_t stream);
 
 /// CUDA events (the device API's Event, the profiler's kernel clock): created (with timing or
 /// not), recorded now on a stream, queried, waited for, destroyed, and the milliseconds between

@@ -196,7 +196,9 @@ class KernelRecorder : public runtime::LaunchObserver {
   void before(const runtime::LaunchRecord& r) override {
     std::shared_ptr<Profile::State> s = session_.lock();
     if (!s || std::this_thread::get_id() != s->owner || !s->active) return;
-    const bool cuda = s->recording && r.device.is_cuda() && detail::cuda_backend_available();
+    // A launch captured into a CUDA graph runs later (on replay): no clock for it now.
+    const bool cuda = s->recording && r.device.is_cuda() && detail::cuda_backend_available() &&
+                      !detail::cuda_backend_stream_capturing(-1, r.stream);
     s->kernel_starts.push_back(cuda ? timing_event_now(r) : nullptr);
     if (!s->recording) return s->kernel_slots.push_back(SIZE_MAX);
     s->kernel_slots.push_back(s->begin(r.name, "kernel", ""));

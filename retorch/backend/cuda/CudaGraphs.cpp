@@ -70,6 +70,15 @@ void replay_graph(GraphHandle g, StreamHandle s) {
                "CUDAGraph.replay (cudaGraphLaunch)");
 }
 
+bool stream_capturing(StreamHandle s) {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(as_cuda(s), &status) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  return status != cudaStreamCaptureStatusNone;
+}
+
 void destroy_graph(GraphHandle g) {
   auto* graph = static_cast<CapturedGraph*>(g);
   if (graph == nullptr) return;

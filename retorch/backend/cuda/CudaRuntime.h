@@ -110,6 +110,8 @@ GraphHandle capture_graph_end(StreamHandle s, int64_t pool);
 void capture_graph_abort(StreamHandle s, int64_t pool);
 void replay_graph(GraphHandle g, StreamHandle s);
 void destroy_graph(GraphHandle g);
+/// Whether s is being captured.
+bool stream_capturing(StreamHandle s);
 
 // Kernels (CudaKernels.cu), queued on s, float32 on contiguous device memory.
 void fill(float* out, float value, int64_t n, StreamHandle s);

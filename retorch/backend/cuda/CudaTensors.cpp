@@ -208,6 +208,9 @@ void cuda_backend_graph_replay(void* graph, int device, int64_t stream) {
   cuda_backend::replay_graph(graph, cuda_backend::stream_handle(device, stream));
 }
 void cuda_backend_graph_destroy(void* graph) { cuda_backend::destroy_graph(graph); }
+bool cuda_backend_stream_capturing(int device, int64_t stream) {
+  return cuda_backend::stream_capturing(cuda_backend::stream_handle(device, stream));
+}
 
 void* cuda_backend_event_create(bool enable_timing) {
   return cuda_backend::create_event(enable_timing);

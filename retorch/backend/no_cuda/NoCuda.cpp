@@ -64,6 +64,7 @@ void cuda_backend_graph_replay(void*, int, int64_t) {
   RT_ERROR("CUDA is not available: this build has no CUDA backend");
 }
 void cuda_backend_graph_destroy(void*) {}
+bool cuda_backend_stream_capturing(int, int64_t) { return false; }
 void* cuda_backend_event_create(bool) {
   RT_ERROR("CUDA is not available: this build has no CUDA backend");
 }
