@@ -4,9 +4,9 @@
 
 #include <algorithm>
 #include <map>
+#include <mutex>
 #include <set>
 #include <tuple>
-#include <mutex>
 #include <unordered_map>
 #include <vector>
 

@@ -17,7 +17,8 @@ namespace retorch::cuda_backend {
 // memory (block_reduce). Rows are read again from L2 for each further pass (softmax: max, sum
 // of exponentials, write; layer_norm: mean, variance about the mean, write), which keeps the
 // numerics of PyTorch's two-pass formulas; softmax and layer_norm rows of up to 8192 elements
-// stay in registers between the passes instead (Note [Rows in registers]). 16-bit floats accumulate in float, float64 in double.
+// stay in registers between the passes instead (Note [Rows in registers]). 16-bit floats
+// accumulate in float, float64 in double.
 // Maxima and minima propagate NaN; an all -inf softmax row gives NaN, as PyTorch's does.
 
 namespace {
