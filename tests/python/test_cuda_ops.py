@@ -106,6 +106,38 @@ def test_binary_ops_broadcast(a_shape, b_shape, dtype, tol):
           tol)
 
 
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_binary_ops_on_the_device(dtype):
+    """int32/int64 add and sub (integral alpha), mul, maximum, minimum and the comparisons run
+    on the device with torch's wrapping and broadcasting; true division and float scalars
+    promote to floats through the fallback, as before."""
+    rng = np.random.default_rng(41)
+    big = 2**31 - 5 if dtype == "int32" else 2**62
+    cases = [((40, 50), (50,)), ((3, 1, 5), (1, 4, 5)), ((7, 6), ())]
+    for a_shape, b_shape in cases:
+        x = rng.integers(-big, big, a_shape, dtype=np.int64)
+        y = rng.integers(-big, big, b_shape, dtype=np.int64)
+        ta, tb = torch.tensor(x).to(t_dtype(dtype)), torch.tensor(y).to(t_dtype(dtype))
+        ra, rb = [retorch.tensor(t.numpy()).to("cuda") for t in (ta, tb)]
+        for name in ("add", "sub", "mul", "maximum", "minimum", "eq", "ne", "lt", "le", "gt",
+                     "ge"):
+            got = getattr(retorch, name)(ra, rb)
+            want = getattr(torch, name)(ta, tb)
+            assert got.device.type == "cuda" and str(got.dtype).split(".")[-1] == \
+                str(want.dtype).split(".")[-1], name
+            np.testing.assert_array_equal(got.cpu().numpy(), want.numpy(), err_msg=name)
+        np.testing.assert_array_equal(retorch.sub(ra, rb, alpha=3).cpu().numpy(),
+                                      torch.sub(ta, tb, alpha=3).numpy())
+        np.testing.assert_array_equal((ra * 7 + 2).cpu().numpy(), (ta * 7 + 2).numpy())
+        c = ra.clone()
+        c.add_(rb)
+        np.testing.assert_array_equal(c.cpu().numpy(), (ta + tb).numpy())
+    for op in ("aten::add.Tensor", "aten::add_.Tensor", "aten::mul.Tensor", "aten::sub.Tensor",
+               "aten::maximum", "aten::lt.Tensor"):
+        assert ran_on_device(op), op
+    close(ra * 0.5, ta * 0.5, 1e-6)  # a float scalar promotes to float32 (the fallback)
+
+
 @pytest.mark.parametrize("dtype,tol", DTYPES)
 @pytest.mark.parametrize("n,offset", [(1027, 0), (1027, 1), (4096, 2), (3, 0)])
 def test_contiguous_operands_four_at_a_time_with_tails_and_misaligned_views(n, offset, dtype,

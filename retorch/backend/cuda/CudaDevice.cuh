@@ -18,12 +18,16 @@ constexpr int kThreads = 256;  // a block of the elementwise and row kernels
 /// double (PyTorch's opmath types).
 template <typename T> struct Acc { using type = float; };
 template <> struct Acc<double> { using type = double; };
+template <> struct Acc<int32_t> { using type = int32_t; };  // integers compute as themselves
+template <> struct Acc<int64_t> { using type = int64_t; };
 template <typename T> using acc_t = typename Acc<T>::type;
 
 __device__ inline float load(const float* p) { return *p; }
 __device__ inline double load(const double* p) { return *p; }
 __device__ inline float load(const __half* p) { return __half2float(*p); }
 __device__ inline float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
+__device__ inline int32_t load(const int32_t* p) { return *p; }
+__device__ inline int64_t load(const int64_t* p) { return *p; }
 
 // 16-bit stores round to nearest even; bool stores any nonzero as true.
 __device__ inline void store(float* p, float v) { *p = v; }
@@ -35,6 +39,10 @@ __device__ inline void store(__nv_bfloat16* p, float v) { *p = __float2bfloat16_
 __device__ inline void store(__nv_bfloat16* p, double v) { *p = __float2bfloat16_rn(float(v)); }
 __device__ inline void store(bool* p, float v) { *p = v != 0; }
 __device__ inline void store(bool* p, double v) { *p = v != 0; }
+__device__ inline void store(int32_t* p, int32_t v) { *p = v; }
+__device__ inline void store(int64_t* p, int64_t v) { *p = v; }
+__device__ inline void store(bool* p, int32_t v) { *p = v != 0; }
+__device__ inline void store(bool* p, int64_t v) { *p = v != 0; }
 
 /// f(a, b) of the block's values, in every thread: lanes combine with shuffles, warps through
 /// `shared` (32 values), `identity` filling the missing warps' places.

@@ -24,7 +24,8 @@ namespace retorch::cuda_backend {
 // (float32, float64, float16, bfloat16), operands in device memory, a second operand that may be
 // a cpu scalar (a 0-dim tensor or a wrapped Python number, passed by value), results of the
 // promoted dtype (operands of another floating dtype are converted on the device first),
-// out= tensors of the right shape and dtype. Anything else (integer tensors, an out= that needs
+// out= tensors of the right shape and dtype; and int32/int64 tensors in the binary ops that keep
+// integers integral (binary_int). Anything else (other integer ops, an out= that needs
 // resizing, cpu tensors with dims) goes to the device fallback exactly as before the kernel
 // existed (Note [Device routing]), so registering a kernel never narrows what runs. Functional
 // results are contiguous. Kernels queue on the thread's current stream (Note [CUDA streams]), as
@@ -93,6 +94,41 @@ void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   finish_call(s, v, out, stack);
 }
 
+// The integer form of binary(): int32 or int64 operands of the result's own dtype (a device
+// tensor, or a cpu scalar such as a Python int) in an op that keeps integers integral (add and
+// sub with an integral alpha, mul, maximum, minimum, the comparisons); false for anything else,
+// which binary() routes as before.
+bool binary_int(BinaryOp op, const OpSchema& s, Variant v, const Tensor& self,
+                const Tensor& other, const Scalar& alpha, Stack* stack) {
+  const ScalarType dt = self.dtype();
+  if (!integral_op(op) || (dt != kInt && dt != kLong) || !in_device_memory(self) ||
+      !other.defined() || !alpha.is_integral(false))
+    return false;
+  const bool scalar = !in_device_memory(other) && other.dim() == 0;
+  if (!(scalar ? is_integral_type(other.dtype(), false) : other.dtype() == dt) ||
+      result_type({self, other}) != dt)
+    return false;
+  const DimVector shape = scalar ? DimVector(self.sizes().begin(), self.sizes().end())
+                                 : broadcast_shapes(self.sizes(), other.sizes(), s.name.data());
+  const ScalarType out_dtype = is_comparison(op) ? kBool : dt;
+  Tensor out = v == Variant::kOut ? stack->back().to_tensor()
+               : v == Variant::kInplace ? self : Tensor();
+  if (out.defined() && !(in_device_memory(out) && out.dtype() == out_dtype &&
+                         out.sizes().equals(IntArrayRef(shape))))
+    return false;
+  if (!out.defined()) out = make_empty(shape, out_dtype, self.device());
+  Geometry<3> g;
+  const DimVector b_strides = scalar ? DimVector(shape.size(), 0) : broadcast_strides(other, shape);
+  if (!geometry_of<3>(shape, {strides_of(out), broadcast_strides(self, shape), b_strides}, &g))
+    return false;
+  const int64_t b_value = scalar ? other.item().to<int64_t>() : 0;
+  launch_binary_int(op, dt == kInt ? IntType::kInt : IntType::kLong, g, device_ptr(out),
+                    device_ptr(self), scalar ? nullptr : device_ptr(other), scalar, b_value,
+                    alpha.to<int64_t>(), current_stream());
+  finish_call(s, v, out, stack);
+  return true;
+}
+
 void binary(BinaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
@@ -104,6 +140,7 @@ void binary(BinaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stac
   const Scalar alpha = has_alpha ? (*stack)[base + 2].to_scalar() : Scalar(1.0);
   Tensor out = v == Variant::kOut ? stack->back().to_tensor()
                : v == Variant::kInplace ? self : Tensor();
+  if (binary_int(op, s, v, self, other, alpha, stack)) return;
   const bool scalar = other.defined() && !in_device_memory(other) && other.dim() == 0;
   bool ok = in_device_memory(self) && float_type(self.dtype()) &&
             (scalar || (in_device_memory(other) && float_type(other.dtype())));

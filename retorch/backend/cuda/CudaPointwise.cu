@@ -1,6 +1,7 @@
 // The CUDA backend's pointwise kernels: unary and binary floating-point ops, dtype conversions
 // and strided copies, a thread per element over the offset calculator (CudaGeometry.h).
 #include <cstdint>
+#include <type_traits>
 
 #include "retorch/backend/cuda/CudaDevice.cuh"
 #include "retorch/backend/cuda/CudaPointwise.h"
@@ -60,11 +61,15 @@ __device__ inline A apply_binary(BinaryOp op, A a, A b, A alpha) {
     case BinaryOp::kAdd: return a + alpha * b;
     case BinaryOp::kSub: return a - alpha * b;
     case BinaryOp::kMul: return a * b;
-    case BinaryOp::kDiv: return a / b;
     case BinaryOp::kMaximum: return a != a ? a : (b != b ? b : (a > b ? a : b));
     case BinaryOp::kMinimum: return a != a ? a : (b != b ? b : (a < b ? a : b));
     case BinaryOp::kThresholdBackward: return b <= alpha ? A(0) : a;
-    case BinaryOp::kPow: return pow(a, b);
+    case BinaryOp::kDiv:
+      if constexpr (std::is_integral_v<A>) return a;  // not an integral op (the host's check)
+      else return a / b;
+    case BinaryOp::kPow:
+      if constexpr (std::is_integral_v<A>) return a;
+      else return pow(a, b);
     case BinaryOp::kEq: return A(a == b);
     case BinaryOp::kNe: return A(a != b);
     case BinaryOp::kLt: return A(a < b);
@@ -274,6 +279,30 @@ void launch_binary(BinaryOp op, FloatType t, const Geometry<3>& g, void* out, co
     });
   });
   check_launch("binary");
+}
+
+void launch_binary_int(BinaryOp op, IntType t, const Geometry<3>& g, void* out, const void* a,
+                       const void* b, bool b_is_scalar, int64_t b_value, int64_t alpha,
+                       StreamHandle s) {
+  if (g.numel == 0) return;
+  RT_CHECK(integral_op(op), "cuda binary: op ", int(op), " is not integral");
+  auto run = [&](auto type) {
+    using T = typename decltype(type)::type;
+    with_index(g, [&](auto index) {
+      using I = typename decltype(index)::type;
+      auto go = [&](auto out_type) {
+        using O = typename decltype(out_type)::type;
+        binary_kernel<T, O, I><<<blocks_for(g.numel), kThreads, 0, as_stream(s)>>>(
+            op, g.template calc<I>(), static_cast<O*>(out), static_cast<const T*>(a),
+            static_cast<const T*>(b), b_is_scalar, T(b_value), T(alpha), g.numel);
+      };
+      if (is_comparison(op)) go(Tag<bool>{});
+      else go(Tag<T>{});
+    });
+  };
+  if (t == IntType::kInt) run(Tag<int32_t>{});
+  else run(Tag<int64_t>{});
+  check_launch("binary (integers)");
 }
 
 void launch_select(FloatType t, const Geometry<4>& g, void* out, const bool* cond, const void* a,

@@ -34,6 +34,17 @@ void launch_unary(UnaryOp op, FloatType t, const Geometry<2>& g, void* out, cons
 /// unused.
 void launch_binary(BinaryOp op, FloatType t, const Geometry<3>& g, void* out, const void* a,
                    const void* b, bool b_is_scalar, double b_value, double alpha, StreamHandle s);
+/// Integer element types of the binary ops that keep integers integral (add, sub with alpha,
+/// mul, maximum, minimum) and of the comparisons.
+enum class IntType : int { kInt, kLong };
+inline bool integral_op(BinaryOp op) {
+  return op == BinaryOp::kAdd || op == BinaryOp::kSub || op == BinaryOp::kMul ||
+         op == BinaryOp::kMaximum || op == BinaryOp::kMinimum || is_comparison(op);
+}
+/// launch_binary over integers (integral_op(op)): arithmetic wraps as PyTorch's does.
+void launch_binary_int(BinaryOp op, IntType t, const Geometry<3>& g, void* out, const void* a,
+                       const void* b, bool b_is_scalar, int64_t b_value, int64_t alpha,
+                       StreamHandle s);
 /// out = cond ? a : b over g (operands out, cond (bool), a, b), a and b of type t; a scalar
 /// side is its value everywhere (its pointer and strides unused).
 void launch_select(FloatType t, const Geometry<4>& g, void* out, const bool* cond, const void* a,
