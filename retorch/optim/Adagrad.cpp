@@ -70,13 +70,11 @@ void Adagrad::update(Tensor& param, const Tensor& grad_in, OptimizerOptions& opt
   Tensor grad = grad_in.contiguous();
   // PyTorch fills the state when the optimizer is built; here on the first update, which
   // gives the same numbers (the state of a parameter is unused before its first gradient).
-  if (!state.contains("step")) state.insert("step", detail::step_tensor(0));
+  const double step = detail::advance_step(state);
   if (!state.contains("sum"))
     state.insert("sum", full_like(param, o.initial_accumulator_value()).contiguous());
-  Tensor step = state["step"], sum = state["sum"];
-  float* step_ptr = step.data_ptr<float>();
-  *step_ptr += 1.0f;
-  const double clr = o.lr() / (1 + (double(*step_ptr) - 1) * o.lr_decay());
+  Tensor sum = state["sum"];
+  const double clr = o.lr() / (1 + (step - 1) * o.lr_decay());
   detail::with_contiguous(param, [&](Tensor& p) {
     if (p.dtype() == kFloat) {
       adagrad_kernel<float>(p.data_ptr<float>(), grad.data_ptr<float>(), sum.data_ptr<float>(),

@@ -100,30 +100,21 @@ void adam_kernel(T* p, const T* g, T* m, T* v, T* vmax, int64_t n, const AdamSca
   });
 }
 
-Tensor buffer(OptimizerParamState& state, const char* name, const Tensor& like) {
-  if (Tensor* t = state.find(name)) return *t;
-  return state.insert(name, zeros_like(like).contiguous());
-}
-
 }  // namespace
 
 void adam_update(Tensor& param, const Tensor& grad_in, const OptimizerOptions& o,
                  OptimizerParamState& state, bool decoupled, const char* name) {
   check_fusable(param, grad_in, name);
   Tensor grad = grad_in.contiguous();
-  if (!state.contains("step")) state.insert("step", step_tensor(0));
-  // Handles, not references: inserting into the state may move its items.
-  Tensor step = state["step"];
-  Tensor m = buffer(state, "exp_avg", param);
-  Tensor v = buffer(state, "exp_avg_sq", param);
-  AdamScalars s{o.get("lr"),           o.get("beta1"),         o.get("beta2"),
-                o.get("eps"),          o.get("weight_decay"),  0.0,
-                o.get("amsgrad") != 0, o.get("maximize") != 0, decoupled};
-  Tensor vmax = s.amsgrad ? buffer(state, "max_exp_avg_sq", param) : Tensor();
   // The step counter is a float32 tensor, as in PyTorch, so beta ** step sees the same value.
-  float* step_ptr = step.data_ptr<float>();
-  *step_ptr += 1.0f;
-  s.step = *step_ptr;
+  const double step = advance_step(state);
+  // Handles, not references: inserting into the state may move its items.
+  Tensor m = state_buffer(state, "exp_avg", param);
+  Tensor v = state_buffer(state, "exp_avg_sq", param);
+  AdamScalars s{o.get("lr"),           o.get("beta1"),         o.get("beta2"),
+                o.get("eps"),          o.get("weight_decay"),  step,
+                o.get("amsgrad") != 0, o.get("maximize") != 0, decoupled};
+  Tensor vmax = s.amsgrad ? state_buffer(state, "max_exp_avg_sq", param) : Tensor();
   with_contiguous(param, [&](Tensor& p) {
     if (p.dtype() == kFloat) {
       adam_kernel<float>(p.data_ptr<float>(), grad.data_ptr<float>(), m.data_ptr<float>(),

@@ -372,6 +372,18 @@ Tensor step_tensor(double v) {
   return scalar(v, kFloat);
 }
 
+double advance_step(OptimizerParamState& state) {
+  if (!state.contains("step")) state.insert("step", step_tensor(0));
+  float* step = state["step"].data_ptr<float>();
+  *step += 1.0f;
+  return double(*step);
+}
+
+Tensor state_buffer(OptimizerParamState& state, const char* name, const Tensor& like) {
+  if (Tensor* t = state.find(name)) return *t;
+  return state.insert(name, zeros_like(like).contiguous());
+}
+
 void with_contiguous(Tensor& param, const std::function<void(Tensor&)>& f) {
   if (param.is_contiguous()) {
     f(param);

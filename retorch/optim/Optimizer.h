@@ -174,6 +174,11 @@ void check_update_args(const Tensor& param, const Tensor& grad, const char* opti
 void check_fusable(const Tensor& param, const Tensor& grad, const char* optimizer);
 /// A new 0-dim float32 tensor holding v (step counters, like PyTorch's torch.tensor(0.)).
 Tensor step_tensor(double v);
+/// The parameter's step counter (made on first use, a cpu float32 scalar as PyTorch's)
+/// advanced by one; its new value.
+double advance_step(OptimizerParamState& state);
+/// The parameter's state buffer `name`, made on first use: zeros like `like`, contiguous.
+Tensor state_buffer(OptimizerParamState& state, const char* name, const Tensor& like);
 /// Runs f(contiguous_param) and writes the result back when param is not contiguous.
 void with_contiguous(Tensor& param, const std::function<void(Tensor&)>& f);
 }  // namespace detail

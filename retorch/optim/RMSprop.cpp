@@ -79,11 +79,6 @@ void rmsprop_kernel(T* p, const T* g, T* sq, T* gavg, T* buf, int64_t n, const R
   });
 }
 
-Tensor buffer(OptimizerParamState& state, const char* name, const Tensor& like) {
-  if (Tensor* t = state.find(name)) return *t;
-  return state.insert(name, zeros_like(like).contiguous());
-}
-
 template <typename T>
 T* ptr(const Tensor& t) {
   return t.defined() ? t.data_ptr<T>() : nullptr;
@@ -96,12 +91,10 @@ void RMSprop::update(Tensor& param, const Tensor& grad_in, OptimizerOptions& opt
   detail::check_fusable(param, grad_in, "RMSprop");
   const auto& o = static_cast<const RMSpropOptions&>(options);
   Tensor grad = grad_in.contiguous();
-  if (!state.contains("step")) state.insert("step", detail::step_tensor(0));
-  Tensor step = state["step"];
-  *step.data_ptr<float>() += 1.0f;
-  Tensor sq = buffer(state, "square_avg", param);
-  Tensor buf = o.momentum() > 0 ? buffer(state, "momentum_buffer", param) : Tensor();
-  Tensor gavg = o.centered() ? buffer(state, "grad_avg", param) : Tensor();
+  detail::advance_step(state);
+  Tensor sq = detail::state_buffer(state, "square_avg", param);
+  Tensor buf = o.momentum() > 0 ? detail::state_buffer(state, "momentum_buffer", param) : Tensor();
+  Tensor gavg = o.centered() ? detail::state_buffer(state, "grad_avg", param) : Tensor();
   detail::with_contiguous(param, [&](Tensor& p) {
     if (p.dtype() == kFloat) {
       rmsprop_kernel<float>(ptr<float>(p), ptr<float>(grad), ptr<float>(sq), ptr<float>(gavg),

@@ -10,21 +10,6 @@ namespace retorch::optim::detail {
 
 namespace {
 
-// A state buffer, made (zeros like the parameter, on its device) on the first update.
-Tensor buffer(OptimizerParamState& state, const char* name, const Tensor& like) {
-  if (Tensor* t = state.find(name)) return *t;
-  return state.insert(name, zeros_like(like).contiguous());
-}
-
-// The step counter (a cpu float32 scalar, as PyTorch's), advanced; its new value.
-double advance_step(OptimizerParamState& state) {
-  if (!state.contains("step")) state.insert("step", step_tensor(0));
-  Tensor step = state["step"];
-  float* s = step.data_ptr<float>();
-  *s += 1.0f;
-  return double(*s);
-}
-
 // The gradient the update uses: negated to maximize, plus the L2 term weight_decay * param.
 Tensor direction(const Tensor& param, const Tensor& grad, bool maximize, double weight_decay) {
   Tensor d = maximize ? grad.neg() : grad;
@@ -57,8 +42,8 @@ void adam_update_ops(Tensor& param, const Tensor& grad, const OptimizerOptions& 
   const double lr = o.get("lr"), b1 = o.get("beta1"), b2 = o.get("beta2");
   const double wd = o.get("weight_decay");
   const double step = advance_step(state);
-  Tensor m = buffer(state, "exp_avg", param), v = buffer(state, "exp_avg_sq", param);
-  Tensor vmax = o.get("amsgrad") != 0 ? buffer(state, "max_exp_avg_sq", param) : Tensor();
+  Tensor m = state_buffer(state, "exp_avg", param), v = state_buffer(state, "exp_avg_sq", param);
+  Tensor vmax = o.get("amsgrad") != 0 ? state_buffer(state, "max_exp_avg_sq", param) : Tensor();
   if (decoupled) param.mul_(1 - lr * wd);
   Tensor d = direction(param, grad, o.get("maximize") != 0, decoupled ? 0.0 : wd);
   m.mul_(b1).add_(d, 1 - b1);
@@ -74,9 +59,9 @@ void rmsprop_update_ops(Tensor& param, const Tensor& grad, const OptimizerOption
   check_update_args(param, grad, "RMSprop");
   const double alpha = o.get("alpha"), momentum = o.get("momentum");
   advance_step(state);
-  Tensor sq = buffer(state, "square_avg", param);
-  Tensor buf = momentum > 0 ? buffer(state, "momentum_buffer", param) : Tensor();
-  Tensor gavg = o.get("centered") != 0 ? buffer(state, "grad_avg", param) : Tensor();
+  Tensor sq = state_buffer(state, "square_avg", param);
+  Tensor buf = momentum > 0 ? state_buffer(state, "momentum_buffer", param) : Tensor();
+  Tensor gavg = o.get("centered") != 0 ? state_buffer(state, "grad_avg", param) : Tensor();
   Tensor d = direction(param, grad, o.get("maximize") != 0, o.get("weight_decay"));
   sq.mul_(alpha).add_(d.mul(d), 1 - alpha);
   Tensor avg;
