@@ -101,8 +101,9 @@ void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
 bool binary_int(BinaryOp op, const OpSchema& s, Variant v, const Tensor& self,
                 const Tensor& other, const Scalar& alpha, Stack* stack) {
   const ScalarType dt = self.dtype();
+  const bool scaled = op == BinaryOp::kAdd || op == BinaryOp::kSub;  // alpha: others pass 1.0
   if (!integral_op(op) || (dt != kInt && dt != kLong) || !in_device_memory(self) ||
-      !other.defined() || !alpha.is_integral(false))
+      !other.defined() || (scaled && !alpha.is_integral(false)))
     return false;
   const bool scalar = !in_device_memory(other) && other.dim() == 0;
   if (!(scalar ? is_integral_type(other.dtype(), false) : other.dtype() == dt) ||
@@ -124,7 +125,7 @@ bool binary_int(BinaryOp op, const OpSchema& s, Variant v, const Tensor& self,
   const int64_t b_value = scalar ? other.item().to<int64_t>() : 0;
   launch_binary_int(op, dt == kInt ? IntType::kInt : IntType::kLong, g, device_ptr(out),
                     device_ptr(self), scalar ? nullptr : device_ptr(other), scalar, b_value,
-                    alpha.to<int64_t>(), current_stream());
+                    scaled ? alpha.to<int64_t>() : 1, current_stream());
   finish_call(s, v, out, stack);
   return true;
 }
