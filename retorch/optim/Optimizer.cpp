@@ -359,11 +359,12 @@ void check_fusable(const Tensor& param, const Tensor& grad, const char* optimize
                 dtype_name(param.dtype()));
   check_update_args(param, grad, optimizer);
   // The fused loops read host memory: parameters on a device without a backend live there too
-  // (Note [Device routing]), and device memory comes through a host copy (Note [Optimizer steps
-  // on device memory]), so this only catches a caller of update() that skipped step().
+  // (Note [Device routing]), and step() updates device memory with tensor ops or through a host
+  // copy (Note [Optimizer steps on device memory]), so this only catches a caller of update()
+  // that skipped step().
   RT_CHECK(param.impl()->storage()->device().is_cpu() && grad.impl()->storage()->device().is_cpu(),
            optimizer, ": update() reads host memory, got a parameter in ", param.device(),
-           " memory (Optimizer::step copies it to the host)");
+           " memory (Optimizer::step updates those on the device)");
   RT_CHECK(grad.device() == param.device(), optimizer, ": gradient on ", grad.device(),
            " but parameter on ", param.device());
 }

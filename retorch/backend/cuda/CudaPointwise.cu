@@ -247,6 +247,25 @@ void launch_unary(UnaryOp op, FloatType t, const Geometry<2>& g, void* out, cons
   check_launch("unary");
 }
 
+namespace {
+// binary_kernel over g's offset calculator, with a bool result for a comparison.
+template <typename T>
+void binary_strided(BinaryOp op, const Geometry<3>& g, void* out, const void* a, const void* b,
+                    bool b_is_scalar, acc_t<T> b_value, acc_t<T> alpha, StreamHandle s) {
+  with_index(g, [&](auto index) {
+    using I = typename decltype(index)::type;
+    auto go = [&](auto out_type) {
+      using O = typename decltype(out_type)::type;
+      binary_kernel<T, O, I><<<blocks_for(g.numel), kThreads, 0, as_stream(s)>>>(
+          op, g.template calc<I>(), static_cast<O*>(out), static_cast<const T*>(a),
+          static_cast<const T*>(b), b_is_scalar, b_value, alpha, g.numel);
+    };
+    if (is_comparison(op)) go(Tag<bool>{});
+    else go(Tag<T>{});
+  });
+}
+}  // namespace
+
 void launch_binary(BinaryOp op, FloatType t, const Geometry<3>& g, void* out, const void* a,
                    const void* b, bool b_is_scalar, double b_value, double alpha, StreamHandle s) {
   if (g.numel == 0) return;
@@ -265,18 +284,7 @@ void launch_binary(BinaryOp op, FloatType t, const Geometry<3>& g, void* out, co
       };
       if (is_comparison(op) ? go(Tag<bool>{}) : go(Tag<T>{})) return;
     }
-    with_index(g, [&](auto index) {
-      using I = typename decltype(index)::type;
-      auto go = [&](auto out_type) {
-        using O = typename decltype(out_type)::type;
-        binary_kernel<T, O, I><<<blocks_for(g.numel), kThreads, 0,
-                                 as_stream(s)>>>(
-            op, g.template calc<I>(), static_cast<O*>(out), static_cast<const T*>(a),
-            static_cast<const T*>(b), b_is_scalar, A(b_value), A(alpha), g.numel);
-      };
-      if (is_comparison(op)) go(Tag<bool>{});
-      else go(Tag<T>{});
-    });
+    binary_strided<T>(op, g, out, a, b, b_is_scalar, A(b_value), A(alpha), s);
   });
   check_launch("binary");
 }
@@ -286,22 +294,9 @@ void launch_binary_int(BinaryOp op, IntType t, const Geometry<3>& g, void* out, 
                        StreamHandle s) {
   if (g.numel == 0) return;
   RT_CHECK(integral_op(op), "cuda binary: op ", int(op), " is not integral");
-  auto run = [&](auto type) {
-    using T = typename decltype(type)::type;
-    with_index(g, [&](auto index) {
-      using I = typename decltype(index)::type;
-      auto go = [&](auto out_type) {
-        using O = typename decltype(out_type)::type;
-        binary_kernel<T, O, I><<<blocks_for(g.numel), kThreads, 0, as_stream(s)>>>(
-            op, g.template calc<I>(), static_cast<O*>(out), static_cast<const T*>(a),
-            static_cast<const T*>(b), b_is_scalar, T(b_value), T(alpha), g.numel);
-      };
-      if (is_comparison(op)) go(Tag<bool>{});
-      else go(Tag<T>{});
-    });
-  };
-  if (t == IntType::kInt) run(Tag<int32_t>{});
-  else run(Tag<int64_t>{});
+  if (t == IntType::kInt)
+    binary_strided<int32_t>(op, g, out, a, b, b_is_scalar, int32_t(b_value), int32_t(alpha), s);
+  else binary_strided<int64_t>(op, g, out, a, b, b_is_scalar, b_value, alpha, s);
   check_launch("binary (integers)");
 }
 

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <limits>
 #include <mutex>
 
 #include "retorch/core/Device.h"
@@ -172,12 +173,13 @@ StreamHandle stream_handle(int device, int64_t id) {
   int previous = 0;
   check(cudaGetDevice(&previous), "cudaGetDevice");
   if (previous != device) check(cudaSetDevice(device), "cudaSetDevice");
-  int least = 0, greatest = 0;
-  cudaError_t status = cudaDeviceGetStreamPriorityRange(&least, &greatest);
-  if (status == cudaSuccess)
-    status = cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, cls ? greatest : least);
+  try {  // the class's priority: the greatest (clamped from below) or the default
+    s = as_stream(create_stream(cls ? std::numeric_limits<int>::min() : 0));
+  } catch (...) {
+    if (previous != device) cudaSetDevice(previous);
+    throw;
+  }
   if (previous != device) cudaSetDevice(previous);
-  check(status, "cudaStreamCreateWithPriority");
   p.streams[cls][k].store(s, std::memory_order_release);
   return s;
 }

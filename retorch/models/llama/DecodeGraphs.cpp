@@ -39,6 +39,7 @@ bool DecodeGraphs::capture(LlamaForCausalLMImpl& model, KvCache& cache, Entry& e
   side.wait_stream(previous);
   device_api::set_stream(side);
   auto graph = std::make_unique<cuda::CUDAGraph>();
+  bool captured = true;
   try {
     model.forward(e.inputs, cache);  // the warm-up: lazy initialization happens outside
     graph->capture_begin();
@@ -46,16 +47,14 @@ bool DecodeGraphs::capture(LlamaForCausalLMImpl& model, KvCache& cache, Entry& e
     graph->capture_end();
   } catch (const std::exception& err) {
     graph->capture_abort();
-    device_api::set_stream(previous);
-    previous.wait_stream(side);
+    captured = false;
     std::cerr << "retorch: CUDA graphs of decode steps are off for this engine (the capture "
                  "failed: " << err.what() << ")\n";
-    return false;
   }
   device_api::set_stream(previous);
   previous.wait_stream(side);
-  e.graph = std::move(graph);
-  return true;
+  if (captured) e.graph = std::move(graph);
+  return captured;
 }
 
 std::optional<Tensor> DecodeGraphs::run(LlamaForCausalLMImpl& model, KvCache& cache,
