@@ -8,6 +8,7 @@ import argparse
 import sys
 import time
 
+import numpy as np
 import torch
 
 import retorch
@@ -40,6 +41,53 @@ def both(make, iters):
     r = timed(sync_rt, make(retorch), iters)
     t = timed(sync_t, make(torch), iters)
     return r, t
+
+
+def graphed(lib, sync, fn, reps=20):
+    """Seconds per call of fn from replays of a CUDA graph of `reps` calls."""
+    fn()
+    sync()
+    g = lib.cuda.CUDAGraph()
+    with lib.cuda.graph(g):
+        for _ in range(reps):
+            fn()
+    return timed(sync, g.replay, 20) / reps
+
+
+def cycling(calls):
+    """A no-argument callable that runs calls[0], calls[1], ... in turn."""
+    state = [0]
+
+    def fn():
+        calls[state[0] % len(calls)]()
+        state[0] += 1
+    return fn
+
+
+def projection_rows(bw):
+    """(rows, GEMV s, cuBLAS-path s, torch s, read rate) of a decode step's projection: retorch's
+    quantized_linear of bf16 rows as bytes (float32 activations and result) on aligned weights
+    (the GEMV for up to 8 rows) and on weights 2 bytes off a 16-byte boundary (which the GEMV
+    refuses: the activations rounded by a kernel, then cuBLAS), and torch's bf16 F.linear."""
+    k, n, copies = 2048, 11264, 4
+    wts = [torch.randn(n, k, device="cuda").bfloat16() for _ in range(copies)]
+    raw = [w.cpu().view(torch.uint8).numpy() for w in wts]
+    aligned = [retorch.from_numpy(b).to("cuda") for b in raw]
+    shifted = [retorch.from_numpy(np.concatenate([np.zeros(2, np.uint8), b.ravel()])).to("cuda")
+               [2:].view(n, 2 * k) for b in raw]
+    out = []
+    for m in (1, 2, 4, 8):
+        xt = torch.randn(m, k, device="cuda").bfloat16()
+        xr = retorch.from_numpy(xt.float().cpu().numpy()).to("cuda")
+        g = graphed(retorch, sync_rt, cycling(
+            [lambda w=w: retorch.quantized_linear(xr, w, 30, k) for w in aligned]))
+        c = graphed(retorch, sync_rt, cycling(
+            [lambda w=w: retorch.quantized_linear(xr, w, 30, k) for w in shifted]))
+        t = graphed(torch, sync_t, cycling(
+            [lambda w=w: torch.nn.functional.linear(xt, w) for w in wts]))
+        rate = f"{2 * n * k / g / 1e9:.0f} GB/s ({2 * n * k / g / (bw / 2):.0%} of copy's reads)"
+        out.append((m, g, c, t, rate))
+    return out
 
 
 def randn(lib, *shape, dtype=None):
@@ -110,10 +158,19 @@ def main():
                  f"{8 * n_add / r / 1e9:.0f} GB/s ({8 * n_add / r / bw:.0%} of copy)",
                  "aim >= 85% of bandwidth (torch eager)"))
 
+    projections = projection_rows(bw)
     print(f"\n| case | retorch | PyTorch {torch.__version__} | time ratio | rate | aim |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name, r, t, rate, aim in rows:
         print(f"| {name} | {r * 1e3:.3f} ms | {t * 1e3:.3f} ms | {r / t:.2f} | {rate} | {aim} |")
+    print("\nDecode projections (Note [Few-row projections]): rows x 2048 activations times "
+          "TinyLlama's fused gate/up bf16 weights [11264, 2048], four copies in turn (184 MB, "
+          "past the L2), device time per call from CUDA-graph replays:\n")
+    print("| rows | retorch GEMV | retorch cuBLAS path | torch F.linear (bf16 in and out) | "
+          "GEMV weight read rate |")
+    print("| --- | --- | --- | --- | --- |")
+    for m, g, c, t, rate in projections:
+        print(f"| {m} | {g * 1e6:.1f} µs | {c * 1e6:.1f} µs | {t * 1e6:.1f} µs | {rate} |")
     return 0
 
 

@@ -79,10 +79,13 @@ void fake_copy(const OperatorHandle&, DispatchKeySet, Stack* stack) {
 }
 
 // xpu as a backend with its own memory and one kernel, copy_; every other op reaches the
-// device fallback, which must copy (Note [Fallback copies]).
+// device fallback, which must copy (Note [Fallback copies]) and runs it on the cpu (on a machine
+// with a GPU the default order would run it on cuda).
 class FakeDeviceMemory : public ::testing::Test {
  protected:
   void SetUp() override {
+    order_ = device_fallback_order();
+    set_device_fallback_order({kCPU});
     keys_ = device_key_set(kXPU);
     set_allocator(kXPU, &allocator_);
     set_device_key_set(kXPU, DispatchKeySet(DispatchKey::XPU));
@@ -93,6 +96,7 @@ class FakeDeviceMemory : public ::testing::Test {
     copy_op().set_kernel(DispatchKey::XPU, KernelFunction{});
     set_device_key_set(kXPU, keys_);
     set_allocator(kXPU, nullptr);
+    set_device_fallback_order(order_);
   }
   static OperatorHandle& copy_op() { return *Dispatcher::singleton().find("copy_"); }
   // The values of an xpu tensor, read through copy_ (as a program would).
@@ -102,6 +106,7 @@ class FakeDeviceMemory : public ::testing::Test {
   }
   ScrambledAllocator allocator_;
   DispatchKeySet keys_;
+  std::vector<DeviceType> order_;
 };
 
 TEST_F(FakeDeviceMemory, OpsGiveCpuValuesAndResultsLiveInDeviceMemory) {

@@ -35,7 +35,7 @@ probe)
 gtest) f='Cuda*:Devices*:DeviceTest*:Distributed*:FakeDeviceMemory*:CompilerTest*:Profiler*'
   step gtest 60 "$L/retorch_tests" --gtest_filter="$f" ;;
 pytest) TAILN=40 step pytest 200 python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 150 -rs \
-  tests/python/test_cuda_ops.py tests/python/test_cuda_streams.py \
+  tests/python/test_cuda_ops.py tests/python/test_cuda_streams.py tests/python/test_cuda_index.py \
   tests/python/test_compile_cuda.py \
   tests/python/test_devices.py \
   tests/python/test_distributed.py tests/python/test_profiler.py \
@@ -43,8 +43,8 @@ pytest) TAILN=40 step pytest 200 python3 -m pytest -q -p no:cacheprovider -n 8 -
   "tests/python/test_llama.py::test_decode_graphs_on_cuda_give_the_eager_tokens" ;;
 bench) step bench 75 python3 bench/bench_cuda.py ;;
 llm) step llm 150 python3 bench/bench_llm_cuda.py --retorch "$L/retorch" ;;
-profile) RETORCH_DEVICE_REPORT=1 RETORCH_PROFILE=/tmp/llm.json step profile 60 "$L/retorch" \
-  bench-llm --model 1b --format bf16 --device cuda --batch 32 --prompt-len 32 --gen-len 8 ;;
+profile) TAILN=45 RETORCH_PROFILE=/tmp/llm.json step profile 60 "$L/retorch" \
+  bench-llm --model 1b --format bf16 --device cuda --batch 1 --prompt-len 128 --gen-len 64 --eager ;;
 sanitize)
   step memcheck 50 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
     "$L/retorch_tests" --gtest_filter='Cuda*'

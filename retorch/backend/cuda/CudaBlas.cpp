@@ -9,6 +9,7 @@
 #include <mutex>
 #include <string>
 
+#include "retorch/backend/cuda/CudaLlm.h"
 #include "retorch/backend/cuda/CudaOps.h"
 #include "retorch/core/Error.h"
 #include "retorch/core/SharedLibrary.h"
@@ -242,7 +243,8 @@ void product(bool batched, bool scaled, const OperatorHandle& h, DispatchKeySet 
 // 30, and F16, type 1) in device memory: the weight's bytes read as an [N, K] matrix of that
 // type, the float32 activations rounded to it on the device, one GEMM into a float32 result
 // (float32 accumulation) and the float32 bias added: one op where the LLM's projections ran a
-// conversion, a product and a conversion back. Other types and arguments take the fallback,
+// conversion, a product and a conversion back; up to kGemvMaxRows rows (a decode step's) run the
+// GEMV of Note [Few-row projections] instead. Other types and arguments take the fallback,
 // whose cpu kernel raises for bad ones.
 void quantized_linear_16bit(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
@@ -264,14 +266,26 @@ void quantized_linear_16bit(const OperatorHandle& h, DispatchKeySet ks, Stack* s
   auto impl = make_intrusive<TensorImpl>(weight.impl()->storage(), rows, weight.device());
   impl->set_sizes_and_strides({n, k}, {k, 1}, weight.storage_offset() / 2);
   const Tensor w(std::move(impl));
-  Tensor x = make_empty({m, k}, rows, input.device());
   Tensor out = make_empty({m, n}, kFloat, input.device());
+  DimVector shape(input.sizes().begin(), input.sizes().end());
+  shape.back() = n;
+  if (m >= 1 && m <= kGemvMaxRows) {  // decode steps: Note [Few-row projections]
+    const Tensor xc = contiguous_on_device(input);
+    const bool fused_bias = !bias.defined() || bias.is_contiguous();
+    if (gemv_fits(device_ptr(w), static_cast<const float*>(device_ptr(xc)), m, n, k)) {
+      launch_gemv_16bit(qtype == 30, device_ptr(w), static_cast<const float*>(device_ptr(xc)),
+                        bias.defined() && fused_bias
+                            ? static_cast<const float*>(device_ptr(bias)) : nullptr,
+                        static_cast<float*>(device_ptr(out)), m, n, k, current_stream());
+      if (!fused_bias) out.add_(bias);
+      return finish_call(s, Variant::kFunctional, out.view(shape), stack);
+    }
+  }
+  Tensor x = make_empty({m, k}, rows, input.device());
   if (m > 0 && !(copy_on_device(x, input.reshape({m, k})) &&
                  gemm(operand(x), operand(w.t()), operand(out), 1, 1.0, 0.0)))
     return run_device_fallback(h, ks, stack);
   if (bias.defined()) out.add_(bias);
-  DimVector shape(input.sizes().begin(), input.sizes().end());
-  shape.back() = n;
   finish_call(s, Variant::kFunctional, out.view(shape), stack);
 }
 

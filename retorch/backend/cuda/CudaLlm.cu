@@ -1,5 +1,5 @@
 // The CUDA backend's kernels for the LLM path: rotary embedding, attention over the paged KV
-// cache (a block per query token and head, flash-decoding style), and row gathers and scatters.
+// cache (a block per query token and head, flash-decoding style), and row gathers (embedding).
 #include <cstdint>
 
 #include "retorch/backend/cuda/CudaDevice.cuh"
@@ -112,20 +112,8 @@ __global__ void gather_rows_kernel(const E* table, const int64_t* index, E* out,
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n * row;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t r = i / row, e = i - r * row, src = index[r];
-    RT_DEVICE_CHECK(src >= 0 && src < table_rows, "index_select: an index");
+    RT_DEVICE_CHECK(src >= 0 && src < table_rows, "embedding: an index");
     out[i] = table[src * row + e];
-  }
-}
-
-// table[index[i]] = values[i] for rows of `row` elements.
-template <typename E>
-__global__ void scatter_rows_kernel(E* table, const int64_t* index, const E* values, int64_t n,
-                                    int64_t row, int64_t table_rows) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n * row;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t r = i / row, e = i - r * row, dst = index[r];
-    RT_DEVICE_CHECK(dst >= 0 && dst < table_rows, "index_put_: an index");
-    table[dst * row + e] = values[i];
   }
 }
 
@@ -163,24 +151,12 @@ void launch_rotary(const float* in, const int64_t* positions, const float* cos_s
 void launch_gather_rows(int64_t element_size, const void* table, const int64_t* index, void* out,
                         int64_t n, int64_t row, int64_t table_rows, StreamHandle s) {
   if (n * row == 0) return;
-  with_element_size(element_size, "index_select", [&](auto tag) {
+  with_element_size(element_size, "embedding", [&](auto tag) {
     using E = typename decltype(tag)::type;
     gather_rows_kernel<E><<<blocks_for(n * row), kThreads, 0, as_stream(s)>>>(
         static_cast<const E*>(table), index, static_cast<E*>(out), n, row, table_rows);
   });
   check_launch("gather_rows");
-}
-
-void launch_scatter_rows(int64_t element_size, void* table, const int64_t* index,
-                         const void* values, int64_t n, int64_t row, int64_t table_rows,
-                         StreamHandle s) {
-  if (n * row == 0) return;
-  with_element_size(element_size, "index_put_", [&](auto tag) {
-    using E = typename decltype(tag)::type;
-    scatter_rows_kernel<E><<<blocks_for(n * row), kThreads, 0, as_stream(s)>>>(
-        static_cast<E*>(table), index, static_cast<const E*>(values), n, row, table_rows);
-  });
-  check_launch("scatter_rows");
 }
 
 }  // namespace retorch::cuda_backend

@@ -1,5 +1,5 @@
 // Launchers of the CUDA backend's LLM kernels (CudaLlm.cu): paged attention, rotary embedding,
-// and row gathers and scatters (index_select rows, the KV cache's index_put_).
+// and row gathers (embedding); and the few-row projections (CudaGemv.cu).
 #pragma once
 #include <cstdint>
 
@@ -31,9 +31,13 @@ void launch_rotary(const float* in, const int64_t* positions, const float* cos_s
 /// out[i] = table[index[i]] for n rows of `row` elements of element_size bytes.
 void launch_gather_rows(int64_t element_size, const void* table, const int64_t* index, void* out,
                         int64_t n, int64_t row, int64_t table_rows, StreamHandle s);
-/// table[index[i]] = values[i] for n rows of `row` elements of element_size bytes.
-void launch_scatter_rows(int64_t element_size, void* table, const int64_t* index,
-                         const void* values, int64_t n, int64_t row, int64_t table_rows,
-                         StreamHandle s);
+
+/// y[m, n] = sum_k round(x[m, k]) * w[n, k] (+ bias[n]) for 16-bit weight rows w [n, k]
+/// (bfloat16, else float16), float32 x [m, k] (contiguous) rounded to w's type, float32 y
+/// (Note [Few-row projections] in CudaGemv.cu); gemv_fits says whether a call qualifies.
+constexpr int64_t kGemvMaxRows = 8;
+bool gemv_fits(const void* w, const float* x, int64_t m, int64_t n, int64_t k);
+void launch_gemv_16bit(bool bfloat16, const void* w, const float* x, const float* bias,
+                       float* y, int64_t m, int64_t n, int64_t k, StreamHandle s);
 
 }  // namespace retorch::cuda_backend

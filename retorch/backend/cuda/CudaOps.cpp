@@ -34,15 +34,6 @@ namespace retorch::cuda_backend {
 
 namespace {
 
-template <int N>
-bool geometry_of(IntArrayRef shape, const DimVector (&strides)[N], Geometry<N>* g) {
-  const int64_t* p[N];
-  for (int k = 0; k < N; ++k) p[k] = strides[k].data();
-  return make_geometry<N>(shape.data(), int(shape.size()), p, g);
-}
-
-DimVector strides_of(const Tensor& t) { return DimVector(t.strides().begin(), t.strides().end()); }
-
 // t converted to dtype `to` on the device (contiguous); nullopt when its geometry does not fit.
 std::optional<Tensor> converted(const Tensor& t, ScalarType to) {
   Tensor out = make_empty(t.sizes(), to, t.device());
@@ -369,6 +360,8 @@ void finish_call(const OpSchema& s, Variant v, const Tensor& out, Stack* stack) 
   stack->erase(stack->end() - s.num_args, stack->end());
   stack->push_back(IValue(out));
 }
+
+DimVector strides_of(const Tensor& t) { return DimVector(t.strides().begin(), t.strides().end()); }
 
 bool in_device_memory(const Tensor& t) {
   return t.defined() && !t.impl()->storage()->device().is_cpu();

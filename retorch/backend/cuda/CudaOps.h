@@ -19,6 +19,16 @@ void* device_ptr(const Tensor& t);
 std::optional<FloatType> float_type(ScalarType t);
 /// t's strides broadcast to `shape` (t's dims aligned right; 0 where t has size 1 or no dim).
 DimVector broadcast_strides(const Tensor& t, IntArrayRef shape);
+/// t's element strides.
+DimVector strides_of(const Tensor& t);
+/// The geometry of `shape` with operand k's strides in strides[k] (make_geometry over tensors'
+/// shapes); false when it needs more than kMaxGeometryDims dims.
+template <int N>
+bool geometry_of(IntArrayRef shape, const DimVector (&strides)[N], Geometry<N>* g) {
+  const int64_t* p[N];
+  for (int k = 0; k < N; ++k) p[k] = strides[k].data();
+  return make_geometry<N>(shape.data(), int(shape.size()), p, g);
+}
 /// Runs the call through the device fallback (copies to the cpu and back): what a CUDA kernel
 /// does with arguments it has no kernel for.
 void run_device_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
@@ -72,12 +82,13 @@ void finish_call(const OpSchema& s, Variant v, const Tensor& out, Stack* stack);
 
 /// Registers the pointwise kernels (CudaOps.cpp), the row ops (CudaRowOps.cpp), the LLM path's
 /// ops (CudaLlmOps.cpp), the cuDNN convolutions (CudaDnn.cpp), batch norm and max pool
-/// (CudaNormOps.cpp) and the cuBLAS products (CudaBlas.cpp).
+/// (CudaNormOps.cpp), the cuBLAS products (CudaBlas.cpp) and the index ops (CudaIndexOps.cpp).
 void register_pointwise_ops(Dispatcher& d);
 void register_row_ops(Dispatcher& d);
 void register_llm_ops(Dispatcher& d);
 void register_dnn_ops(Dispatcher& d);
 void register_norm_ops(Dispatcher& d);
 void register_blas_ops(Dispatcher& d);
+void register_index_ops(Dispatcher& d);
 
 }  // namespace retorch::cuda_backend
