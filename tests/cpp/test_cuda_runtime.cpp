@@ -14,6 +14,7 @@
 #include "test_helpers.h"
 
 #ifdef RETORCH_HAVE_CUDA
+#include "retorch/backend/cuda/BlockPool.h"
 #include "retorch/backend/cuda/CudaOps.h"
 #include "retorch/backend/cuda/CudaRuntime.h"
 #endif
@@ -65,6 +66,64 @@ TEST(CudaOps, VariantsStridesAndTypesAreReadOffTheCall) {
   EXPECT_FALSE(cb::float_type(kLong).has_value());
 }
 
+TEST(CudaBlockPool, SplitsBestFitsAndMergesSegmentsWithoutADevice) {
+  // Note [Allocator block splitting], on fake segment addresses.
+  using BP = cb::BlockPool;
+  EXPECT_EQ(BP::round_request(1), 512u);
+  EXPECT_EQ(BP::round_request(1025), 1536u);
+  EXPECT_EQ(BP::segment_size(1024), BP::kSmallSegment);
+  EXPECT_EQ(BP::segment_size(size_t(3) << 20), BP::kLargeSegment);
+  EXPECT_EQ(BP::segment_size((size_t(11) << 20) + 1), size_t(12) << 20);
+  std::vector<char> arena(size_t(24) << 20);
+  char* base = arena.data();
+  BP pool;
+  const BP::Key small{0, nullptr, 0, true}, large{0, nullptr, 0, false};
+  const BP::Key other_stream{0, base, 0, true};
+  EXPECT_EQ(pool.take(small, 1024), nullptr) << "no segment yet";
+  pool.add_segment(small, base, BP::kSmallSegment);
+  BP::Block* a = pool.take(small, 1024);
+  BP::Block* b = pool.take(small, 2048);
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(a->ptr, base);
+  EXPECT_EQ(b->ptr, base + 1024);
+  EXPECT_EQ(pool.take(other_stream, 512), nullptr) << "blocks stay on their stream";
+  pool.give_back(a);
+  BP::Block* c = pool.take(small, 512);  // best fit: the freed 1024 bytes, split
+  EXPECT_EQ(c->ptr, base);
+  EXPECT_EQ(c->size, 512u);
+  EXPECT_EQ(pool.free_blocks(), 2u);  // [512 free] and the segment's tail
+  EXPECT_TRUE(pool.release_free_segments([](const BP::Key&) { return true; }).empty())
+      << "a segment with blocks in use stays";
+  pool.give_back(b);
+  pool.give_back(pool.allocated_at(base));
+  EXPECT_EQ(pool.free_blocks(), 1u) << "all merged into one block";
+  EXPECT_EQ(pool.free_bytes(), BP::kSmallSegment);
+  // The large pool splits only when more than 1 MiB is left.
+  char* lbase = base + BP::kSmallSegment;
+  pool.add_segment(large, lbase, BP::kLargeSegment);
+  BP::Block* l1 = pool.take(large, size_t(19) << 20);
+  EXPECT_EQ(l1->size, size_t(20) << 20) << "1 MiB left: not worth a block";
+  pool.give_back(l1);
+  BP::Block* l2 = pool.take(large, size_t(3) << 20);
+  EXPECT_EQ(l2->size, size_t(3) << 20);
+  EXPECT_EQ(pool.take(large, size_t(5) << 20)->ptr, lbase + (size_t(3) << 20));
+  // A graph pool's blocks join the stream's pool when the graph goes.
+  const BP::Key graph{0, nullptr, 7, true};
+  std::vector<char> g(BP::kSmallSegment);
+  pool.add_segment(graph, g.data(), g.size());
+  BP::Block* gb = pool.take(graph, 512);
+  pool.dissolve_pool(7);
+  pool.give_back(gb);
+  const auto released = pool.release_free_segments(
+      [](const BP::Key& k) { return std::get<3>(k); });  // the small pool's whole segments
+  ASSERT_EQ(released.size(), 2u);
+  for (const auto& [ptr, bytes, key] : released) {
+    EXPECT_EQ(bytes, BP::kSmallSegment);
+    EXPECT_EQ(std::get<2>(key), 0) << "the graph's segment is the stream's now";
+  }
+  EXPECT_EQ(pool.allocated_at(lbase)->size, size_t(3) << 20);
+}
+
 class CudaDevice : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -80,35 +139,41 @@ std::vector<float> to_host(const float* d, size_t n, cb::StreamHandle s = nullpt
 }
 
 TEST_F(CudaDevice, AllocatorCachesBlocksPerStreamAndCountsBytes) {
+  // Note [Allocator block splitting] on the device: blocks carved from segments, reused on
+  // their own stream only, segments returned by empty_cache once wholly free.
   Allocator* a = cb::caching_allocator();
   a->empty_cache();
+  cb::StreamHandle s = cb::create_stream(), s2 = cb::create_stream();  // no segments yet
   const AllocatorStats before = a->stats();
-  void* first = nullptr;
-  {
-    DataPtr p = a->allocate(1000);  // rounded to 1024
-    first = p.get();
-    ASSERT_NE(first, nullptr);
-    EXPECT_EQ(p.device(), Device(kCUDA, int8_t(cb::current_device())));
-    EXPECT_EQ(a->stats().allocated_bytes - before.allocated_bytes, 1024);
-  }
-  EXPECT_EQ(a->stats().allocated_bytes, before.allocated_bytes);
-  EXPECT_EQ(a->stats().reserved_bytes - before.reserved_bytes, 1024);  // cached, not freed
-  DataPtr again = a->allocate(1024);
-  EXPECT_EQ(again.get(), first) << "the freed block is handed out again";
-  EXPECT_EQ(a->stats().num_os_allocs - before.num_os_allocs, 1);
-  // A block freed on one stream is not reused on another.
-  cb::StreamHandle s = cb::create_stream();
-  void* other = cb::raw_alloc(1024, s);
-  EXPECT_NE(other, first);
-  cb::raw_free(other);
-  EXPECT_EQ(cb::raw_alloc(1024, s), other);
-  cb::raw_free(other);
+  auto grew = [&](int64_t AllocatorStats::*field) { return a->stats().*field - before.*field; };
+  char* first = static_cast<char*>(cb::raw_alloc(1000, s));  // 1024 bytes of a 2 MiB segment
+  ASSERT_NE(first, nullptr);
+  EXPECT_EQ(grew(&AllocatorStats::allocated_bytes), 1024);
+  EXPECT_EQ(grew(&AllocatorStats::reserved_bytes), int64_t(cb::BlockPool::kSmallSegment));
+  char* second = static_cast<char*>(cb::raw_alloc(1000, s));
+  EXPECT_EQ(second, first + 1024) << "carved from the same segment";
+  EXPECT_EQ(grew(&AllocatorStats::num_os_allocs), 1);
+  cb::raw_free(first);
+  EXPECT_EQ(cb::raw_alloc(512, s), first) << "the freed block, split";
+  void* other = cb::raw_alloc(1024, s2);  // a block freed on one stream stays on it
+  EXPECT_NE(other, first + 512);
+  EXPECT_EQ(grew(&AllocatorStats::num_os_allocs), 2);
+  char* big = static_cast<char*>(cb::raw_alloc(size_t(3) << 20, s));  // a 20 MiB segment
+  char* big2 = static_cast<char*>(cb::raw_alloc(size_t(5) << 20, s));
+  EXPECT_EQ(big2, big + (size_t(3) << 20)) << "the rest of the large segment";
+  EXPECT_EQ(grew(&AllocatorStats::reserved_bytes),
+            int64_t(2 * cb::BlockPool::kSmallSegment + cb::BlockPool::kLargeSegment));
+  for (void* p : {static_cast<void*>(first), static_cast<void*>(second), other,
+                  static_cast<void*>(big), static_cast<void*>(big2)})
+    cb::raw_free(p);
+  EXPECT_EQ(grew(&AllocatorStats::allocated_bytes), 0);
   cb::synchronize_stream(s);
-  cb::destroy_stream(s);
-  again.reset();
+  cb::synchronize_stream(s2);
   a->empty_cache();
-  EXPECT_EQ(a->stats().reserved_bytes, a->stats().allocated_bytes);
-  EXPECT_GE(a->stats().peak_allocated_bytes, 2048);
+  EXPECT_EQ(grew(&AllocatorStats::reserved_bytes), 0) << "every segment merged whole, released";
+  EXPECT_GE(a->stats().peak_allocated_bytes, before.allocated_bytes + (8 << 20));
+  cb::destroy_stream(s);
+  cb::destroy_stream(s2);
 }
 
 TEST_F(CudaDevice, CopiesAndKernelsMatchTheHost) {
@@ -172,6 +237,8 @@ TEST_F(CudaDevice, StreamsAndEventsOrderAndTimeWork) {
 TEST_F(CudaDevice, TensorsLiveInDeviceMemoryAndOpsRunThroughCopies) {
   // Note [CUDA tensors]: copies are the backend's kernels; other ops take the fallback's copies.
   const Device gpu(kCUDA, int8_t(cb::current_device()));
+  cuda::empty_cache();
+  const int64_t reserved_before = cuda::memory_reserved();
   const int64_t before = cuda::memory_allocated();
   Tensor a_cpu = arange(12, TensorOptions(kFloat)).reshape({3, 4});
   Tensor a = a_cpu.to(gpu);
@@ -200,8 +267,8 @@ TEST_F(CudaDevice, TensorsLiveInDeviceMemoryAndOpsRunThroughCopies) {
   EXPECT_EQ(retorch::testing::values(w.grad().to(Device(kCPU))),
             (std::vector<double>{12, 15, 18, 21}));
   a = Tensor(), d = Tensor(), m = Tensor();
-  cuda::empty_cache();
-  EXPECT_LE(cuda::memory_reserved(), cuda::memory_allocated() + 2 * 1024 * 1024);
+  cuda::empty_cache();  // what is left: the small segment that w and its gradient share
+  EXPECT_LE(cuda::memory_reserved(), reserved_before + int64_t(cb::BlockPool::kSmallSegment));
 }
 
 TEST_F(CudaDevice, CompiledKernelsRunOnTheDevice) {
@@ -278,6 +345,38 @@ TEST_F(CudaDevice, RecordStreamKeepsABlockUntilTheOtherStreamPassesItsFree) {
   for (void* ptr : {q, r, static_cast<void*>(busy)}) cb::raw_free(ptr);
   if (!s2_was_busy) GTEST_SKIP() << "s2 finished before the reuse check";
   EXPECT_NE(q, p) << "reused while s2 may still have been using it";
+}
+
+TEST_F(CudaDevice, IndexKernelsSortsAndNonzeroGiveTheCpuResults) {
+  // Note [CUDA index ops]: each op on cuda tensors gives the cpu kernel's result, on the device
+  // (none of them reaches the fallback).
+  std::vector<float> xs(60);
+  for (size_t k = 0; k < xs.size(); ++k) xs[k] = float(int(k * 7 % 11) - 5);  // ties and zeros
+  const Tensor x = tensor(xs).reshape({3, 4, 5});
+  const Tensor d = x.to(Device(kCUDA, 0));
+  const Tensor idx = tensor(std::vector<int64_t>{2, 0, 2, 1});
+  const Tensor di = idx.to(Device(kCUDA, 0));
+  reset_device_fallback_stats();
+  auto same = [](const Tensor& got, const Tensor& want) {
+    EXPECT_EQ(got.device().type, kCUDA);
+    EXPECT_TRUE(retorch::testing::all_close(got.to(Device(kCPU)), want, 0, 0));
+  };
+  auto [v, i] = sort(d, std::optional<bool>(true), 1, true);
+  auto [cv, ci] = sort(x, std::optional<bool>(true), 1, true);
+  same(v, cv);
+  same(i, ci);
+  same(index_select(d, 2, di), index_select(x, 2, idx));
+  std::vector<int64_t> gs(60);
+  for (size_t k = 0; k < gs.size(); ++k) gs[k] = int64_t(k * 5 % 3);
+  const Tensor gi = tensor(gs).reshape({3, 4, 5});
+  same(gather(d, 0, gi.to(Device(kCUDA, 0))), gather(x, 0, gi));
+  same(scatter_add(d, 0, gi.to(Device(kCUDA, 0)), d), scatter_add(x, 0, gi, x));
+  same(index_put(d, {std::optional<Tensor>(di)}, ones({4, 4, 5}).to(Device(kCUDA, 0)), true),
+       index_put(x, {std::optional<Tensor>(idx)}, ones({4, 4, 5}), true));
+  same(nonzero(d), nonzero(x));
+  same(index(d, {std::nullopt, std::optional<Tensor>(di)}),
+       index(x, {std::nullopt, std::optional<Tensor>(idx)}));
+  EXPECT_TRUE(device_fallback_stats().empty());
 }
 
 #endif  // RETORCH_HAVE_CUDA

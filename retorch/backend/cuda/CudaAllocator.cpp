@@ -1,15 +1,14 @@
-// The caching CUDA allocator: device blocks rounded to size classes, kept per (device, stream)
-// when freed and handed out again, with PyTorch's statistics and empty_cache.
+// The caching CUDA allocator: blocks carved from cached segments per (device, stream), split
+// and merged (BlockPool.h), with PyTorch's statistics and empty_cache.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <map>
 #include <mutex>
 #include <set>
 #include <tuple>
-#include <unordered_map>
 #include <vector>
 
+#include "retorch/backend/cuda/BlockPool.h"
 #include "retorch/backend/cuda/CudaRuntime.h"
 #include "retorch/core/Error.h"
 #include "retorch/core/MemoryObserver.h"
@@ -18,9 +17,9 @@ namespace retorch::cuda_backend {
 
 // Note [CUDA caching allocator]
 // cudaMalloc and cudaFree synchronize the device and cost tens of microseconds, so freed
-// blocks stay with the allocator: a block is rounded to 512 bytes below 1 MiB and to 2 MiB
-// above, and kept in the free list of its (device, stream) by size; an allocation of the same
-// rounded size on the same stream takes it back without touching the driver. A block is
+// blocks stay with the allocator: they are carved from cached segments and merged back when
+// freed (Note [Allocator block splitting] in BlockPool.h), so a request takes the best-fitting
+// free block of its (device, stream) without touching the driver. A block is
 // allocated on the thread's current stream (Note [CUDA streams]) and never moves between
 // streams: work queued on a stream may still use a block its tensor has freed, and the next
 // user on the same stream is ordered after that work by the stream itself. A block that other
@@ -33,29 +32,13 @@ namespace retorch::cuda_backend {
 // destroyed its pool's blocks join the stream's ordinary lists. When cudaMalloc
 // runs out of memory the cached blocks are released and the allocation retried once; then
 // the error names the request and the allocated and reserved totals. Statistics match the CPU
-// allocator's (AllocatorStats): allocated = held by users, reserved = allocated + cached.
+// allocator's (AllocatorStats): allocated = the blocks users hold, reserved = the segments.
 
 namespace {
 
-size_t round_size(size_t n) {
-  constexpr size_t kSmall = 512, kLarge = size_t(2) << 20;
-  if (n == 0) n = 1;
-  return n < (size_t(1) << 20) ? (n + kSmall - 1) / kSmall * kSmall
-                               : (n + kLarge - 1) / kLarge * kLarge;
-}
-
-struct Block {
-  size_t size = 0;
-  int device = 0;
-  StreamHandle stream = nullptr;
-  int64_t pool = 0;  // a graph's private pool, or 0
-  std::vector<StreamHandle> used_on;  // other streams that used it (record_stream)
-};
-
 // A freed block whose other streams' work may still be running, and an event per stream.
 struct PendingFree {
-  void* ptr;
-  Block block;
+  BlockPool::Block* block;
   std::vector<cudaEvent_t> events;
 };
 
@@ -107,33 +90,24 @@ class CachingAllocator final : public Allocator {
   void close_pool(int64_t pool) {
     std::lock_guard<std::mutex> lock(mu_);
     live_pools_.erase(pool);
-    for (auto it = free_.begin(); it != free_.end();) {
-      if (std::get<2>(it->first) != pool) {
-        ++it;
-        continue;
-      }
-      auto& target = free_[{std::get<0>(it->first), std::get<1>(it->first), 0}];
-      for (auto& [size, ptrs] : it->second)
-        target[size].insert(target[size].end(), ptrs.begin(), ptrs.end());
-      it = free_.erase(it);
-    }
+    blocks_.dissolve_pool(pool);
   }
 
   // Marks ptr's block as used on s as well: a no-op for s, the block's own stream, and for
   // memory this allocator did not allocate (a DLPack import), as in PyTorch.
   void record_stream(void* ptr, StreamHandle s) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = blocks_.find(ptr);
-    if (it == blocks_.end()) return;
-    Block& b = it->second;
-    if (s != b.stream && std::find(b.used_on.begin(), b.used_on.end(), s) == b.used_on.end())
-      b.used_on.push_back(s);
+    BlockPool::Block* b = blocks_.allocated_at(ptr);
+    if (b == nullptr) return;
+    if (s != std::get<1>(b->key) &&
+        std::find(b->used_on.begin(), b->used_on.end(), s) == b->used_on.end())
+      b->used_on.push_back(s);
   }
 
   void* raw(size_t nbytes, int device, StreamHandle stream) {
-    const size_t size = round_size(nbytes);
     AllocatorStats after;
-    void* p = raw_locked(size, nbytes, device, stream, &after);
+    size_t size = 0;
+    void* p = raw_locked(nbytes, device, stream, &size, &after);
     report(int64_t(size), device, after);
     return p;
   }
@@ -154,44 +128,44 @@ class CachingAllocator final : public Allocator {
                                     after.reserved_bytes});
   }
 
-  void* raw_locked(size_t size, size_t nbytes, int device, StreamHandle stream,
+  void* raw_locked(size_t nbytes, int device, StreamHandle stream, size_t* size,
                    AllocatorStats* after) {
     std::lock_guard<std::mutex> lock(mu_);
     if (!pending_.empty()) reclaim_pending();
-    ++stats_.num_allocs;
-    stats_.total_allocated_bytes += int64_t(size);
-    void* p = nullptr;
+    const size_t rounded = BlockPool::round_request(nbytes);
     const int64_t pool_id =
         tls_capture.pool != 0 && tls_capture.stream == stream ? tls_capture.pool : 0;
-    auto& pool = free_[{device, stream, pool_id}];
-    if (auto it = pool.find(size); it != pool.end() && !it->second.empty()) {
-      p = it->second.back();
-      it->second.pop_back();
-    } else {
-      p = malloc_device(size, nbytes);
-      stats_.reserved_bytes += int64_t(size);
+    const BlockPool::Key key{device, stream, pool_id, BlockPool::is_small(rounded)};
+    BlockPool::Block* b = blocks_.take(key, rounded);
+    if (b == nullptr) {
+      const size_t segment = BlockPool::segment_size(rounded);
+      blocks_.add_segment(key, static_cast<char*>(malloc_device(segment, nbytes)), segment);
+      stats_.reserved_bytes += int64_t(segment);
       stats_.peak_reserved_bytes = std::max(stats_.peak_reserved_bytes, stats_.reserved_bytes);
       ++stats_.num_os_allocs;
+      b = blocks_.take(key, rounded);
     }
-    blocks_[p] = Block{size, device, stream, pool_id, {}};
-    stats_.allocated_bytes += int64_t(size);
+    *size = b->size;
+    ++stats_.num_allocs;
+    stats_.total_allocated_bytes += int64_t(b->size);
+    stats_.allocated_bytes += int64_t(b->size);
     stats_.peak_allocated_bytes = std::max(stats_.peak_allocated_bytes, stats_.allocated_bytes);
     *after = stats_;
-    return p;
+    return b->ptr;
   }
 
   int64_t free_locked(void* p, int* device, AllocatorStats* after) {
     std::lock_guard<std::mutex> lock(mu_);
-    auto it = blocks_.find(p);
-    RT_CHECK(it != blocks_.end(), "CUDA caching allocator: freeing ", p,
+    BlockPool::Block* b = blocks_.allocated_at(p);
+    RT_CHECK(b != nullptr && !pending_of(b), "CUDA caching allocator: freeing ", p,
              ", which it did not allocate (or freed already)");
-    Block b = std::move(it->second);
-    blocks_.erase(it);
-    if (b.used_on.empty()) {
-      free_[key_of(b)][b.size].push_back(p);
+    const int64_t size = int64_t(b->size);
+    *device = std::get<0>(b->key);
+    if (b->used_on.empty()) {
+      blocks_.give_back(b);
     } else {
-      PendingFree f{p, b, {}};
-      for (StreamHandle s : b.used_on) {
+      PendingFree f{b, {}};
+      for (StreamHandle s : b->used_on) {
         cudaEvent_t e = nullptr;
         if (cudaEventCreateWithFlags(&e, cudaEventDisableTiming) != cudaSuccess ||
             cudaEventRecord(e, static_cast<cudaStream_t>(s)) != cudaSuccess) {
@@ -205,12 +179,17 @@ class CachingAllocator final : public Allocator {
       }
       pending_.push_back(std::move(f));
     }
-    stats_.allocated_bytes -= int64_t(b.size);
+    stats_.allocated_bytes -= size;
     ++stats_.num_frees;
-    stats_.total_freed_bytes += int64_t(b.size);
-    *device = b.device;
+    stats_.total_freed_bytes += size;
     *after = stats_;
-    return int64_t(b.size);
+    return size;
+  }
+
+  bool pending_of(const BlockPool::Block* b) const {
+    for (const PendingFree& f : pending_)
+      if (f.block == b) return true;
+    return false;
   }
 
   static void release(void* ctx, void* p, size_t) { static_cast<CachingAllocator*>(ctx)->free(p); }
@@ -235,7 +214,7 @@ class CachingAllocator final : public Allocator {
         continue;
       }
       for (cudaEvent_t e : f.events) cudaEventDestroy(e);
-      free_[key_of(f.block)][f.block.size].push_back(f.ptr);
+      blocks_.give_back(f.block);
       pending_[i] = std::move(pending_.back());
       pending_.pop_back();
     }
@@ -260,34 +239,24 @@ class CachingAllocator final : public Allocator {
     return p;
   }
 
-  // Returns every cached block but the live graph pools' to the driver; mu_ is held.
+  // Returns every wholly free segment but the live graph pools' to the driver; mu_ is held.
   void release_cached() {
-    for (auto& [key, pool] : free_) {
-      if (live_pools_.count(std::get<2>(key))) continue;
-      int previous = 0;
-      cudaGetDevice(&previous);
-      if (previous != std::get<0>(key)) cudaSetDevice(std::get<0>(key));
-      for (auto& [size, ptrs] : pool) {
-        for (void* p : ptrs) {
-          cudaFree(p);
-          stats_.reserved_bytes -= int64_t(size);
-        }
-        ptrs.clear();
-      }
-      if (previous != std::get<0>(key)) cudaSetDevice(previous);
+    const auto segments = blocks_.release_free_segments(
+        [&](const BlockPool::Key& k) { return live_pools_.count(std::get<2>(k)) == 0; });
+    int previous = 0;
+    cudaGetDevice(&previous);
+    for (const auto& [ptr, bytes, key] : segments) {
+      if (std::get<0>(key) != previous) cudaSetDevice(std::get<0>(key));
+      cudaFree(ptr);
+      if (std::get<0>(key) != previous) cudaSetDevice(previous);
+      stats_.reserved_bytes -= int64_t(bytes);
     }
     cudaGetLastError();
   }
 
   mutable std::mutex mu_;
-  using Key = std::tuple<int, StreamHandle, int64_t>;  // device, stream, pool
-  // Where a freed block goes: its pool's list while the pool's graph lives, else the stream's.
-  Key key_of(const Block& b) const {
-    return {b.device, b.stream, live_pools_.count(b.pool) ? b.pool : 0};
-  }
-  std::map<Key, std::map<size_t, std::vector<void*>>> free_;
+  BlockPool blocks_;
   std::set<int64_t> live_pools_;
-  std::unordered_map<void*, Block> blocks_;
   std::vector<PendingFree> pending_;
   AllocatorStats stats_;
 };
