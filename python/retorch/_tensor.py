@@ -190,11 +190,9 @@ def install(Tensor):
         bool((self == other).all())
     Tensor.is_same_size = lambda self, other: tuple(self.shape) == tuple(other.shape)
     Tensor.cuda = lambda self, device=None, non_blocking=False: self.to(
-        "cuda" if device is None else device)
-    Tensor.pin_memory = lambda self: self
+        "cuda" if device is None else device, non_blocking=non_blocking)
     Tensor.share_memory_ = lambda self: self
     Tensor.is_shared = lambda self: False
-    Tensor.is_pinned = lambda self: False
     for view in ("t", "transpose", "squeeze", "unsqueeze"):
         setattr(Tensor, view + "_", _inplace_view(view))
     Tensor.__reduce_ex__ = _reduce_ex

@@ -263,6 +263,8 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
         return reinterpret_cast<uintptr_t>(element_address(t));
       })
       .def("record_stream", [](const Tensor& t, const Stream& s) { record_stream(t, s); })
+      .def("pin_memory", [](const Tensor& t) { return pin_memory(t); })
+      .def("is_pinned", [](const Tensor& t) { return is_pinned(t); })
       .def("is_set_to", [](const Tensor& a, const Tensor& b) {  // same memory and geometry
         return a.impl()->storage().get() == b.impl()->storage().get() &&
                a.storage_offset() == b.storage_offset() && a.sizes().equals(b.sizes()) &&

@@ -5,6 +5,10 @@
 #include <cstdint>
 #include <string>
 
+namespace retorch {
+class Allocator;
+}  // namespace retorch
+
 namespace retorch::detail {
 
 /// Whether this build has the CUDA backend and a device, and how many devices.
@@ -37,6 +41,10 @@ bool cuda_backend_stream_query(int device, int64_t id);
 void cuda_backend_stream_synchronize(int device, int64_t id);
 void cuda_backend_stream_wait_event(int device, int64_t id, void* event);
 void cuda_backend_record_stream(void* data, int device, int64_t id);
+/// Pinned host memory (Note [Pinned host memory]): its allocator (nullptr without the backend
+/// or a device), and whether p points into page-locked host memory.
+Allocator* cuda_backend_host_allocator();
+bool cuda_backend_is_pinned(const void* p);
 
 /// CUDA graphs on a device's stream (Note [CUDA graphs]): a capture begun (its private pool's
 /// id), ended (the graph), abandoned after an error; a graph replayed, destroyed.

@@ -244,6 +244,30 @@ void record_stream(const Tensor& t, const Stream& s) {
     detail::cuda_backend_record_stream(t.impl()->storage()->data(), s.device().index, s.id());
 }
 
+bool is_pinned(const Tensor& t) {
+  return t.defined() && t.impl()->storage()->device().is_cpu() &&
+         detail::cuda_backend_is_pinned(t.impl()->storage()->data());
+}
+
+Tensor pin_memory(const Tensor& t) {
+  RT_CHECK_VALUE(t.defined(), "pin_memory: expected a defined tensor");
+  RT_CHECK(t.device().is_cpu(), "pin_memory: cannot pin a ", dtype_name(t.dtype()),
+           " tensor of shape ", t.sizes(), " on ", t.device().str(),
+           ": only cpu tensors can be pinned");
+  Allocator* pinned = detail::cuda_backend_host_allocator();
+  RT_CHECK(pinned != nullptr, "pin_memory: pinned memory requires a CUDA device, and ",
+           detail::cuda_backend_available() ? "none answered" : "none is available");
+  if (is_pinned(t)) return t;
+  const size_t nbytes = size_t(t.numel()) * size_t(element_size(t.dtype()));
+  auto storage = make_intrusive<StorageImpl>(nbytes, pinned);
+  auto impl = make_intrusive<TensorImpl>(Storage(std::move(storage)), t.dtype(), Device(kCPU));
+  impl->set_sizes_contiguous(t.sizes());
+  Tensor out(std::move(impl));
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  out.copy_(t);
+  return out;
+}
+
 namespace cuda::matmul {
 namespace {
 std::atomic<bool> g_allow_tf32{false};

@@ -147,6 +147,13 @@ RETORCH_DEVICE_NAMESPACE(xpu, kXPU)
 /// cpu); a no-op without the device's backend, where work runs as it is issued.
 void record_stream(const Tensor& t, const Stream& s);
 
+/// Whether t's memory is page-locked host memory (Tensor.is_pinned); false for device tensors.
+bool is_pinned(const Tensor& t);
+/// t in page-locked host memory (Note [Pinned host memory]): t itself when it already is, else
+/// a contiguous copy; copies between it and cuda tensors with non_blocking=True do not wait for
+/// the device. t must be a cpu tensor; raises without a CUDA device, as PyTorch does.
+Tensor pin_memory(const Tensor& t);
+
 /// Whether float32 matrix products on CUDA may round their inputs to TF32 (cuBLAS's fast TF32
 /// mode): PyTorch's torch.backends.cuda.matmul.allow_tf32, false by default as since 1.12.
 namespace cuda::matmul {

@@ -376,6 +376,16 @@ TEST(Devices, ApiAnswersTruthfullyWithoutADevice) {
   EXPECT_EQ(cuda::memory_allocated(), 0);
   EXPECT_EQ(cuda::max_memory_reserved(), 0);
   EXPECT_NE(cuda::memory_summary().find("No cuda device"), std::string::npos);
+  // Pinned memory needs a device (PyTorch: "Pinned memory requires CUDA").
+  EXPECT_FALSE(is_pinned(ones({2})));
+  try {
+    (void)pin_memory(ones({2}));
+    ADD_FAILURE() << "pin_memory without a device did not raise";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("pinned memory requires a CUDA device"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // Without the device a stream is a label of its own (work runs as it is issued): new streams

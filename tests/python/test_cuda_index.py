@@ -6,6 +6,7 @@ import pytest
 import torch
 
 import retorch
+from test_cuda_ops import fresh_stats, ran_on_device  # noqa: F401 (an autouse fixture)
 
 pytestmark = pytest.mark.skipif(not retorch.cuda.is_available(), reason="no CUDA device")
 
@@ -35,16 +36,6 @@ def same(got, want):
     assert g.shape == w.shape, (g.shape, w.shape)
     assert torch.equal(g.to(w.dtype), w) or torch.allclose(g.double(), w.double(), equal_nan=True,
                                                            rtol=0, atol=0), (g, w)
-
-
-def ran_on_device(op):
-    return not any(s["op"] == op for s in retorch.device_fallback_stats())
-
-
-@pytest.fixture(autouse=True)
-def fresh_stats():
-    retorch.reset_device_fallback_stats()
-    yield
 
 
 SORT_DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64", "uint8", "int16",

@@ -407,25 +407,25 @@ def test_quantized_linear_of_16bit_rows_is_one_gemm_on_the_device(qtype, rows):
 @pytest.mark.parametrize("qtype,rows", [(30, "bfloat16"), (1, "float16")])
 @pytest.mark.parametrize("m", [1, 3, 8, 9])
 def test_few_row_projections_match_torch(qtype, rows, m):
-    """Up to 8 rows run the GEMV of Note [Few-row projections] (a warp per weight row); 9 rows,
-    a K that is not a multiple of 8 and an unaligned weight take cuBLAS; all give torch's."""
+    """Up to 8 rows run the GEMVs of Note [Few-row projections]: tensor cores for 2 to 8 rows
+    where K is a multiple of 32 and N of 16, else a warp per weight row where K is a multiple of
+    8; 9 rows, other K and an unaligned weight take cuBLAS; all give torch's."""
     rng = np.random.default_rng(50 + m)
-    for k in (2048, 1004):
+    for n, k in ((304, 2048), (301, 2048), (304, 1000), (301, 1004)):
         x, tx = pair((m, k), "float32", seed=51 + m)
-        w = torch.tensor(rng.standard_normal((301, k))).to(t_dtype(rows))
-        b, tb = pair((602,), "float32", seed=52)
+        w = torch.tensor(rng.standard_normal((n, k))).to(t_dtype(rows))
+        b, tb = pair((2 * n,), "float32", seed=52)
         want = tx.to(t_dtype(rows)).double() @ w.double().t()
         packed = retorch.tensor(w.view(torch.uint8).numpy()).to("cuda")
         close(retorch.quantized_linear(x, packed, qtype, k), want, 1e-3)
-        close(retorch.quantized_linear(x, packed, qtype, k, b[:301]), want + tb[:301].double(),
-              1e-3)
+        close(retorch.quantized_linear(x, packed, qtype, k, b[:n]), want + tb[:n].double(), 1e-3)
         close(retorch.quantized_linear(x, packed, qtype, k, b[::2]), want + tb[::2].double(),
               1e-3)  # a strided bias, added after
         close(retorch.quantized_linear(x[:, :].t().contiguous().t(), packed, qtype, k), want,
               1e-3)
         shifted = retorch.tensor(np.concatenate([np.zeros(2, np.uint8),
                                                  w.view(torch.uint8).numpy().ravel()]))
-        unaligned = shifted.to("cuda")[2:].view(301, 2 * k)  # 2 bytes past a 16-byte boundary
+        unaligned = shifted.to("cuda")[2:].view(n, 2 * k)  # 2 bytes past a 16-byte boundary
         close(retorch.quantized_linear(x, unaligned, qtype, k), want, 1e-3)
     assert ran_on_device("aten::quantized_linear")
 

@@ -146,3 +146,38 @@ def test_work_that_needs_the_host_abandons_the_capture_with_a_clear_error():
     close(x + 1, tx + 1, 0)  # the device and its streams work on
     with pytest.raises(RuntimeError, match="non-default stream"):
         retorch.cuda.CUDAGraph().capture_begin()
+
+
+def test_pinned_memory_and_copies_that_do_not_wait():
+    """Note [Pinned host memory]: pinned cpu tensors, non_blocking copies both ways on a side
+    stream, and a freed pinned block kept from reuse until its queued copy has run."""
+    x = retorch.tensor(np.arange(1 << 20, dtype=np.float32))
+    p = x.pin_memory()
+    assert p.is_pinned() and not x.is_pinned() and p.device.type == "cpu"
+    assert p.pin_memory().data_ptr() == p.data_ptr()  # already pinned: itself
+    assert (p.numpy() == x.numpy()).all() and (p + 1).sum().item() == (x + 1).sum().item()
+    assert x[::2].pin_memory().is_pinned()  # a strided view pins as a contiguous copy
+    s = retorch.cuda.Stream()
+    s.wait_stream(retorch.cuda.current_stream())
+    with retorch.cuda.stream(s):
+        d = p.to("cuda", non_blocking=True)
+        e = p.cuda(non_blocking=True)
+        back = retorch.empty(1 << 20).pin_memory()
+        back.copy_(d * 2 + e, non_blocking=True)
+    s.synchronize()
+    assert (back.numpy() == x.numpy() * 3).all()
+    # A pinned source freed while its copy waits behind other work on the stream: the block
+    # is not handed out again (and overwritten) before the copy has read it.
+    for _ in range(3):
+        src = retorch.full((1 << 20,), 7.0).pin_memory()
+        busy(s)
+        with retorch.cuda.stream(s):
+            dst = src.to("cuda", non_blocking=True)
+        del src
+        other = retorch.empty(1 << 20).pin_memory()
+        other.fill_(-1.0)
+        s.synchronize()
+        assert (dst.cpu().numpy() == 7.0).all()
+    loader = retorch.utils.data.DataLoader(retorch.utils.data.TensorDataset(x), batch_size=4,
+                                           pin_memory=True)
+    assert next(iter(loader))[0].is_pinned()

@@ -184,6 +184,21 @@ def test_cuda_graphs_without_a_gpu_raise_and_leave_the_stream_alone():
         g.capture_begin(pool=(0, 1))
 
 
+def test_pinned_memory_without_a_gpu_raises_as_torch_does():
+    # (torch 1.13 here raises RuntimeError 'Pinned memory requires CUDA', or NotImplementedError
+    # for aten::_pin_memory once its CUDA stub is loaded)
+    x = torch.ones(3)
+    r = retorch.ones(3)
+    assert r.is_pinned() is False and x.is_pinned() is False
+    with pytest.raises(RuntimeError, match="pinned memory requires a CUDA device"):
+        r.pin_memory()
+    assert r.cuda(non_blocking=True).device.type == "cuda"  # the flag is accepted
+    with pytest.warns(UserWarning, match="pin_memory"):
+        loader = retorch.utils.data.DataLoader(retorch.utils.data.TensorDataset(r), batch_size=2,
+                                               pin_memory=True)
+    assert not next(iter(loader))[0].is_pinned()
+
+
 def test_rng_state_of_an_absent_device_drives_its_random_ops():
     retorch.cuda.manual_seed(4)
     state = retorch.cuda.get_rng_state()

@@ -45,6 +45,8 @@ bench) step bench 75 python3 bench/bench_cuda.py ;;
 llm) step llm 150 python3 bench/bench_llm_cuda.py --retorch "$L/retorch" ;;
 profile) TAILN=45 RETORCH_PROFILE=/tmp/llm.json step profile 60 "$L/retorch" \
   bench-llm --model 1b --format bf16 --device cuda --batch 1 --prompt-len 128 --gen-len 64 --eager ;;
+profileg) TAILN=45 RETORCH_PROFILE=/tmp/llmg.json step profileg 60 "$L/retorch" \
+  bench-llm --model 1b --format bf16 --device cuda --batch 1 --prompt-len 128 --gen-len 64 ;;
 sanitize)
   step memcheck 50 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
     "$L/retorch_tests" --gtest_filter='Cuda*'

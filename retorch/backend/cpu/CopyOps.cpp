@@ -208,7 +208,9 @@ Tensor clone(const Tensor& self) {
   return out.copy_(self);  // dispatched: on meta tensors, the meta copy
 }
 
-Tensor to_copy(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device) {
+Tensor to_copy(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device,
+               bool non_blocking) {
+  (void)non_blocking;  // a cpu copy is done when it returns
   Device d = device.value_or(self.device());
   RT_CHECK(d.is_cpu(), "_to_copy: the CPU backend cannot copy to device ", d);
   Tensor out = make_empty(self.sizes(), dtype.value_or(self.dtype()), d);

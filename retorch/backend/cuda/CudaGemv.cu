@@ -16,7 +16,17 @@ namespace retorch::cuda_backend {
 // row: its lanes read the row as 16-byte vectors (8 weights), round the matching activations of
 // every row m < M (float32, read through the cache: all warps share them) to the weight's type
 // as cuBLAS's input would be, and accumulate in float32; a shuffle reduction ends the row. M is
-// a template parameter up to kGemvMaxRows, so the accumulators stay in registers.
+// a template parameter up to kGemvMaxRows, so the accumulators stay in registers. Past one row
+// those float32 FMAs per weight grow with M (54 µs for 8 rows against torch's 14 µs), so for 2
+// to 8 rows, where K is a multiple of 32 and N of 16, the tensor cores do the arithmetic
+// instead (one row reads the weights as fast either way): a warp owns 16
+// weight rows and a slice of K, and one mma.m16n8k16 (bf16 or f16 in, f32 accumulate) takes 16
+// rows x 16 k of weights and the (up to) 8 activation rows, zero-padded. Its lanes load 16-byte
+// vectors (8 consecutive k of a row) and feed them to two mmas: the sum over k does not care
+// which k sits in which of the instruction's k slots, so the weights and the activations just
+// use the same assignment (lane t's slots 2t, 2t+1, 2t+8, 2t+9 of mma j hold k = 8t + 4j + 0..3)
+// and no shuffle is needed. The 8 warps of a block split K and add their tiles through shared
+// memory.
 
 namespace {
 
@@ -73,6 +83,83 @@ __global__ void __launch_bounds__(32 * kGemvWarps)
   }
 }
 
+// Two weights (k, k + 1) as the mma's operand register: the loaded word as it is; two float32
+// activations rounded to W and packed (the lower k in the low half).
+__device__ inline uint32_t packed(float a, float b, __nv_bfloat16) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(a, b);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+__device__ inline uint32_t packed(float a, float b, __half) {
+  const __half2 v = __floats2half2_rn(a, b);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// d += A (16 x 16, row) * B (16 x 8, col), float32 accumulation.
+__device__ inline void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2],
+                           __nv_bfloat16) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+__device__ inline void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t (&b)[2], __half) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+constexpr int kMmaWarps = 8;  // warps splitting K for one tile of 16 weight rows
+
+template <typename W>
+__global__ void __launch_bounds__(32 * kMmaWarps)
+    gemv_mma_kernel(const W* __restrict__ w, const float* __restrict__ x,
+                    const float* __restrict__ bias, float* __restrict__ y, int m, int64_t n,
+                    int64_t k) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, t = lane & 3;  // the mma's group and thread in group
+  const int64_t n0 = int64_t(blockIdx.x) * 16;
+  const uint4* row_lo = reinterpret_cast<const uint4*>(w + (n0 + g) * k);
+  const uint4* row_hi = reinterpret_cast<const uint4*>(w + (n0 + g + 8) * k);
+  const float* xr = x + int64_t(g) * k;
+  const bool has_x = g < m;
+  float d[4] = {0.f, 0.f, 0.f, 0.f};
+  const int64_t chunks = k / 32;  // 32 k per chunk: 8 per lane of a group of 4
+#pragma unroll 4
+  for (int64_t c = warp; c < chunks; c += kMmaWarps) {
+    const uint4 lo = __ldcs(row_lo + c * 4 + t), hi = __ldcs(row_hi + c * 4 + t);
+    float xs[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+    if (has_x) {
+      const float4* xp = reinterpret_cast<const float4*>(xr + c * 32 + t * 8);
+      const float4 p = __ldg(xp), q = __ldg(xp + 1);
+      xs[0] = p.x, xs[1] = p.y, xs[2] = p.z, xs[3] = p.w;
+      xs[4] = q.x, xs[5] = q.y, xs[6] = q.z, xs[7] = q.w;
+    }
+    const uint32_t a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
+    const uint32_t b0[2] = {packed(xs[0], xs[1], W()), packed(xs[2], xs[3], W())};
+    const uint32_t b1[2] = {packed(xs[4], xs[5], W()), packed(xs[6], xs[7], W())};
+    mma(d, a0, b0, W());
+    mma(d, a1, b1, W());
+  }
+  __shared__ float tiles[kMmaWarps][32][4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) tiles[warp][lane][i] = d[i];
+  __syncthreads();
+  if (warp != 0) return;
+  for (int v = 1; v < kMmaWarps; ++v)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) d[i] += tiles[v][lane][i];
+  // d: (row n0 + g, cols 2t, 2t + 1), then (row n0 + g + 8, the same cols); cols are x's rows.
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int64_t row = n0 + g + (i >= 2 ? 8 : 0);
+    const int col = 2 * t + (i & 1);
+    if (col < m) y[int64_t(col) * n + row] = d[i] + (bias != nullptr ? bias[row] : 0.f);
+  }
+}
+
 template <typename W, int M>
 void launch_rows(const void* w, const float* x, const float* bias, float* y, int64_t n,
                  int64_t k, StreamHandle s) {
@@ -84,6 +171,11 @@ void launch_rows(const void* w, const float* x, const float* bias, float* y, int
 template <typename W>
 void launch_typed(const void* w, const float* x, const float* bias, float* y, int64_t m,
                   int64_t n, int64_t k, StreamHandle s) {
+  if (m > 1 && k % 32 == 0 && n % 16 == 0) {  // the tensor cores' path (one row: FMAs suffice)
+    gemv_mma_kernel<W><<<unsigned(n / 16), 32 * kMmaWarps, 0, as_stream(s)>>>(
+        static_cast<const W*>(w), x, bias, y, int(m), n, k);
+    return;
+  }
   switch (m) {
     case 1: return launch_rows<W, 1>(w, x, bias, y, n, k, s);
     case 2: return launch_rows<W, 2>(w, x, bias, y, n, k, s);

@@ -93,6 +93,15 @@ void raw_free(void* ptr);
 /// is reused only after the work queued on s by then has finished (Tensor.record_stream).
 void record_stream(void* ptr, StreamHandle s);
 
+/// The caching allocator of page-locked host memory (Note [Pinned host memory] in
+/// CudaHostAllocator.cpp): cpu memory the device copies to and from without waiting.
+Allocator* host_allocator();
+/// Whether p points into page-locked host memory (this allocator's or any other).
+bool is_pinned(const void* p);
+/// Keeps the pinned block holding p from reuse until the work queued on s by now has run (a
+/// copy that did not wait for its stream reads or writes it).
+void record_host_use(const void* p, StreamHandle s);
+
 /// A graph's private pool in the caching allocator: opened for the calling thread's capture on
 /// stream s (its allocations there come from the pool), the capture's end, and the pool's close
 /// when the graph is destroyed (Note [CUDA graphs] in CudaGraphs.cpp).

@@ -24,8 +24,9 @@ namespace cuda_backend {
 // span of device memory each cuda side occupies to the host, runs the CPU kernel between host
 // views of the same geometry, and sends the destination's span back. _to_copy allocates on the
 // target device and copy_es. Copies queue on the current stream (Note [CUDA streams]); those to
-// and from the host then wait for it, so the host sees the data when they return (PyTorch's
-// non_blocking is accepted and ignored); device-to-device ones do not wait. Ops with CUDA kernels
+// and from the host then wait for it, so the host sees the data when they return, except a
+// non_blocking one whose host side is pinned (Note [Pinned host memory]), which returns at once,
+// as PyTorch's does; device-to-device ones do not wait. Ops with CUDA kernels
 // (Note [CUDA op kernels], Note [cuBLAS products]) run on the GPU; every other op reaches the
 // device fallback, which copies its cuda arguments to the cpu and its results back (Note
 // [Fallback copies]). Placement follows the CUDA current device (one GPU, as on the machines
@@ -40,13 +41,17 @@ void check(cudaError_t status, const char* what) {
   RT_ERROR("CUDA error in ", what, ": ", cudaGetErrorString(status));
 }
 
-// A copy in any direction on the current stream (unified addressing tells the kinds apart),
-// waited for when the host is one side.
-void copy_bytes(void* dst, const void* src, size_t n, bool host_side) {
+// A copy in any direction on the current stream (unified addressing tells the kinds apart).
+// One with a host side (`host`, else nullptr) waits for the stream, unless it need not
+// (non_blocking) and the host side is pinned: then the pinned block is kept until the copy has
+// run (Note [Pinned host memory]).
+void copy_bytes(void* dst, const void* src, size_t n, const void* host, bool non_blocking) {
   if (n == 0) return;
   cudaStream_t s = static_cast<cudaStream_t>(current_stream());
   check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDefault, s), "cudaMemcpyAsync");
-  if (host_side) check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  if (host == nullptr) return;
+  if (non_blocking && is_pinned(host)) return record_host_use(host, s);
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
 }
 
 // The host copy of the device memory a cuda tensor's elements span, and a cpu tensor with the
@@ -65,20 +70,22 @@ struct HostSpan {
     nbytes = size_t(last + 1) * es;
     device = static_cast<char*>(t.impl()->storage()->data()) + size_t(t.storage_offset()) * es;
     buffer = make_empty({int64_t(nbytes)}, kByte);
-    if (read) copy_bytes(buffer.data_ptr(), device, nbytes, true);
+    if (read) copy_bytes(buffer.data_ptr(), device, nbytes, buffer.data_ptr(), false);
     auto impl = make_intrusive<TensorImpl>(buffer.impl()->storage(), t.dtype(), Device(kCPU));
     impl->set_sizes_and_strides(t.sizes(), t.strides(), 0);
     view = Tensor(std::move(impl));
   }
-  void write_back() { copy_bytes(device, buffer.data_ptr(), nbytes, true); }
+  void write_back() { copy_bytes(device, buffer.data_ptr(), nbytes, buffer.data_ptr(), false); }
 };
 
-Tensor copy(const Tensor& self, const Tensor& src) {
+Tensor copy(const Tensor& self, const Tensor& src, bool non_blocking) {
   if (self.numel() == 0) return self;
   if (self.dtype() == src.dtype() && self.sizes().equals(src.sizes()) && self.is_contiguous() &&
       src.is_contiguous()) {
+    const void* host = !in_device_memory(self) ? device_ptr(self)
+                       : !in_device_memory(src) ? device_ptr(src) : nullptr;
     copy_bytes(device_ptr(self), device_ptr(src), size_t(self.numel()) * self.element_size(),
-               !in_device_memory(self) || !in_device_memory(src));
+               host, non_blocking);
     return self;
   }
   if (copy_on_device(self, src)) return self;  // Note [CUDA op kernels]
@@ -96,20 +103,21 @@ Tensor copy(const Tensor& self, const Tensor& src) {
 void copy_kernel(const OperatorHandle&, DispatchKeySet, Stack* stack) {
   Tensor self = (*stack)[stack->size() - 3].to_tensor();
   Tensor src = (*stack)[stack->size() - 2].to_tensor();
-  copy(self, src);
+  copy(self, src, stack->back().to_bool());
   stack->erase(stack->end() - 3, stack->end());
   stack->push_back(IValue(self));
 }
 
 void to_copy_kernel(const OperatorHandle&, DispatchKeySet, Stack* stack) {
-  Tensor self = (*stack)[stack->size() - 3].to_tensor();
-  const IValue& dt = (*stack)[stack->size() - 2];
-  const IValue& dev = (*stack)[stack->size() - 1];
+  Tensor self = (*stack)[stack->size() - 4].to_tensor();
+  const IValue& dt = (*stack)[stack->size() - 3];
+  const IValue& dev = (*stack)[stack->size() - 2];
+  const bool non_blocking = stack->back().to_bool();
   const ScalarType dtype = dt.is_none() ? self.dtype() : dt.to_scalar_type();
   const Device device = dev.is_none() ? self.device() : dev.to_device();
   Tensor out = make_empty(self.sizes(), dtype, device);
-  copy(out, self);
-  stack->erase(stack->end() - 3, stack->end());
+  copy(out, self, non_blocking);
+  stack->erase(stack->end() - 4, stack->end());
   stack->push_back(IValue(out));
 }
 
@@ -195,6 +203,11 @@ void cuda_backend_stream_wait_event(int device, int64_t id, void* event) {
 void cuda_backend_record_stream(void* data, int device, int64_t id) {
   cuda_backend::record_stream(data, cuda_backend::stream_handle(device, id));
 }
+
+Allocator* cuda_backend_host_allocator() {
+  return cuda_backend::device_count() > 0 ? cuda_backend::host_allocator() : nullptr;
+}
+bool cuda_backend_is_pinned(const void* p) { return cuda_backend::is_pinned(p); }
 
 int64_t cuda_backend_graph_begin(int device, int64_t stream) {
   return cuda_backend::capture_graph_begin(cuda_backend::stream_handle(device, stream));

@@ -60,7 +60,9 @@ Tensor copy_(const Tensor& self, const Tensor& src, bool non_blocking) {
   return self;
 }
 
-Tensor to_copy(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device) {
+Tensor to_copy(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device,
+               bool non_blocking) {
+  (void)non_blocking;
   const Device d = device.value_or(self.device());
   RT_CHECK_KIND(d.is_meta(), ErrorKind::kNotImplemented, "Cannot copy out of meta tensor; no data!",
                 " (to ", d, ")");

@@ -53,6 +53,8 @@ bool cuda_backend_stream_query(int, int64_t) { return true; }
 void cuda_backend_stream_synchronize(int, int64_t) {}
 void cuda_backend_stream_wait_event(int, int64_t, void*) {}
 void cuda_backend_record_stream(void*, int, int64_t) {}
+Allocator* cuda_backend_host_allocator() { return nullptr; }
+bool cuda_backend_is_pinned(const void*) { return false; }
 int64_t cuda_backend_graph_begin(int, int64_t) {
   RT_ERROR("CUDA is not available: this build has no CUDA backend");
 }

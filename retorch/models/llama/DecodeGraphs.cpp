@@ -16,6 +16,9 @@ namespace retorch::llama {
 // tensors of fixed shapes as inputs (tokens, positions, the sequence of each token, block tables
 // padded to the widest a sequence can need, cache slots) and all rows' logits as its output;
 // every later batch of that size copies its values into those inputs and replays the graph.
+// The inputs are views of one device buffer filled by one copy from a pinned host buffer that
+// does not wait for the device (Note [Pinned host memory]): four copies that each waited for
+// the stream before; the host writes that buffer again only once the last copy has run.
 // The capture asks the model for rotary tables covering max_context positions, so replays never
 // need a larger table, and the KV cache's tensors are the engine's own, so the graph's writes
 // land where eager steps read. If a capture fails (an op of the model that needs the host, such
@@ -57,32 +60,51 @@ bool DecodeGraphs::capture(LlamaForCausalLMImpl& model, KvCache& cache, Entry& e
   return captured;
 }
 
+void DecodeGraphs::stage(Entry& e, const ForwardBatch& batch) {
+  const int64_t b = batch.tokens.numel(), w = batch.block_tables.size(1);
+  if (e.copied.recorded()) e.copied.synchronize();  // (passed already: the logits were read)
+  Tensor& h = e.staging;
+  h.narrow(0, 0, b).copy_(batch.tokens.reshape({b}));
+  h.narrow(0, b, b).copy_(batch.positions.reshape({b}));
+  h.narrow(0, 2 * b, b).copy_(batch.slots.reshape({b}));
+  Tensor tables = h.narrow(0, 3 * b, b * table_width_).view({b, table_width_});
+  if (w < table_width_) tables.narrow(1, w, table_width_ - w).zero_();
+  tables.narrow(1, 0, w).copy_(batch.block_tables);
+  e.packed.copy_(h, /*non_blocking=*/true);
+  e.copied.record(cuda::current_stream());
+}
+
 std::optional<Tensor> DecodeGraphs::run(LlamaForCausalLMImpl& model, KvCache& cache,
                                         const ForwardBatch& batch) {
   if (!usable()) return std::nullopt;
   const int64_t b = batch.tokens.numel();
   RT_CHECK(batch.block_tables.size(1) <= table_width_, "DecodeGraphs: a block table of ",
            batch.block_tables.size(1), " blocks is wider than the ", table_width_, " captured");
-  Tensor tables = zeros({b, table_width_}, TensorOptions().dtype(kLong));
-  tables.narrow(1, 0, batch.block_tables.size(1)).copy_(batch.block_tables);
   auto it = graphs_.find(b);
   if (it == graphs_.end()) {
     Entry e;
-    e.inputs = ForwardBatch{on(batch.tokens, device_), on(batch.positions, device_),
+    const int64_t n = b * (3 + table_width_);
+    e.staging = zeros({n}, TensorOptions().dtype(kLong));
+    try {
+      e.staging = pin_memory(e.staging);
+    } catch (const std::exception&) {
+    }  // (pageable: each copy then waits, as before)
+    e.packed = zeros({n}, TensorOptions().dtype(kLong).device(device_));
+    e.inputs = ForwardBatch{e.packed.narrow(0, 0, b),
+                            e.packed.narrow(0, b, b),
                             on(arange(b, TensorOptions().dtype(kLong)), device_),
-                            on(tables, device_),    on(batch.slots, device_),
-                            Tensor(),               max_context_ - 1};
+                            e.packed.narrow(0, 3 * b, b * table_width_).view({b, table_width_}),
+                            e.packed.narrow(0, 2 * b, b),
+                            Tensor(),
+                            max_context_ - 1};
+    stage(e, batch);
     if (!capture(model, cache, e)) {
       broken_ = true;
       return std::nullopt;
     }
     it = graphs_.emplace(b, std::move(e)).first;
   } else {
-    ForwardBatch& in = it->second.inputs;
-    in.tokens.copy_(batch.tokens);
-    in.positions.copy_(batch.positions);
-    in.block_tables.copy_(tables);
-    in.slots.copy_(batch.slots);
+    stage(it->second, batch);
   }
   it->second.graph->replay();
   ++replays_;

@@ -29,10 +29,16 @@ class DecodeGraphs {
 
  private:
   struct Entry {
-    ForwardBatch inputs;  // the device tensors the graph reads
-    Tensor logits;        // and the one it writes
+    ForwardBatch inputs;  // the device tensors the graph reads: views of `packed`
+    Tensor packed;        // tokens, positions, slots, block tables: [b * (3 + width)] int64
+    Tensor staging;       // packed's host side (pinned where the device allows)
+    Event copied;         // the last copy of staging into packed
+    Tensor logits;        // what the graph writes
     std::unique_ptr<cuda::CUDAGraph> graph;
   };
+  // Fills e.staging with the batch's inputs (block tables padded with zeros) and queues one
+  // copy of it into e.packed that the host does not wait for.
+  void stage(Entry& e, const ForwardBatch& batch);
   bool capture(LlamaForCausalLMImpl& model, KvCache& cache, Entry& e);
 
   Device device_;

@@ -88,7 +88,7 @@ Tensor to_device(const Tensor& self, std::optional<Device> device, std::optional
   Device d = device.value_or(self.device()).canonical();
   ScalarType t = dtype.value_or(self.dtype());
   if (d == self.device() && t == self.dtype() && !copy) return self;
-  return retorch::_to_copy(self, t, d);
+  return retorch::_to_copy(self, t, d, non_blocking);
 }
 Tensor to_other(const Tensor& self, const Tensor& other, bool non_blocking, bool copy) {
   return to_device(self, other.device(), other.dtype(), non_blocking, copy);

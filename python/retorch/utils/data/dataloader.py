@@ -199,6 +199,22 @@ class DataLoader:
         return len(self._index_sampler)
 
 
+def _pin(data):
+    """data with its tensors in pinned host memory (through dicts, lists, tuples and named
+    tuples, and objects with a pin_memory() method), as torch's pin_memory step does."""
+    if isinstance(data, retorch.Tensor):
+        return data.pin_memory()
+    if hasattr(data, "pin_memory") and callable(data.pin_memory):
+        return data.pin_memory()
+    if isinstance(data, dict):
+        return type(data)({k: _pin(v) for k, v in data.items()})
+    if isinstance(data, tuple) and hasattr(data, "_fields"):
+        return type(data)(*(_pin(v) for v in data))
+    if isinstance(data, (list, tuple)):
+        return type(data)(_pin(v) for v in data)
+    return data
+
+
 def _fetcher_args(loader):
     return (loader.dataset, loader._iterable, loader._auto_collation, loader.collate_fn,
             loader.drop_last)
@@ -225,6 +241,8 @@ class _BaseIter:
 
     def __next__(self):
         data = self._next_data()
+        if self._loader.pin_memory and retorch.cuda.is_available():
+            data = _pin(data)  # so .to("cuda", non_blocking=True) need not wait
         self._num_yielded += 1
         return data
 
