@@ -47,6 +47,13 @@ profile) TAILN=45 RETORCH_PROFILE=/tmp/llm.json step profile 60 "$L/retorch" \
   bench-llm --model 1b --format bf16 --device cuda --batch 1 --prompt-len 128 --gen-len 64 --eager ;;
 profileg) TAILN=45 RETORCH_PROFILE=/tmp/llmg.json step profileg 60 "$L/retorch" \
   bench-llm --model 1b --format bf16 --device cuda --batch 1 --prompt-len 128 --gen-len 64 ;;
+nsys)  # the graphed decode step's kernels on the device, where the image has Nsight Systems
+  N=$(command -v nsys || first /opt /usr/local -name nsys -type f -perm -u+x)
+  if [ -z "$N" ]; then echo "nsys: not on this machine"; else
+    TAILN=60 step nsys 150 "$N" profile -o /tmp/decode --force-overwrite true --stats=true \
+      "$L/retorch" bench-llm --model 1b --format bf16 --device cuda --batch 1 --prompt-len 128 \
+      --gen-len 32
+  fi ;;
 sanitize)
   step memcheck 50 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 \
     "$L/retorch_tests" --gtest_filter='Cuda*'
