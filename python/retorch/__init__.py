@@ -159,6 +159,25 @@ def _tensor_deepcopy(self, memo):
 
 Tensor.__deepcopy__ = _tensor_deepcopy
 from .serialization import save, load  # noqa: E402,F401  (safetensors-based checkpoints)
+
+
+def _accept_pin_memory(namespace, names):
+    """torch's factories take pin_memory=: True makes the result in pinned host memory (Note
+    [Pinned host memory]); without a CUDA device that raises, as torch's does."""
+    import functools
+
+    for name in names:
+        fn = namespace[name]
+
+        def factory(*args, pin_memory=False, _fn=fn, **kwargs):
+            out = _fn(*args, **kwargs)
+            return out.pin_memory() if pin_memory else out
+        namespace[name] = functools.update_wrapper(factory, fn)
+
+
+_accept_pin_memory(globals(), ("empty", "empty_strided", "zeros", "ones", "full", "rand", "randn",
+                               "randint", "randperm", "arange", "linspace", "logspace", "eye",
+                               "tensor"))
 from . import utils  # noqa: E402,F401  (torch.utils.data, torch.utils.dlpack)
 from .utils.dlpack import from_dlpack  # noqa: E402,F401
 

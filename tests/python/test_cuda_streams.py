@@ -181,3 +181,5 @@ def test_pinned_memory_and_copies_that_do_not_wait():
     loader = retorch.utils.data.DataLoader(retorch.utils.data.TensorDataset(x), batch_size=4,
                                            pin_memory=True)
     assert next(iter(loader))[0].is_pinned()
+    z = retorch.zeros(5, pin_memory=True)  # torch's factory keyword
+    assert z.is_pinned() and z.tolist() == [0.0] * 5

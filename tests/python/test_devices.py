@@ -193,6 +193,13 @@ def test_pinned_memory_without_a_gpu_raises_as_torch_does():
     with pytest.raises(RuntimeError, match="pinned memory requires a CUDA device"):
         r.pin_memory()
     assert r.cuda(non_blocking=True).device.type == "cuda"  # the flag is accepted
+    for make in (lambda L, **k: L.zeros(3, **k), lambda L, **k: L.empty(2, 3, **k),
+                 lambda L, **k: L.arange(4, **k), lambda L, **k: L.tensor([1.0, 2.0], **k),
+                 lambda L, **k: L.full((2,), 7.0, **k), lambda L, **k: L.randn(3, **k)):
+        got, want = make(retorch, pin_memory=False), make(torch, pin_memory=False)
+        assert tuple(got.shape) == tuple(want.shape) and not got.is_pinned()
+        with pytest.raises(RuntimeError, match="pinned memory requires a CUDA device"):
+            make(retorch, pin_memory=True)
     with pytest.warns(UserWarning, match="pin_memory"):
         loader = retorch.utils.data.DataLoader(retorch.utils.data.TensorDataset(r), batch_size=2,
                                                pin_memory=True)
