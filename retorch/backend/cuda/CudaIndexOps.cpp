@@ -185,10 +185,11 @@ void index(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
+// A copy of t made on the device: the dispatched clone (CUDA's is an empty tensor and the device
+// copy), below autograd since the kernels run under it.
 Tensor device_clone(const Tensor& t) {
-  Tensor c = make_empty(t.sizes(), t.dtype(), t.device());
-  RT_CHECK(copy_on_device(c, t), "cuda: could not copy a ", t.dim(), "-dim tensor");
-  return c;
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  return t.clone();
 }
 
 bool same_storage(const Tensor& a, const Tensor& b) {
