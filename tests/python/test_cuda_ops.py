@@ -506,6 +506,26 @@ def test_rotary_embedding_on_the_device(interleaved, rot):
     assert ran_on_device("aten::rotary_embedding")
 
 
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("kv", ["float32", "bfloat16"])
+def test_rotary_and_cache_on_the_device(interleaved, kv):
+    from test_ops_llm import rotary_and_cache_case, torch_rotary_and_cache
+    rng = np.random.default_rng(35)
+    T, Hq, Hkv, D, NB, BS = 9, 8, 2, 64, 6, 16
+    qkv, pos, slots, cache, kc, vc = rotary_and_cache_case(rng, T, Hq, Hkv, D, NB, BS, 64)
+    q, tk, tv = torch_rotary_and_cache(qkv, pos, slots, cache, kc, vc, Hq, interleaved,
+                                       getattr(torch, kv))
+    dk, dv = cu(kc).to(getattr(retorch, kv)), cu(vc).to(getattr(retorch, kv))
+    got = retorch.rotary_and_cache(cu(qkv), cu(pos), cu(cache.numpy()), dk, dv, cu(slots),
+                                   interleaved)
+    assert got.device.type == "cuda" and dk.device.type == "cuda"
+    close(got, q, 1e-5)
+    tol = 1e-5 if kv == "float32" else 8e-3
+    np.testing.assert_allclose(dk.float().cpu().numpy(), tk.float().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_array_equal(dv.float().cpu().numpy(), tv.float().numpy())
+    assert ran_on_device("aten::rotary_and_cache")
+
+
 @pytest.mark.parametrize("kv", ["float32", "bfloat16"])
 @pytest.mark.parametrize("Hq,Hkv,window", [(8, 2, -1), (4, 4, 5), (6, 1, -1)])
 def test_paged_attention_on_the_device(kv, Hq, Hkv, window):

@@ -272,6 +272,8 @@ def test_llm_kernels_on_meta_match_real_execution():
     cache = retorch.rand(8, 6)
     _meta_vs_real(lambda x, p, c: retorch.rotary_embedding(x, p, c, False), x, pos, cache)
     kc, vc = retorch.rand(4, 2, 1, 8), retorch.rand(4, 2, 1, 8)
+    _meta_vs_real(lambda x, p, c, k, v, s: retorch.rotary_and_cache(x, p, c, k, v, s),
+                  retorch.rand(3, 32), pos, cache, kc, vc, retorch.tensor([0, 7, 2]))
     tables, qseq, qpos = retorch.tensor([[0, 1], [2, 3]]), retorch.tensor([0, 1]), retorch.tensor([3, 1])
     _meta_vs_real(lambda q, k, v, t, s, p: retorch.paged_attention(q, k, v, t, s, p, 0.35, -1),
                   retorch.rand(2, 2, 8), kc, vc, tables, qseq, qpos)

@@ -12,6 +12,7 @@ CUSTOM = {
     "test_fused_rms_norm": ["fused_rms_norm"],
     "test_silu_and_mul": ["silu_and_mul"],
     "test_rotary_embedding": ["rotary_embedding"],
+    "test_rotary_and_cache": ["rotary_and_cache"],
     "test_paged_attention": ["paged_attention"],
     "test_paged_attention_long_runs_match_torch": ["paged_attention"],
     "test_paged_attention_bfloat16_cache": ["paged_attention"],
@@ -106,6 +107,75 @@ def test_rotary_embedding(rng, interleaved, rot):
         retorch.rotary_embedding(R(x), R(np.full(T, 32, np.int64)), R(cache.numpy()), False)
     with pytest.raises(RuntimeError, match="positions of shape"):
         retorch.rotary_embedding(R(x), R(pos[:2]), R(cache.numpy()), False)
+
+
+def rotary_and_cache_case(rng, T, Hq, Hkv, D, NB, BS, rot):
+    """qkv rows, positions, distinct slots, a cos/sin cache and random starting caches."""
+    qkv = rng.standard_normal((T, (Hq + 2 * Hkv) * D)).astype(np.float32)
+    pos = rng.integers(0, 40, T).astype(np.int64)
+    slots = rng.permutation(NB * BS)[:T].astype(np.int64)
+    kc = rng.standard_normal((NB, BS, Hkv, D)).astype(np.float32)
+    vc = rng.standard_normal((NB, BS, Hkv, D)).astype(np.float32)
+    return qkv, pos, slots, rope_cache(40, rot), kc, vc
+
+
+def torch_rotary_and_cache(qkv, pos, slots, cache, kc, vc, Hq, interleaved, dtype):
+    """rotary_embedding of q and k, then index_put of k and v into the caches, in torch."""
+    T, D, Hkv = qkv.shape[0], kc.shape[3], kc.shape[2]
+    x = torch.from_numpy(qkv)
+    q, k, v = x.split([Hq * D, Hkv * D, Hkv * D], dim=1)
+    tp = torch.from_numpy(pos)
+    q = torch_rope(q.reshape(T, Hq, D), tp, cache, interleaved)
+    k = torch_rope(k.reshape(T, Hkv, D), tp, cache, interleaved)
+    tk, tv = torch.from_numpy(kc).to(dtype), torch.from_numpy(vc).to(dtype)
+    at = torch.from_numpy(slots)
+    tk.view(-1, Hkv, D)[at] = k.to(dtype)
+    tv.view(-1, Hkv, D)[at] = v.reshape(T, Hkv, D).to(dtype)
+    return q, tk, tv
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("rot,dtype", [(16, "float32"), (8, "float32"), (16, "bfloat16")])
+def test_rotary_and_cache(rng, interleaved, rot, dtype):
+    T, Hq, Hkv, D, NB, BS = 5, 6, 2, 16, 4, 3
+    qkv, pos, slots, cache, kc, vc = rotary_and_cache_case(rng, T, Hq, Hkv, D, NB, BS, rot)
+    tdt = getattr(torch, dtype)
+    q, tk, tv = torch_rotary_and_cache(qkv, pos, slots, cache, kc, vc, Hq, interleaved, tdt)
+    rk, rv = R(kc).to(getattr(retorch, dtype)), R(vc).to(getattr(retorch, dtype))
+    v0 = rk._version
+    out = retorch.rotary_and_cache(R(qkv), R(pos), R(cache.numpy()), rk, rv, R(slots),
+                                   interleaved)
+    assert out.shape == (T, Hq, D) and out.dtype == retorch.float32
+    close(out, q)
+    assert rk._version > v0
+    # bfloat16 rows: the rounding of torch's rotation (another order of the same products) may
+    # land one bfloat16 step away; float32 rows match to float32 rounding.
+    tol = 1e-5 if dtype == "float32" else 8e-3
+    np.testing.assert_allclose(N(rk.float()), tk.float().numpy(), rtol=tol, atol=tol)
+    np.testing.assert_array_equal(N(rv.float()), tv.float().numpy())
+    # Rows no slot names keep their values.
+    keep = np.setdiff1d(np.arange(NB * BS), slots)
+    np.testing.assert_array_equal(N(rk.float()).reshape(NB * BS, -1)[keep],
+                                  tk.float().numpy().reshape(NB * BS, -1)[keep])
+
+
+def test_rotary_and_cache_errors(rng):
+    T, Hq, Hkv, D, NB, BS = 3, 4, 2, 8, 2, 4
+    qkv, pos, slots, cache, kc, vc = rotary_and_cache_case(rng, T, Hq, Hkv, D, NB, BS, 8)
+    c = R(cache.numpy())
+
+    def call(qkv=qkv, pos=pos, slots=slots, kc=kc, vc=vc):
+        return retorch.rotary_and_cache(R(qkv), R(pos), c, R(kc), R(vc), R(slots))
+    with pytest.raises(IndexError, match="rotary_and_cache: slot 8 is outside the cache's 8 rows"):
+        call(slots=np.array([0, 8, 1], np.int64))
+    with pytest.raises(IndexError, match="rotary_and_cache: position 40 is outside"):
+        call(pos=np.array([0, 40, 1], np.int64))
+    with pytest.raises(RuntimeError, match=r"expected qkv \[tokens, \(heads \+ 2 x 2\) x 8\]"):
+        call(qkv=qkv[:, :-1])
+    with pytest.raises(RuntimeError, match="one entry per qkv row"):
+        call(slots=slots[:2])
+    with pytest.raises(TypeError, match="contiguous float32 or bfloat16"):
+        call(kc=kc.astype(np.float64), vc=vc.astype(np.float64))
 
 
 def torch_attention(q, keys, values, pos, window):

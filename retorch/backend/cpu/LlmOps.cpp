@@ -267,6 +267,30 @@ Tensor silu_and_mul(const Tensor& input) {
   return out.to(input.dtype());
 }
 
+namespace {
+
+// The first 2 * half dims of one head's row x rotated by cache row c (cos then sin) into o
+// (Note [Rotary embedding layouts]); dims past them are the caller's.
+void rotate_row(const float* x, const float* c, float* o, int64_t half, bool interleaved) {
+  const float* s = c + half;
+  if (interleaved) {
+    for (int64_t i = 0; i < half; ++i) {
+      float x1 = x[2 * i], x2 = x[2 * i + 1];
+      o[2 * i] = x1 * c[i] - x2 * s[i];
+      o[2 * i + 1] = x2 * c[i] + x1 * s[i];
+    }
+  } else {
+    _Pragma("omp simd")
+    for (int64_t i = 0; i < half; ++i) {
+      float x1 = x[i], x2 = x[i + half];
+      o[i] = x1 * c[i] - x2 * s[i];
+      o[i + half] = x2 * c[i] + x1 * s[i];
+    }
+  }
+}
+
+}  // namespace
+
 // Note [Rotary embedding layouts]
 // cos_sin_cache row p holds cos(p * f_i) for i < rot/2, then sin(p * f_i). The non-interleaved
 // ("neox", Hugging Face's rotate_half) layout rotates the pair (x[i], x[i + rot/2]); the
@@ -304,27 +328,98 @@ Tensor rotary_embedding(const Tensor& input, const Tensor& positions, const Tens
   parallel_for(0, T * H, std::max<int64_t>(1, 8192 / std::max<int64_t>(D, 1)),
                [&](int64_t b, int64_t e) {
     for (int64_t th = b; th < e; ++th) {
-      const float* c = cp + pos[size_t(th / H)] * 2 * half;
-      const float* s = c + half;
-      const float* xr = xp + th * D;
-      float* o = op + th * D;
-      if (interleaved) {
-        for (int64_t i = 0; i < half; ++i) {
-          float x1 = xr[2 * i], x2 = xr[2 * i + 1];
-          o[2 * i] = x1 * c[i] - x2 * s[i];
-          o[2 * i + 1] = x2 * c[i] + x1 * s[i];
-        }
-      } else {
-        _Pragma("omp simd")
-        for (int64_t i = 0; i < half; ++i) {
-          float x1 = xr[i], x2 = xr[i + half];
-          o[i] = x1 * c[i] - x2 * s[i];
-          o[i + half] = x2 * c[i] + x1 * s[i];
-        }
-      }
+      rotate_row(xp + th * D, cp + pos[size_t(th / H)] * 2 * half, op + th * D, half,
+                 interleaved);
     }
   });
   return out.to(input.dtype());
+}
+
+// Note [Rotary and cache write]
+// rotary_and_cache takes the fused projection's rows qkv [T, (Hq + 2 Hkv) D] as they are: it
+// returns the query heads rotated ([T, Hq, D]) and writes the key heads rotated and the value
+// heads to cache row slots[t] (the flat row of key_cache.view(-1, Hkv, D): block * block_size +
+// offset), converted to the cache's dtype. The values are rotary_embedding's on q and k followed
+// by index_put_ of k and v; a decode step on the GPU runs one kernel for what took six (two
+// rotations, two conversions, two row scatters). Positions and slots are checked like
+// rotary_embedding's and index_put_'s; a slot given twice keeps one of its writes.
+Tensor rotary_and_cache(const Tensor& qkv, const Tensor& positions, const Tensor& cos_sin_cache,
+                        const Tensor& key_cache, const Tensor& value_cache, const Tensor& slots,
+                        bool interleaved) {
+  const char* op = "rotary_and_cache";
+  RT_CHECK(key_cache.dim() == 4 && value_cache.sizes() == key_cache.sizes(), op,
+           ": key_cache ", key_cache.sizes(), " and value_cache ", value_cache.sizes(),
+           " must both be [blocks, block_size, kv_heads, head_dim]");
+  RT_CHECK_TYPE((key_cache.dtype() == kFloat || key_cache.dtype() == kBFloat16) &&
+                    value_cache.dtype() == key_cache.dtype() && key_cache.is_contiguous() &&
+                    value_cache.is_contiguous(),
+                op, ": the KV cache must be contiguous float32 or bfloat16 (keys and values "
+                "alike), got ", key_cache.dtype(), " and ", value_cache.dtype());
+  const int64_t Hkv = key_cache.size(2), D = key_cache.size(3);
+  const int64_t width = qkv.dim() == 2 && D > 0 ? qkv.size(1) : 0;
+  RT_CHECK(width % D == 0 && width / D > 2 * Hkv, op, ": expected qkv [tokens, (heads + 2 x ",
+           Hkv, ") x ", D, "] for a cache of ", Hkv, " kv heads of ", D, " dims, got shape ",
+           qkv.sizes());
+  const int64_t T = qkv.size(0), Hq = width / D - 2 * Hkv;
+  RT_CHECK(cos_sin_cache.dim() == 2 && cos_sin_cache.size(1) % 2 == 0 &&
+               cos_sin_cache.size(1) <= D,
+           op, ": cos_sin_cache of shape ", cos_sin_cache.sizes(),
+           " must be [max_positions, rot] with an even rot <= the head_dim ", D);
+  RT_CHECK(positions.dim() == 1 && positions.size(0) == T && slots.dim() == 1 &&
+               slots.size(0) == T,
+           op, ": positions ", positions.sizes(), " and slots ", slots.sizes(),
+           " must be 1-D with one entry per qkv row (", T, ")");
+  if (qkv.device().is_meta()) {  // See Note [Meta through CPU kernels]: indices are data
+    check_int(positions, op, "positions");
+    check_int(slots, op, "slots");
+    return make_empty({T, Hq, D}, qkv.dtype(), qkv.device());
+  }
+  const std::vector<int64_t> pos = int_values(positions, op, "positions");
+  const std::vector<int64_t> slot = int_values(slots, op, "slots");
+  const int64_t P = cos_sin_cache.size(0), rows = key_cache.size(0) * key_cache.size(1);
+  for (int64_t t = 0; t < T; ++t) {
+    RT_CHECK_INDEX(pos[size_t(t)] >= 0 && pos[size_t(t)] < P, op, ": position ", pos[size_t(t)],
+                   " is outside the cos/sin cache of ", P, " positions");
+    RT_CHECK_INDEX(slot[size_t(t)] >= 0 && slot[size_t(t)] < rows, op, ": slot ",
+                   slot[size_t(t)], " is outside the cache's ", rows, " rows");
+  }
+  Tensor x = as_float(qkv, op, "qkv");
+  Tensor cs = as_float(cos_sin_cache, op, "cos_sin_cache");
+  Tensor out = empty({T, Hq, D}, TensorOptions().dtype(kFloat));
+  const int64_t half = cs.size(1) / 2;
+  const float* xp = x.data_ptr<float>();
+  const float* cp = cs.data_ptr<float>();
+  float* qo = out.data_ptr<float>();
+  const bool bf16 = key_cache.dtype() == kBFloat16;
+  char* kc = static_cast<char*>(key_cache.data_ptr());
+  char* vc = static_cast<char*>(value_cache.data_ptr());
+  const size_t esize = bf16 ? 2 : 4;
+  // One cache row: rotated (keys) or as it is (values), then stored in the cache's dtype.
+  auto store = [&](const float* row, char* dst) {
+    if (bf16) from_float(row, reinterpret_cast<BFloat16*>(dst), D);
+    else std::copy(row, row + D, reinterpret_cast<float*>(dst));
+  };
+  parallel_for(0, T, std::max<int64_t>(1, 8192 / ((Hq + 2 * Hkv) * D)), [&](int64_t b, int64_t e) {
+    std::vector<float> krow(static_cast<size_t>(D));
+    for (int64_t t = b; t < e; ++t) {
+      const float* xr = xp + t * width;
+      const float* c = cp + pos[size_t(t)] * 2 * half;
+      for (int64_t h = 0; h < Hq; ++h) {
+        float* o = qo + (t * Hq + h) * D;
+        std::copy(xr + h * D + 2 * half, xr + (h + 1) * D, o + 2 * half);
+        rotate_row(xr + h * D, c, o, half, interleaved);
+      }
+      const size_t at = size_t(slot[size_t(t)] * Hkv * D) * esize;
+      for (int64_t h = 0; h < Hkv; ++h) {
+        const float* k = xr + (Hq + h) * D;
+        std::copy(k + 2 * half, k + D, krow.data() + 2 * half);
+        rotate_row(k, c, krow.data(), half, interleaved);
+        store(krow.data(), kc + at + size_t(h * D) * esize);
+        store(xr + (Hq + Hkv + h) * D, vc + at + size_t(h * D) * esize);
+      }
+    }
+  });
+  return out.to(qkv.dtype());
 }
 
 // Note [Decode attention in key ranges]

@@ -1,5 +1,5 @@
-// Launchers of the CUDA backend's LLM kernels (CudaLlm.cu): paged attention, rotary embedding,
-// and row gathers (embedding); and the few-row projections (CudaGemv.cu).
+// Launchers of the CUDA backend's LLM kernels (CudaLlm.cu): paged attention, rotary embedding
+// (alone or with the cache write), row gathers (embedding); the few-row projections (CudaGemv.cu).
 #pragma once
 #include <cstdint>
 
@@ -28,6 +28,18 @@ void launch_paged_attention(const float* q, const void* key_cache, const void* v
 void launch_rotary(const float* in, const int64_t* positions, const float* cos_sin, float* out,
                    int64_t rows, int64_t heads, int64_t d, int64_t half, int64_t num_positions,
                    bool interleaved, StreamHandle s);
+/// A rotary_and_cache call's geometry (Note [Rotary and cache write] in backend/cpu/LlmOps.cpp).
+struct RotaryCacheShape {
+  int64_t tokens = 0, hq = 0, hkv = 0, d = 0, half = 0;
+  int64_t positions = 0;   // rows of the cos/sin cache
+  int64_t cache_rows = 0;  // blocks x block_size
+  bool interleaved = false;
+};
+/// rotary_and_cache of float32 rows qkv [tokens, (hq + 2 hkv) d] into float32 q [tokens, hq, d]
+/// and a float32 or bfloat16 cache (Note [CUDA rotary and cache write]).
+void launch_rotary_and_cache(const float* qkv, const int64_t* positions, const int64_t* slots,
+                             const float* cos_sin, float* q, void* key_cache, void* value_cache,
+                             bool bfloat16_cache, const RotaryCacheShape& g, StreamHandle s);
 /// out[i] = table[index[i]] for n rows of `row` elements of element_size bytes.
 void launch_gather_rows(int64_t element_size, const void* table, const int64_t* index, void* out,
                         int64_t n, int64_t row, int64_t table_rows, StreamHandle s);

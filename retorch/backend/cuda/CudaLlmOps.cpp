@@ -1,5 +1,5 @@
-// CUDA kernels of the LLM path's ops: paged_attention, rotary_embedding and embedding's row
-// gather, at the CUDA key (index_select and the KV cache's index_put_: CudaIndexOps.cpp).
+// CUDA kernels of the LLM path's ops: paged_attention, rotary_embedding, rotary_and_cache and
+// embedding's row gather, at the CUDA key (index_select and index_put_: CudaIndexOps.cpp).
 #include "retorch/backend/cuda/CudaLlm.h"
 #include "retorch/backend/cuda/CudaOps.h"
 #include "retorch/core/Error.h"
@@ -10,8 +10,8 @@ namespace retorch::cuda_backend {
 // Note [CUDA LLM ops]
 // With these, a decode or prefill step of the Llama engine on cuda (EngineOptions::device) runs
 // on the GPU from the embedding lookup to the logits: embedding rows by index_select, the
-// fused norms and SiLU-and-mul (CudaRowOps.cpp), projections through cuBLAS, rotary embedding,
-// the cache write (index_put_ of whole rows, Note [CUDA index ops]), and paged attention (Note
+// fused norms and SiLU-and-mul (CudaRowOps.cpp), projections through cuBLAS or the GEMV, rotary
+// embedding with the cache write (rotary_and_cache), and paged attention (Note
 // [CUDA paged attention]); only the logits travel back, for sampling on the cpu. Each kernel
 // checks shapes, dtypes and devices on the host and takes the device fallback (the cpu kernel
 // and its error messages) for anything else; index values are checked on the device.
@@ -79,6 +79,47 @@ void rotary_embedding(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) 
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
+// rotary_and_cache(qkv, positions, cos_sin_cache, key_cache!, value_cache!, slots, interleaved):
+// the caches are written in place (their versions bumped), the rotated queries returned.
+void rotary_and_cache(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  auto arg = [&](size_t i) { return (*stack)[base + i].to_tensor(); };
+  const Tensor qkv = arg(0), pos = arg(1), cs = arg(2), kc = arg(3), vc = arg(4), slots = arg(5);
+  const bool bf16 = kc.dtype() == kBFloat16;
+  const int64_t D = kc.dim() == 4 ? kc.size(3) : 0, Hkv = kc.dim() == 4 ? kc.size(2) : 0;
+  bool ok = is_device(qkv, kFloat) && qkv.dim() == 2 && D > 0 && qkv.size(1) % D == 0 &&
+            qkv.size(1) / D > 2 * Hkv && (kc.dtype() == kFloat || bf16) &&
+            is_device(kc, kc.dtype()) && is_device(vc, kc.dtype()) &&
+            vc.sizes().equals(kc.sizes()) && kc.is_contiguous() && vc.is_contiguous() &&
+            is_device(cs, kFloat) && cs.is_contiguous() && cs.dim() == 2 &&
+            cs.size(1) % 2 == 0 && cs.size(1) <= D && is_device(pos, kLong) &&
+            is_device(slots, kLong) && pos.dim() == 1 && slots.dim() == 1 &&
+            pos.is_contiguous() && slots.is_contiguous() && pos.size(0) == qkv.size(0) &&
+            slots.size(0) == qkv.size(0);
+  if (!ok) return run_device_fallback(h, ks, stack);  // its checks name shapes and dtypes
+  RotaryCacheShape g;
+  g.tokens = qkv.size(0);
+  g.hkv = Hkv;
+  g.d = D;
+  g.hq = qkv.size(1) / D - 2 * Hkv;
+  g.half = cs.size(1) / 2;
+  g.positions = cs.size(0);
+  g.cache_rows = kc.size(0) * kc.size(1);
+  g.interleaved = (*stack)[base + 6].to_bool();
+  const Tensor x = contiguous_on_device(qkv);
+  Tensor q = make_empty({g.tokens, g.hq, D}, kFloat, qkv.device());
+  launch_rotary_and_cache(static_cast<const float*>(device_ptr(x)),
+                          static_cast<const int64_t*>(device_ptr(pos)),
+                          static_cast<const int64_t*>(device_ptr(slots)),
+                          static_cast<const float*>(device_ptr(cs)),
+                          static_cast<float*>(device_ptr(q)), device_ptr(kc), device_ptr(vc), bf16,
+                          g, current_stream());
+  kc.impl()->bump_version();
+  vc.impl()->bump_version();
+  finish_call(s, Variant::kFunctional, q, stack);
+}
+
 // embedding(weight, indices, ...): whole rows gathered.
 void embedding(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
@@ -106,6 +147,7 @@ void register_llm_ops(Dispatcher& d) {
     const std::string_view n = s.name, o = s.overload;
     if (n == "paged_attention" && o.empty()) set_cuda_kernel(h, &paged_attention);
     else if (n == "rotary_embedding" && o.empty()) set_cuda_kernel(h, &rotary_embedding);
+    else if (n == "rotary_and_cache" && o.empty()) set_cuda_kernel(h, &rotary_and_cache);
     else if (n == "embedding" && o.empty()) set_cuda_kernel(h, &embedding);
   }
 }

@@ -144,20 +144,11 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& config, QLinearParts q
 Tensor LlamaAttentionImpl::forward(const Tensor& x, const ForwardBatch& batch,
                                    const Tensor& cos_sin, const Tensor& key_cache,
                                    const Tensor& value_cache) {
-  int64_t T = x.size(0), Hq = config_.num_heads, Hkv = config_.num_kv_heads;
-  int64_t D = config_.head_dim;
-  Tensor qkv = run_parts(qkv_, x);
-  Tensor q = qkv.narrow(1, 0, Hq * D).reshape({T, Hq, D});
-  Tensor k = qkv.narrow(1, Hq * D, Hkv * D).reshape({T, Hkv, D});
-  Tensor v = qkv.narrow(1, (Hq + Hkv) * D, Hkv * D).reshape({T, Hkv, D});
-  bool il = config_.rope_interleaved;
-  q = rotary_embedding(q, batch.positions, cos_sin, il);
-  k = rotary_embedding(k, batch.positions, cos_sin, il);
-  // See Note [Paged KV cache]: each token's key and value go to its slot before attention reads.
-  // (index_put_ writes in place; index_copy_ is a composite that would copy the whole cache.)
-  std::vector<std::optional<Tensor>> at{batch.slots};
-  key_cache.view({-1, Hkv, D}).index_put_(at, k.to(key_cache.dtype()));
-  value_cache.view({-1, Hkv, D}).index_put_(at, v.to(value_cache.dtype()));
+  int64_t T = x.size(0), Hq = config_.num_heads, D = config_.head_dim;
+  // See Note [Paged KV cache]: each token's key and value go to its slot before attention reads;
+  // the rotations and the cache write are one op (Note [Rotary and cache write]).
+  Tensor q = rotary_and_cache(run_parts(qkv_, x), batch.positions, cos_sin, key_cache,
+                              value_cache, batch.slots, config_.rope_interleaved);
   Tensor o = paged_attention(q, key_cache, value_cache, batch.block_tables, batch.query_seq,
                              batch.positions, 1.0 / std::sqrt(double(D)), config_.sliding_window);
   return o_proj_(o.view({T, Hq * D}));
