@@ -433,19 +433,22 @@ def test_few_row_projections_match_torch(qtype, rows, m):
 @pytest.mark.parametrize("dtype,tol", DTYPES)
 def test_llm_row_kernels_match_their_formulas(dtype, tol):
     tol = max(tol, 1e-6)  # the cpu kernels compute float64 in float32 (the device in float64)
-    x, tx = pair((5, 64), dtype, seed=25)
-    res, tres = pair((5, 64), dtype, seed=26)
-    w, tw = pair((64,), dtype, seed=27)
+    # 64 and 2048 columns: rows in registers as vectors; 3001: one element at a time; 9000:
+    # the looping kernel.
+    for cols in (64, 2048, 3001, 9000):
+        x, tx = pair((5, cols), dtype, seed=25)
+        res, tres = pair((5, cols), dtype, seed=26)
+        w, tw = pair((cols,), dtype, seed=27)
 
-    def rms(h):
-        return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * up(tw)
+        def rms(h):
+            return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6) * up(tw)
 
-    out, summed = retorch.fused_rms_norm(x, res, w, 1e-6)
-    close(out, rms(up(tx) + up(tres)).to(tx.dtype), tol * 4)
-    close(summed, (up(tx) + up(tres)).to(tx.dtype), tol)
-    out, same = retorch.fused_rms_norm(x, None, w, 1e-6)
-    close(out, rms(up(tx)).to(tx.dtype), tol * 4)
-    assert same.data_ptr() == x.data_ptr()
+        out, summed = retorch.fused_rms_norm(x, res, w, 1e-6)
+        close(out, rms(up(tx) + up(tres)).to(tx.dtype), tol * 4)
+        close(summed, (up(tx) + up(tres)).to(tx.dtype), tol)
+        out, same = retorch.fused_rms_norm(x, None, w, 1e-6)
+        close(out, rms(up(tx)).to(tx.dtype), tol * 4)
+        assert same.data_ptr() == x.data_ptr()
     g, tg = pair((3, 2, 80), dtype, seed=28)
     got = retorch.silu_and_mul(g)
     close(got, (torch.nn.functional.silu(up(tg)[..., :40]) * up(tg)[..., 40:]).to(tg.dtype),

@@ -16,8 +16,8 @@ namespace retorch::cuda_backend {
 // the 32 lanes of a warp combine with __shfl_xor_sync, and the 8 warp results meet in shared
 // memory (block_reduce). Rows are read again from L2 for each further pass (softmax: max, sum
 // of exponentials, write; layer_norm: mean, variance about the mean, write), which keeps the
-// numerics of PyTorch's two-pass formulas; softmax and layer_norm rows of up to 8192 elements
-// stay in registers between the passes instead (Note [Rows in registers]). 16-bit floats
+// numerics of PyTorch's two-pass formulas; softmax, layer_norm and fused_rms_norm rows of up to
+// 8192 elements stay in registers between the passes instead (Note [Rows in registers]). 16-bit floats
 // accumulate in float, float64 in double.
 // Maxima and minima propagate NaN; an all -inf softmax row gives NaN, as PyTorch's does.
 
@@ -223,6 +223,32 @@ __global__ void layer_norm_rows_cached_kernel(bool vec, const T* in, const T* we
     store(mean_out + blockIdx.x, mean);
     store(rstd_out + blockIdx.x, rstd);
   }
+}
+
+// fused_rms_norm with the row (and the residual) in registers: one read of each, the sum
+// written, then the norm from the unrounded sum as the looping kernel does.
+template <typename T, int kPer>
+__global__ void rms_norm_rows_cached_kernel(bool vec, const T* in, const T* residual,
+                                            const T* weight, T* out, T* sum_out, int64_t cols,
+                                            float eps) {
+  using A = acc_t<T>;
+  __shared__ A shared[32];
+  const int64_t base = int64_t(blockIdx.x) * cols;
+  RowCache<T, kPer> h;
+  h.load_row(in + base, cols, vec, A(0));
+  if (residual) {
+    RowCache<T, kPer> r;
+    r.load_row(residual + base, cols, vec, A(0));
+#pragma unroll
+    for (int i = 0; i < kPer; ++i) h.v[i] += r.v[i];
+    h.store_row(sum_out + base, cols, [](A x, int64_t) { return x; });
+  }
+  A q = 0;
+#pragma unroll
+  for (int i = 0; i < kPer; ++i) q += h.v[i] * h.v[i];  // the padding is 0
+  const A inv = A(1) / sqrt(row_reduce(RowReduce::kSum, q, shared) / A(cols) + A(eps));
+  h.store_row(out + base, cols,
+              [&](A x, int64_t c) { return (x * inv) * A(load(weight + c)); });
 }
 
 // Calls f(std::integral_constant<int, kPer>) with the smallest row cache that holds `cols`
@@ -486,9 +512,18 @@ void launch_rms_norm_rows(FloatType t, const void* in, const void* residual, con
   check_rows(rows, "fused_rms_norm");
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    rms_norm_rows_kernel<T><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
-        static_cast<const T*>(in), static_cast<const T*>(residual), static_cast<const T*>(weight),
-        static_cast<T*>(out), static_cast<T*>(sum_out), cols, float(eps));
+    const T *x = static_cast<const T*>(in), *r = static_cast<const T*>(residual),
+            *w = static_cast<const T*>(weight);
+    T *y = static_cast<T*>(out), *h = static_cast<T*>(sum_out);
+    const bool vec = residual ? rows_vectorizable<T>(cols, {in, residual, out, sum_out})
+                              : rows_vectorizable<T>(cols, {in, out});
+    const bool cached = with_row_cache(cols, [&](auto per) {
+      rms_norm_rows_cached_kernel<T, decltype(per)::value>
+          <<<unsigned(rows), kThreads, 0, as_stream(s)>>>(vec, x, r, w, y, h, cols, float(eps));
+    });
+    if (!cached)
+      rms_norm_rows_kernel<T>
+          <<<unsigned(rows), kThreads, 0, as_stream(s)>>>(x, r, w, y, h, cols, float(eps));
   });
   check_launch("rms_norm_rows");
 }
