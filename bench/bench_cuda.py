@@ -67,7 +67,7 @@ def cycling(calls):
 def projection_rows(bw):
     """(rows, GEMV s, cuBLAS-path s, torch s, read rate) of a decode step's projection: retorch's
     quantized_linear of bf16 rows as bytes (float32 activations and result) on aligned weights
-    (the GEMV for up to 8 rows) and on weights 2 bytes off a 16-byte boundary (which the GEMV
+    (the GEMV for up to 32 rows) and on weights 2 bytes off a 16-byte boundary (which the GEMV
     refuses: the activations rounded by a kernel, then cuBLAS), and torch's bf16 F.linear."""
     k, n, copies = 2048, 11264, 4
     wts = [torch.randn(n, k, device="cuda").bfloat16() for _ in range(copies)]
@@ -76,7 +76,7 @@ def projection_rows(bw):
     shifted = [retorch.from_numpy(np.concatenate([np.zeros(2, np.uint8), b.ravel()])).to("cuda")
                [2:].view(n, 2 * k) for b in raw]
     out = []
-    for m in (1, 2, 4, 8):
+    for m in (1, 2, 4, 8, 16, 32):
         xt = torch.randn(m, k, device="cuda").bfloat16()
         xr = retorch.from_numpy(xt.float().cpu().numpy()).to("cuda")
         g = graphed(retorch, sync_rt, cycling(

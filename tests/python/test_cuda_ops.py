@@ -405,13 +405,14 @@ def test_quantized_linear_of_16bit_rows_is_one_gemm_on_the_device(qtype, rows):
 
 
 @pytest.mark.parametrize("qtype,rows", [(30, "bfloat16"), (1, "float16")])
-@pytest.mark.parametrize("m", [1, 3, 8, 9])
+@pytest.mark.parametrize("m", [1, 3, 8, 9, 17, 32, 33])
 def test_few_row_projections_match_torch(qtype, rows, m):
-    """Up to 8 rows run the GEMVs of Note [Few-row projections]: tensor cores for 2 to 8 rows
-    where K is a multiple of 32 and N of 16, else a warp per weight row where K is a multiple of
-    8; 9 rows, other K and an unaligned weight take cuBLAS; all give torch's."""
+    """Up to 32 rows run the GEMVs of Note [Few-row projections]: tensor cores for 2 to 32 rows
+    where K is a multiple of 32 and N of 16 (two tiles of weight rows a block past 8 rows where N
+    is a multiple of 32), else, up to 8 rows, a warp per weight row where K is a multiple of 8;
+    33 rows, other shapes and an unaligned weight take cuBLAS; all give torch's."""
     rng = np.random.default_rng(50 + m)
-    for n, k in ((304, 2048), (301, 2048), (304, 1000), (301, 1004)):
+    for n, k in ((320, 2048), (304, 2048), (301, 2048), (304, 1000), (301, 1004)):
         x, tx = pair((m, k), "float32", seed=51 + m)
         w = torch.tensor(rng.standard_normal((n, k))).to(t_dtype(rows))
         b, tb = pair((2 * n,), "float32", seed=52)

@@ -1,7 +1,9 @@
-// The CUDA GEMV of few-row projections over 16-bit weight rows (the LLM's decode steps): a warp
-// per weight row reading 16-byte vectors, the activations rounded to the weight's type in
-// registers, float32 accumulation, the bias added (Note [Few-row projections]).
+// The CUDA GEMV of few-row projections over 16-bit weight rows (the LLM's decode steps): warps
+// reading the weights once as 16-byte vectors, FMAs or tensor cores, the activations rounded to
+// the weight's type in registers, float32 accumulation, the bias added (Note [Few-row
+// projections]).
 #include <cstdint>
+#include <type_traits>
 
 #include "retorch/backend/cuda/CudaDevice.cuh"
 #include "retorch/backend/cuda/CudaLlm.h"
@@ -10,27 +12,30 @@ namespace retorch::cuda_backend {
 
 // Note [Few-row projections]
 // A decode step multiplies a few activation rows by each weight matrix, so it reads every weight
-// once and does two flops per weight: its speed is the memory bandwidth. cuBLAS's GEMM of one
-// float32-output row took ~18 µs for a 2048 x 2560 bf16 projection on the H200 (10.5 MB, 2.5 µs
-// at the copy bandwidth), plus a launch to round the activations. Here each warp owns one weight
-// row: its lanes read the row as 16-byte vectors (8 weights), round the matching activations of
-// every row m < M (float32, read through the cache: all warps share them) to the weight's type
-// as cuBLAS's input would be, and accumulate in float32; a shuffle reduction ends the row. M is
-// a template parameter up to kGemvMaxRows, so the accumulators stay in registers. Past one row
-// those float32 FMAs per weight grow with M (54 µs for 8 rows against torch's 14 µs), so for 2
-// to 8 rows, where K is a multiple of 32 and N of 16, the tensor cores do the arithmetic
-// instead (one row reads the weights as fast either way): a warp owns 16
-// weight rows and a slice of K, and one mma.m16n8k16 (bf16 or f16 in, f32 accumulate) takes 16
-// rows x 16 k of weights and the (up to) 8 activation rows, zero-padded. Its lanes load 16-byte
-// vectors (8 consecutive k of a row) and feed them to two mmas: the sum over k does not care
-// which k sits in which of the instruction's k slots, so the weights and the activations just
-// use the same assignment (lane t's slots 2t, 2t+1, 2t+8, 2t+9 of mma j hold k = 8t + 4j + 0..3)
-// and no shuffle is needed. The 8 warps of a block split K and add their tiles through shared
-// memory.
+// once and does two flops per weight per row: up to a few dozen rows its speed is the memory
+// bandwidth. cuBLAS's GEMM of one float32-output row took ~18 µs for a 2048 x 2560 bf16
+// projection on the H200 (10.5 MB, 2.5 µs at the copy bandwidth), plus a launch to round the
+// activations, and 72 µs for 8 rows of [11264, 2048] against torch's 14. Here, for one row (and
+// up to kFmaMaxRows where the tensor cores' shapes do not fit), each warp owns one weight row:
+// its lanes read the row as 16-byte vectors (8 weights), round the matching activations of every
+// row m < M (float32, read through the cache: all warps share them) to the weight's type as
+// cuBLAS's input would be, and accumulate in float32; a shuffle reduction ends the row. M is a
+// template parameter, so the accumulators stay in registers. Past one row those float32 FMAs per
+// weight grow with M (54 µs for 8 rows), so for 2 to kGemvMaxRows rows, where K is a multiple of
+// 32 and N of 16, the tensor cores do the arithmetic instead: a warp owns 16 weight rows (a
+// tile; two tiles past 8 rows where N is a multiple of 32, so that a block's activation reads
+// serve twice the weights) and a slice of K, and one mma.m16n8k16 (bf16 or f16 in, f32
+// accumulate) takes 16 rows x 16 k of weights and a group of 8 activation rows, zero-padded. Its
+// lanes load 16-byte vectors (8 consecutive k of a row) and feed them to two mmas per group:
+// the sum over k does not care which k sits in which of the instruction's k slots, so the
+// weights and the activations just use the same assignment (lane t's slots 2t, 2t+1, 2t+8, 2t+9
+// of mma j hold k = 8t + 4j + 0..3) and no shuffle is needed. The 8 warps of a block split K and
+// add their tiles through shared memory.
 
 namespace {
 
 constexpr int kGemvWarps = 4;  // weight rows per block
+constexpr int kFmaMaxRows = 8;  // activation rows the FMA kernel takes (its accumulators)
 
 __device__ inline void widen(uint32_t two, __nv_bfloat16, float* out) {
   out[0] = __uint_as_float(two << 16);
@@ -111,53 +116,80 @@ __device__ inline void mma(float (&d)[4], const uint32_t (&a)[4], const uint32_t
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-constexpr int kMmaWarps = 8;  // warps splitting K for one tile of 16 weight rows
+constexpr int kMmaWarps = 8;  // warps splitting K for one block's weight rows
 
-template <typename W>
+// kRowTiles tiles of 16 weight rows per block times kGroups groups of 8 activation rows (m <=
+// 8 kGroups): each weight vector a lane loads feeds one mma per group, and the activations a
+// block reads serve all its tiles.
+template <typename W, int kGroups, int kRowTiles>
 __global__ void __launch_bounds__(32 * kMmaWarps)
     gemv_mma_kernel(const W* __restrict__ w, const float* __restrict__ x,
                     const float* __restrict__ bias, float* __restrict__ y, int m, int64_t n,
                     int64_t k) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;  // the mma's group and thread in group
-  const int64_t n0 = int64_t(blockIdx.x) * 16;
-  const uint4* row_lo = reinterpret_cast<const uint4*>(w + (n0 + g) * k);
-  const uint4* row_hi = reinterpret_cast<const uint4*>(w + (n0 + g + 8) * k);
-  const float* xr = x + int64_t(g) * k;
-  const bool has_x = g < m;
-  float d[4] = {0.f, 0.f, 0.f, 0.f};
-  const int64_t chunks = k / 32;  // 32 k per chunk: 8 per lane of a group of 4
-#pragma unroll 4
-  for (int64_t c = warp; c < chunks; c += kMmaWarps) {
-    const uint4 lo = __ldcs(row_lo + c * 4 + t), hi = __ldcs(row_hi + c * 4 + t);
-    float xs[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
-    if (has_x) {
-      const float4* xp = reinterpret_cast<const float4*>(xr + c * 32 + t * 8);
-      const float4 p = __ldg(xp), q = __ldg(xp + 1);
-      xs[0] = p.x, xs[1] = p.y, xs[2] = p.z, xs[3] = p.w;
-      xs[4] = q.x, xs[5] = q.y, xs[6] = q.z, xs[7] = q.w;
-    }
-    const uint32_t a0[4] = {lo.x, hi.x, lo.y, hi.y}, a1[4] = {lo.z, hi.z, lo.w, hi.w};
-    const uint32_t b0[2] = {packed(xs[0], xs[1], W()), packed(xs[2], xs[3], W())};
-    const uint32_t b1[2] = {packed(xs[4], xs[5], W()), packed(xs[6], xs[7], W())};
-    mma(d, a0, b0, W());
-    mma(d, a1, b1, W());
-  }
-  __shared__ float tiles[kMmaWarps][32][4];
+  const int64_t n0 = int64_t(blockIdx.x) * 16 * kRowTiles;
+  float d[kRowTiles][kGroups][4];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) tiles[warp][lane][i] = d[i];
+  for (int r = 0; r < kRowTiles; ++r)
+#pragma unroll
+    for (int q = 0; q < kGroups; ++q)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) d[r][q][i] = 0.f;
+  const int64_t chunks = k / 32;  // 32 k per chunk: 8 per lane of a group of 4
+#pragma unroll 2
+  for (int64_t c = warp; c < chunks; c += kMmaWarps) {
+    uint32_t a[kRowTiles][2][4];
+#pragma unroll
+    for (int r = 0; r < kRowTiles; ++r) {
+      const int64_t lo_row = n0 + 16 * r + g;
+      const uint4 lo = __ldcs(reinterpret_cast<const uint4*>(w + lo_row * k) + c * 4 + t);
+      const uint4 hi = __ldcs(reinterpret_cast<const uint4*>(w + (lo_row + 8) * k) + c * 4 + t);
+      a[r][0][0] = lo.x, a[r][0][1] = hi.x, a[r][0][2] = lo.y, a[r][0][3] = hi.y;
+      a[r][1][0] = lo.z, a[r][1][1] = hi.z, a[r][1][2] = lo.w, a[r][1][3] = hi.w;
+    }
+#pragma unroll
+    for (int q = 0; q < kGroups; ++q) {
+      const int xrow = 8 * q + g;
+      float xs[8] = {0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f, 0.f};
+      if (xrow < m) {
+        const float4* xp = reinterpret_cast<const float4*>(x + int64_t(xrow) * k + c * 32 + t * 8);
+        const float4 p = __ldg(xp), u = __ldg(xp + 1);
+        xs[0] = p.x, xs[1] = p.y, xs[2] = p.z, xs[3] = p.w;
+        xs[4] = u.x, xs[5] = u.y, xs[6] = u.z, xs[7] = u.w;
+      }
+      const uint32_t b0[2] = {packed(xs[0], xs[1], W()), packed(xs[2], xs[3], W())};
+      const uint32_t b1[2] = {packed(xs[4], xs[5], W()), packed(xs[6], xs[7], W())};
+#pragma unroll
+      for (int r = 0; r < kRowTiles; ++r) {
+        mma(d[r][q], a[r][0], b0, W());
+        mma(d[r][q], a[r][1], b1, W());
+      }
+    }
+  }
+  constexpr int kPerLane = 4 * kGroups * kRowTiles;
+  __shared__ float tiles[kMmaWarps][32][kPerLane];
+#pragma unroll
+  for (int r = 0; r < kRowTiles; ++r)
+#pragma unroll
+    for (int q = 0; q < kGroups; ++q)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) tiles[warp][lane][(r * kGroups + q) * 4 + i] = d[r][q][i];
   __syncthreads();
   if (warp != 0) return;
-  for (int v = 1; v < kMmaWarps; ++v)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) d[i] += tiles[v][lane][i];
-  // d: (row n0 + g, cols 2t, 2t + 1), then (row n0 + g + 8, the same cols); cols are x's rows.
+  for (int r = 0; r < kRowTiles; ++r)
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int64_t row = n0 + g + (i >= 2 ? 8 : 0);
-    const int col = 2 * t + (i & 1);
-    if (col < m) y[int64_t(col) * n + row] = d[i] + (bias != nullptr ? bias[row] : 0.f);
-  }
+    for (int q = 0; q < kGroups; ++q)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        float v = d[r][q][i];
+        for (int u = 1; u < kMmaWarps; ++u) v += tiles[u][lane][(r * kGroups + q) * 4 + i];
+        // v: weight row n0 + 16 r + g (+ 8 for i >= 2), activation row 8 q + 2 t (+ 1 if i odd)
+        const int64_t row = n0 + 16 * r + g + (i >= 2 ? 8 : 0);
+        const int col = 8 * q + 2 * t + (i & 1);
+        if (col < m) y[int64_t(col) * n + row] = v + (bias != nullptr ? bias[row] : 0.f);
+      }
 }
 
 template <typename W, int M>
@@ -172,9 +204,29 @@ template <typename W>
 void launch_typed(const void* w, const float* x, const float* bias, float* y, int64_t m,
                   int64_t n, int64_t k, StreamHandle s) {
   if (m > 1 && k % 32 == 0 && n % 16 == 0) {  // the tensor cores' path (one row: FMAs suffice)
-    gemv_mma_kernel<W><<<unsigned(n / 16), 32 * kMmaWarps, 0, as_stream(s)>>>(
-        static_cast<const W*>(w), x, bias, y, int(m), n, k);
-    return;
+    auto mma_rows = [&](auto groups, auto tiles) {
+      constexpr int kGroups = decltype(groups)::value, kTiles = decltype(tiles)::value;
+      gemv_mma_kernel<W, kGroups, kTiles>
+          <<<unsigned(n / (16 * kTiles)), 32 * kMmaWarps, 0, as_stream(s)>>>(
+              static_cast<const W*>(w), x, bias, y, int(m), n, k);
+    };
+    using One = std::integral_constant<int, 1>;
+    using Two = std::integral_constant<int, 2>;
+    // Past 8 rows a block takes 32 weight rows where N allows, halving the activation reads.
+    const bool two = n % 32 == 0;
+    switch ((m + 7) / 8) {
+      case 1: return mma_rows(One{}, One{});
+      case 2: return two ? mma_rows(Two{}, Two{}) : mma_rows(Two{}, One{});
+      case 3: {
+        using Three = std::integral_constant<int, 3>;
+        return two ? mma_rows(Three{}, Two{}) : mma_rows(Three{}, One{});
+      }
+      case 4: {
+        using Four = std::integral_constant<int, 4>;
+        return two ? mma_rows(Four{}, Two{}) : mma_rows(Four{}, One{});
+      }
+    }
+    RT_ERROR("cuda gemv: ", m, " rows (at most ", kGemvMaxRows, ")");
   }
   switch (m) {
     case 1: return launch_rows<W, 1>(w, x, bias, y, n, k, s);
@@ -186,15 +238,18 @@ void launch_typed(const void* w, const float* x, const float* bias, float* y, in
     case 7: return launch_rows<W, 7>(w, x, bias, y, n, k, s);
     case 8: return launch_rows<W, 8>(w, x, bias, y, n, k, s);
   }
-  RT_ERROR("cuda gemv: ", m, " rows (at most ", kGemvMaxRows, ")");
+  RT_ERROR("cuda gemv: ", m, " rows (at most ", kFmaMaxRows, " without tensor cores)");
 }
 
 }  // namespace
 
 bool gemv_fits(const void* w, const float* x, int64_t m, int64_t n, int64_t k) {
   const auto aligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; };
-  return m >= 1 && m <= kGemvMaxRows && k % 8 == 0 && k > 0 && n > 0 && aligned(w) &&
-         aligned(x) && (n + kGemvWarps - 1) / kGemvWarps <= INT32_MAX;
+  // Up to 8 rows: either kernel; 9 to kGemvMaxRows: the tensor cores' only.
+  const bool rows_fit = m >= 1 && (m <= kFmaMaxRows || (m <= kGemvMaxRows && k % 32 == 0 &&
+                                                        n % 16 == 0));
+  return rows_fit && k % 8 == 0 && k > 0 && n > 0 && aligned(w) && aligned(x) &&
+         (n + kGemvWarps - 1) / kGemvWarps <= INT32_MAX;
 }
 
 void launch_gemv_16bit(bool bfloat16, const void* w, const float* x, const float* bias,

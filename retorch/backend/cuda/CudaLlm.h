@@ -47,7 +47,7 @@ void launch_gather_rows(int64_t element_size, const void* table, const int64_t* 
 /// y[m, n] = sum_k round(x[m, k]) * w[n, k] (+ bias[n]) for 16-bit weight rows w [n, k]
 /// (bfloat16, else float16), float32 x [m, k] (contiguous) rounded to w's type, float32 y
 /// (Note [Few-row projections] in CudaGemv.cu); gemv_fits says whether a call qualifies.
-constexpr int64_t kGemvMaxRows = 8;
+constexpr int64_t kGemvMaxRows = 32;
 bool gemv_fits(const void* w, const float* x, int64_t m, int64_t n, int64_t k);
 void launch_gemv_16bit(bool bfloat16, const void* w, const float* x, const float* bias,
                        float* y, int64_t m, int64_t n, int64_t k, StreamHandle s);
