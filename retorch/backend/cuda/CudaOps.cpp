@@ -1,5 +1,6 @@
-// CUDA kernels of the pointwise ops (unary, binary, comparison and select ops on floating
-// tensors; fill_, zero_, uniform_, normal_, cat) and device-side copies at the CUDA key.
+// CUDA kernels of the pointwise ops (unary ops and activations, binary, comparison and select
+// ops on floating tensors; fill_, zero_, uniform_, normal_, cat) and device copies at the CUDA
+// key.
 #include "retorch/backend/cuda/CudaOps.h"
 
 #include <cmath>
@@ -54,7 +55,8 @@ void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
     if (approximate == "tanh") op = UnaryOp::kGeluTanh;
     else if (approximate != "none") return run_device_fallback(h, ks, stack);  // its error
   }
-  // The scalar parameters: pow's exponent, clamp's bounds (None: unbounded on that side).
+  // The scalar parameters: pow's exponent, clamp's and hardtanh's bounds (None: unbounded on
+  // that side), leaky_relu's slope, softplus's beta and threshold, logit's eps (None: -1).
   double p0 = 0, p1 = 0;
   auto bound = [&](size_t i, double none) {
     const IValue& a = (*stack)[base + i];
@@ -69,6 +71,11 @@ void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
       return run_device_fallback(h, ks, stack);  // its error: a bound is required
     p0 = lower ? bound(1, -INFINITY) : -INFINITY;
     p1 = upper ? bound(lower ? 2 : 1, INFINITY) : INFINITY;
+  } else if (op == UnaryOp::kLeakyRelu || op == UnaryOp::kSoftplus) {
+    p0 = (*stack)[base + 1].to_scalar().to_double();
+    if (op == UnaryOp::kSoftplus) p1 = (*stack)[base + 2].to_scalar().to_double();
+  } else if (op == UnaryOp::kLogit) {
+    p0 = (*stack)[base + 1].is_none() ? -1.0 : (*stack)[base + 1].to_double();
   }
   Tensor out = v == Variant::kOut ? stack->back().to_tensor()
                : v == Variant::kInplace ? self : Tensor();
@@ -318,6 +325,14 @@ constexpr UnaryEntry kUnaryOps[] = {
     {"sigmoid", UnaryOp::kSigmoid}, {"relu", UnaryOp::kRelu},     {"silu", UnaryOp::kSilu},
     {"gelu", UnaryOp::kGelu},       {"reciprocal", UnaryOp::kReciprocal},
     {"log1p", UnaryOp::kLog1p},     {"expm1", UnaryOp::kExpm1},   {"erf", UnaryOp::kErf},
+    {"exp2", UnaryOp::kExp2},       {"log2", UnaryOp::kLog2},     {"log10", UnaryOp::kLog10},
+    {"tan", UnaryOp::kTan},         {"asin", UnaryOp::kAsin},     {"acos", UnaryOp::kAcos},
+    {"atan", UnaryOp::kAtan},       {"sinh", UnaryOp::kSinh},     {"cosh", UnaryOp::kCosh},
+    {"floor", UnaryOp::kFloor},     {"ceil", UnaryOp::kCeil},     {"round", UnaryOp::kRound},
+    {"trunc", UnaryOp::kTrunc},     {"frac", UnaryOp::kFrac},     {"sign", UnaryOp::kSign},
+    {"erfc", UnaryOp::kErfc},       {"erfinv", UnaryOp::kErfinv}, {"lgamma", UnaryOp::kLgamma},
+    {"i0", UnaryOp::kI0},           {"sinc", UnaryOp::kSinc},
+    {"hardsigmoid", UnaryOp::kHardsigmoid}, {"hardswish", UnaryOp::kHardswish},
 };
 
 // Unary ops with scalar parameters, by (name, overload of the functional form).
@@ -328,6 +343,8 @@ struct ParamEntry {
 constexpr ParamEntry kParamOps[] = {
     {"pow", "Tensor_Scalar", UnaryOp::kPow}, {"clamp", "", UnaryOp::kClamp},
     {"clamp_min", "", UnaryOp::kClamp},      {"clamp_max", "", UnaryOp::kClamp},
+    {"hardtanh", "", UnaryOp::kClamp},       {"leaky_relu", "", UnaryOp::kLeakyRelu},
+    {"softplus", "", UnaryOp::kSoftplus},    {"logit", "", UnaryOp::kLogit},
 };
 
 struct BinaryEntry {
@@ -341,6 +358,12 @@ constexpr BinaryEntry kBinaryOps[] = {
     {"maximum", "", BinaryOp::kMaximum},   {"minimum", "", BinaryOp::kMinimum},
     {"threshold_backward", "", BinaryOp::kThresholdBackward},
     {"pow", "Tensor_Tensor", BinaryOp::kPow},
+    {"atan2", "", BinaryOp::kAtan2},       {"copysign", "Tensor", BinaryOp::kCopysign},
+    {"hypot", "", BinaryOp::kHypot},       {"fmax", "", BinaryOp::kFmax},
+    {"fmin", "", BinaryOp::kFmin},         {"logaddexp", "", BinaryOp::kLogaddexp},
+    {"logaddexp2", "", BinaryOp::kLogaddexp2},
+    {"remainder", "Tensor", BinaryOp::kRemainder}, {"fmod", "Tensor", BinaryOp::kFmod},
+    {"heaviside", "", BinaryOp::kHeaviside}, {"xlogy", "Tensor", BinaryOp::kXlogy},
     {"eq", "Tensor", BinaryOp::kEq},       {"ne", "Tensor", BinaryOp::kNe},
     {"lt", "Tensor", BinaryOp::kLt},       {"le", "Tensor", BinaryOp::kLe},
     {"gt", "Tensor", BinaryOp::kGt},       {"ge", "Tensor", BinaryOp::kGe},
@@ -435,8 +458,8 @@ void register_pointwise_ops(Dispatcher& d) {
     const bool out = variant_of(s) == Variant::kOut;
     if ((s.name == "fill_" && s.overload == "Scalar") || (s.name == "zero_" && s.overload.empty()))
       set_cuda_kernel(h, &fill_kernel);
-    for (const UnaryEntry& e : kUnaryOps)
-      if (base == e.name && (s.overload.empty() || out)) {
+    for (const UnaryEntry& e : kUnaryOps)  // (not round.decimals and its out form)
+      if (base == e.name && (s.overload.empty() || s.overload == "out")) {
         const UnaryOp op = e.op;
         h->set_kernel(DispatchKey::CUDA,
                       make_boxed_kernel([op](const OperatorHandle& oh, DispatchKeySet ks,

@@ -21,6 +21,13 @@ namespace retorch::cuda_backend {
 
 namespace {
 
+// x limited to [lo, hi], NaN staying NaN.
+template <typename A>
+__device__ inline A clip(A x, A lo, A hi) {
+  const A l = x < lo ? lo : x;
+  return l > hi ? hi : l;
+}
+
 template <typename A>
 __device__ inline A apply_unary(UnaryOp op, A x, A p0, A p1) {
   const A one = A(1);
@@ -46,13 +53,76 @@ __device__ inline A apply_unary(UnaryOp op, A x, A p0, A p1) {
     case UnaryOp::kLog1p: return log1p(x);
     case UnaryOp::kExpm1: return expm1(x);
     case UnaryOp::kErf: return erf(x);
+    case UnaryOp::kExp2: return exp2(x);
+    case UnaryOp::kLog2: return log2(x);
+    case UnaryOp::kLog10: return log10(x);
+    case UnaryOp::kTan: return tan(x);
+    case UnaryOp::kAsin: return asin(x);
+    case UnaryOp::kAcos: return acos(x);
+    case UnaryOp::kAtan: return atan(x);
+    case UnaryOp::kSinh: return sinh(x);
+    case UnaryOp::kCosh: return cosh(x);
+    case UnaryOp::kFloor: return floor(x);
+    case UnaryOp::kCeil: return ceil(x);
+    case UnaryOp::kRound: return rint(x);  // half to even, as torch.round
+    case UnaryOp::kTrunc: return trunc(x);
+    case UnaryOp::kFrac: return x - trunc(x);
+    case UnaryOp::kSign: return A((A(0) < x) - (x < A(0)));  // NaN gives 0, as PyTorch's
+    case UnaryOp::kErfc: return erfc(x);
+    case UnaryOp::kErfinv: return erfinv(x);
+    case UnaryOp::kLgamma: return lgamma(x);
+    case UnaryOp::kI0:
+      if constexpr (std::is_same_v<A, float>) return cyl_bessel_i0f(x);
+      else return cyl_bessel_i0(x);
+    case UnaryOp::kSinc: {
+      if (x == A(0)) return one;
+      const A px = A(3.14159265358979323846) * x;
+      return sin(px) / px;
+    }
+    case UnaryOp::kHardsigmoid: return clip(x + A(3), A(0), A(6)) / A(6);
+    case UnaryOp::kHardswish: return x * clip(x + A(3), A(0), A(6)) / A(6);
     case UnaryOp::kPow: return pow(x, p0);
-    case UnaryOp::kClamp: {
-      const A lo = x < p0 ? p0 : x;
-      return lo > p1 ? p1 : lo;
+    case UnaryOp::kClamp: return clip(x, p0, p1);
+    case UnaryOp::kLeakyRelu: return x > A(0) ? x : x * p0;
+    case UnaryOp::kSoftplus: return x * p0 > p1 ? x : log1p(exp(x * p0)) / p0;
+    case UnaryOp::kLogit: {
+      const A z = p0 < A(0) ? x : clip(x, p0, one - p0);
+      return log(z / (one - z));
     }
   }
   return x;
+}
+
+// The binary ops of floating operands only (the integer kernels never take them).
+template <typename A>
+__device__ inline A apply_float_binary(BinaryOp op, A a, A b) {
+  switch (op) {
+    case BinaryOp::kDiv: return a / b;
+    case BinaryOp::kPow: return pow(a, b);
+    case BinaryOp::kAtan2: return atan2(a, b);
+    case BinaryOp::kCopysign: return copysign(a, b);
+    case BinaryOp::kHypot: return hypot(a, b);
+    case BinaryOp::kFmax: return fmax(a, b);  // NaN only where both are
+    case BinaryOp::kFmin: return fmin(a, b);
+    case BinaryOp::kLogaddexp:
+    case BinaryOp::kLogaddexp2: {
+      if (isinf(a) && a == b) return a;  // e^-inf + e^-inf, e^inf + e^inf
+      const A m = a > b ? a : b, d = -fabs(a - b);
+      return op == BinaryOp::kLogaddexp ? m + log1p(exp(d))
+                                        : m + log1p(exp2(d)) * A(1.44269504088896340736);
+    }
+    case BinaryOp::kRemainder: {  // the sign of b, as Python's %
+      A r = fmod(a, b);
+      if (r != A(0) && ((b < A(0)) != (r < A(0)))) r += b;
+      return r;
+    }
+    case BinaryOp::kFmod: return fmod(a, b);
+    case BinaryOp::kHeaviside: return a == A(0) ? b : A(a > A(0));
+    case BinaryOp::kXlogy:
+      if (b != b) return b;
+      return a == A(0) ? A(0) : a * log(b);
+    default: return a;
+  }
 }
 
 template <typename A>
@@ -64,20 +134,16 @@ __device__ inline A apply_binary(BinaryOp op, A a, A b, A alpha) {
     case BinaryOp::kMaximum: return a != a ? a : (b != b ? b : (a > b ? a : b));
     case BinaryOp::kMinimum: return a != a ? a : (b != b ? b : (a < b ? a : b));
     case BinaryOp::kThresholdBackward: return b <= alpha ? A(0) : a;
-    case BinaryOp::kDiv:
-      if constexpr (std::is_integral_v<A>) return a;  // not an integral op (the host's check)
-      else return a / b;
-    case BinaryOp::kPow:
-      if constexpr (std::is_integral_v<A>) return a;
-      else return pow(a, b);
     case BinaryOp::kEq: return A(a == b);
     case BinaryOp::kNe: return A(a != b);
     case BinaryOp::kLt: return A(a < b);
     case BinaryOp::kLe: return A(a <= b);
     case BinaryOp::kGt: return A(a > b);
     case BinaryOp::kGe: return A(a >= b);
+    default:  // not integral ops (the host's check)
+      if constexpr (std::is_integral_v<A>) return a;
+      else return apply_float_binary(op, a, b);
   }
-  return a;
 }
 
 template <typename T, typename Index>

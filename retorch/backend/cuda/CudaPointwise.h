@@ -13,20 +13,28 @@ enum class FloatType : int { kFloat, kDouble, kHalf, kBFloat16 };
 enum class UnaryOp : int {
   kNeg, kAbs, kExp, kLog, kSqrt, kRsqrt, kSin, kCos, kTanh, kSigmoid, kRelu, kSilu,
   kGelu, kGeluTanh, kReciprocal, kLog1p, kExpm1, kErf,
-  kPow,    // x ^ p0
-  kClamp,  // min(max(x, p0), p1), NaN staying NaN
+  kExp2, kLog2, kLog10, kTan, kAsin, kAcos, kAtan, kSinh, kCosh,
+  kFloor, kCeil, kRound, kTrunc, kFrac, kSign,
+  kErfc, kErfinv, kLgamma, kI0, kSinc, kHardsigmoid, kHardswish,
+  kPow,        // x ^ p0
+  kClamp,      // min(max(x, p0), p1), NaN staying NaN (clamp, hardtanh)
+  kLeakyRelu,  // x > 0 ? x : x * p0
+  kSoftplus,   // beta p0, threshold p1
+  kLogit,      // eps p0 (negative: no clamp)
 };
 /// Binary ops: add and sub scale the second operand by alpha; threshold_backward(a = grad,
 /// b = self) gives a where b > alpha, else 0; the comparisons give 1 or 0 (a bool output).
 enum class BinaryOp : int {
   kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kThresholdBackward, kPow,
-  kEq, kNe, kLt, kLe, kGt, kGe,
+  kAtan2, kCopysign, kHypot, kFmax, kFmin, kLogaddexp, kLogaddexp2, kRemainder, kFmod,
+  kHeaviside, kXlogy,
+  kEq, kNe, kLt, kLe, kGt, kGe,  // the comparisons last (is_comparison)
 };
 /// Whether op is a comparison (its output is bool).
 inline bool is_comparison(BinaryOp op) { return op >= BinaryOp::kEq; }
 
 /// out = op(in) over g (operand 0 the output, 1 the input), all of type t; p0 and p1 are the
-/// op's scalar parameters (kPow, kClamp).
+/// op's scalar parameters (kPow, kClamp, kLeakyRelu, kSoftplus, kLogit).
 void launch_unary(UnaryOp op, FloatType t, const Geometry<2>& g, void* out, const void* in,
                   StreamHandle s, double p0 = 0, double p1 = 0);
 /// out = op(a, b) over g (operands out, a, b), a and b of type t, out of type t (bool for a

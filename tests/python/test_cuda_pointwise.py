@@ -1,0 +1,124 @@
+"""The CUDA pointwise kernels of the remaining floating unary and binary ops (rounding, inverse
+trigonometric and hyperbolic functions, special functions, activations with arguments, atan2,
+copysign, hypot, fmax/fmin, logaddexp(2), remainder/fmod, heaviside, xlogy) against torch on the
+cpu, in every floating dtype. Skipped without a GPU."""
+import numpy as np
+import pytest
+import torch
+
+import retorch
+from test_cuda_ops import DTYPES, close, fresh_stats, ran_on_device, up  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.skipif(not retorch.cuda.is_available(), reason="no CUDA device")
+
+HALVES = [-2.5, -1.5, -0.5, 0.5, 1.5, 2.5, -0.0, 0.0]
+
+
+def both(x, dtype):
+    """float64 numpy values as a retorch cuda tensor and a torch cpu tensor of dtype."""
+    t = torch.tensor(x).to(getattr(torch, dtype))
+    return retorch.tensor(x).to(getattr(retorch, dtype)).to("cuda"), t
+
+
+def inputs(domain, seed):
+    """Standard normal values moved into an op's domain (37 x 65)."""
+    x = np.random.default_rng(seed).standard_normal((37, 65))
+    if domain == "pos":
+        return np.abs(x) + 0.1
+    if domain == "unit":
+        return np.tanh(x) * 0.99
+    if domain == "small":
+        return np.clip(x, -1.2, 1.2)
+    if domain == "wide":  # exact halves too: round is half to even
+        x = x * 3
+        x.flat[:len(HALVES)] = HALVES
+    return x
+
+
+UNARY = {"exp2": None, "log2": "pos", "log10": "pos", "tan": "small", "asin": "unit",
+         "acos": "unit", "atan": None, "sinh": None, "cosh": None, "floor": "wide",
+         "ceil": "wide", "round": "wide", "trunc": "wide", "frac": "wide", "sign": "wide",
+         "erfc": None, "erfinv": "unit", "lgamma": "pos", "i0": None, "sinc": "wide"}
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+@pytest.mark.parametrize("name", sorted(UNARY))
+def test_unary_ops_functional_inplace_and_out(name, dtype, tol):
+    r, t = both(inputs(UNARY[name], 60), dtype)
+    want = getattr(torch, name)(up(t)).to(t.dtype)
+    close(getattr(retorch, name)(r), want, tol)
+    c = r.clone()
+    getattr(c, name + "_")()
+    close(c, want, tol)
+    out = retorch.empty((37, 65), dtype=getattr(retorch, dtype), device="cuda")
+    getattr(retorch, name)(r.t().contiguous().t(), out=out)  # a strided input
+    close(out, want, tol)
+    assert ran_on_device(f"aten::{name}") and ran_on_device(f"aten::{name}_")
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_activations_and_their_arguments(dtype, tol):
+    F, G = retorch.nn.functional, torch.nn.functional
+    r, t = both(inputs("wide", 61), dtype)
+    close(F.leaky_relu(r, 0.2), G.leaky_relu(up(t), 0.2).to(t.dtype), tol)
+    close(F.softplus(r, beta=2, threshold=3), G.softplus(up(t), beta=2, threshold=3).to(t.dtype),
+          tol)
+    close(F.hardtanh(r, -0.5, 1.5), G.hardtanh(up(t), -0.5, 1.5).to(t.dtype), tol)
+    close(F.hardsigmoid(r), G.hardsigmoid(up(t)).to(t.dtype), tol)
+    close(F.hardswish(r), G.hardswish(up(t)).to(t.dtype), tol)
+    p, tp = both(1 / (1 + np.exp(-inputs(None, 62))), dtype)
+    close(retorch.logit(p), torch.logit(up(tp)).to(tp.dtype), tol * 4)
+    close(retorch.logit(p, eps=0.1), torch.logit(up(tp), eps=0.1).to(tp.dtype), tol * 4)
+    for op in ("leaky_relu", "softplus", "hardtanh", "hardsigmoid", "hardswish", "logit"):
+        assert ran_on_device(f"aten::{op}"), op
+
+
+def binary_inputs(name, seed):
+    rng = np.random.default_rng(seed)
+    a, b = rng.standard_normal((40, 50)) * 2, rng.standard_normal((40, 50)) * 2
+    if name in ("remainder", "fmod"):
+        b = np.sign(b) * (np.abs(b) + 0.5)  # away from 0 (0 gives NaN on both sides)
+    if name == "heaviside":
+        a.flat[::7] = 0.0
+    if name == "xlogy":
+        a.flat[::5] = 0.0
+        b = np.abs(b) + 0.1
+    if name in ("fmax", "fmin"):
+        a.flat[::6] = np.nan
+        b.flat[::9] = np.nan
+    if name == "copysign":
+        b.flat[::4] = -0.0
+    return a, b
+
+
+BINARY = ["atan2", "copysign", "hypot", "fmax", "fmin", "logaddexp", "logaddexp2", "remainder",
+          "fmod", "heaviside", "xlogy"]
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_ops_with_broadcasting(name, dtype, tol):
+    a, b = binary_inputs(name, 63)
+    ra, ta = both(a, dtype)
+    rb, tb = both(b, dtype)
+    fn = getattr(torch, name)
+    close(getattr(retorch, name)(ra, rb), fn(up(ta), up(tb)).to(ta.dtype), tol)
+    close(getattr(retorch, name)(ra, rb[3]), fn(up(ta), up(tb[3])).to(ta.dtype), tol)
+    out = retorch.empty((40, 50), dtype=getattr(retorch, dtype), device="cuda")
+    getattr(retorch, name)(ra, rb, out=out)
+    close(out, fn(up(ta), up(tb)).to(ta.dtype), tol)
+    overload = {"copysign": ".Tensor", "remainder": ".Tensor", "fmod": ".Tensor",
+                "xlogy": ".Tensor"}.get(name, "")
+    assert ran_on_device(f"aten::{name}{overload}")
+
+
+def test_logaddexp_of_infinities_and_round_with_decimals():
+    a = retorch.tensor([-np.inf, np.inf, 1.0, -np.inf]).to("cuda")
+    b = retorch.tensor([-np.inf, np.inf, 2.0, 3.0]).to("cuda")
+    ta, tb = torch.tensor([-np.inf, np.inf, 1.0, -np.inf]), torch.tensor([-np.inf, np.inf, 2.0, 3.0])
+    close(retorch.logaddexp(a, b), torch.logaddexp(ta, tb), 1e-6)
+    close(retorch.logaddexp2(a, b), torch.logaddexp2(ta, tb), 1e-6)
+    # round.decimals keeps its own (cpu) kernel: the device's round would drop the decimals.
+    x = retorch.tensor([1.2345, -2.5678]).to("cuda")
+    close(retorch.round(x, decimals=2), torch.round(torch.tensor([1.2345, -2.5678]), decimals=2),
+          1e-6)
