@@ -122,3 +122,34 @@ def test_logaddexp_of_infinities_and_round_with_decimals():
     x = retorch.tensor([1.2345, -2.5678]).to("cuda")
     close(retorch.round(x, decimals=2), torch.round(torch.tensor([1.2345, -2.5678]), decimals=2),
           1e-6)
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_addcmul_addcdiv_and_lerp(dtype, tol):
+    rng = np.random.default_rng(64)
+    a, b = rng.standard_normal((30, 20)), rng.standard_normal((30, 20))
+    c = np.abs(rng.standard_normal(20)) + 0.5  # broadcast along the rows; away from 0
+    w = rng.uniform(-0.5, 1.5, (30, 20))
+    w.flat[:3] = [0.5, 1.0, 0.0]
+    (ra, ta), (rb, tb), (rc, tc), (rw, tw) = (both(v, dtype) for v in (a, b, c, w))
+    for name in ("addcmul", "addcdiv"):
+        want = getattr(torch, name)(up(ta), up(tb), up(tc), value=0.7).to(ta.dtype)
+        close(getattr(retorch, name)(ra, rb, rc, value=0.7), want, tol * 2)
+        x = ra.clone()
+        getattr(x, name + "_")(rb, rc, value=0.7)
+        close(x, want, tol * 2)
+        out = retorch.empty((30, 20), dtype=getattr(retorch, dtype), device="cuda")
+        getattr(retorch, name)(ra, rb, rc, value=0.7, out=out)
+        close(out, want, tol * 2)
+        assert ran_on_device(f"aten::{name}") and ran_on_device(f"aten::{name}_")
+    close(retorch.lerp(ra, rb, rw), torch.lerp(up(ta), up(tb), up(tw)).to(ta.dtype), tol * 2)
+    for weight in (0.25, 0.5, 1.0):
+        close(retorch.lerp(ra, rb, weight), torch.lerp(up(ta), up(tb), weight).to(ta.dtype),
+              tol * 2)
+        x = ra.clone()
+        x.lerp_(rb, weight)
+        close(x, torch.lerp(up(ta), up(tb), weight).to(ta.dtype), tol * 2)
+    assert ran_on_device("aten::lerp.Tensor") and ran_on_device("aten::lerp.Scalar")
+    if dtype == "float32":  # mixed dtypes: lerp raises as on the cpu (through the fallback)
+        with pytest.raises(RuntimeError, match="lerp: expected dtype"):
+            retorch.lerp(ra, rb.double(), 0.5)

@@ -134,8 +134,8 @@ void binary(BinaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stac
   const Variant v = variant_of(s);
   Tensor self = (*stack)[base].to_tensor();
   Tensor other = (*stack)[base + 1].to_tensor();
-  const bool has_alpha =
-      op == BinaryOp::kAdd || op == BinaryOp::kSub || op == BinaryOp::kThresholdBackward;
+  const bool has_alpha = op == BinaryOp::kAdd || op == BinaryOp::kSub ||
+                         op == BinaryOp::kThresholdBackward || op == BinaryOp::kLerp;
   const Scalar alpha = has_alpha ? (*stack)[base + 2].to_scalar() : Scalar(1.0);
   Tensor out = v == Variant::kOut ? stack->back().to_tensor()
                : v == Variant::kInplace ? self : Tensor();
@@ -143,6 +143,8 @@ void binary(BinaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stac
   const bool scalar = other.defined() && !in_device_memory(other) && other.dim() == 0;
   bool ok = in_device_memory(self) && float_type(self.dtype()) &&
             (scalar || (in_device_memory(other) && float_type(other.dtype())));
+  // lerp does not promote: the fallback's cpu kernel raises for mixed dtypes.
+  if (op == BinaryOp::kLerp) ok = ok && other.dtype() == self.dtype();
   if (!ok) return run_device_fallback(h, ks, stack);
   const ScalarType rt = result_type({self, other});
   const ScalarType out_dtype = is_comparison(op) ? kBool : rt;
@@ -173,6 +175,48 @@ void binary(BinaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stac
   const double b_value = scalar ? other.item().to_double() : 0.0;
   launch_binary(op, *t, g, device_ptr(out), device_ptr(self), scalar ? nullptr : device_ptr(other),
                 scalar, b_value, alpha.to_double(), current_stream());
+  finish_call(s, v, out, stack);
+}
+
+// addcmul, addcdiv (self, tensor1, tensor2, value) and lerp.Tensor (self, end, weight): three
+// device tensors of floating dtypes broadcast together, in their promoted dtype (lerp's must
+// share one: the fallback raises otherwise). An in-place call writes self, so the broadcast
+// shape must be self's.
+void ternary(TernaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Variant v = variant_of(s);
+  Tensor x[3] = {(*stack)[base].to_tensor(), (*stack)[base + 1].to_tensor(),
+                 (*stack)[base + 2].to_tensor()};
+  const double value = op == TernaryOp::kLerp ? 0.0 : (*stack)[base + 3].to_scalar().to_double();
+  bool ok = true;
+  for (const Tensor& t : x) ok = ok && in_device_memory(t) && float_type(t.dtype());
+  if (ok && op == TernaryOp::kLerp)
+    ok = x[1].dtype() == x[0].dtype() && x[2].dtype() == x[0].dtype();
+  if (!ok) return run_device_fallback(h, ks, stack);
+  const ScalarType rt = result_type({x[0], x[1], x[2]});
+  const DimVector shape = broadcast_shapes(broadcast_shapes(x[0].sizes(), x[1].sizes(),
+                                                            s.name.data()),
+                                           x[2].sizes(), s.name.data());
+  Tensor out = v == Variant::kOut ? stack->back().to_tensor()
+               : v == Variant::kInplace ? x[0] : Tensor();
+  if (out.defined() && !(in_device_memory(out) && out.dtype() == rt &&
+                         out.sizes().equals(IntArrayRef(shape))))
+    return run_device_fallback(h, ks, stack);
+  for (Tensor& t : x) {
+    if (t.dtype() == rt) continue;
+    auto c = converted(t, rt);
+    if (!c) return run_device_fallback(h, ks, stack);
+    t = *c;
+  }
+  if (!out.defined()) out = make_empty(shape, rt, x[0].device());
+  Geometry<4> g;
+  if (!geometry_of<4>(shape, {strides_of(out), broadcast_strides(x[0], shape),
+                              broadcast_strides(x[1], shape), broadcast_strides(x[2], shape)},
+                      &g))
+    return run_device_fallback(h, ks, stack);
+  launch_ternary(op, *float_type(rt), g, device_ptr(out), device_ptr(x[0]), device_ptr(x[1]),
+                 device_ptr(x[2]), value, current_stream());
   finish_call(s, v, out, stack);
 }
 
@@ -364,9 +408,20 @@ constexpr BinaryEntry kBinaryOps[] = {
     {"logaddexp2", "", BinaryOp::kLogaddexp2},
     {"remainder", "Tensor", BinaryOp::kRemainder}, {"fmod", "Tensor", BinaryOp::kFmod},
     {"heaviside", "", BinaryOp::kHeaviside}, {"xlogy", "Tensor", BinaryOp::kXlogy},
+    {"lerp", "Scalar", BinaryOp::kLerp},
     {"eq", "Tensor", BinaryOp::kEq},       {"ne", "Tensor", BinaryOp::kNe},
     {"lt", "Tensor", BinaryOp::kLt},       {"le", "Tensor", BinaryOp::kLe},
     {"gt", "Tensor", BinaryOp::kGt},       {"ge", "Tensor", BinaryOp::kGe},
+};
+
+struct TernaryEntry {
+  std::string_view name, overload;  // of the functional variant
+  TernaryOp op;
+};
+constexpr TernaryEntry kTernaryOps[] = {
+    {"addcmul", "", TernaryOp::kAddcmul},
+    {"addcdiv", "", TernaryOp::kAddcdiv},
+    {"lerp", "Tensor", TernaryOp::kLerp},
 };
 
 }  // namespace
@@ -489,6 +544,14 @@ void register_pointwise_ops(Dispatcher& d) {
         random_fill(true, oh, k, st);
       });
     if (base == "masked_fill" && s.overload == "Scalar") set_cuda_kernel(h, &masked_fill);
+    for (const TernaryEntry& e : kTernaryOps) {
+      if (base == e.name && matches(e.overload)) {
+        const TernaryOp op = e.op;
+        h->set_kernel(DispatchKey::CUDA,
+                      make_boxed_kernel([op](const OperatorHandle& oh, DispatchKeySet ks,
+                                             Stack* st) { ternary(op, oh, ks, st); }));
+      }
+    }
     for (const BinaryEntry& e : kBinaryOps) {
       if (base == e.name && matches(e.overload)) {
         const BinaryOp op = e.op;

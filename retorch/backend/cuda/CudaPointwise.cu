@@ -1,5 +1,5 @@
-// The CUDA backend's pointwise kernels: unary and binary floating-point ops, dtype conversions
-// and strided copies, a thread per element over the offset calculator (CudaGeometry.h).
+// The CUDA backend's pointwise kernels: unary, binary and ternary floating-point ops, dtype
+// conversions and strided copies, a thread per element over the offset calculator (CudaGeometry.h).
 #include <cstdint>
 #include <type_traits>
 
@@ -93,6 +93,12 @@ __device__ inline A apply_unary(UnaryOp op, A x, A p0, A p1) {
   return x;
 }
 
+// PyTorch's lerp: from whichever end is nearer, so that w = 1 gives b exactly.
+template <typename A>
+__device__ inline A lerp(A a, A b, A w) {
+  return fabs(w) < A(0.5) ? a + w * (b - a) : b - (b - a) * (A(1) - w);
+}
+
 // The binary ops of floating operands only (the integer kernels never take them).
 template <typename A>
 __device__ inline A apply_float_binary(BinaryOp op, A a, A b) {
@@ -126,6 +132,16 @@ __device__ inline A apply_float_binary(BinaryOp op, A a, A b) {
 }
 
 template <typename A>
+__device__ inline A apply_ternary(TernaryOp op, A a, A b, A c, A value) {
+  switch (op) {
+    case TernaryOp::kAddcmul: return a + value * b * c;
+    case TernaryOp::kAddcdiv: return a + value * b / c;
+    case TernaryOp::kLerp: return lerp(a, b, c);
+  }
+  return a;
+}
+
+template <typename A>
 __device__ inline A apply_binary(BinaryOp op, A a, A b, A alpha) {
   switch (op) {
     case BinaryOp::kAdd: return a + alpha * b;
@@ -140,6 +156,9 @@ __device__ inline A apply_binary(BinaryOp op, A a, A b, A alpha) {
     case BinaryOp::kLe: return A(a <= b);
     case BinaryOp::kGt: return A(a > b);
     case BinaryOp::kGe: return A(a >= b);
+    case BinaryOp::kLerp:
+      if constexpr (std::is_integral_v<A>) return a;
+      else return lerp(a, b, alpha);
     default:  // not integral ops (the host's check)
       if constexpr (std::is_integral_v<A>) return a;
       else return apply_float_binary(op, a, b);
@@ -236,6 +255,19 @@ __global__ void binary_kernel(BinaryOp op, OffsetCalc<3, Index> c, O* out, const
     c.offsets(Index(i), o);
     const acc_t<T> y = b_is_scalar ? b_value : acc_t<T>(load(b + o[2]));
     store(out + o[0], apply_binary<acc_t<T>>(op, acc_t<T>(load(a + o[1])), y, alpha));
+  }
+}
+
+template <typename T, typename Index>
+__global__ void ternary_kernel(TernaryOp op, OffsetCalc<4, Index> c, T* out, const T* a,
+                               const T* b, const T* w, acc_t<T> value, int64_t n) {
+  using A = acc_t<T>;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    Index o[4];
+    c.offsets(Index(i), o);
+    store(out + o[0], apply_ternary<A>(op, A(load(a + o[1])), A(load(b + o[2])),
+                                       A(load(w + o[3])), value));
   }
 }
 
@@ -381,6 +413,21 @@ void launch_select(FloatType t, const Geometry<4>& g, void* out, const bool* con
     });
   });
   check_launch("select");
+}
+
+void launch_ternary(TernaryOp op, FloatType t, const Geometry<4>& g, void* out, const void* a,
+                    const void* b, const void* c, double value, StreamHandle s) {
+  if (g.numel == 0) return;
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    with_index(g, [&](auto index) {
+      using I = typename decltype(index)::type;
+      ternary_kernel<T, I><<<blocks_for(g.numel), kThreads, 0, as_stream(s)>>>(
+          op, g.template calc<I>(), static_cast<T*>(out), static_cast<const T*>(a),
+          static_cast<const T*>(b), static_cast<const T*>(c), acc_t<T>(value), g.numel);
+    });
+  });
+  check_launch("ternary");
 }
 
 void launch_convert(FloatType to, FloatType from, const Geometry<2>& g, void* out,

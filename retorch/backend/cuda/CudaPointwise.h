@@ -28,6 +28,7 @@ enum class BinaryOp : int {
   kAdd, kSub, kMul, kDiv, kMaximum, kMinimum, kThresholdBackward, kPow,
   kAtan2, kCopysign, kHypot, kFmax, kFmin, kLogaddexp, kLogaddexp2, kRemainder, kFmod,
   kHeaviside, kXlogy,
+  kLerp,  // a + alpha (b - a), the weight alpha (lerp.Scalar)
   kEq, kNe, kLt, kLe, kGt, kGe,  // the comparisons last (is_comparison)
 };
 /// Whether op is a comparison (its output is bool).
@@ -53,6 +54,12 @@ inline bool integral_op(BinaryOp op) {
 void launch_binary_int(BinaryOp op, IntType t, const Geometry<3>& g, void* out, const void* a,
                        const void* b, bool b_is_scalar, int64_t b_value, int64_t alpha,
                        StreamHandle s);
+/// Ternary ops: out = a + value * b * c (addcmul), a + value * b / c (addcdiv), lerp(a, b,
+/// weight c) (lerp.Tensor).
+enum class TernaryOp : int { kAddcmul, kAddcdiv, kLerp };
+/// out = op(a, b, c) over g (operands out, a, b, c), all of type t.
+void launch_ternary(TernaryOp op, FloatType t, const Geometry<4>& g, void* out, const void* a,
+                    const void* b, const void* c, double value, StreamHandle s);
 /// out = cond ? a : b over g (operands out, cond (bool), a, b), a and b of type t; a scalar
 /// side is its value everywhere (its pointer and strides unused).
 void launch_select(FloatType t, const Geometry<4>& g, void* out, const bool* cond, const void* a,
