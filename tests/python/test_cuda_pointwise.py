@@ -1,7 +1,8 @@
-"""The CUDA pointwise kernels of the remaining floating unary and binary ops (rounding, inverse
-trigonometric and hyperbolic functions, special functions, activations with arguments, atan2,
-copysign, hypot, fmax/fmin, logaddexp(2), remainder/fmod, heaviside, xlogy) against torch on the
-cpu, in every floating dtype. Skipped without a GPU."""
+"""The CUDA pointwise kernels of the remaining floating unary, binary and ternary ops (rounding,
+inverse trigonometric and hyperbolic functions, special functions, activations with arguments,
+atan2, copysign, hypot, fmax/fmin, logaddexp(2), remainder/fmod, heaviside, xlogy, addcmul,
+addcdiv, lerp) and the var and norm reductions against torch on the cpu, in every floating dtype.
+Skipped without a GPU."""
 import numpy as np
 import pytest
 import torch
@@ -153,3 +154,20 @@ def test_addcmul_addcdiv_and_lerp(dtype, tol):
     if dtype == "float32":  # mixed dtypes: lerp raises as on the cpu (through the fallback)
         with pytest.raises(RuntimeError, match="lerp: expected dtype"):
             retorch.lerp(ra, rb.double(), 0.5)
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_var_and_norm_over_any_dims(dtype, tol):
+    x = np.random.default_rng(65).standard_normal((6, 5, 300))
+    x[0, 0, :7] = 0.0
+    r, t = both(x, dtype)
+    for dim in (None, -1, (0, 2), 1):
+        for keepdim in (False, True):
+            for corr in (0, 1, 400):  # 400: more than the count (inf, as torch)
+                want = torch.var(up(t), dim=dim, correction=corr, keepdim=keepdim)
+                close(retorch.var(r, dim=dim, correction=corr, keepdim=keepdim),
+                      want.to(t.dtype), tol * 4)
+            for p in (2, 1, 0, 3, 0.5, float("inf"), float("-inf")):
+                want = torch.norm(up(t), p=p, dim=dim, keepdim=keepdim)
+                close(retorch.norm(r, p=p, dim=dim, keepdim=keepdim), want.to(t.dtype), tol * 4)
+    assert ran_on_device("aten::var.correction") and ran_on_device("aten::norm")

@@ -1,6 +1,6 @@
-// CUDA kernels of the row ops: sum, mean, amax, amin over any dims, max, min, argmax, argmin,
-// softmax and log_softmax, native_layer_norm, fused_rms_norm, silu_and_mul and cross entropy, at
-// the CUDA key.
+// CUDA kernels of the row ops: sum, mean, amax, amin, var, norm over any dims, max, min, argmax,
+// argmin, softmax and log_softmax, native_layer_norm, fused_rms_norm, silu_and_mul and cross
+// entropy, at the CUDA key.
 #include <numeric>
 #include <vector>
 
@@ -45,6 +45,30 @@ std::vector<int64_t> dim_list(const IValue& arg) {
   return arg.is_none() ? std::vector<int64_t>{} : arg.to_int_list();
 }
 
+// A reduction over the dims of self flagged in `red`: the permutation that puts the kept dims
+// first (rows) and the reduced ones last (columns), and the result's shape.
+struct RowPlan {
+  std::vector<int64_t> order, shape;
+  int64_t rows = 1, cols = 1;
+};
+
+RowPlan row_plan(const Tensor& self, const std::vector<bool>& red, bool keepdim) {
+  RowPlan p;
+  for (int64_t d = 0; d < self.dim(); ++d) {
+    if (red[size_t(d)]) {
+      p.cols *= self.size(d);
+      if (keepdim) p.shape.push_back(1);
+    } else {
+      p.order.push_back(d);
+      p.rows *= self.size(d);
+      p.shape.push_back(self.size(d));
+    }
+  }
+  for (int64_t d = 0; d < self.dim(); ++d)
+    if (red[size_t(d)]) p.order.push_back(d);
+  return p;
+}
+
 void reduce(RowReduce op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
@@ -58,32 +82,42 @@ void reduce(RowReduce op, const OperatorHandle& h, DispatchKeySet ks, Stack* sta
   const auto t = float_type(rt);
   const std::vector<bool> red =
       reduced_dim_flags(dim_list((*stack)[base + 1]), self->dim(), s.name.data());
-  const bool keepdim = (*stack)[base + 2].to_bool();
-  std::vector<int64_t> order, shape;
-  int64_t rows = 1, cols = 1;
-  for (int64_t d = 0; d < self->dim(); ++d) {
-    if (red[size_t(d)]) {
-      cols *= self->size(d);
-      if (keepdim) shape.push_back(1);
-    } else {
-      order.push_back(d);
-      rows *= self->size(d);
-      shape.push_back(self->size(d));
-    }
-  }
-  for (int64_t d = 0; d < self->dim(); ++d)
-    if (red[size_t(d)]) order.push_back(d);
+  const RowPlan p = row_plan(*self, red, (*stack)[base + 2].to_bool());
   Tensor out = v == Variant::kOut ? stack->back().to_tensor() : Tensor();
-  bool ok = t.has_value() && !(cols == 0 && (op == RowReduce::kMax || op == RowReduce::kMin));
+  bool ok = t.has_value() && !(p.cols == 0 && (op == RowReduce::kMax || op == RowReduce::kMin));
   if (ok && out.defined())
     ok = in_device_memory(out) && out.dtype() == rt && out.is_contiguous() &&
-         out.sizes().equals(IntArrayRef(shape));
+         out.sizes().equals(IntArrayRef(p.shape));
   if (!ok) return run_device_fallback(h, ks, stack);
   ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
-  const Tensor in = as_dtype(self->permute(order), rt);
-  if (!out.defined()) out = make_empty(shape, rt, self->device());
-  launch_reduce_rows(op, *t, device_ptr(in), device_ptr(out), rows, cols, current_stream());
+  const Tensor in = as_dtype(self->permute(p.order), rt);
+  if (!out.defined()) out = make_empty(p.shape, rt, self->device());
+  launch_reduce_rows(op, *t, device_ptr(in), device_ptr(out), p.rows, p.cols, current_stream());
   finish_call(s, v, out, stack);
+}
+
+// var.correction(self, dim=None, *, correction=None, keepdim=False) and norm(self, p=2,
+// dim=None, keepdim=False), functional, in self's floating dtype.
+void var_or_norm(bool norm, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const auto self = device_float(*stack, base);
+  if (!self || variant_of(s) != Variant::kFunctional) return run_device_fallback(h, ks, stack);
+  const IValue& param = (*stack)[base + (norm ? 1 : 2)];
+  const double value = norm ? (param.is_none() ? 2.0 : param.to_scalar().to_double())
+                            : (param.is_none() ? 1.0 : double(param.to_int()));
+  const std::vector<bool> red = reduced_dim_flags(dim_list((*stack)[base + (norm ? 2 : 1)]),
+                                                  self->dim(), s.name.data());
+  const RowPlan p = row_plan(*self, red, (*stack)[base + 3].to_bool());
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  const Tensor in = contiguous_on_device(self->permute(p.order));
+  Tensor out = make_empty(p.shape, self->dtype(), self->device());
+  const FloatType t = *float_type(self->dtype());
+  if (norm)
+    launch_norm_rows(t, device_ptr(in), device_ptr(out), p.rows, p.cols, value, current_stream());
+  else
+    launch_var_rows(t, device_ptr(in), device_ptr(out), p.rows, p.cols, value, current_stream());
+  finish_call(s, Variant::kFunctional, out, stack);
 }
 
 // argmax/argmin(self, dim=None, keepdim=False), functional: each row along dim (the flattened
@@ -384,6 +418,10 @@ void register_row_ops(Dispatcher& d) {
     else if (n == "amin" && (o.empty() || out))
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         reduce(RowReduce::kMin, oh, ks, st);
+      });
+    else if ((n == "var" && o == "correction") || (n == "norm" && o.empty()))
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        var_or_norm(oh.schema().name == "norm", oh, ks, st);
       });
     else if (n == "argmax" && o.empty())
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {

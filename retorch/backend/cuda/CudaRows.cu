@@ -58,6 +58,56 @@ __global__ void reduce_rows_kernel(RowReduce op, const T* in, T* out, int64_t co
   if (threadIdx.x == 0) store(out + blockIdx.x, op == RowReduce::kMean ? acc / A(cols) : acc);
 }
 
+// var.correction of each row: the mean, then the centered sum of squares (two passes, as the
+// cpu kernel); N - correction <= 0 gives inf, or NaN for a zero sum or an empty row.
+template <typename T>
+__global__ void var_rows_kernel(const T* in, T* out, int64_t cols, double correction) {
+  using A = acc_t<T>;
+  __shared__ A shared[32];
+  const T* x = in + int64_t(blockIdx.x) * cols;
+  A s = 0;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) s += A(load(x + j));
+  const A mean = row_reduce(RowReduce::kSum, s, shared) / A(cols);
+  A q = 0;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    const A d = A(load(x + j)) - mean;
+    q += d * d;
+  }
+  q = row_reduce(RowReduce::kSum, q, shared);
+  if (threadIdx.x == 0) {
+    const A denom = A(double(cols) - correction);
+    store(out + blockIdx.x, denom > A(0) ? q / denom : (q == A(0) || cols == 0 ? A(NAN)
+                                                                               : A(INFINITY)));
+  }
+}
+
+// The p-norm of each row, as the cpu's norm: max |x| (p = inf), min |x| (-inf), the count of
+// nonzeros (0), sum |x| (1), sqrt(sum x²) (2), else (sum |x|^p)^(1/p); NaN propagates.
+template <typename T>
+__global__ void norm_rows_kernel(const T* in, T* out, int64_t cols, double p) {
+  using A = acc_t<T>;
+  __shared__ A shared[32];
+  const T* x = in + int64_t(blockIdx.x) * cols;
+  const RowReduce op = isinf(p) ? (p > 0 ? RowReduce::kMax : RowReduce::kMin) : RowReduce::kSum;
+  const A pa = A(p);
+  A acc = op == RowReduce::kMin ? A(INFINITY) : A(0);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    const A v = fabs(A(load(x + j)));
+    const A term = op != RowReduce::kSum ? v
+                   : p == 0             ? (v != A(0) ? A(1) : A(0))
+                   : p == 1             ? v
+                   : p == 2             ? v * v
+                                        : pow(v, pa);
+    acc = combine(op, acc, term);
+  }
+  acc = row_reduce(op, acc, shared);
+  if (threadIdx.x == 0) {
+    if (p == 2) acc = sqrt(acc);
+    else if (op == RowReduce::kSum && p != 0 && p != 1) acc = pow(acc, A(1) / pa);
+    store(out + blockIdx.x, acc);
+  }
+}
+
 // The first index of each row's maximum (minimum), NaN counting as the maximum (minimum) as in
 // PyTorch: the row's extreme value in one pass (row_reduce), then each thread's first element
 // equal to it and the smallest such index over the block (the cpu's Note [Two-pass argmax]).
@@ -450,6 +500,30 @@ void launch_reduce_rows(RowReduce op, FloatType t, const void* in, void* out, in
         op, static_cast<const T*>(in), static_cast<T*>(out), cols);
   });
   check_launch("reduce_rows");
+}
+
+void launch_var_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,
+                     double correction, StreamHandle s) {
+  if (rows == 0) return;
+  check_rows(rows, "var");
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    var_rows_kernel<T><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
+        static_cast<const T*>(in), static_cast<T*>(out), cols, correction);
+  });
+  check_launch("var_rows");
+}
+
+void launch_norm_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,
+                      double p, StreamHandle s) {
+  if (rows == 0) return;
+  check_rows(rows, "norm");
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    norm_rows_kernel<T><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
+        static_cast<const T*>(in), static_cast<T*>(out), cols, p);
+  });
+  check_launch("norm_rows");
 }
 
 void launch_arg_rows(bool take_max, FloatType t, const void* in, int64_t* out, int64_t rows,

@@ -1,5 +1,5 @@
 // Launchers of the CUDA backend's row kernels (CudaRows.cu): a block per contiguous row for
-// reductions (argmax and argmin too), softmax, layer_norm, fused RMSNorm, and SiLU-and-mul.
+// reductions (var, norm, argmax and argmin too), softmax, layer_norm, fused RMSNorm, and SiLU-and-mul.
 #pragma once
 #include <cstdint>
 
@@ -12,6 +12,12 @@ enum class RowReduce : int { kSum, kMean, kMax, kMin };
 /// out[r] = op over in[r, 0..cols) for contiguous rows; all of type t.
 void launch_reduce_rows(RowReduce op, FloatType t, const void* in, void* out, int64_t rows,
                         int64_t cols, StreamHandle s);
+/// out[r] = var of in[r, 0..cols) with the given correction (var.correction), type t.
+void launch_var_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,
+                     double correction, StreamHandle s);
+/// out[r] = the p-norm of in[r, 0..cols) (p may be 0 or ±inf), type t.
+void launch_norm_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,
+                      double p, StreamHandle s);
 /// out[r] = the first index of the maximum (take_max) or minimum of in[r, 0..cols), NaN
 /// counting as both; cols > 0.
 void launch_arg_rows(bool take_max, FloatType t, const void* in, int64_t* out, int64_t rows,
