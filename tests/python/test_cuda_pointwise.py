@@ -171,3 +171,50 @@ def test_var_and_norm_over_any_dims(dtype, tol):
                 want = torch.norm(up(t), p=p, dim=dim, keepdim=keepdim)
                 close(retorch.norm(r, p=p, dim=dim, keepdim=keepdim), want.to(t.dtype), tol * 4)
     assert ran_on_device("aten::var.correction") and ran_on_device("aten::norm")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_predicates_and_logical_ops(dtype):
+    x = np.random.default_rng(66).standard_normal((20, 30))
+    x.flat[:8] = [np.nan, np.inf, -np.inf, 0.0, -0.0, 1.0, -2.0, np.nan]
+    r, t = both(x, dtype)
+    number = ~np.isnan(x)  # a NaN's sign bit depends on how it was converted: not compared
+    for name in ("isnan", "isinf", "isfinite", "isposinf", "isneginf", "signbit"):
+        got = getattr(retorch, name)(r)
+        assert got.dtype == retorch.bool and got.device.type == "cuda"
+        want = getattr(torch, name)(t).numpy()
+        assert np.array_equal(got.cpu().numpy()[number], want[number]), name
+        assert ran_on_device(f"aten::{name}"), name
+    y = np.random.default_rng(67).standard_normal(30)
+    y[::3] = 0.0
+    ry, ty = both(y, dtype)
+    mask = retorch.tensor((x > 0.3)).to("cuda")
+    tmask = torch.tensor(x > 0.3)
+    for name in ("logical_and", "logical_or", "logical_xor"):
+        fn, tfn = getattr(retorch, name), getattr(torch, name)
+        for a, b, ta, tb in ((r, ry, t, ty), (mask, ry, tmask, ty), (mask, mask[3], tmask, tmask[3])):
+            assert np.array_equal(fn(a, b).cpu().numpy(), tfn(ta, tb).numpy()), name
+        assert ran_on_device(f"aten::{name}"), name
+    for a, ta in ((r, t), (mask, tmask)):
+        assert np.array_equal(retorch.logical_not(a).cpu().numpy(), torch.logical_not(ta).numpy())
+    assert ran_on_device("aten::logical_not")
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "bool"])
+def test_bitwise_ops_of_integers_and_masks(dtype):
+    rng = np.random.default_rng(68)
+    a = rng.integers(-1000, 1000, (20, 30))
+    b = rng.integers(-1000, 1000, 30)
+    if dtype == "bool":
+        a, b = a > 0, b > 0
+    ra = retorch.tensor(a).to(getattr(retorch, dtype)).to("cuda")
+    rb = retorch.tensor(b).to(getattr(retorch, dtype)).to("cuda")
+    ta, tb = torch.tensor(a).to(getattr(torch, dtype)), torch.tensor(b).to(getattr(torch, dtype))
+    for name in ("bitwise_and", "bitwise_or", "bitwise_xor"):
+        got = getattr(retorch, name)(ra, rb)
+        assert got.dtype == ra.dtype
+        assert np.array_equal(got.cpu().numpy(), getattr(torch, name)(ta, tb).numpy()), name
+        assert ran_on_device(f"aten::{name}.Tensor"), name
+    assert np.array_equal((ra & rb).cpu().numpy(), (ta & tb).numpy())
+    assert np.array_equal(retorch.bitwise_not(ra).cpu().numpy(), torch.bitwise_not(ta).numpy())
+    assert ran_on_device("aten::bitwise_not")

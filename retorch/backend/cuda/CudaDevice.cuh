@@ -28,6 +28,7 @@ __device__ inline float load(const __half* p) { return __half2float(*p); }
 __device__ inline float load(const __nv_bfloat16* p) { return __bfloat162float(*p); }
 __device__ inline int32_t load(const int32_t* p) { return *p; }
 __device__ inline int64_t load(const int64_t* p) { return *p; }
+__device__ inline bool load(const bool* p) { return *p; }
 
 // 16-bit stores round to nearest even; bool stores any nonzero as true.
 __device__ inline void store(float* p, float v) { *p = v; }
@@ -43,6 +44,7 @@ __device__ inline void store(int32_t* p, int32_t v) { *p = v; }
 __device__ inline void store(int64_t* p, int64_t v) { *p = v; }
 __device__ inline void store(bool* p, int32_t v) { *p = v != 0; }
 __device__ inline void store(bool* p, int64_t v) { *p = v != 0; }
+__device__ inline void store(bool* p, bool v) { *p = v; }
 
 /// f(a, b) of the block's values, in every thread: lanes combine with shuffles, warps through
 /// `shared` (32 values), `identity` filling the missing warps' places.

@@ -100,10 +100,12 @@ bool binary_int(BinaryOp op, const OpSchema& s, Variant v, const Tensor& self,
                 const Tensor& other, const Scalar& alpha, Stack* stack) {
   const ScalarType dt = self.dtype();
   const bool scaled = op == BinaryOp::kAdd || op == BinaryOp::kSub;  // alpha: others pass 1.0
-  if (!integral_op(op) || (dt != kInt && dt != kLong) || !in_device_memory(self) ||
-      !other.defined() || (scaled && !alpha.is_integral(false)))
+  const bool int_or_bool = dt == kInt || dt == kLong || (dt == kBool && is_bitwise(op));
+  if (!integral_op(op) || !int_or_bool || !in_device_memory(self) || !other.defined() ||
+      (scaled && !alpha.is_integral(false)))
     return false;
   const bool scalar = !in_device_memory(other) && other.dim() == 0;
+  if (scalar && dt == kBool) return false;
   if (!(scalar ? is_integral_type(other.dtype(), false) : other.dtype() == dt) ||
       result_type({self, other}) != dt)
     return false;
@@ -121,7 +123,8 @@ bool binary_int(BinaryOp op, const OpSchema& s, Variant v, const Tensor& self,
   if (!geometry_of<3>(shape, {strides_of(out), broadcast_strides(self, shape), b_strides}, &g))
     return false;
   const int64_t b_value = scalar ? other.item().to<int64_t>() : 0;
-  launch_binary_int(op, dt == kInt ? IntType::kInt : IntType::kLong, g, device_ptr(out),
+  launch_binary_int(op, dt == kInt ? IntType::kInt : dt == kLong ? IntType::kLong : IntType::kBool,
+                    g, device_ptr(out),
                     device_ptr(self), scalar ? nullptr : device_ptr(other), scalar, b_value,
                     scaled ? alpha.to<int64_t>() : 1, current_stream());
   finish_call(s, v, out, stack);
@@ -140,6 +143,7 @@ void binary(BinaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stac
   Tensor out = v == Variant::kOut ? stack->back().to_tensor()
                : v == Variant::kInplace ? self : Tensor();
   if (binary_int(op, s, v, self, other, alpha, stack)) return;
+  if (is_bitwise(op)) return run_device_fallback(h, ks, stack);  // floats: its error
   const bool scalar = other.defined() && !in_device_memory(other) && other.dim() == 0;
   bool ok = in_device_memory(self) && float_type(self.dtype()) &&
             (scalar || (in_device_memory(other) && float_type(other.dtype())));
@@ -176,6 +180,85 @@ void binary(BinaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stac
   launch_binary(op, *t, g, device_ptr(out), device_ptr(self), scalar ? nullptr : device_ptr(other),
                 scalar, b_value, alpha.to_double(), current_stream());
   finish_call(s, v, out, stack);
+}
+
+// op(x) as a new bool tensor of x's shape, for a floating x in device memory.
+std::optional<Tensor> predicate_of(PredicateOp op, const Tensor& x) {
+  Tensor out = make_empty(x.sizes(), kBool, x.device());
+  Geometry<2> g;
+  if (!geometry_of<2>(x.sizes(), {strides_of(out), strides_of(x)}, &g)) return std::nullopt;
+  launch_predicate(op, *float_type(x.dtype()), g, static_cast<bool*>(device_ptr(out)),
+                   device_ptr(x), current_stream());
+  return out;
+}
+
+// a op b over two bool device tensors broadcast together (b: nullptr for the value b_value).
+std::optional<Tensor> bool_binary(BinaryOp op, const Tensor& a, const Tensor* b, bool b_value,
+                                  const char* name) {
+  const DimVector shape = b ? broadcast_shapes(a.sizes(), b->sizes(), name)
+                            : DimVector(a.sizes().begin(), a.sizes().end());
+  Tensor out = make_empty(shape, kBool, a.device());
+  Geometry<3> g;
+  const DimVector b_strides = b ? broadcast_strides(*b, shape) : DimVector(shape.size(), 0);
+  if (!geometry_of<3>(shape, {strides_of(out), broadcast_strides(a, shape), b_strides}, &g))
+    return std::nullopt;
+  launch_binary_int(op, IntType::kBool, g, device_ptr(out), device_ptr(a),
+                    b ? device_ptr(*b) : nullptr, b == nullptr, b_value, 1, current_stream());
+  return out;
+}
+
+// isnan, isinf, isfinite, isposinf, isneginf, signbit of a floating device tensor (functional;
+// other dtypes, whose answers are constant, take the fallback).
+void predicate(PredicateOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const Tensor self = (*stack)[stack->size() - size_t(s.num_args)].to_tensor();
+  if (!in_device_memory(self) || !float_type(self.dtype()) ||
+      variant_of(s) != Variant::kFunctional)
+    return run_device_fallback(h, ks, stack);
+  auto out = predicate_of(op, self);
+  if (!out) return run_device_fallback(h, ks, stack);
+  finish_call(s, Variant::kFunctional, *out, stack);
+}
+
+// logical_and/or/xor (functional; op a bitwise op on bools) and logical_not (op kBitXor with
+// true) of bool or floating device tensors: each operand made bool (x != 0) on the device.
+void logical(BinaryOp op, bool unary, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  Tensor x[2];
+  for (int i = 0; i < (unary ? 1 : 2); ++i) {
+    x[i] = (*stack)[base + size_t(i)].to_tensor();
+    const bool ok = in_device_memory(x[i]) && (x[i].dtype() == kBool || float_type(x[i].dtype()));
+    if (!ok || variant_of(s) != Variant::kFunctional) return run_device_fallback(h, ks, stack);
+  }
+  for (int i = 0; i < (unary ? 1 : 2); ++i) {
+    if (x[i].dtype() == kBool) continue;
+    auto b = predicate_of(PredicateOp::kNonzero, x[i]);
+    if (!b) return run_device_fallback(h, ks, stack);
+    x[i] = *b;
+  }
+  auto out = bool_binary(op, x[0], unary ? nullptr : &x[1], true, s.name.data());
+  if (!out) return run_device_fallback(h, ks, stack);
+  finish_call(s, Variant::kFunctional, *out, stack);
+}
+
+// bitwise_not of int32/int64/bool device tensors (functional): x ^ -1, or x ^ true.
+void bitwise_not(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const Tensor self = (*stack)[stack->size() - size_t(s.num_args)].to_tensor();
+  const ScalarType dt = self.dtype();
+  if (!in_device_memory(self) || !(dt == kInt || dt == kLong || dt == kBool) ||
+      variant_of(s) != Variant::kFunctional)
+    return run_device_fallback(h, ks, stack);
+  Tensor out = make_empty(self.sizes(), dt, self.device());
+  Geometry<3> g;
+  const DimVector zero(size_t(self.dim()), 0);
+  if (!geometry_of<3>(self.sizes(), {strides_of(out), strides_of(self), zero}, &g))
+    return run_device_fallback(h, ks, stack);
+  const IntType it = dt == kInt ? IntType::kInt : dt == kLong ? IntType::kLong : IntType::kBool;
+  launch_binary_int(BinaryOp::kBitXor, it, g, device_ptr(out), device_ptr(self), nullptr, true,
+                    dt == kBool ? 1 : -1, 1, current_stream());
+  finish_call(s, Variant::kFunctional, out, stack);
 }
 
 // addcmul, addcdiv (self, tensor1, tensor2, value) and lerp.Tensor (self, end, weight): three
@@ -409,9 +492,33 @@ constexpr BinaryEntry kBinaryOps[] = {
     {"remainder", "Tensor", BinaryOp::kRemainder}, {"fmod", "Tensor", BinaryOp::kFmod},
     {"heaviside", "", BinaryOp::kHeaviside}, {"xlogy", "Tensor", BinaryOp::kXlogy},
     {"lerp", "Scalar", BinaryOp::kLerp},
+    {"bitwise_and", "Tensor", BinaryOp::kBitAnd}, {"bitwise_or", "Tensor", BinaryOp::kBitOr},
+    {"bitwise_xor", "Tensor", BinaryOp::kBitXor},
     {"eq", "Tensor", BinaryOp::kEq},       {"ne", "Tensor", BinaryOp::kNe},
     {"lt", "Tensor", BinaryOp::kLt},       {"le", "Tensor", BinaryOp::kLe},
     {"gt", "Tensor", BinaryOp::kGt},       {"ge", "Tensor", BinaryOp::kGe},
+};
+
+struct PredicateEntry {
+  std::string_view name;
+  PredicateOp op;
+};
+constexpr PredicateEntry kPredicateOps[] = {
+    {"isnan", PredicateOp::kIsnan},       {"isinf", PredicateOp::kIsinf},
+    {"isfinite", PredicateOp::kIsfinite}, {"isposinf", PredicateOp::kIsposinf},
+    {"isneginf", PredicateOp::kIsneginf}, {"signbit", PredicateOp::kSignbit},
+};
+
+struct LogicalEntry {
+  std::string_view name;
+  BinaryOp op;
+  bool unary;
+};
+constexpr LogicalEntry kLogicalOps[] = {
+    {"logical_and", BinaryOp::kBitAnd, false},
+    {"logical_or", BinaryOp::kBitOr, false},
+    {"logical_xor", BinaryOp::kBitXor, false},
+    {"logical_not", BinaryOp::kBitXor, true},
 };
 
 struct TernaryEntry {
@@ -544,6 +651,24 @@ void register_pointwise_ops(Dispatcher& d) {
         random_fill(true, oh, k, st);
       });
     if (base == "masked_fill" && s.overload == "Scalar") set_cuda_kernel(h, &masked_fill);
+    for (const PredicateEntry& e : kPredicateOps)
+      if (s.name == e.name && s.overload.empty()) {
+        const PredicateOp op = e.op;
+        h->set_kernel(DispatchKey::CUDA,
+                      make_boxed_kernel([op](const OperatorHandle& oh, DispatchKeySet ks,
+                                             Stack* st) { predicate(op, oh, ks, st); }));
+      }
+    for (const LogicalEntry& e : kLogicalOps)
+      if (s.name == e.name && s.overload.empty()) {
+        const BinaryOp op = e.op;
+        const bool unary = e.unary;
+        h->set_kernel(DispatchKey::CUDA, make_boxed_kernel([op, unary](const OperatorHandle& oh,
+                                                                       DispatchKeySet ks,
+                                                                       Stack* st) {
+                        logical(op, unary, oh, ks, st);
+                      }));
+      }
+    if (s.name == "bitwise_not" && s.overload.empty()) set_cuda_kernel(h, &bitwise_not);
     for (const TernaryEntry& e : kTernaryOps) {
       if (base == e.name && matches(e.overload)) {
         const TernaryOp op = e.op;

@@ -159,6 +159,12 @@ __device__ inline A apply_binary(BinaryOp op, A a, A b, A alpha) {
     case BinaryOp::kLerp:
       if constexpr (std::is_integral_v<A>) return a;
       else return lerp(a, b, alpha);
+    case BinaryOp::kBitAnd:
+    case BinaryOp::kBitOr:
+    case BinaryOp::kBitXor:
+      if constexpr (std::is_integral_v<A>)
+        return op == BinaryOp::kBitAnd ? A(a & b) : op == BinaryOp::kBitOr ? A(a | b) : A(a ^ b);
+      else return a;  // never launched for floating types (the host's check)
     default:  // not integral ops (the host's check)
       if constexpr (std::is_integral_v<A>) return a;
       else return apply_float_binary(op, a, b);
@@ -255,6 +261,30 @@ __global__ void binary_kernel(BinaryOp op, OffsetCalc<3, Index> c, O* out, const
     c.offsets(Index(i), o);
     const acc_t<T> y = b_is_scalar ? b_value : acc_t<T>(load(b + o[2]));
     store(out + o[0], apply_binary<acc_t<T>>(op, acc_t<T>(load(a + o[1])), y, alpha));
+  }
+}
+
+template <typename T, typename Index>
+__global__ void predicate_kernel(PredicateOp op, OffsetCalc<2, Index> c, bool* out, const T* in,
+                                 int64_t n) {
+  using A = acc_t<T>;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    Index o[2];
+    c.offsets(Index(i), o);
+    const A x = A(load(in + o[1]));
+    bool r = false;
+    switch (op) {
+      case PredicateOp::kIsnan: r = x != x; break;
+      case PredicateOp::kIsinf: r = isinf(x); break;
+      case PredicateOp::kIsfinite: r = isfinite(x); break;
+      case PredicateOp::kIsposinf: r = x == A(INFINITY); break;
+      case PredicateOp::kIsneginf: r = x == -A(INFINITY); break;
+      case PredicateOp::kSignbit: r = signbit(x); break;
+      case PredicateOp::kNonzero: r = x != A(0); break;  // NaN is true
+      case PredicateOp::kIsZero: r = x == A(0); break;
+    }
+    out[o[0]] = r;
   }
 }
 
@@ -394,7 +424,9 @@ void launch_binary_int(BinaryOp op, IntType t, const Geometry<3>& g, void* out, 
   RT_CHECK(integral_op(op), "cuda binary: op ", int(op), " is not integral");
   if (t == IntType::kInt)
     binary_strided<int32_t>(op, g, out, a, b, b_is_scalar, int32_t(b_value), int32_t(alpha), s);
-  else binary_strided<int64_t>(op, g, out, a, b, b_is_scalar, b_value, alpha, s);
+  else if (t == IntType::kLong)
+    binary_strided<int64_t>(op, g, out, a, b, b_is_scalar, b_value, alpha, s);
+  else binary_strided<bool>(op, g, out, a, b, b_is_scalar, b_value != 0, alpha != 0, s);
   check_launch("binary (integers)");
 }
 
@@ -413,6 +445,20 @@ void launch_select(FloatType t, const Geometry<4>& g, void* out, const bool* con
     });
   });
   check_launch("select");
+}
+
+void launch_predicate(PredicateOp op, FloatType t, const Geometry<2>& g, bool* out,
+                      const void* in, StreamHandle s) {
+  if (g.numel == 0) return;
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    with_index(g, [&](auto index) {
+      using I = typename decltype(index)::type;
+      predicate_kernel<T, I><<<blocks_for(g.numel), kThreads, 0, as_stream(s)>>>(
+          op, g.template calc<I>(), out, static_cast<const T*>(in), g.numel);
+    });
+  });
+  check_launch("predicate");
 }
 
 void launch_ternary(TernaryOp op, FloatType t, const Geometry<4>& g, void* out, const void* a,

@@ -29,6 +29,7 @@ enum class BinaryOp : int {
   kAtan2, kCopysign, kHypot, kFmax, kFmin, kLogaddexp, kLogaddexp2, kRemainder, kFmod,
   kHeaviside, kXlogy,
   kLerp,  // a + alpha (b - a), the weight alpha (lerp.Scalar)
+  kBitAnd, kBitOr, kBitXor,  // integers and bool only
   kEq, kNe, kLt, kLe, kGt, kGe,  // the comparisons last (is_comparison)
 };
 /// Whether op is a comparison (its output is bool).
@@ -43,13 +44,24 @@ void launch_unary(UnaryOp op, FloatType t, const Geometry<2>& g, void* out, cons
 /// unused.
 void launch_binary(BinaryOp op, FloatType t, const Geometry<3>& g, void* out, const void* a,
                    const void* b, bool b_is_scalar, double b_value, double alpha, StreamHandle s);
+/// Whether op is a bitwise op (integers and bool only).
+inline bool is_bitwise(BinaryOp op) { return op >= BinaryOp::kBitAnd && op <= BinaryOp::kBitXor; }
 /// Integer element types of the binary ops that keep integers integral (add, sub with alpha,
-/// mul, maximum, minimum) and of the comparisons.
-enum class IntType : int { kInt, kLong };
+/// mul, maximum, minimum, the bitwise ops) and of the comparisons; bool for the bitwise ops.
+enum class IntType : int { kInt, kLong, kBool };
 inline bool integral_op(BinaryOp op) {
   return op == BinaryOp::kAdd || op == BinaryOp::kSub || op == BinaryOp::kMul ||
-         op == BinaryOp::kMaximum || op == BinaryOp::kMinimum || is_comparison(op);
+         op == BinaryOp::kMaximum || op == BinaryOp::kMinimum || is_comparison(op) ||
+         is_bitwise(op);
 }
+/// Tests of floating values with a bool result: isnan, isinf, isfinite, isposinf, isneginf,
+/// signbit, x != 0 (logical ops' operands) and x == 0 (logical_not).
+enum class PredicateOp : int {
+  kIsnan, kIsinf, kIsfinite, kIsposinf, kIsneginf, kSignbit, kNonzero, kIsZero,
+};
+/// out = op(in) over g (operands out, in), in of type t, out bool.
+void launch_predicate(PredicateOp op, FloatType t, const Geometry<2>& g, bool* out,
+                      const void* in, StreamHandle s);
 /// launch_binary over integers (integral_op(op)): arithmetic wraps as PyTorch's does.
 void launch_binary_int(BinaryOp op, IntType t, const Geometry<3>& g, void* out, const void* a,
                        const void* b, bool b_is_scalar, int64_t b_value, int64_t alpha,
