@@ -377,12 +377,16 @@ def test_layer_norm_forward_and_gradients(dtype, tol):
           G.layer_norm(up(tx), [7, 96], up(tw), up(tb), 1e-5).to(tx.dtype), tol * 4)
     close(F.layer_norm(x, [96]), G.layer_norm(up(tx), [96]).to(tx.dtype), tol * 4)
     assert ran_on_device("aten::native_layer_norm")
-    if dtype == "float32":
-        x.requires_grad_(True)
-        tx.requires_grad_(True)
-        (F.layer_norm(x, [96]) * 3).sum().backward()
-        (G.layer_norm(tx, [96]) * 3).sum().backward()
-        close(x.grad, tx.grad, 1e-4)
+    if dtype in ("float32", "float64"):  # the backward kernels, weight and bias too
+        for t in (x, w, b, tx, tw, tb):
+            t.requires_grad_(True)
+        gr, tg = pair((12, 7, 96), dtype, seed=29)
+        (F.layer_norm(x, [7, 96], w, b) * gr).sum().backward()
+        (G.layer_norm(tx, [7, 96], tw, tb) * tg).sum().backward()
+        for got, want in ((x.grad, tx.grad), (w.grad, tw.grad), (b.grad, tb.grad)):
+            close(got, want, max(tol, 1e-10) * 100)
+        assert ran_on_device("aten::_layer_norm_backward_input")
+        assert ran_on_device("aten::_layer_norm_backward_weight")
 
 
 @pytest.mark.parametrize("qtype,rows", [(30, "bfloat16"), (1, "float16")])

@@ -1,6 +1,6 @@
 // CUDA kernels of the row ops: sum, mean, amax, amin, var, norm over any dims, max, min, argmax,
-// argmin, softmax and log_softmax, native_layer_norm, fused_rms_norm, silu_and_mul and cross
-// entropy, at the CUDA key.
+// argmin, softmax and log_softmax, native_layer_norm and its backward, fused_rms_norm,
+// silu_and_mul and cross entropy, at the CUDA key.
 #include <numeric>
 #include <vector>
 
@@ -264,6 +264,58 @@ void layer_norm(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   stack->push_back(IValue(rstd));
 }
 
+// The accumulation dtype of a floating dtype: float64 for float64, float32 otherwise.
+ScalarType acc_dtype(ScalarType t) { return t == kDouble ? kDouble : kFloat; }
+
+// _layer_norm_backward_input(grad_out, input, normalized_shape, mean, rstd, weight?) and
+// _layer_norm_backward_weight(grad_out, input, normalized_shape, mean, rstd): grad_out of
+// input's shape and dtype, mean and rstd of input's dtype (as the forward kernel makes them);
+// anything else takes the fallback and its checks.
+void layer_norm_backward(bool weight_grad, const OperatorHandle& h, DispatchKeySet ks,
+                         Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const auto grad = device_float(*stack, base), input = device_float(*stack, base + 1);
+  const auto mean = device_float(*stack, base + 3), rstd = device_float(*stack, base + 4);
+  const std::vector<int64_t>& normalized = (*stack)[base + 2].to_int_list();
+  bool ok = grad && input && mean && rstd && grad->dtype() == input->dtype() &&
+            grad->sizes().equals(input->sizes()) && mean->dtype() == input->dtype() &&
+            rstd->dtype() == input->dtype() && normalized.size() <= size_t(input->dim());
+  int64_t cols = 1;
+  for (size_t i = 0; ok && i < normalized.size(); ++i) {
+    ok = input->size(input->dim() - int64_t(normalized.size()) + int64_t(i)) == normalized[i];
+    cols *= normalized[i];
+  }
+  const int64_t rows = ok && cols > 0 ? input->numel() / cols : 0;
+  ok = ok && cols > 0 && mean->numel() == rows && rstd->numel() == rows;
+  std::optional<Tensor> weight;
+  if (ok && !weight_grad && !(*stack)[base + 5].is_none()) {
+    weight = device_float(*stack, base + 5);
+    ok = weight && weight->dtype() == input->dtype() && weight->numel() == cols;
+  }
+  if (!ok) return run_device_fallback(h, ks, stack);
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  const Tensor g = contiguous_on_device(*grad), x = contiguous_on_device(*input);
+  const Tensor m = contiguous_on_device(*mean), r = contiguous_on_device(*rstd);
+  const FloatType t = *float_type(input->dtype());
+  Tensor out;
+  if (weight_grad) {
+    out = make_empty(normalized, input->dtype(), input->device());
+    Tensor part = make_empty({layer_norm_weight_chunks(rows), cols}, acc_dtype(input->dtype()),
+                             input->device());
+    launch_layer_norm_backward_weight(t, device_ptr(g), device_ptr(x), device_ptr(m),
+                                      device_ptr(r), device_ptr(part), device_ptr(out), rows,
+                                      cols, current_stream());
+  } else {
+    const Tensor w = weight ? contiguous_on_device(*weight) : Tensor();
+    out = make_empty(input->sizes(), input->dtype(), input->device());
+    launch_layer_norm_backward_input(t, device_ptr(g), device_ptr(x), device_ptr(m),
+                                     device_ptr(r), weight ? device_ptr(w) : nullptr,
+                                     device_ptr(out), rows, cols, current_stream());
+  }
+  finish_call(s, Variant::kFunctional, out, stack);
+}
+
 void rms_norm(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
@@ -308,8 +360,6 @@ void silu_and_mul(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
-// The accumulation dtype of a floating dtype: float64 for float64, float32 otherwise.
-ScalarType acc_dtype(ScalarType t) { return t == kDouble ? kDouble : kFloat; }
 
 // _cross_entropy_fused(input [N, C], target [N], weight?, ignore_index, reduction, smoothing)
 // -> (loss, lse): row losses and weights from a block per row, then summed on the device.
@@ -445,6 +495,11 @@ void register_row_ops(Dispatcher& d) {
       });
     else if (n == "native_layer_norm" && o.empty())
       set_cuda_kernel(h, &layer_norm);
+    else if ((n == "_layer_norm_backward_input" || n == "_layer_norm_backward_weight") &&
+             o.empty())
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        layer_norm_backward(oh.schema().name == "_layer_norm_backward_weight", oh, ks, st);
+      });
     else if (n == "fused_rms_norm" && o.empty())
       set_cuda_kernel(h, &rms_norm);
     else if (n == "silu_and_mul" && o.empty())

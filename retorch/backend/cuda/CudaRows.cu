@@ -275,6 +275,61 @@ __global__ void layer_norm_rows_cached_kernel(bool vec, const T* in, const T* we
   }
 }
 
+// layer_norm's input gradient, a block per row: with gw = g · w and xhat = (x - mean) · rstd,
+// dx = rstd · (gw - mean(gw) - xhat · mean(gw · xhat)), the cpu kernel's formula.
+template <typename T>
+__global__ void layer_norm_backward_input_kernel(const T* g, const T* x, const T* mean,
+                                                 const T* rstd, const T* w, T* dx,
+                                                 int64_t cols) {
+  using A = acc_t<T>;
+  __shared__ A shared[32];
+  const int64_t base = int64_t(blockIdx.x) * cols;
+  const A m = A(load(mean + blockIdx.x)), rs = A(load(rstd + blockIdx.x));
+  A a = 0, b = 0;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    const A gw = A(load(g + base + j)) * (w ? A(load(w + j)) : A(1));
+    a += gw;
+    b += gw * (A(load(x + base + j)) - m) * rs;
+  }
+  a = row_reduce(RowReduce::kSum, a, shared) / A(cols);
+  b = row_reduce(RowReduce::kSum, b, shared) / A(cols);
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+    const A gw = A(load(g + base + j)) * (w ? A(load(w + j)) : A(1));
+    const A xhat = (A(load(x + base + j)) - m) * rs;
+    store(dx + base + j, rs * (gw - a - xhat * b));
+  }
+}
+
+// layer_norm's weight gradient, Σ_rows g · xhat per column, in two deterministic steps: block
+// (column tile, row chunk) sums its chunk's rows into part[chunk, col] (a thread per column:
+// coalesced rows), then the chunks' partials are added per column.
+template <typename T>
+__global__ void layer_norm_backward_weight_part_kernel(const T* g, const T* x, const T* mean,
+                                                       const T* rstd, acc_t<T>* part,
+                                                       int64_t rows, int64_t cols,
+                                                       int64_t chunk_rows) {
+  using A = acc_t<T>;
+  const int64_t col = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (col >= cols) return;
+  const int64_t r0 = int64_t(blockIdx.y) * chunk_rows;
+  const int64_t r1 = r0 + chunk_rows < rows ? r0 + chunk_rows : rows;
+  A acc = 0;
+  for (int64_t r = r0; r < r1; ++r)
+    acc += A(load(g + r * cols + col)) * (A(load(x + r * cols + col)) - A(load(mean + r))) *
+           A(load(rstd + r));
+  part[int64_t(blockIdx.y) * cols + col] = acc;
+}
+
+template <typename T>
+__global__ void column_sum_kernel(const acc_t<T>* part, T* out, int64_t chunks, int64_t cols) {
+  using A = acc_t<T>;
+  const int64_t col = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (col >= cols) return;
+  A s = 0;
+  for (int64_t c = 0; c < chunks; ++c) s += part[c * cols + col];
+  store(out + col, s);
+}
+
 // fused_rms_norm with the row (and the residual) in registers: one read of each, the sum
 // written, then the norm from the unrounded sum as the looping kernel does.
 template <typename T, int kPer>
@@ -577,6 +632,46 @@ void launch_layer_norm_rows(FloatType t, const void* in, const void* weight, con
           <<<unsigned(rows), kThreads, 0, as_stream(s)>>>(x, w, b, y, m, r, cols, eps);
   });
   check_launch("layer_norm_rows");
+}
+
+void launch_layer_norm_backward_input(FloatType t, const void* grad, const void* in,
+                                      const void* mean, const void* rstd, const void* weight,
+                                      void* dx, int64_t rows, int64_t cols, StreamHandle s) {
+  if (rows == 0) return;
+  check_rows(rows, "layer_norm_backward");
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    layer_norm_backward_input_kernel<T><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
+        static_cast<const T*>(grad), static_cast<const T*>(in), static_cast<const T*>(mean),
+        static_cast<const T*>(rstd), static_cast<const T*>(weight), static_cast<T*>(dx), cols);
+  });
+  check_launch("layer_norm_backward_input");
+}
+
+int64_t layer_norm_weight_chunks(int64_t rows) {
+  const int64_t chunks = (rows + 31) / 32;  // 32 rows a chunk, at most 4096 chunks
+  return chunks < 1 ? 1 : (chunks > 4096 ? 4096 : chunks);
+}
+
+void launch_layer_norm_backward_weight(FloatType t, const void* grad, const void* in,
+                                       const void* mean, const void* rstd, void* part, void* dw,
+                                       int64_t rows, int64_t cols, StreamHandle s) {
+  if (cols == 0) return;
+  const int64_t chunks = layer_norm_weight_chunks(rows);
+  const int64_t chunk_rows = (rows + chunks - 1) / chunks;
+  const unsigned tiles = unsigned((cols + kThreads - 1) / kThreads);
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    using A = acc_t<T>;
+    if (rows > 0)
+      layer_norm_backward_weight_part_kernel<T>
+          <<<dim3(tiles, unsigned(chunks)), kThreads, 0, as_stream(s)>>>(
+              static_cast<const T*>(grad), static_cast<const T*>(in), static_cast<const T*>(mean),
+              static_cast<const T*>(rstd), static_cast<A*>(part), rows, cols, chunk_rows);
+    column_sum_kernel<T><<<tiles, kThreads, 0, as_stream(s)>>>(
+        static_cast<const A*>(part), static_cast<T*>(dw), rows > 0 ? chunks : 0, cols);
+  });
+  check_launch("layer_norm_backward_weight");
 }
 
 void launch_rms_norm_rows(FloatType t, const void* in, const void* residual, const void* weight,

@@ -30,6 +30,18 @@ void launch_softmax_rows(bool log, FloatType t, const void* in, void* out, int64
 void launch_layer_norm_rows(FloatType t, const void* in, const void* weight, const void* bias,
                             void* out, void* mean, void* rstd, int64_t rows, int64_t cols,
                             double eps, StreamHandle s);
+/// layer_norm's input gradient (weight: nullptr for none) for rows of cols elements; mean and
+/// rstd one value a row, all of type t.
+void launch_layer_norm_backward_input(FloatType t, const void* grad, const void* in,
+                                      const void* mean, const void* rstd, const void* weight,
+                                      void* dx, int64_t rows, int64_t cols, StreamHandle s);
+/// The row chunks launch_layer_norm_backward_weight sums separately: `part` holds chunks x cols
+/// values of t's accumulation type (float, or double for float64).
+int64_t layer_norm_weight_chunks(int64_t rows);
+/// layer_norm's weight gradient dw[col] = Σ_r grad · (in - mean) · rstd, deterministically.
+void launch_layer_norm_backward_weight(FloatType t, const void* grad, const void* in,
+                                       const void* mean, const void* rstd, void* part, void* dw,
+                                       int64_t rows, int64_t cols, StreamHandle s);
 /// fused_rms_norm: h = in (+ residual, written to sum_out when given), out = h · rsqrt(mean(h²)
 /// + eps) · weight.
 void launch_rms_norm_rows(FloatType t, const void* in, const void* residual, const void* weight,
