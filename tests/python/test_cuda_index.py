@@ -242,3 +242,23 @@ def test_bad_index_calls_raise_the_cpu_errors():
         retorch.gather(x, 0, cu(np.zeros((3, 5), np.int64)))
     with pytest.raises(Exception, match="mask|shape"):
         x[cu(np.ones(5, bool))]
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float64", 1e-12), ("bfloat16", 2e-2)])
+@pytest.mark.parametrize("padding_idx", [None, 3])
+def test_embedding_gradients_on_the_device(dtype, tol, padding_idx):
+    rng = np.random.default_rng(11)
+    w = rng.standard_normal((10, 6))
+    idx = np.array([[3, 1, 3, 9], [0, 3, 3, 7]])  # repeated rows add up
+    g = rng.standard_normal((2, 4, 6))
+    rw, tw = both(w, dtype)
+    rg, tg = both(g, dtype)
+    rw.requires_grad_(True)
+    tw.requires_grad_(True)
+    out = retorch.nn.functional.embedding(cu(idx), rw, padding_idx=padding_idx)
+    (out * rg).sum().backward()
+    want = torch.nn.functional.embedding(torch.from_numpy(idx), tw, padding_idx=padding_idx)
+    (want * tg).sum().backward()
+    np.testing.assert_allclose(host(rw.grad).numpy(), tw.grad.double().numpy(), rtol=tol,
+                               atol=tol)
+    assert ran_on_device("aten::embedding_dense_backward")

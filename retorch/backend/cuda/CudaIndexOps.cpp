@@ -1,6 +1,7 @@
 // CUDA kernels of the index ops at the CUDA key: index and index_put (accumulate too), gather,
-// scatter, scatter_add, index_select, sort, topk and nonzero; and so, through their composites,
-// flip, masked_select/masked_scatter, index_add, take/put, argsort and boolean indexing.
+// scatter, scatter_add, index_select, sort, topk, nonzero and embedding_dense_backward; and so,
+// through their composites, flip, masked_select/masked_scatter, index_add, take/put, argsort
+// and boolean indexing.
 #include <algorithm>
 #include <cstring>
 #include <string_view>
@@ -491,6 +492,33 @@ void nonzero(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
+// embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
+// the rows of grad_output added into a zero [num_weights, D] gradient at their indices by the
+// index_put kernel's atomics (in float32, or float64, as the cpu kernel accumulates), rows of
+// padding_idx zeroed first. The forward's row gather already checked the indices on the device;
+// scale_grad_by_freq and other index dtypes take the fallback.
+void embedding_dense_backward(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor grad = (*stack)[base].to_tensor(), indices = (*stack)[base + 1].to_tensor();
+  const int64_t num_weights = (*stack)[base + 2].to_int(), padding = (*stack)[base + 3].to_int();
+  const bool by_freq = (*stack)[base + 4].to_bool();
+  const int64_t n = indices.numel();
+  const int64_t D = n == 0 ? (grad.dim() > 0 ? grad.size(-1) : 0) : grad.numel() / n;
+  const bool ok = in_device_memory(grad) && is_floating_type(grad.dtype()) &&
+                  in_device_memory(indices) && indices.dtype() == kLong && !by_freq &&
+                  grad.numel() == n * D && num_weights >= 0;
+  if (!ok) return run_device_fallback(h, ks, stack);
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  const ScalarType acc = grad.dtype() == kDouble ? kDouble : kFloat;
+  const Tensor idx = indices.reshape({n});
+  Tensor rows = grad.reshape({n, D}).to(acc);
+  if (padding >= 0) rows = rows.masked_fill(idx.eq(padding).unsqueeze(1), 0.0);
+  Tensor out = zeros({num_weights, D}, TensorOptions().dtype(acc).device(grad.device()));
+  if (n > 0) out.index_put_({std::optional<Tensor>(idx)}, rows, true);
+  finish_call(s, Variant::kFunctional, out.to(grad.dtype()), stack);
+}
+
 }  // namespace
 
 void register_index_ops(Dispatcher& d) {
@@ -505,6 +533,8 @@ void register_index_ops(Dispatcher& d) {
     else if (n == "sort" && o == "stable") set_cuda_kernel(h, &sort);
     else if (n == "topk" && o.empty()) set_cuda_kernel(h, &topk);
     else if (n == "nonzero" && o.empty()) set_cuda_kernel(h, &nonzero);
+    else if (n == "embedding_dense_backward" && o.empty())
+      set_cuda_kernel(h, &embedding_dense_backward);
     else if ((n == "scatter" || n == "scatter_") && (o == "src" || o == "src_out"))
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         scatter(IndexMode::kScatter, oh, ks, st);
