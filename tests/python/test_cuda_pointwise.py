@@ -218,3 +218,33 @@ def test_bitwise_ops_of_integers_and_masks(dtype):
     assert np.array_equal((ra & rb).cpu().numpy(), (ta & tb).numpy())
     assert np.array_equal(retorch.bitwise_not(ra).cpu().numpy(), torch.bitwise_not(ta).numpy())
     assert ran_on_device("aten::bitwise_not")
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_prod_along_a_dim(dtype, tol):
+    x = 1 + 0.1 * np.random.default_rng(69).standard_normal((4, 50, 3))
+    x[1, 7, 2] = 0.0
+    r, t = both(x, dtype)
+    for dim in (0, 1, -1):
+        for keepdim in (False, True):
+            want = torch.prod(up(t), dim=dim, keepdim=keepdim).to(t.dtype)
+            close(retorch.prod(r, dim, keepdim=keepdim), want, tol * 8)
+    close(retorch.prod(r, 1, dtype=retorch.float64), torch.prod(up(t).double(), 1), tol * 8)
+    assert ran_on_device("aten::prod.dim_int")
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES + [("int64", 0)])
+def test_cumsum_along_any_dim(dtype, tol):
+    rng = np.random.default_rng(70)
+    x = rng.standard_normal((3, 300, 5))
+    if dtype.startswith("int"):
+        x = rng.integers(-100, 100, (3, 300, 5))
+    r, t = both(x, dtype)
+    for dim in (0, 1, -1):
+        want = torch.cumsum(up(t) if tol else t, dim).to(t.dtype)
+        got = retorch.cumsum(r, dim)
+        assert got.dtype == r.dtype
+        close(got, want, max(tol, 1e-12) * 50)
+    close(retorch.cumsum(r[0, :, 1], 0), torch.cumsum(up(t[0, :, 1]) if tol else t[0, :, 1],
+                                                     0).to(t.dtype), max(tol, 1e-12) * 50)
+    assert ran_on_device("aten::cumsum")

@@ -1,6 +1,6 @@
-// CUDA kernels of the row ops: sum, mean, amax, amin, var, norm over any dims, max, min, argmax,
-// argmin, softmax and log_softmax, native_layer_norm and its backward, fused_rms_norm,
-// silu_and_mul and cross entropy, at the CUDA key.
+// CUDA kernels of the row ops: sum, mean, amax, amin, var, norm over any dims, prod and cumsum
+// along one, max, min, argmax, argmin, softmax and log_softmax, native_layer_norm and its backward,
+// fused_rms_norm, silu_and_mul and cross entropy, at the CUDA key.
 #include <numeric>
 #include <vector>
 
@@ -73,7 +73,8 @@ void reduce(RowReduce op, const OperatorHandle& h, DispatchKeySet ks, Stack* sta
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
   const Variant v = variant_of(s);
-  const bool has_dtype = op == RowReduce::kSum || op == RowReduce::kMean;
+  const bool has_dtype =
+      op == RowReduce::kSum || op == RowReduce::kMean || op == RowReduce::kProd;
   const auto self = device_float(*stack, base);
   if (!self) return run_device_fallback(h, ks, stack);
   const ScalarType rt = has_dtype && !(*stack)[base + 3].is_none()
@@ -117,6 +118,47 @@ void var_or_norm(bool norm, const OperatorHandle& h, DispatchKeySet ks, Stack* s
     launch_norm_rows(t, device_ptr(in), device_ptr(out), p.rows, p.cols, value, current_stream());
   else
     launch_var_rows(t, device_ptr(in), device_ptr(out), p.rows, p.cols, value, current_stream());
+  finish_call(s, Variant::kFunctional, out, stack);
+}
+
+// cumsum(self, dim, *, dtype=None), functional: the dim moved last (a copy unless it already
+// is), a scan per row, and the result put back in self's order. Floating results, and int32 or
+// int64 ones from a tensor of that dtype (integer and bool inputs sum in int64, as PyTorch's);
+// other conversions take the fallback.
+void cumsum(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor self = (*stack)[base].to_tensor();
+  if (!in_device_memory(self) || variant_of(s) != Variant::kFunctional)
+    return run_device_fallback(h, ks, stack);
+  const bool integral = is_integral_type(self.dtype(), true);
+  const ScalarType rt = !(*stack)[base + 2].is_none() ? (*stack)[base + 2].to_scalar_type()
+                        : integral                    ? kLong
+                                                      : self.dtype();
+  const bool as_float = float_type(rt) && float_type(self.dtype());
+  const bool as_int = (rt == kLong || rt == kInt) && self.dtype() == rt;
+  if (!as_float && !as_int) return run_device_fallback(h, ks, stack);
+  const int64_t ndim = self.dim() == 0 ? 1 : self.dim();
+  const int64_t dim = maybe_wrap_dim((*stack)[base + 1].to_int(), ndim, "cumsum");
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  const Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
+  std::vector<int64_t> order, inverse(static_cast<size_t>(ndim));
+  for (int64_t d = 0; d < ndim; ++d)
+    if (d != dim) order.push_back(d);
+  order.push_back(dim);
+  for (int64_t i = 0; i < ndim; ++i) inverse[size_t(order[size_t(i)])] = i;
+  const Tensor in =
+      as_float ? as_dtype(x.permute(order), rt) : contiguous_on_device(x.permute(order));
+  Tensor rows = make_empty(in.sizes(), rt, self.device());
+  const int64_t cols = x.size(dim), n = in.numel();
+  if (as_float)
+    launch_cumsum_rows(*float_type(rt), device_ptr(in), device_ptr(rows), cols ? n / cols : 0,
+                       cols, current_stream());
+  else
+    launch_cumsum_rows_int(rt == kLong, device_ptr(in), device_ptr(rows), cols ? n / cols : 0,
+                           cols, current_stream());
+  Tensor out = contiguous_on_device(rows.permute(inverse));
+  if (self.dim() == 0) out = out.reshape({});
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
@@ -461,6 +503,10 @@ void register_row_ops(Dispatcher& d) {
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         reduce(RowReduce::kMean, oh, ks, st);
       });
+    else if (n == "prod" && o == "dim_int")  // (self, dim, keepdim, dtype): sum's positions
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        reduce(RowReduce::kProd, oh, ks, st);
+      });
     else if (n == "amax" && (o.empty() || out))
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         reduce(RowReduce::kMax, oh, ks, st);
@@ -473,6 +519,8 @@ void register_row_ops(Dispatcher& d) {
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         var_or_norm(oh.schema().name == "norm", oh, ks, st);
       });
+    else if (n == "cumsum" && o.empty())
+      set_cuda_kernel(h, &cumsum);
     else if (n == "argmax" && o.empty())
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         arg_reduce(true, oh, ks, st);

@@ -17,8 +17,8 @@ namespace retorch::cuda_backend {
 // memory (block_reduce). Rows are read again from L2 for each further pass (softmax: max, sum
 // of exponentials, write; layer_norm: mean, variance about the mean, write), which keeps the
 // numerics of PyTorch's two-pass formulas; softmax, layer_norm and fused_rms_norm rows of up to
-// 8192 elements stay in registers between the passes instead (Note [Rows in registers]). 16-bit floats
-// accumulate in float, float64 in double.
+// 8192 elements stay in registers between the passes instead (Note [Rows in registers]). 16-bit
+// floats accumulate in float, float64 in double.
 // Maxima and minima propagate NaN; an all -inf softmax row gives NaN, as PyTorch's does.
 
 namespace {
@@ -30,6 +30,7 @@ __device__ inline A combine(RowReduce op, A a, A b) {
     case RowReduce::kMean: return a + b;
     case RowReduce::kMax: return a != a ? a : (b != b ? b : (a > b ? a : b));
     case RowReduce::kMin: return a != a ? a : (b != b ? b : (a < b ? a : b));
+    case RowReduce::kProd: return a * b;
   }
   return a;
 }
@@ -38,6 +39,7 @@ template <typename A>
 __device__ inline A identity(RowReduce op) {
   if (op == RowReduce::kMax) return -A(INFINITY);
   if (op == RowReduce::kMin) return A(INFINITY);
+  if (op == RowReduce::kProd) return A(1);
   return A(0);
 }
 
@@ -105,6 +107,39 @@ __global__ void norm_rows_kernel(const T* in, T* out, int64_t cols, double p) {
     if (p == 2) acc = sqrt(acc);
     else if (op == RowReduce::kSum && p != 0 && p != 1) acc = pow(acc, A(1) / pa);
     store(out + blockIdx.x, acc);
+  }
+}
+
+// Inclusive prefix sums of each row, a block per row in chunks of blockDim elements: a warp
+// scan (shuffles), a scan of the warps' totals, and the running total of the earlier chunks.
+template <typename T, typename A>
+__global__ void cumsum_rows_kernel(const T* in, T* out, int64_t cols) {
+  __shared__ A totals[32];
+  const int64_t base = int64_t(blockIdx.x) * cols;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  A carry = A(0);
+  for (int64_t c0 = 0; c0 < cols; c0 += blockDim.x) {
+    const int64_t j = c0 + threadIdx.x;
+    A v = j < cols ? A(load(in + base + j)) : A(0);
+    for (int o = 1; o < 32; o <<= 1) {
+      const A y = __shfl_up_sync(0xffffffffu, v, o);
+      if (lane >= o) v += y;
+    }
+    if (lane == 31) totals[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+      A t = lane < warps ? totals[lane] : A(0);
+      for (int o = 1; o < 32; o <<= 1) {
+        const A y = __shfl_up_sync(0xffffffffu, t, o);
+        if (lane >= o) t += y;
+      }
+      totals[lane] = t;
+    }
+    __syncthreads();
+    if (warp > 0) v += totals[warp - 1];
+    if (j < cols) store(out + base + j, carry + v);
+    carry += totals[warps - 1];
+    __syncthreads();  // every thread has read totals before the next chunk writes them
   }
 }
 
@@ -579,6 +614,31 @@ void launch_norm_rows(FloatType t, const void* in, void* out, int64_t rows, int6
         static_cast<const T*>(in), static_cast<T*>(out), cols, p);
   });
   check_launch("norm_rows");
+}
+
+void launch_cumsum_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,
+                        StreamHandle s) {
+  if (rows == 0 || cols == 0) return;
+  check_rows(rows, "cumsum");
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    cumsum_rows_kernel<T, acc_t<T>><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
+        static_cast<const T*>(in), static_cast<T*>(out), cols);
+  });
+  check_launch("cumsum_rows");
+}
+
+void launch_cumsum_rows_int(bool int64, const void* in, void* out, int64_t rows, int64_t cols,
+                            StreamHandle s) {
+  if (rows == 0 || cols == 0) return;
+  check_rows(rows, "cumsum");
+  if (int64)
+    cumsum_rows_kernel<int64_t, int64_t><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
+        static_cast<const int64_t*>(in), static_cast<int64_t*>(out), cols);
+  else
+    cumsum_rows_kernel<int32_t, int32_t><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
+        static_cast<const int32_t*>(in), static_cast<int32_t*>(out), cols);
+  check_launch("cumsum_rows");
 }
 
 void launch_arg_rows(bool take_max, FloatType t, const void* in, int64_t* out, int64_t rows,

@@ -7,7 +7,7 @@
 
 namespace retorch::cuda_backend {
 
-enum class RowReduce : int { kSum, kMean, kMax, kMin };
+enum class RowReduce : int { kSum, kMean, kMax, kMin, kProd };
 
 /// out[r] = op over in[r, 0..cols) for contiguous rows; all of type t.
 void launch_reduce_rows(RowReduce op, FloatType t, const void* in, void* out, int64_t rows,
@@ -18,6 +18,12 @@ void launch_var_rows(FloatType t, const void* in, void* out, int64_t rows, int64
 /// out[r] = the p-norm of in[r, 0..cols) (p may be 0 or ±inf), type t.
 void launch_norm_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,
                       double p, StreamHandle s);
+/// Inclusive prefix sums along each contiguous row (floating type t; accumulation in float for
+/// 16-bit types), and of int32 or int64 rows.
+void launch_cumsum_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,
+                        StreamHandle s);
+void launch_cumsum_rows_int(bool int64, const void* in, void* out, int64_t rows, int64_t cols,
+                            StreamHandle s);
 /// out[r] = the first index of the maximum (take_max) or minimum of in[r, 0..cols), NaN
 /// counting as both; cols > 0.
 void launch_arg_rows(bool take_max, FloatType t, const void* in, int64_t* out, int64_t rows,
