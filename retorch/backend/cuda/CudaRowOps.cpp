@@ -114,10 +114,8 @@ void var_or_norm(bool norm, const OperatorHandle& h, DispatchKeySet ks, Stack* s
   const Tensor in = contiguous_on_device(self->permute(p.order));
   Tensor out = make_empty(p.shape, self->dtype(), self->device());
   const FloatType t = *float_type(self->dtype());
-  if (norm)
-    launch_norm_rows(t, device_ptr(in), device_ptr(out), p.rows, p.cols, value, current_stream());
-  else
-    launch_var_rows(t, device_ptr(in), device_ptr(out), p.rows, p.cols, value, current_stream());
+  launch_var_or_norm_rows(norm, t, device_ptr(in), device_ptr(out), p.rows, p.cols, value,
+                          current_stream());
   finish_call(s, Variant::kFunctional, out, stack);
 }
 

@@ -592,28 +592,17 @@ void launch_reduce_rows(RowReduce op, FloatType t, const void* in, void* out, in
   check_launch("reduce_rows");
 }
 
-void launch_var_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,
-                     double correction, StreamHandle s) {
+void launch_var_or_norm_rows(bool norm, FloatType t, const void* in, void* out, int64_t rows,
+                             int64_t cols, double param, StreamHandle s) {
   if (rows == 0) return;
-  check_rows(rows, "var");
+  check_rows(rows, norm ? "norm" : "var");
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
-    var_rows_kernel<T><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
-        static_cast<const T*>(in), static_cast<T*>(out), cols, correction);
+    auto* kernel = norm ? &norm_rows_kernel<T> : &var_rows_kernel<T>;
+    kernel<<<unsigned(rows), kThreads, 0, as_stream(s)>>>(static_cast<const T*>(in),
+                                                          static_cast<T*>(out), cols, param);
   });
-  check_launch("var_rows");
-}
-
-void launch_norm_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,
-                      double p, StreamHandle s) {
-  if (rows == 0) return;
-  check_rows(rows, "norm");
-  with_type(t, [&](auto type) {
-    using T = typename decltype(type)::type;
-    norm_rows_kernel<T><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
-        static_cast<const T*>(in), static_cast<T*>(out), cols, p);
-  });
-  check_launch("norm_rows");
+  check_launch(norm ? "norm_rows" : "var_rows");
 }
 
 void launch_cumsum_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,

@@ -12,12 +12,10 @@ enum class RowReduce : int { kSum, kMean, kMax, kMin, kProd };
 /// out[r] = op over in[r, 0..cols) for contiguous rows; all of type t.
 void launch_reduce_rows(RowReduce op, FloatType t, const void* in, void* out, int64_t rows,
                         int64_t cols, StreamHandle s);
-/// out[r] = var of in[r, 0..cols) with the given correction (var.correction), type t.
-void launch_var_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,
-                     double correction, StreamHandle s);
-/// out[r] = the p-norm of in[r, 0..cols) (p may be 0 or ±inf), type t.
-void launch_norm_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,
-                      double p, StreamHandle s);
+/// out[r] = the p-norm (norm; param p, which may be 0 or ±inf) or the variance with correction
+/// param (var.correction) of in[r, 0..cols), type t.
+void launch_var_or_norm_rows(bool norm, FloatType t, const void* in, void* out, int64_t rows,
+                             int64_t cols, double param, StreamHandle s);
 /// Inclusive prefix sums along each contiguous row (floating type t; accumulation in float for
 /// 16-bit types), and of int32 or int64 rows.
 void launch_cumsum_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,
