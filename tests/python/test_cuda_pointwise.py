@@ -248,3 +248,25 @@ def test_cumsum_along_any_dim(dtype, tol):
     close(retorch.cumsum(r[0, :, 1], 0), torch.cumsum(up(t[0, :, 1]) if tol else t[0, :, 1],
                                                      0).to(t.dtype), max(tol, 1e-12) * 50)
     assert ran_on_device("aten::cumsum")
+
+
+@pytest.mark.parametrize("dtype", ["bool", "float32", "bfloat16"])
+def test_all_and_any(dtype):
+    rng = np.random.default_rng(71)
+    x = rng.random((6, 40, 3)) > 0.1  # mostly true: rows with and without a false
+    x[2] = True
+    x[4] = False
+    vals = x.astype(np.float64) * rng.standard_normal(x.shape) if dtype != "bool" else x
+    if dtype != "bool":
+        vals[0, 0, 0] = np.nan  # true
+    r = retorch.tensor(vals).to(getattr(retorch, dtype)).to("cuda")
+    t = torch.tensor(vals).to(getattr(torch, dtype))
+    for name in ("all", "any"):
+        fn, tfn = getattr(retorch, name), getattr(torch, name)
+        got = fn(r)
+        assert got.dtype == retorch.bool and bool(got.cpu().numpy()) == bool(tfn(t))
+        for dim in (0, 1, -1):
+            for keepdim in (False, True):
+                got = fn(r, dim, keepdim=keepdim)
+                assert np.array_equal(got.cpu().numpy(), tfn(t, dim, keepdim=keepdim).numpy())
+        assert ran_on_device(f"aten::{name}") and ran_on_device(f"aten::{name}.dim")

@@ -1,6 +1,6 @@
 // CUDA kernels of the row ops: sum, mean, amax, amin, var, norm over any dims, prod and cumsum
-// along one, max, min, argmax, argmin, softmax and log_softmax, native_layer_norm and its backward,
-// fused_rms_norm, silu_and_mul and cross entropy, at the CUDA key.
+// along one, all and any, max, min, argmax, argmin, softmax and log_softmax, native_layer_norm
+// and its backward, fused_rms_norm, silu_and_mul and cross entropy, at the CUDA key.
 #include <numeric>
 #include <vector>
 
@@ -116,6 +116,31 @@ void var_or_norm(bool norm, const OperatorHandle& h, DispatchKeySet ks, Stack* s
   const FloatType t = *float_type(self->dtype());
   launch_var_or_norm_rows(norm, t, device_ptr(in), device_ptr(out), p.rows, p.cols, value,
                           current_stream());
+  finish_call(s, Variant::kFunctional, out, stack);
+}
+
+// all/any(self) and all/any.dim(self, dim, keepdim), functional, of bool or floating device
+// tensors (a float is true where it is not 0, NaN included): bool results.
+void all_any(bool any, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor self = (*stack)[base].to_tensor();
+  if (!in_device_memory(self) || !(self.dtype() == kBool || float_type(self.dtype())) ||
+      variant_of(s) != Variant::kFunctional)
+    return run_device_fallback(h, ks, stack);
+  const bool along_dim = s.num_args == 3;
+  std::vector<bool> red(size_t(self.dim()), !along_dim);
+  if (along_dim && self.dim() > 0)
+    red[size_t(maybe_wrap_dim((*stack)[base + 1].to_int(), self.dim(), s.name.data()))] = true;
+  else if (along_dim)
+    maybe_wrap_dim((*stack)[base + 1].to_int(), 0, s.name.data());  // its range check
+  const RowPlan p = row_plan(self, red, along_dim && (*stack)[base + 2].to_bool());
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  const Tensor b = self.dtype() == kBool ? self : self.ne(0.0);
+  const Tensor in = contiguous_on_device(b.permute(p.order));
+  Tensor out = make_empty(p.shape, kBool, self.device());
+  launch_bool_rows(any, static_cast<const bool*>(device_ptr(in)),
+                   static_cast<bool*>(device_ptr(out)), p.rows, p.cols, current_stream());
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
@@ -516,6 +541,10 @@ void register_row_ops(Dispatcher& d) {
     else if ((n == "var" && o == "correction") || (n == "norm" && o.empty()))
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         var_or_norm(oh.schema().name == "norm", oh, ks, st);
+      });
+    else if ((n == "all" || n == "any") && (o.empty() || o == "dim"))
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        all_any(oh.schema().name == "any", oh, ks, st);
       });
     else if (n == "cumsum" && o.empty())
       set_cuda_kernel(h, &cumsum);

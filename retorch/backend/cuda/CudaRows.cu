@@ -110,6 +110,17 @@ __global__ void norm_rows_kernel(const T* in, T* out, int64_t cols, double p) {
   }
 }
 
+// any (or all) of each row of bools; an empty row gives false (true).
+__global__ void bool_rows_kernel(bool any, const bool* in, bool* out, int64_t cols) {
+  __shared__ int shared[32];
+  const bool* x = in + int64_t(blockIdx.x) * cols;
+  int v = any ? 0 : 1;
+  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) v = any ? (v | x[j]) : (v & x[j]);
+  v = block_reduce(v, any ? 0 : 1, [any](int a, int b) { return any ? (a | b) : (a & b); },
+                   shared);
+  if (threadIdx.x == 0) out[blockIdx.x] = v != 0;
+}
+
 // Inclusive prefix sums of each row, a block per row in chunks of blockDim elements: a warp
 // scan (shuffles), a scan of the warps' totals, and the running total of the earlier chunks.
 template <typename T, typename A>
@@ -603,6 +614,14 @@ void launch_var_or_norm_rows(bool norm, FloatType t, const void* in, void* out, 
                                                           static_cast<T*>(out), cols, param);
   });
   check_launch(norm ? "norm_rows" : "var_rows");
+}
+
+void launch_bool_rows(bool any, const bool* in, bool* out, int64_t rows, int64_t cols,
+                      StreamHandle s) {
+  if (rows == 0) return;
+  check_rows(rows, any ? "any" : "all");
+  bool_rows_kernel<<<unsigned(rows), kThreads, 0, as_stream(s)>>>(any, in, out, cols);
+  check_launch("bool_rows");
 }
 
 void launch_cumsum_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,

@@ -16,6 +16,9 @@ void launch_reduce_rows(RowReduce op, FloatType t, const void* in, void* out, in
 /// param (var.correction) of in[r, 0..cols), type t.
 void launch_var_or_norm_rows(bool norm, FloatType t, const void* in, void* out, int64_t rows,
                              int64_t cols, double param, StreamHandle s);
+/// out[r] = any (or all) of the bools in[r, 0..cols).
+void launch_bool_rows(bool any, const bool* in, bool* out, int64_t rows, int64_t cols,
+                      StreamHandle s);
 /// Inclusive prefix sums along each contiguous row (floating type t; accumulation in float for
 /// 16-bit types), and of int32 or int64 rows.
 void launch_cumsum_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,
