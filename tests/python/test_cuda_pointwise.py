@@ -1,8 +1,8 @@
 """The CUDA pointwise kernels of the remaining floating unary, binary and ternary ops (rounding,
 inverse trigonometric and hyperbolic functions, special functions, activations with arguments,
 atan2, copysign, hypot, fmax/fmin, logaddexp(2), remainder/fmod, heaviside, xlogy, addcmul,
-addcdiv, lerp) and the var and norm reductions against torch on the cpu, in every floating dtype.
-Skipped without a GPU."""
+addcdiv, lerp), the var, norm, prod, cumsum, all and any reductions and adaptive average
+pooling against torch on the cpu, in every floating dtype. Skipped without a GPU."""
 import numpy as np
 import pytest
 import torch
@@ -270,3 +270,24 @@ def test_all_and_any(dtype):
                 got = fn(r, dim, keepdim=keepdim)
                 assert np.array_equal(got.cpu().numpy(), tfn(t, dim, keepdim=keepdim).numpy())
         assert ran_on_device(f"aten::{name}") and ran_on_device(f"aten::{name}.dim")
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+@pytest.mark.parametrize("size", [(1, 1), (3, 2), (7, 5), (9, 12)])  # (9, 12): upsampling
+def test_adaptive_avg_pool2d_and_its_gradient(dtype, tol, size):
+    x = np.random.default_rng(72).standard_normal((2, 3, 7, 10))
+    r, t = both(x, dtype)
+    F, G = retorch.nn.functional, torch.nn.functional
+    close(F.adaptive_avg_pool2d(r, size), G.adaptive_avg_pool2d(up(t), size).to(t.dtype), tol * 4)
+    close(F.adaptive_avg_pool2d(r[0], size), G.adaptive_avg_pool2d(up(t[0]), size).to(t.dtype),
+          tol * 4)  # CHW
+    assert ran_on_device("aten::adaptive_avg_pool2d")
+    if dtype in ("float32", "float64"):
+        r.requires_grad_(True)
+        t.requires_grad_(True)
+        g = np.random.default_rng(73).standard_normal((2, 3) + size)
+        rg, tg = both(g, dtype)
+        (F.adaptive_avg_pool2d(r, size) * rg).sum().backward()
+        (G.adaptive_avg_pool2d(t, size) * tg).sum().backward()
+        close(r.grad, t.grad, max(tol, 1e-10) * 10)
+        assert ran_on_device("aten::_adaptive_avg_pool2d_backward")

@@ -1,5 +1,6 @@
-// The CUDA backend's batch-norm and max-pool kernels for NCHW tensors: per-channel statistics a
-// block per channel, elementwise passes a thread per element, pooling a thread per output.
+// The CUDA backend's batch-norm, max-pool and adaptive average-pool kernels for NCHW tensors:
+// per-channel statistics a block per channel, elementwise passes a thread per element, pooling a
+// thread per output (a thread per input for the average pool's gradient).
 #include <cstdint>
 
 #include "retorch/backend/cuda/CudaDevice.cuh"
@@ -166,6 +167,58 @@ __global__ void max_pool_backward_kernel(const T* grad_out, const int64_t* indic
   }
 }
 
+// adaptive_avg_pool2d's windows, as PyTorch's: output oy of oh over h input rows averages rows
+// [floor(oy h / oh), ceil((oy + 1) h / oh)), and likewise for columns.
+__device__ inline int64_t window_start(int64_t o, int64_t out, int64_t in) { return o * in / out; }
+__device__ inline int64_t window_end(int64_t o, int64_t out, int64_t in) {
+  return ((o + 1) * in + out - 1) / out;
+}
+
+// A thread per output element: the mean of its window (NCHW planes).
+template <typename T>
+__global__ void adaptive_avg_pool2d_kernel(const T* x, T* y, PoolShape g) {
+  using A = acc_t<T>;
+  const int64_t n = g.planes * g.oh * g.ow;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t ox = i % g.ow, oy = (i / g.ow) % g.oh, plane = i / (g.ow * g.oh);
+    const int64_t h0 = window_start(oy, g.oh, g.h), h1 = window_end(oy, g.oh, g.h);
+    const int64_t w0 = window_start(ox, g.ow, g.w), w1 = window_end(ox, g.ow, g.w);
+    const T* p = x + plane * g.h * g.w;
+    A sum = 0;
+    for (int64_t r = h0; r < h1; ++r)
+      for (int64_t c = w0; c < w1; ++c) sum += A(load(p + r * g.w + c));
+    store(y + i, sum / A((h1 - h0) * (w1 - w0)));
+  }
+}
+
+// A thread per input element: the sum of grad / window size over the outputs whose windows
+// hold it (deterministic, no atomics).
+template <typename T>
+__global__ void adaptive_avg_pool2d_backward_kernel(const T* gy, T* gx, PoolShape g) {
+  using A = acc_t<T>;
+  const int64_t n = g.planes * g.h * g.w;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t c = i % g.w, r = (i / g.w) % g.h, plane = i / (g.w * g.h);
+    // The outputs whose windows can hold row r: oy in [r oh / h, ((r + 1) oh + h - 1) / h).
+    const int64_t oy0 = r * g.oh / g.h, oy1 = ((r + 1) * g.oh + g.h - 1) / g.h;
+    const int64_t ox0 = c * g.ow / g.w, ox1 = ((c + 1) * g.ow + g.w - 1) / g.w;
+    const T* p = gy + plane * g.oh * g.ow;
+    A sum = 0;
+    for (int64_t oy = oy0; oy < oy1 && oy < g.oh; ++oy) {
+      const int64_t h0 = window_start(oy, g.oh, g.h), h1 = window_end(oy, g.oh, g.h);
+      if (r < h0 || r >= h1) continue;
+      for (int64_t ox = ox0; ox < ox1 && ox < g.ow; ++ox) {
+        const int64_t w0 = window_start(ox, g.ow, g.w), w1 = window_end(ox, g.ow, g.w);
+        if (c < w0 || c >= w1) continue;
+        sum += A(load(p + oy * g.ow + ox)) / A((h1 - h0) * (w1 - w0));
+      }
+    }
+    store(gx + i, sum);
+  }
+}
+
 }  // namespace
 
 void launch_batch_norm(FloatType t, const void* x, const void* weight, const void* bias,
@@ -247,6 +300,30 @@ void launch_max_pool2d_backward(FloatType t, const void* grad_out, const int64_t
         static_cast<const T*>(grad_out), indices, g, static_cast<T*>(grad_in));
   });
   check_launch("max_pool2d_backward");
+}
+
+void launch_adaptive_avg_pool2d(FloatType t, const void* x, void* y, const PoolShape& g,
+                                StreamHandle s) {
+  const int64_t n = g.planes * g.oh * g.ow;
+  if (n == 0) return;
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    adaptive_avg_pool2d_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(s)>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), g);
+  });
+  check_launch("adaptive_avg_pool2d");
+}
+
+void launch_adaptive_avg_pool2d_backward(FloatType t, const void* grad_out, void* grad_in,
+                                         const PoolShape& g, StreamHandle s) {
+  const int64_t n = g.planes * g.h * g.w;
+  if (n == 0) return;
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    adaptive_avg_pool2d_backward_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(s)>>>(
+        static_cast<const T*>(grad_out), static_cast<T*>(grad_in), g);
+  });
+  check_launch("adaptive_avg_pool2d_backward");
 }
 
 }  // namespace retorch::cuda_backend

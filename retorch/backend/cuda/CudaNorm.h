@@ -41,5 +41,11 @@ void launch_max_pool2d(FloatType t, const void* x, void* y, int64_t* indices, co
 /// grad_in (zeroed by the caller) += grad_out scattered to the indices.
 void launch_max_pool2d_backward(FloatType t, const void* grad_out, const int64_t* indices,
                                 void* grad_in, const PoolShape& g, StreamHandle s);
+/// adaptive_avg_pool2d of g.planes planes of g.h x g.w into g.oh x g.ow (PyTorch's windows).
+void launch_adaptive_avg_pool2d(FloatType t, const void* x, void* y, const PoolShape& g,
+                                StreamHandle s);
+/// Its gradient: every input element's share of the outputs whose windows hold it.
+void launch_adaptive_avg_pool2d_backward(FloatType t, const void* grad_out, void* grad_in,
+                                         const PoolShape& g, StreamHandle s);
 
 }  // namespace retorch::cuda_backend

@@ -1,5 +1,6 @@
 // CUDA kernels of batch norm (forward, and its backward's reduce and elementwise passes) and of
-// max_pool2d_with_indices and its backward, registered at the CUDA key (NCHW tensors).
+// max_pool2d_with_indices and adaptive_avg_pool2d with their backwards, registered at the CUDA
+// key (NCHW tensors).
 #include <algorithm>
 #include <tuple>
 #include <vector>
@@ -187,6 +188,49 @@ void max_pool_backward(const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   finish_call(s, Variant::kFunctional, gi, stack);
 }
 
+// adaptive_avg_pool2d(self, output_size) and _adaptive_avg_pool2d_backward(grad_output, self)
+// of contiguous NCHW (or CHW) floating tensors; other layouts and bad sizes take the fallback
+// (its errors).
+void adaptive_avg_pool(bool backward, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor x = (*stack)[base + (backward ? 1 : 0)].to_tensor();
+  if (!poolable(x)) return run_device_fallback(h, ks, stack);
+  PoolShape g;
+  g.h = x.size(-2);
+  g.w = x.size(-1);
+  g.planes = x.numel() / (g.h * g.w);
+  Tensor go;
+  if (backward) {
+    go = (*stack)[base].to_tensor();
+    const bool ok = in_device_memory(go) && go.dtype() == x.dtype() && go.dim() == x.dim() &&
+                    go.sizes().slice(0, size_t(x.dim() - 2))
+                        .equals(x.sizes().slice(0, size_t(x.dim() - 2)));
+    if (!ok) return run_device_fallback(h, ks, stack);
+    g.oh = go.size(-2);
+    g.ow = go.size(-1);
+  } else {
+    const std::vector<int64_t> size = (*stack)[base + 1].to_int_list();
+    if (size.size() != 2 || size[0] <= 0 || size[1] <= 0) return run_device_fallback(h, ks, stack);
+    g.oh = size[0];
+    g.ow = size[1];
+  }
+  const FloatType t = *float_type(x.dtype());
+  Tensor out;
+  if (backward) {
+    const Tensor gc = contiguous_on_device(go);
+    out = make_empty(x.sizes(), x.dtype(), x.device());
+    launch_adaptive_avg_pool2d_backward(t, device_ptr(gc), device_ptr(out), g, current_stream());
+  } else {
+    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 2);
+    shape.push_back(g.oh);
+    shape.push_back(g.ow);
+    out = make_empty(shape, x.dtype(), x.device());
+    launch_adaptive_avg_pool2d(t, device_ptr(x), device_ptr(out), g, current_stream());
+  }
+  finish_call(s, Variant::kFunctional, out, stack);
+}
+
 }  // namespace
 
 void register_norm_ops(Dispatcher& d) {
@@ -206,6 +250,10 @@ void register_norm_ops(Dispatcher& d) {
       });
     else if (n == "max_pool2d_with_indices") set_cuda_kernel(h, &max_pool);
     else if (n == "max_pool2d_with_indices_backward") set_cuda_kernel(h, &max_pool_backward);
+    else if (n == "adaptive_avg_pool2d" || n == "_adaptive_avg_pool2d_backward")
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        adaptive_avg_pool(oh.schema().name == "_adaptive_avg_pool2d_backward", oh, ks, st);
+      });
   }
 }
 
