@@ -291,3 +291,19 @@ def test_adaptive_avg_pool2d_and_its_gradient(dtype, tol, size):
         (G.adaptive_avg_pool2d(t, size) * tg).sum().backward()
         close(r.grad, t.grad, max(tol, 1e-10) * 10)
         assert ran_on_device("aten::_adaptive_avg_pool2d_backward")
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_division_with_rounding_modes(dtype, tol):
+    a, b = binary_inputs("fmod", 74)  # divisors away from 0
+    a.flat[:4] = [7.0, -7.0, 0.0, -0.0]
+    b.flat[:4] = [2.0, 2.0, -3.0, 3.0]
+    (ra, ta), (rb, tb) = both(a, dtype), both(b, dtype)
+    for mode in ("trunc", "floor", None):
+        want = torch.div(up(ta), up(tb), rounding_mode=mode).to(ta.dtype)
+        close(retorch.div(ra, rb, rounding_mode=mode), want, tol)
+        x = ra.clone()
+        x.div_(rb, rounding_mode=mode)
+        close(x, want, tol)
+    close(ra // rb, (up(ta) // up(tb)).to(ta.dtype), tol)
+    assert ran_on_device("aten::div.Tensor_mode") and ran_on_device("aten::div_.Tensor_mode")

@@ -303,6 +303,22 @@ void ternary(TernaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* st
   finish_call(s, v, out, stack);
 }
 
+// div.Tensor_mode (its three variants): rounding_mode None is div, "trunc" and "floor" the
+// rounding kernels, for floating operands; integers (whose division by zero raises on the cpu)
+// and bad modes take the fallback.
+void div_mode(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const IValue& mode = (*stack)[base + 2];
+  const Tensor self = (*stack)[base].to_tensor();
+  if (!float_type(self.dtype())) return run_device_fallback(h, ks, stack);
+  if (mode.is_none()) return binary(BinaryOp::kDiv, h, ks, stack);
+  const std::string& m = mode.to_string();
+  if (m == "trunc") return binary(BinaryOp::kDivTrunc, h, ks, stack);
+  if (m == "floor") return binary(BinaryOp::kDivFloor, h, ks, stack);
+  run_device_fallback(h, ks, stack);  // its error names the mode
+}
+
 // fill_ and zero_ of any dtype whose elements are 1, 2, 4 or 8 bytes: the value's bit pattern in
 // self's dtype comes from a one-element cpu tensor filled the cpu's way.
 void fill_kernel(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
@@ -669,6 +685,8 @@ void register_pointwise_ops(Dispatcher& d) {
                       }));
       }
     if (s.name == "bitwise_not" && s.overload.empty()) set_cuda_kernel(h, &bitwise_not);
+    if (base == "div" && (s.overload == "Tensor_mode" || s.overload == "Tensor_mode_out"))
+      set_cuda_kernel(h, &div_mode);
     for (const TernaryEntry& e : kTernaryOps) {
       if (base == e.name && matches(e.overload)) {
         const TernaryOp op = e.op;

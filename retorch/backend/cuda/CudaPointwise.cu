@@ -127,6 +127,17 @@ __device__ inline A apply_float_binary(BinaryOp op, A a, A b) {
     case BinaryOp::kXlogy:
       if (b != b) return b;
       return a == A(0) ? A(0) : a * log(b);
+    case BinaryOp::kDivTrunc: return trunc(a / b);
+    case BinaryOp::kDivFloor: {  // PyTorch's div_floor_floating: exact where floor(a / b) is not
+      if (b == A(0)) return a / b;
+      const A mod = fmod(a, b);
+      A div = (a - mod) / b;
+      if (mod != A(0) && (b < A(0)) != (mod < A(0))) div -= A(1);
+      if (div == A(0)) return copysign(A(0), a / b);
+      A q = floor(div);
+      if (div - q > A(0.5)) q += A(1);
+      return q;
+    }
     default: return a;
   }
 }

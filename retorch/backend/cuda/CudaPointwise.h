@@ -30,6 +30,7 @@ enum class BinaryOp : int {
   kHeaviside, kXlogy,
   kLerp,  // a + alpha (b - a), the weight alpha (lerp.Scalar)
   kBitAnd, kBitOr, kBitXor,  // integers and bool only
+  kDivTrunc, kDivFloor,       // div with rounding_mode "trunc" / "floor" (floating)
   kEq, kNe, kLt, kLe, kGt, kGe,  // the comparisons last (is_comparison)
 };
 /// Whether op is a comparison (its output is bool).
