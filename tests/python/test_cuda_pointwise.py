@@ -1,8 +1,8 @@
 """The CUDA pointwise kernels of the remaining floating unary, binary and ternary ops (rounding,
 inverse trigonometric and hyperbolic functions, special functions, activations with arguments,
 atan2, copysign, hypot, fmax/fmin, logaddexp(2), remainder/fmod, heaviside, xlogy, addcmul,
-addcdiv, lerp), the var, norm, prod, cumsum, all and any reductions and adaptive average
-pooling against torch on the cpu, in every floating dtype. Skipped without a GPU."""
+addcdiv, lerp), the var, norm, prod, cumsum, all and any reductions and average pooling
+(adaptive too) against torch on the cpu, in every floating dtype. Skipped without a GPU."""
 import numpy as np
 import pytest
 import torch
@@ -307,3 +307,26 @@ def test_division_with_rounding_modes(dtype, tol):
         close(x, want, tol)
     close(ra // rb, (up(ta) // up(tb)).to(ta.dtype), tol)
     assert ran_on_device("aten::div.Tensor_mode") and ran_on_device("aten::div_.Tensor_mode")
+
+
+@pytest.mark.parametrize("kw", [dict(kernel_size=3, stride=2, padding=1),
+                                dict(kernel_size=(2, 3), stride=(2, 1), ceil_mode=True),
+                                dict(kernel_size=3, padding=1, count_include_pad=False),
+                                dict(kernel_size=2, divisor_override=3)])
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_avg_pool2d_and_its_gradient(dtype, tol, kw):
+    x = np.random.default_rng(75).standard_normal((2, 3, 9, 8))
+    r, t = both(x, dtype)
+    F, G = retorch.nn.functional, torch.nn.functional
+    close(F.avg_pool2d(r, **kw), G.avg_pool2d(up(t), **kw).to(t.dtype), tol * 4)
+    assert ran_on_device("aten::avg_pool2d")
+    if dtype in ("float32", "float64"):
+        r.requires_grad_(True)
+        t.requires_grad_(True)
+        y = G.avg_pool2d(t, **kw)
+        g = np.random.default_rng(76).standard_normal(tuple(y.shape))
+        rg, tg = both(g, dtype)
+        (F.avg_pool2d(r, **kw) * rg).sum().backward()
+        (y * tg).sum().backward()
+        close(r.grad, t.grad, max(tol, 1e-10) * 10)
+        assert ran_on_device("aten::avg_pool2d_backward")

@@ -1,4 +1,4 @@
-// The CUDA backend's batch-norm, max-pool and adaptive average-pool kernels for NCHW tensors:
+// The CUDA backend's batch-norm, max-pool and average-pool kernels for NCHW tensors:
 // per-channel statistics a block per channel, elementwise passes a thread per element, pooling a
 // thread per output (a thread per input for the average pool's gradient).
 #include <cstdint>
@@ -219,6 +219,68 @@ __global__ void adaptive_avg_pool2d_backward_kernel(const T* gy, T* gx, PoolShap
   }
 }
 
+// avg_pool2d's window of output (oy, ox), as PyTorch's: clipped to the input, its divisor the
+// override, or the window's size with the padding (count_include_pad), or without it.
+struct AvgWindow {
+  int64_t h0, h1, w0, w1;
+  double divisor;  // 0: an empty window
+};
+__device__ inline AvgWindow avg_window(int64_t oy, int64_t ox, const PoolShape& g,
+                                       bool count_pad, int64_t divisor_override) {
+  int64_t h0 = oy * g.sh - g.ph, w0 = ox * g.sw - g.pw;
+  int64_t h1 = min(h0 + g.kh, g.h + g.ph), w1 = min(w0 + g.kw, g.w + g.pw);
+  const int64_t padded = (h1 - h0) * (w1 - w0);
+  h0 = max(h0, int64_t(0)), w0 = max(w0, int64_t(0));
+  h1 = min(h1, g.h), w1 = min(w1, g.w);
+  if (h0 >= h1 || w0 >= w1) return {h0, h1, w0, w1, 0.0};
+  const int64_t n = divisor_override ? divisor_override
+                    : count_pad      ? padded
+                                     : (h1 - h0) * (w1 - w0);
+  return {h0, h1, w0, w1, double(n)};
+}
+
+template <typename T>
+__global__ void avg_pool2d_kernel(const T* x, T* y, PoolShape g, bool count_pad,
+                                  int64_t divisor_override) {
+  using A = acc_t<T>;
+  const int64_t n = g.planes * g.oh * g.ow;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t ox = i % g.ow, oy = (i / g.ow) % g.oh, plane = i / (g.ow * g.oh);
+    const AvgWindow win = avg_window(oy, ox, g, count_pad, divisor_override);
+    const T* p = x + plane * g.h * g.w;
+    A sum = 0;
+    for (int64_t r = win.h0; r < win.h1; ++r)
+      for (int64_t c = win.w0; c < win.w1; ++c) sum += A(load(p + r * g.w + c));
+    store(y + i, win.divisor == 0.0 ? A(0) : sum / A(win.divisor));
+  }
+}
+
+// A thread per input element: its share of every output window that holds it.
+template <typename T>
+__global__ void avg_pool2d_backward_kernel(const T* gy, T* gx, PoolShape g, bool count_pad,
+                                           int64_t divisor_override) {
+  using A = acc_t<T>;
+  const int64_t n = g.planes * g.h * g.w;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t c = i % g.w, r = (i / g.w) % g.h, plane = i / (g.w * g.h);
+    const int64_t hp = r + g.ph, wp = c + g.pw;  // in padded coordinates
+    const int64_t oy0 = hp < g.kh ? 0 : (hp - g.kh) / g.sh + 1, oy1 = min(hp / g.sh + 1, g.oh);
+    const int64_t ox0 = wp < g.kw ? 0 : (wp - g.kw) / g.sw + 1, ox1 = min(wp / g.sw + 1, g.ow);
+    const T* p = gy + plane * g.oh * g.ow;
+    A sum = 0;
+    for (int64_t oy = oy0; oy < oy1; ++oy)
+      for (int64_t ox = ox0; ox < ox1; ++ox) {
+        const AvgWindow win = avg_window(oy, ox, g, count_pad, divisor_override);
+        if (win.divisor == 0.0 || r < win.h0 || r >= win.h1 || c < win.w0 || c >= win.w1)
+          continue;
+        sum += A(load(p + oy * g.ow + ox)) / A(win.divisor);
+      }
+    store(gx + i, sum);
+  }
+}
+
 }  // namespace
 
 void launch_batch_norm(FloatType t, const void* x, const void* weight, const void* bias,
@@ -324,6 +386,32 @@ void launch_adaptive_avg_pool2d_backward(FloatType t, const void* grad_out, void
         static_cast<const T*>(grad_out), static_cast<T*>(grad_in), g);
   });
   check_launch("adaptive_avg_pool2d_backward");
+}
+
+void launch_avg_pool2d(FloatType t, const void* x, void* y, const PoolShape& g, bool count_pad,
+                       int64_t divisor_override, StreamHandle s) {
+  const int64_t n = g.planes * g.oh * g.ow;
+  if (n == 0) return;
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    avg_pool2d_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(s)>>>(
+        static_cast<const T*>(x), static_cast<T*>(y), g, count_pad, divisor_override);
+  });
+  check_launch("avg_pool2d");
+}
+
+void launch_avg_pool2d_backward(FloatType t, const void* grad_out, void* grad_in,
+                                const PoolShape& g, bool count_pad, int64_t divisor_override,
+                                StreamHandle s) {
+  const int64_t n = g.planes * g.h * g.w;
+  if (n == 0) return;
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    avg_pool2d_backward_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(s)>>>(
+        static_cast<const T*>(grad_out), static_cast<T*>(grad_in), g, count_pad,
+        divisor_override);
+  });
+  check_launch("avg_pool2d_backward");
 }
 
 }  // namespace retorch::cuda_backend

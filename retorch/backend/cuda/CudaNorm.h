@@ -41,6 +41,14 @@ void launch_max_pool2d(FloatType t, const void* x, void* y, int64_t* indices, co
 /// grad_in (zeroed by the caller) += grad_out scattered to the indices.
 void launch_max_pool2d_backward(FloatType t, const void* grad_out, const int64_t* indices,
                                 void* grad_in, const PoolShape& g, StreamHandle s);
+/// avg_pool2d over g's windows (no dilation): divisor_override when nonzero, else the window's
+/// size with the padding (count_pad) or without.
+void launch_avg_pool2d(FloatType t, const void* x, void* y, const PoolShape& g, bool count_pad,
+                       int64_t divisor_override, StreamHandle s);
+/// Its gradient, a thread per input element.
+void launch_avg_pool2d_backward(FloatType t, const void* grad_out, void* grad_in,
+                                const PoolShape& g, bool count_pad, int64_t divisor_override,
+                                StreamHandle s);
 /// adaptive_avg_pool2d of g.planes planes of g.h x g.w into g.oh x g.ow (PyTorch's windows).
 void launch_adaptive_avg_pool2d(FloatType t, const void* x, void* y, const PoolShape& g,
                                 StreamHandle s);

@@ -1,6 +1,6 @@
 // CUDA kernels of batch norm (forward, and its backward's reduce and elementwise passes) and of
-// max_pool2d_with_indices and adaptive_avg_pool2d with their backwards, registered at the CUDA
-// key (NCHW tensors).
+// max_pool2d_with_indices, avg_pool2d and adaptive_avg_pool2d with their backwards, registered
+// at the CUDA key (NCHW tensors).
 #include <algorithm>
 #include <tuple>
 #include <vector>
@@ -188,6 +188,53 @@ void max_pool_backward(const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   finish_call(s, Variant::kFunctional, gi, stack);
 }
 
+// avg_pool2d(self, kernel_size, stride, padding, ceil_mode, count_include_pad,
+// divisor_override) and avg_pool2d_backward(grad_output, self, the same): the window checked as
+// the cpu kernel checks it (its errors); contiguous NCHW (or CHW) floating tensors.
+void avg_pool(bool backward, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args), args = base + (backward ? 2 : 1);
+  const Tensor x = (*stack)[base + (backward ? 1 : 0)].to_tensor();
+  if (!poolable(x)) return run_device_fallback(h, ks, stack);
+  auto ints = [&](size_t i) {
+    const IValue& a = (*stack)[args + i];
+    return a.is_int() ? std::vector<int64_t>{a.to_int()} : a.to_int_list();
+  };
+  PoolShape g;
+  g.h = x.size(-2);
+  g.w = x.size(-1);
+  g.planes = x.numel() / (g.h * g.w);
+  const Pool2dWindow k = check_pool2d(g.h, g.w, ints(0), ints(1), ints(2), {1},
+                                      (*stack)[args + 3].to_bool(), "avg_pool2d");
+  g.kh = k.kh, g.kw = k.kw, g.sh = k.sh, g.sw = k.sw, g.ph = k.ph, g.pw = k.pw;
+  g.oh = k.oh, g.ow = k.ow;
+  const bool count_pad = (*stack)[args + 4].to_bool();
+  const IValue& div = (*stack)[args + 5];
+  const int64_t divisor = div.is_none() ? 0 : div.to_int();
+  if (!div.is_none() && divisor == 0) return run_device_fallback(h, ks, stack);  // its error
+  const FloatType t = *float_type(x.dtype());
+  Tensor out;
+  if (backward) {
+    const Tensor go = (*stack)[base].to_tensor();
+    const bool ok = in_device_memory(go) && go.dtype() == x.dtype() && go.dim() == x.dim() &&
+                    go.size(-2) == g.oh && go.size(-1) == g.ow &&
+                    go.numel() == g.planes * g.oh * g.ow;
+    if (!ok) return run_device_fallback(h, ks, stack);
+    const Tensor gc = contiguous_on_device(go);
+    out = make_empty(x.sizes(), x.dtype(), x.device());
+    launch_avg_pool2d_backward(t, device_ptr(gc), device_ptr(out), g, count_pad, divisor,
+                               current_stream());
+  } else {
+    std::vector<int64_t> shape(x.sizes().begin(), x.sizes().end() - 2);
+    shape.push_back(g.oh);
+    shape.push_back(g.ow);
+    out = make_empty(shape, x.dtype(), x.device());
+    launch_avg_pool2d(t, device_ptr(x), device_ptr(out), g, count_pad, divisor,
+                      current_stream());
+  }
+  finish_call(s, Variant::kFunctional, out, stack);
+}
+
 // adaptive_avg_pool2d(self, output_size) and _adaptive_avg_pool2d_backward(grad_output, self)
 // of contiguous NCHW (or CHW) floating tensors; other layouts and bad sizes take the fallback
 // (its errors).
@@ -250,6 +297,10 @@ void register_norm_ops(Dispatcher& d) {
       });
     else if (n == "max_pool2d_with_indices") set_cuda_kernel(h, &max_pool);
     else if (n == "max_pool2d_with_indices_backward") set_cuda_kernel(h, &max_pool_backward);
+    else if (n == "avg_pool2d" || n == "avg_pool2d_backward")
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        avg_pool(oh.schema().name == "avg_pool2d_backward", oh, ks, st);
+      });
     else if (n == "adaptive_avg_pool2d" || n == "_adaptive_avg_pool2d_backward")
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         adaptive_avg_pool(oh.schema().name == "_adaptive_avg_pool2d_backward", oh, ks, st);
