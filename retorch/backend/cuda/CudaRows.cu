@@ -60,13 +60,14 @@ __global__ void reduce_rows_kernel(RowReduce op, const T* in, T* out, int64_t co
   if (threadIdx.x == 0) store(out + blockIdx.x, op == RowReduce::kMean ? acc / A(cols) : acc);
 }
 
-// var.correction of each row: the mean, then the centered sum of squares (two passes, as the
-// cpu kernel); N - correction <= 0 gives inf, or NaN for a zero sum or an empty row.
-template <typename T>
-__global__ void var_rows_kernel(const T* in, T* out, int64_t cols, double correction) {
-  using A = acc_t<T>;
-  __shared__ A shared[32];
-  const T* x = in + int64_t(blockIdx.x) * cols;
+// A row's mean and its sum of squares about the mean, in two passes over the row (PyTorch's
+// two-pass formula), every thread of the block getting both.
+template <typename A>
+struct RowMoments {
+  A mean, m2;
+};
+template <typename T, typename A>
+__device__ RowMoments<A> row_moments(const T* x, int64_t cols, A* shared) {
   A s = 0;
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) s += A(load(x + j));
   const A mean = row_reduce(RowReduce::kSum, s, shared) / A(cols);
@@ -75,7 +76,17 @@ __global__ void var_rows_kernel(const T* in, T* out, int64_t cols, double correc
     const A d = A(load(x + j)) - mean;
     q += d * d;
   }
-  q = row_reduce(RowReduce::kSum, q, shared);
+  return {mean, row_reduce(RowReduce::kSum, q, shared)};
+}
+
+// var.correction of each row: the mean, then the centered sum of squares (two passes, as the
+// cpu kernel); N - correction <= 0 gives inf, or NaN for a zero sum or an empty row.
+template <typename T>
+__global__ void var_rows_kernel(const T* in, T* out, int64_t cols, double correction) {
+  using A = acc_t<T>;
+  __shared__ A shared[32];
+  const RowMoments<A> r = row_moments(in + int64_t(blockIdx.x) * cols, cols, shared);
+  const A q = r.m2;
   if (threadIdx.x == 0) {
     const A denom = A(double(cols) - correction);
     store(out + blockIdx.x, denom > A(0) ? q / denom : (q == A(0) || cols == 0 ? A(NAN)
@@ -428,15 +439,9 @@ __global__ void layer_norm_rows_kernel(const T* in, const T* weight, const T* bi
   __shared__ A shared[32];
   const T* x = in + int64_t(blockIdx.x) * cols;
   T* y = out + int64_t(blockIdx.x) * cols;
-  A s = 0;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) s += A(load(x + j));
-  const A mean = row_reduce(RowReduce::kSum, s, shared) / A(cols);
-  A q = 0;
-  for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
-    const A d = A(load(x + j)) - mean;
-    q += d * d;
-  }
-  const A rstd = A(1) / sqrt(row_reduce(RowReduce::kSum, q, shared) / A(cols) + A(eps));
+  const RowMoments<A> r = row_moments(x, cols, shared);
+  const A mean = r.mean;
+  const A rstd = A(1) / sqrt(r.m2 / A(cols) + A(eps));
   for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
     A v = (A(load(x + j)) - mean) * rstd;
     if (weight) v = v * A(load(weight + j));
