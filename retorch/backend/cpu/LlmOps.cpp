@@ -340,9 +340,10 @@ Tensor rotary_embedding(const Tensor& input, const Tensor& positions, const Tens
 // returns the query heads rotated ([T, Hq, D]) and writes the key heads rotated and the value
 // heads to cache row slots[t] (the flat row of key_cache.view(-1, Hkv, D): block * block_size +
 // offset), converted to the cache's dtype. The values are rotary_embedding's on q and k followed
-// by index_put_ of k and v; a decode step on the GPU runs one kernel for what took six (two
-// rotations, two conversions, two row scatters). Positions and slots are checked like
-// rotary_embedding's and index_put_'s; a slot given twice keeps one of its writes.
+// by index_put_ of k and v; a decode step on the GPU runs one kernel for what took four (two
+// rotations, two row scatters; six with a bfloat16 cache's two conversions). Positions and
+// slots are checked like rotary_embedding's and index_put_'s; a slot given twice keeps one of
+// its writes.
 Tensor rotary_and_cache(const Tensor& qkv, const Tensor& positions, const Tensor& cos_sin_cache,
                         const Tensor& key_cache, const Tensor& value_cache, const Tensor& slots,
                         bool interleaved) {
