@@ -90,6 +90,42 @@ def projection_rows(bw):
     return out
 
 
+def attention_inputs(batch, ctx, hq=32, hkv=4, d=64, bs=16, device="cuda"):
+    """A decode step's attention over `ctx` cached positions per sequence (TinyLlama's heads, a
+    bfloat16 cache): retorch's paged_attention arguments and torch's SDPA ones, same values."""
+    g = torch.Generator().manual_seed(7)
+    blocks = ctx // bs
+    k = torch.randn(batch, ctx, hkv, d, generator=g).bfloat16()
+    v = torch.randn(batch, ctx, hkv, d, generator=g).bfloat16()
+    q = torch.randn(batch, hq, d, generator=g)
+    rt = lambda t: retorch.from_numpy(t.float().numpy()).to(device)  # noqa: E731
+    kc = rt(k.reshape(batch * blocks, bs, hkv, d)).to(retorch.bfloat16)
+    vc = rt(v.reshape(batch * blocks, bs, hkv, d)).to(retorch.bfloat16)
+    tables = retorch.from_numpy(np.arange(batch * blocks).reshape(batch, blocks)).to(device)
+    seq = retorch.from_numpy(np.arange(batch)).to(device)
+    pos = retorch.from_numpy(np.full(batch, ctx - 1)).to(device)
+    ours = (rt(q), kc, vc, tables, seq, pos, d ** -0.5, -1)
+    theirs = (q.bfloat16().unsqueeze(2).to(device), k.transpose(1, 2).to(device),
+              v.transpose(1, 2).to(device))
+    return ours, theirs
+
+
+def attention_rows():
+    """(batch, ctx, retorch s, torch s, cache read rate) of decode attention: retorch's
+    paged_attention against torch's scaled_dot_product_attention (bf16, GQA) on the same cache,
+    CUDA-graph replays."""
+    out = []
+    for batch, ctx in ((1, 1024), (1, 4096), (32, 1024)):
+        ours, theirs = attention_inputs(batch, ctx)
+        r = graphed(retorch, sync_rt, lambda: retorch.paged_attention(*ours))
+        F = torch.nn.functional
+        t = graphed(torch, sync_t, lambda: F.scaled_dot_product_attention(*theirs,
+                                                                            enable_gqa=True))
+        cache_bytes = 2 * batch * ctx * 4 * 64 * 2
+        out.append((batch, ctx, r, t, f"{cache_bytes / r / 1e9:.0f} GB/s"))
+    return out
+
+
 def randn(lib, *shape, dtype=None):
     x = lib.randn(*shape)
     if dtype is not None:
@@ -159,6 +195,7 @@ def main():
                  "aim >= 85% of bandwidth (torch eager)"))
 
     projections = projection_rows(bw)
+    attention = attention_rows()
     print(f"\n| case | retorch | PyTorch {torch.__version__} | time ratio | rate | aim |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name, r, t, rate, aim in rows:
@@ -171,6 +208,13 @@ def main():
     print("| --- | --- | --- | --- | --- |")
     for m, g, c, t, rate in projections:
         print(f"| {m} | {g * 1e6:.1f} µs | {c * 1e6:.1f} µs | {t * 1e6:.1f} µs | {rate} |")
+    print("\nDecode attention (Note [CUDA paged attention]): one query token per sequence, 32 query "
+          "heads over 4 bf16 KV heads of 64 dims (TinyLlama's), retorch paged_attention against "
+          "torch scaled_dot_product_attention(enable_gqa=True), CUDA-graph replays:\n")
+    print("| sequences | context | retorch | torch SDPA | retorch cache read rate |")
+    print("| --- | --- | --- | --- | --- |")
+    for batch, ctx, r, t, rate in attention:
+        print(f"| {batch} | {ctx} | {r * 1e6:.1f} µs | {t * 1e6:.1f} µs | {rate} |")
     return 0
 
 
