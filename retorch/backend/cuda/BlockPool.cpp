@@ -70,20 +70,21 @@ void BlockPool::give_back(Block* b) {
   b->used_on.clear();
   if (Block* n = b->next; n && !n->allocated) {  // absorb the free block after
     erase_free(n);
-    b->size += n->size;
-    b->next = n->next;
-    if (b->next) b->next->prev = b;
-    blocks_.erase(n->ptr);
+    merge(b, n);
   }
   if (Block* p = b->prev; p && !p->allocated) {  // join the free block before
     erase_free(p);
-    p->size += b->size;
-    p->next = b->next;
-    if (p->next) p->next->prev = p;
-    blocks_.erase(b->ptr);
+    merge(p, b);
     b = p;
   }
   insert_free(b);
+}
+
+void BlockPool::merge(Block* earlier, Block* later) {
+  earlier->size += later->size;
+  earlier->next = later->next;
+  if (earlier->next) earlier->next->prev = earlier;
+  blocks_.erase(later->ptr);
 }
 
 std::vector<std::tuple<char*, size_t, BlockPool::Key>> BlockPool::release_free_segments(

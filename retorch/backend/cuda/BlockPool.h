@@ -72,6 +72,8 @@ class BlockPool {
  private:
   void insert_free(Block* b);
   void erase_free(Block* b);
+  // Folds `later` (the block right after `earlier` in its segment) into `earlier`.
+  void merge(Block* earlier, Block* later);
   std::unordered_map<char*, Block> blocks_;  // every block by its start (node-stable)
   std::map<Key, std::set<std::pair<size_t, char*>>> free_;
 };

@@ -192,8 +192,8 @@ std::optional<Tensor> predicate_of(PredicateOp op, const Tensor& x) {
   return out;
 }
 
-// a op b over two bool device tensors broadcast together (b: nullptr for the value b_value).
-std::optional<Tensor> bool_binary(BinaryOp op, const Tensor& a, const Tensor* b, bool b_value,
+// a op b over two bool device tensors broadcast together (b: nullptr for the value true).
+std::optional<Tensor> bool_binary(BinaryOp op, const Tensor& a, const Tensor* b,
                                   const char* name) {
   const DimVector shape = b ? broadcast_shapes(a.sizes(), b->sizes(), name)
                             : DimVector(a.sizes().begin(), a.sizes().end());
@@ -203,7 +203,7 @@ std::optional<Tensor> bool_binary(BinaryOp op, const Tensor& a, const Tensor* b,
   if (!geometry_of<3>(shape, {strides_of(out), broadcast_strides(a, shape), b_strides}, &g))
     return std::nullopt;
   launch_binary_int(op, IntType::kBool, g, device_ptr(out), device_ptr(a),
-                    b ? device_ptr(*b) : nullptr, b == nullptr, b_value, 1, current_stream());
+                    b ? device_ptr(*b) : nullptr, b == nullptr, 1, 1, current_stream());
   return out;
 }
 
@@ -237,7 +237,7 @@ void logical(BinaryOp op, bool unary, const OperatorHandle& h, DispatchKeySet ks
     if (!b) return run_device_fallback(h, ks, stack);
     x[i] = *b;
   }
-  auto out = bool_binary(op, x[0], unary ? nullptr : &x[1], true, s.name.data());
+  auto out = bool_binary(op, x[0], unary ? nullptr : &x[1], s.name.data());
   if (!out) return run_device_fallback(h, ks, stack);
   finish_call(s, Variant::kFunctional, *out, stack);
 }
@@ -304,14 +304,12 @@ void ternary(TernaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* st
 }
 
 // div.Tensor_mode (its three variants): rounding_mode None is div, "trunc" and "floor" the
-// rounding kernels, for floating operands; integers (whose division by zero raises on the cpu)
-// and bad modes take the fallback.
+// rounding kernels, which binary() runs for floating operands only: integers (whose division by
+// zero raises on the cpu) and bad modes take the fallback.
 void div_mode(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
   const IValue& mode = (*stack)[base + 2];
-  const Tensor self = (*stack)[base].to_tensor();
-  if (!float_type(self.dtype())) return run_device_fallback(h, ks, stack);
   if (mode.is_none()) return binary(BinaryOp::kDiv, h, ks, stack);
   const std::string& m = mode.to_string();
   if (m == "trunc") return binary(BinaryOp::kDivTrunc, h, ks, stack);
