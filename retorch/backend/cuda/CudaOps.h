@@ -90,5 +90,7 @@ void register_dnn_ops(Dispatcher& d);
 void register_norm_ops(Dispatcher& d);
 void register_blas_ops(Dispatcher& d);
 void register_index_ops(Dispatcher& d);
+/// Resizing, adaptive max pool and group norm (CudaImageOps.cpp).
+void register_image_ops(Dispatcher& d);
 
 }  // namespace retorch::cuda_backend
