@@ -5,6 +5,7 @@
 
 #include "retorch/backend/cpu/Loops.h"
 #include "retorch/backend/cpu/VecMath.h"
+#include "retorch/core/SpecialMath.h"
 #include "retorch/generated/Kernels.h"
 
 namespace retorch::cpu {
@@ -72,102 +73,9 @@ double lgamma_d(double x) {
   return ::lgamma_r(x, &sign);  // the reentrant form: std::lgamma writes the global signgam
 }
 
-// Asymptotic series in 1/x^2 after pushing x >= 10 by the recurrence psi(x) = psi(x+1) - 1/x;
-// negative x by reflection psi(1-x) - pi / tan(pi x) (with the fractional part, for accuracy).
-double digamma_d(double x) {
-  if (x == 0) return std::copysign(kInf, -x);
-  if (x < 0) {
-    if (x == std::trunc(x)) return kNaN;
-    double q;
-    double r = std::modf(x, &q);
-    return digamma_d(1 - x) - kPi / std::tan(kPi * r);
-  }
-  if (std::isnan(x)) return x;
-  double result = 0;
-  while (x < 10) {
-    result -= 1 / x;
-    x += 1;
-  }
-  if (std::isinf(x)) return x;
-  // -sum B_2k / (2k x^2k), k = 1..7
-  const double z = 1 / (x * x);
-  const double poly =
-      z * (1.0 / 12 - z * (1.0 / 120 - z * (1.0 / 252 - z * (1.0 / 240 -
-      z * (1.0 / 132 - z * (691.0 / 32760 - z * (1.0 / 12)))))));
-  return result + std::log(x) - 0.5 / x - poly;
-}
-
-// psi'(x): reflection for x < 1/2, recurrence to x >= 10, then the asymptotic series.
-double trigamma_d(double x) {
-  double sign = 1, result = 0;
-  if (x < 0.5) {
-    sign = -1;
-    const double s = std::sin(kPi * x);
-    result -= kPi * kPi / (s * s);
-    x = 1 - x;
-  }
-  while (x < 10) {
-    result += 1 / (x * x);
-    x += 1;
-  }
-  const double z = 1 / (x * x);
-  // 1/x + 1/(2x^2) + sum B_2k / x^(2k+1)
-  const double tail =
-      1 / x + z / 2 + z / x * (1.0 / 6 - z * (1.0 / 30 - z * (1.0 / 42 - z * (1.0 / 30 -
-      z * (5.0 / 66 - z * (691.0 / 2730 - z * (7.0 / 6)))))));
-  return sign * (result + tail);
-}
-
-// Hurwitz zeta(s, q) for s > 1: direct sum of the first terms, then Euler-Maclaurin
-// (the Cephes scheme PyTorch uses, so the domain conventions match).
-double zeta_d(double s, double q) {
-  constexpr double kEps = 1.11022302462515654042e-16;
-  // (2k)! / B_2k, k = 1..12
-  static const double kA[] = {12.0, -720.0, 30240.0, -1209600.0, 47900160.0,
-                              -1.8924375803183791606e9, 7.47242496e10,
-                              -2.950130727918164224e12, 1.1646782814350067249e14,
-                              -4.5979787224074726105e15, 1.8152105401943546773e17,
-                              -7.1661652561756670113e18};
-  if (s == 1) return kInf;
-  if (s < 1) return kNaN;
-  if (q <= 0) {
-    if (q == std::floor(q)) return kInf;
-    if (s != std::floor(s)) return kNaN;
-  }
-  double sum = std::pow(q, -s), a = q, b = 0;
-  int i = 0;
-  while (i < 9 || a <= 9) {
-    i += 1;
-    a += 1;
-    b = std::pow(a, -s);
-    sum += b;
-    if (std::fabs(b / sum) < kEps) return sum;
-  }
-  const double w = a;
-  sum += b * w / (s - 1);
-  sum -= 0.5 * b;
-  double fac = 1, k = 0;
-  for (double d : kA) {
-    fac *= s + k;
-    b /= w;
-    const double t = fac * b / d;
-    sum += t;
-    if (std::fabs(t / sum) < kEps) break;
-    k += 1;
-    fac *= s + k;
-    b /= w;
-    k += 1;
-  }
-  return sum;
-}
-
-double polygamma_d(int64_t n, double x) {
-  if (n == 0) return digamma_d(x);
-  if (n == 1) return trigamma_d(x);
-  // psi^(n)(x) = (-1)^(n+1) n! zeta(n+1, x)
-  const double fact = std::exp(lgamma_d(double(n) + 1));
-  return ((n % 2) ? 1.0 : -1.0) * fact * zeta_d(double(n + 1), x);
-}
+// The series shared with the CUDA kernels (Note [Shared special functions]).
+double digamma_d(double x) { return special::digamma(x); }
+double polygamma_d(int64_t n, double x) { return special::polygamma(n, x); }
 
 // Winitzki's closed form (relative error < 2e-3) refined by Newton steps on erf, or on erfc
 // near +-1 where 1 - |x| is exact but erf(y) - |x| would cancel.

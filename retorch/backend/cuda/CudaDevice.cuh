@@ -94,6 +94,23 @@ void with_type(FloatType t, F&& f) {
   RT_ERROR("cuda: unknown element type ", int(t));
 }
 
+/// Calls f(Tag<E>{}) with the C++ element type of t.
+template <typename F>
+void with_numeric_type(NumericType t, F&& f) {
+  switch (t) {
+    case NumericType::kFloat: return f(Tag<float>{});
+    case NumericType::kDouble: return f(Tag<double>{});
+    case NumericType::kHalf: return f(Tag<__half>{});
+    case NumericType::kBFloat16: return f(Tag<__nv_bfloat16>{});
+    case NumericType::kInt8: return f(Tag<int8_t>{});
+    case NumericType::kUInt8: return f(Tag<uint8_t>{});
+    case NumericType::kInt16: return f(Tag<int16_t>{});
+    case NumericType::kInt32: return f(Tag<int32_t>{});
+    case NumericType::kInt64: return f(Tag<int64_t>{});
+  }
+  RT_ERROR("cuda: unknown element type ", int(t));
+}
+
 /// Calls f(Tag<E>{}) with an unsigned type of `size` bytes (1, 2, 4 or 8): kernels that move
 /// elements without looking at them.
 template <typename F>

@@ -4,9 +4,10 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "retorch/core/HostDevice.h"
+
 #if defined(__CUDACC__)
 #include <cstdio>
-#define RT_HOST_DEVICE __host__ __device__
 // Stops a kernel whose data indexes out of range (an index tensor's value): the stream gets a
 // sticky error that the next synchronizing call reports, as PyTorch's device-side asserts do,
 // in every build type (assert() is compiled out of Release builds).
@@ -17,8 +18,6 @@
       __trap();                                                   \
     }                                                             \
   } while (0)
-#else
-#define RT_HOST_DEVICE
 #endif
 
 namespace retorch::cuda_backend {

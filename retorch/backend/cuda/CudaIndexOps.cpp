@@ -492,6 +492,23 @@ void nonzero(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
+// where(condition): nonzero(condition)'s columns, one contiguous int64 tensor per dim (a 0-dim
+// condition takes the fallback, whose one column nonzero has not got).
+void where_condition(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const Tensor cond = (*stack)[stack->size() - size_t(s.num_args)].to_tensor();
+  if (!in_device_memory(cond) || cond.dim() == 0) return run_device_fallback(h, ks, stack);
+  std::vector<Tensor> columns;
+  {
+    ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+    const Tensor places = retorch::nonzero(cond);
+    for (int64_t d = 0; d < cond.dim(); ++d)
+      columns.push_back(contiguous_on_device(places.select(1, d)));
+  }
+  stack->erase(stack->end() - s.num_args, stack->end());
+  stack->push_back(IValue(std::move(columns)));
+}
+
 // embedding_dense_backward(grad_output, indices, num_weights, padding_idx, scale_grad_by_freq):
 // the rows of grad_output added into a zero [num_weights, D] gradient at their indices by the
 // index_put kernel's atomics (in float32, or float64, as the cpu kernel accumulates), rows of
@@ -533,6 +550,7 @@ void register_index_ops(Dispatcher& d) {
     else if (n == "sort" && o == "stable") set_cuda_kernel(h, &sort);
     else if (n == "topk" && o.empty()) set_cuda_kernel(h, &topk);
     else if (n == "nonzero" && o.empty()) set_cuda_kernel(h, &nonzero);
+    else if (n == "where" && o.empty()) set_cuda_kernel(h, &where_condition);
     else if (n == "embedding_dense_backward" && o.empty())
       set_cuda_kernel(h, &embedding_dense_backward);
     else if ((n == "scatter" || n == "scatter_") && (o == "src" || o == "src_out"))

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,19 +46,38 @@ std::optional<Tensor> converted(const Tensor& t, ScalarType to) {
   return out;
 }
 
+// v in a floating dtype (what a cpu tensor of that dtype holds after filling it with v).
+double rounded_to(ScalarType dtype, double v) {
+  Tensor one = make_empty({}, dtype);
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  one.fill_(Scalar(v));
+  return one.item().to_double();
+}
+
+// The largest finite value of a floating dtype.
+double finite_max(ScalarType dtype) {
+  switch (dtype) {
+    case kHalf: return 65504.0;
+    case kBFloat16: return 3.38953138925153547590e38;
+    case kFloat: return double(std::numeric_limits<float>::max());
+    default: return std::numeric_limits<double>::max();
+  }
+}
+
 void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
   const Variant v = variant_of(s);
-  const Tensor self = (*stack)[base].to_tensor();
+  const Tensor self = (*stack)[base + (op == UnaryOp::kPolygamma ? 1 : 0)].to_tensor();
   if (op == UnaryOp::kGelu) {
     const std::string& approximate = (*stack)[base + 1].to_string();
     if (approximate == "tanh") op = UnaryOp::kGeluTanh;
     else if (approximate != "none") return run_device_fallback(h, ks, stack);  // its error
   }
   // The scalar parameters: pow's exponent, clamp's and hardtanh's bounds (None: unbounded on
-  // that side), leaky_relu's slope, softplus's beta and threshold, logit's eps (None: -1).
-  double p0 = 0, p1 = 0;
+  // that side), leaky_relu's slope, softplus's beta and threshold, logit's eps (None: -1),
+  // elu's coefficients, nan_to_num's replacements, polygamma's order.
+  double p0 = 0, p1 = 0, p2 = 0;
   auto bound = [&](size_t i, double none) {
     const IValue& a = (*stack)[base + i];
     return a.is_none() ? none : a.to_scalar().to_double();
@@ -76,6 +96,22 @@ void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
     if (op == UnaryOp::kSoftplus) p1 = (*stack)[base + 2].to_scalar().to_double();
   } else if (op == UnaryOp::kLogit) {
     p0 = (*stack)[base + 1].is_none() ? -1.0 : (*stack)[base + 1].to_double();
+  } else if (op == UnaryOp::kElu) {  // as the cpu's: alpha * scale rounded once
+    const double alpha = (*stack)[base + 1].to_scalar().to_double();
+    p1 = (*stack)[base + 2].to_scalar().to_double();
+    p0 = alpha * p1;
+    p2 = (*stack)[base + 3].to_scalar().to_double();
+  } else if (op == UnaryOp::kNanToNum && float_type(self.dtype())) {
+    // The replacements rounded to self's dtype first, as PyTorch does; the infinities' default
+    // is the dtype's largest finite value.
+    const double big = finite_max(self.dtype());
+    p0 = rounded_to(self.dtype(), (*stack)[base + 1].is_none() ? 0.0 : (*stack)[base + 1].to_double());
+    p1 = rounded_to(self.dtype(), (*stack)[base + 2].is_none() ? big : (*stack)[base + 2].to_double());
+    p2 = rounded_to(self.dtype(), (*stack)[base + 3].is_none() ? -big : (*stack)[base + 3].to_double());
+  } else if (op == UnaryOp::kPolygamma) {
+    const int64_t n = (*stack)[base].to_int();
+    if (n < 0) return run_device_fallback(h, ks, stack);  // its error
+    p0 = double(n);
   }
   Tensor out = v == Variant::kOut ? stack->back().to_tensor()
                : v == Variant::kInplace ? self : Tensor();
@@ -88,7 +124,7 @@ void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   Geometry<2> g;
   if (!geometry_of<2>(out.sizes(), {strides_of(out), strides_of(self)}, &g))
     return run_device_fallback(h, ks, stack);
-  launch_unary(op, *t, g, device_ptr(out), device_ptr(self), current_stream(), p0, p1);
+  launch_unary(op, *t, g, device_ptr(out), device_ptr(self), current_stream(), p0, p1, p2);
   finish_call(s, v, out, stack);
 }
 
@@ -143,7 +179,7 @@ void binary(BinaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stac
   Tensor out = v == Variant::kOut ? stack->back().to_tensor()
                : v == Variant::kInplace ? self : Tensor();
   if (binary_int(op, s, v, self, other, alpha, stack)) return;
-  if (is_bitwise(op)) return run_device_fallback(h, ks, stack);  // floats: its error
+  if (is_bitwise(op) || is_shift(op)) return run_device_fallback(h, ks, stack);  // its error
   const bool scalar = other.defined() && !in_device_memory(other) && other.dim() == 0;
   bool ok = in_device_memory(self) && float_type(self.dtype()) &&
             (scalar || (in_device_memory(other) && float_type(other.dtype())));
@@ -192,6 +228,15 @@ std::optional<Tensor> predicate_of(PredicateOp op, const Tensor& x) {
   return out;
 }
 
+// Copies a bool result into an out= or in-place target of its shape and dtype on the device;
+// false (nothing written) for any other target, which the caller sends to the fallback.
+bool into_bool_target(const Tensor& target, const Tensor& result) {
+  if (!(in_device_memory(target) && target.dtype() == kBool &&
+        target.sizes().equals(result.sizes())))
+    return false;
+  return copy_on_device(target, result);
+}
+
 // a op b over two bool device tensors broadcast together (b: nullptr for the value true).
 std::optional<Tensor> bool_binary(BinaryOp op, const Tensor& a, const Tensor* b,
                                   const char* name) {
@@ -211,26 +256,35 @@ std::optional<Tensor> bool_binary(BinaryOp op, const Tensor& a, const Tensor* b,
 // other dtypes, whose answers are constant, take the fallback).
 void predicate(PredicateOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
+  const Variant v = variant_of(s);
   const Tensor self = (*stack)[stack->size() - size_t(s.num_args)].to_tensor();
-  if (!in_device_memory(self) || !float_type(self.dtype()) ||
-      variant_of(s) != Variant::kFunctional)
+  if (!in_device_memory(self) || !float_type(self.dtype()) || v == Variant::kInplace)
     return run_device_fallback(h, ks, stack);
   auto out = predicate_of(op, self);
   if (!out) return run_device_fallback(h, ks, stack);
-  finish_call(s, Variant::kFunctional, *out, stack);
+  if (v == Variant::kOut) {
+    const Tensor target = stack->back().to_tensor();
+    if (!into_bool_target(target, *out)) return run_device_fallback(h, ks, stack);
+    out = target;
+  }
+  finish_call(s, v, *out, stack);
 }
 
-// logical_and/or/xor (functional; op a bitwise op on bools) and logical_not (op kBitXor with
-// true) of bool or floating device tensors: each operand made bool (x != 0) on the device.
+// logical_and/or/xor (op a bitwise op on bools) and logical_not (op kBitXor with true) of bool
+// or floating device tensors: each operand made bool (x != 0) on the device. The in-place and
+// out= forms write a bool target of the result's shape (others take the fallback).
 void logical(BinaryOp op, bool unary, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
+  const Variant v = variant_of(s);
   Tensor x[2];
   for (int i = 0; i < (unary ? 1 : 2); ++i) {
     x[i] = (*stack)[base + size_t(i)].to_tensor();
     const bool ok = in_device_memory(x[i]) && (x[i].dtype() == kBool || float_type(x[i].dtype()));
-    if (!ok || variant_of(s) != Variant::kFunctional) return run_device_fallback(h, ks, stack);
+    if (!ok) return run_device_fallback(h, ks, stack);
   }
+  const Tensor target = v == Variant::kOut ? stack->back().to_tensor()
+                        : v == Variant::kInplace ? x[0] : Tensor();
   for (int i = 0; i < (unary ? 1 : 2); ++i) {
     if (x[i].dtype() == kBool) continue;
     auto b = predicate_of(PredicateOp::kNonzero, x[i]);
@@ -239,18 +293,27 @@ void logical(BinaryOp op, bool unary, const OperatorHandle& h, DispatchKeySet ks
   }
   auto out = bool_binary(op, x[0], unary ? nullptr : &x[1], s.name.data());
   if (!out) return run_device_fallback(h, ks, stack);
-  finish_call(s, Variant::kFunctional, *out, stack);
+  if (target.defined()) {
+    if (!into_bool_target(target, *out)) return run_device_fallback(h, ks, stack);
+    out = target;
+  }
+  finish_call(s, v, *out, stack);
 }
 
-// bitwise_not of int32/int64/bool device tensors (functional): x ^ -1, or x ^ true.
+// bitwise_not of int32/int64/bool device tensors: x ^ -1, or x ^ true (into self, or an out=
+// of self's shape and dtype).
 void bitwise_not(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
+  const Variant v = variant_of(s);
   const Tensor self = (*stack)[stack->size() - size_t(s.num_args)].to_tensor();
   const ScalarType dt = self.dtype();
-  if (!in_device_memory(self) || !(dt == kInt || dt == kLong || dt == kBool) ||
-      variant_of(s) != Variant::kFunctional)
-    return run_device_fallback(h, ks, stack);
-  Tensor out = make_empty(self.sizes(), dt, self.device());
+  Tensor out = v == Variant::kOut ? stack->back().to_tensor()
+               : v == Variant::kInplace ? self : Tensor();
+  bool ok = in_device_memory(self) && (dt == kInt || dt == kLong || dt == kBool);
+  if (ok && out.defined())
+    ok = in_device_memory(out) && out.dtype() == dt && out.sizes().equals(self.sizes());
+  if (!ok) return run_device_fallback(h, ks, stack);
+  if (!out.defined()) out = make_empty(self.sizes(), dt, self.device());
   Geometry<3> g;
   const DimVector zero(size_t(self.dim()), 0);
   if (!geometry_of<3>(self.sizes(), {strides_of(out), strides_of(self), zero}, &g))
@@ -258,48 +321,59 @@ void bitwise_not(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const IntType it = dt == kInt ? IntType::kInt : dt == kLong ? IntType::kLong : IntType::kBool;
   launch_binary_int(BinaryOp::kBitXor, it, g, device_ptr(out), device_ptr(self), nullptr, true,
                     dt == kBool ? 1 : -1, 1, current_stream());
-  finish_call(s, Variant::kFunctional, out, stack);
+  finish_call(s, v, out, stack);
 }
 
-// addcmul, addcdiv (self, tensor1, tensor2, value) and lerp.Tensor (self, end, weight): three
-// device tensors of floating dtypes broadcast together, in their promoted dtype (lerp's must
-// share one: the fallback raises otherwise). An in-place call writes self, so the broadcast
-// shape must be self's.
+// addcmul, addcdiv (self, tensor1, tensor2, value), lerp.Tensor (self, end, weight) and
+// clamp.Tensor (self, min?, max?): device tensors of floating dtypes broadcast together, in their
+// promoted dtype (lerp's must share one: the fallback raises otherwise). clamp's missing bound is
+// no tensor (one of the two is required: the fallback raises). An in-place call writes self, so
+// the broadcast shape must be self's.
 void ternary(TernaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
   const Variant v = variant_of(s);
-  Tensor x[3] = {(*stack)[base].to_tensor(), (*stack)[base + 1].to_tensor(),
-                 (*stack)[base + 2].to_tensor()};
-  const double value = op == TernaryOp::kLerp ? 0.0 : (*stack)[base + 3].to_scalar().to_double();
-  bool ok = true;
-  for (const Tensor& t : x) ok = ok && in_device_memory(t) && float_type(t.dtype());
+  Tensor x[3];
+  for (size_t i = 0; i < 3; ++i)
+    if (!(*stack)[base + i].is_none()) x[i] = (*stack)[base + i].to_tensor();
+  const bool has_value = op == TernaryOp::kAddcmul || op == TernaryOp::kAddcdiv;
+  const double value = has_value ? (*stack)[base + 3].to_scalar().to_double() : 0.0;
+  bool ok = x[0].defined() && (x[1].defined() || x[2].defined());
+  std::vector<Tensor> operands;
+  for (const Tensor& t : x) {
+    if (!t.defined()) continue;
+    ok = ok && in_device_memory(t) && float_type(t.dtype());
+    operands.push_back(t);
+  }
+  if (ok && op != TernaryOp::kClamp) ok = x[1].defined() && x[2].defined();
   if (ok && op == TernaryOp::kLerp)
     ok = x[1].dtype() == x[0].dtype() && x[2].dtype() == x[0].dtype();
   if (!ok) return run_device_fallback(h, ks, stack);
-  const ScalarType rt = result_type({x[0], x[1], x[2]});
-  const DimVector shape = broadcast_shapes(broadcast_shapes(x[0].sizes(), x[1].sizes(),
-                                                            s.name.data()),
-                                           x[2].sizes(), s.name.data());
+  const ScalarType rt = result_type(operands);
+  DimVector shape(x[0].sizes().begin(), x[0].sizes().end());
+  for (size_t i = 1; i < operands.size(); ++i)
+    shape = broadcast_shapes(shape, operands[i].sizes(), s.name.data());
   Tensor out = v == Variant::kOut ? stack->back().to_tensor()
                : v == Variant::kInplace ? x[0] : Tensor();
   if (out.defined() && !(in_device_memory(out) && out.dtype() == rt &&
                          out.sizes().equals(IntArrayRef(shape))))
     return run_device_fallback(h, ks, stack);
   for (Tensor& t : x) {
-    if (t.dtype() == rt) continue;
+    if (!t.defined() || t.dtype() == rt) continue;
     auto c = converted(t, rt);
     if (!c) return run_device_fallback(h, ks, stack);
     t = *c;
   }
   if (!out.defined()) out = make_empty(shape, rt, x[0].device());
+  auto strides = [&](const Tensor& t) {
+    return t.defined() ? broadcast_strides(t, shape) : DimVector(shape.size(), 0);
+  };
+  auto ptr = [](const Tensor& t) { return t.defined() ? device_ptr(t) : nullptr; };
   Geometry<4> g;
-  if (!geometry_of<4>(shape, {strides_of(out), broadcast_strides(x[0], shape),
-                              broadcast_strides(x[1], shape), broadcast_strides(x[2], shape)},
-                      &g))
+  if (!geometry_of<4>(shape, {strides_of(out), strides(x[0]), strides(x[1]), strides(x[2])}, &g))
     return run_device_fallback(h, ks, stack);
-  launch_ternary(op, *float_type(rt), g, device_ptr(out), device_ptr(x[0]), device_ptr(x[1]),
-                 device_ptr(x[2]), value, current_stream());
+  launch_ternary(op, *float_type(rt), g, device_ptr(out), device_ptr(x[0]), ptr(x[1]), ptr(x[2]),
+                 value, current_stream());
   finish_call(s, v, out, stack);
 }
 
@@ -370,15 +444,25 @@ void where(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
-// masked_fill(self, mask, value) and masked_fill_: value where the (broadcast) mask is set.
+// masked_fill(self, mask, value) and masked_fill_: value where the (broadcast) mask is set. The
+// Tensor overload's value is 0-dim: a cpu one passes its number, a device one of self's dtype is
+// read by every thread (no synchronization).
 void masked_fill(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
   const Variant v = variant_of(s);
   const Tensor self = (*stack)[base].to_tensor(), mask = (*stack)[base + 1].to_tensor();
-  const double value = (*stack)[base + 2].to_scalar().to_double();
+  const IValue& arg = (*stack)[base + 2];
+  const Tensor value_tensor = arg.is_tensor() ? arg.to_tensor() : Tensor();
+  const bool on_device = value_tensor.defined() && in_device_memory(value_tensor);
   bool ok = in_device_memory(self) && float_type(self.dtype()) && in_device_memory(mask) &&
             mask.dtype() == kBool && mask.dim() <= self.dim();
+  if (value_tensor.defined())
+    ok = ok && value_tensor.dim() == 0 &&
+         (!on_device || value_tensor.dtype() == self.dtype());
+  const double value = !ok || on_device ? 0.0
+                       : value_tensor.defined() ? value_tensor.item().to_double()
+                                                : arg.to_scalar().to_double();
   for (int64_t d = 0; ok && d < mask.dim(); ++d) {
     const int64_t m = mask.size(d), x = self.size(self.dim() - mask.dim() + d);
     ok = m == x || m == 1;
@@ -392,7 +476,8 @@ void masked_fill(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
                                      strides_of(self)}, &g))
     return run_device_fallback(h, ks, stack);
   launch_select(*float_type(self.dtype()), g, device_ptr(out),
-                static_cast<const bool*>(device_ptr(mask)), nullptr, true, value,
+                static_cast<const bool*>(device_ptr(mask)),
+                on_device ? device_ptr(value_tensor) : nullptr, !on_device, value,
                 device_ptr(self), false, 0.0, current_stream());
   finish_call(s, v, out, stack);
 }
@@ -474,6 +559,7 @@ constexpr UnaryEntry kUnaryOps[] = {
     {"erfc", UnaryOp::kErfc},       {"erfinv", UnaryOp::kErfinv}, {"lgamma", UnaryOp::kLgamma},
     {"i0", UnaryOp::kI0},           {"sinc", UnaryOp::kSinc},
     {"hardsigmoid", UnaryOp::kHardsigmoid}, {"hardswish", UnaryOp::kHardswish},
+    {"digamma", UnaryOp::kDigamma}, {"special_i1", UnaryOp::kI1},
 };
 
 // Unary ops with scalar parameters, by (name, overload of the functional form).
@@ -486,6 +572,8 @@ constexpr ParamEntry kParamOps[] = {
     {"clamp_min", "", UnaryOp::kClamp},      {"clamp_max", "", UnaryOp::kClamp},
     {"hardtanh", "", UnaryOp::kClamp},       {"leaky_relu", "", UnaryOp::kLeakyRelu},
     {"softplus", "", UnaryOp::kSoftplus},    {"logit", "", UnaryOp::kLogit},
+    {"elu", "", UnaryOp::kElu},              {"nan_to_num", "", UnaryOp::kNanToNum},
+    {"polygamma", "", UnaryOp::kPolygamma},
 };
 
 struct BinaryEntry {
@@ -508,6 +596,8 @@ constexpr BinaryEntry kBinaryOps[] = {
     {"lerp", "Scalar", BinaryOp::kLerp},
     {"bitwise_and", "Tensor", BinaryOp::kBitAnd}, {"bitwise_or", "Tensor", BinaryOp::kBitOr},
     {"bitwise_xor", "Tensor", BinaryOp::kBitXor},
+    {"bitwise_left_shift", "Tensor", BinaryOp::kShiftLeft},
+    {"bitwise_right_shift", "Tensor", BinaryOp::kShiftRight},
     {"eq", "Tensor", BinaryOp::kEq},       {"ne", "Tensor", BinaryOp::kNe},
     {"lt", "Tensor", BinaryOp::kLt},       {"le", "Tensor", BinaryOp::kLe},
     {"gt", "Tensor", BinaryOp::kGt},       {"ge", "Tensor", BinaryOp::kGe},
@@ -543,6 +633,7 @@ constexpr TernaryEntry kTernaryOps[] = {
     {"addcmul", "", TernaryOp::kAddcmul},
     {"addcdiv", "", TernaryOp::kAddcdiv},
     {"lerp", "Tensor", TernaryOp::kLerp},
+    {"clamp", "Tensor", TernaryOp::kClamp},
 };
 
 }  // namespace
@@ -664,16 +755,17 @@ void register_pointwise_ops(Dispatcher& d) {
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet k, Stack* st) {
         random_fill(true, oh, k, st);
       });
-    if (base == "masked_fill" && s.overload == "Scalar") set_cuda_kernel(h, &masked_fill);
+    if (base == "masked_fill" && (s.overload == "Scalar" || s.overload == "Tensor"))
+      set_cuda_kernel(h, &masked_fill);
     for (const PredicateEntry& e : kPredicateOps)
-      if (s.name == e.name && s.overload.empty()) {
+      if (s.name == e.name && (s.overload.empty() || s.overload == "out")) {
         const PredicateOp op = e.op;
         h->set_kernel(DispatchKey::CUDA,
                       make_boxed_kernel([op](const OperatorHandle& oh, DispatchKeySet ks,
                                              Stack* st) { predicate(op, oh, ks, st); }));
       }
     for (const LogicalEntry& e : kLogicalOps)
-      if (s.name == e.name && s.overload.empty()) {
+      if (base == e.name && (s.overload.empty() || s.overload == "out")) {
         const BinaryOp op = e.op;
         const bool unary = e.unary;
         h->set_kernel(DispatchKey::CUDA, make_boxed_kernel([op, unary](const OperatorHandle& oh,
@@ -682,7 +774,8 @@ void register_pointwise_ops(Dispatcher& d) {
                         logical(op, unary, oh, ks, st);
                       }));
       }
-    if (s.name == "bitwise_not" && s.overload.empty()) set_cuda_kernel(h, &bitwise_not);
+    if (base == "bitwise_not" && (s.overload.empty() || s.overload == "out"))
+      set_cuda_kernel(h, &bitwise_not);
     if (base == "div" && (s.overload == "Tensor_mode" || s.overload == "Tensor_mode_out"))
       set_cuda_kernel(h, &div_mode);
     for (const TernaryEntry& e : kTernaryOps) {

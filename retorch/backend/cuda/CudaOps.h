@@ -82,7 +82,8 @@ void finish_call(const OpSchema& s, Variant v, const Tensor& out, Stack* stack);
 
 /// Registers the pointwise kernels (CudaOps.cpp), the row ops (CudaRowOps.cpp), the LLM path's
 /// ops (CudaLlmOps.cpp), the cuDNN convolutions (CudaDnn.cpp), batch norm and max pool
-/// (CudaNormOps.cpp), the cuBLAS products (CudaBlas.cpp) and the index ops (CudaIndexOps.cpp).
+/// (CudaNormOps.cpp), the cuBLAS products (CudaBlas.cpp), the index ops (CudaIndexOps.cpp) and
+/// the factories (CudaFactoryOps.cpp).
 void register_pointwise_ops(Dispatcher& d);
 void register_row_ops(Dispatcher& d);
 void register_llm_ops(Dispatcher& d);
@@ -90,6 +91,7 @@ void register_dnn_ops(Dispatcher& d);
 void register_norm_ops(Dispatcher& d);
 void register_blas_ops(Dispatcher& d);
 void register_index_ops(Dispatcher& d);
+void register_factory_ops(Dispatcher& d);
 /// Resizing, adaptive max pool and group norm (CudaImageOps.cpp).
 void register_image_ops(Dispatcher& d);
 

@@ -5,6 +5,7 @@
 
 #include "retorch/backend/cuda/CudaDevice.cuh"
 #include "retorch/backend/cuda/CudaPointwise.h"
+#include "retorch/core/SpecialMath.h"
 
 namespace retorch::cuda_backend {
 
@@ -29,7 +30,7 @@ __device__ inline A clip(A x, A lo, A hi) {
 }
 
 template <typename A>
-__device__ inline A apply_unary(UnaryOp op, A x, A p0, A p1) {
+__device__ inline A apply_unary(UnaryOp op, A x, A p0, A p1, A p2) {
   const A one = A(1);
   switch (op) {
     case UnaryOp::kNeg: return -x;
@@ -89,6 +90,16 @@ __device__ inline A apply_unary(UnaryOp op, A x, A p0, A p1) {
       const A z = p0 < A(0) ? x : clip(x, p0, one - p0);
       return log(z / (one - z));
     }
+    case UnaryOp::kElu: return x > A(0) ? x * p1 : expm1(x * p2) * p0;
+    case UnaryOp::kNanToNum:
+      if (x != x) return p0;
+      return isinf(x) ? (x > A(0) ? p1 : p2) : x;
+    case UnaryOp::kI1:
+      if constexpr (std::is_same_v<A, float>) return cyl_bessel_i1f(x);
+      else return cyl_bessel_i1(x);
+    // In double, as the cpu's (Note [Shared special functions]).
+    case UnaryOp::kDigamma: return A(special::digamma(double(x)));
+    case UnaryOp::kPolygamma: return A(special::polygamma(int64_t(p0), double(x)));
   }
   return x;
 }
@@ -148,6 +159,10 @@ __device__ inline A apply_ternary(TernaryOp op, A a, A b, A c, A value) {
     case TernaryOp::kAddcmul: return a + value * b * c;
     case TernaryOp::kAddcdiv: return a + value * b / c;
     case TernaryOp::kLerp: return lerp(a, b, c);
+    case TernaryOp::kClamp:  // as the cpu's clamp_tensor_out: a NaN bound gives NaN
+      if (b != b || c != c) return b + c;
+      a = a < b ? b : a;
+      return c < a ? c : a;
   }
   return a;
 }
@@ -176,6 +191,16 @@ __device__ inline A apply_binary(BinaryOp op, A a, A b, A alpha) {
       if constexpr (std::is_integral_v<A>)
         return op == BinaryOp::kBitAnd ? A(a & b) : op == BinaryOp::kBitOr ? A(a | b) : A(a ^ b);
       else return a;  // never launched for floating types (the host's check)
+    case BinaryOp::kShiftLeft:
+    case BinaryOp::kShiftRight:
+      if constexpr (std::is_integral_v<A> && !std::is_same_v<A, bool>) {
+        constexpr A kBits = A(sizeof(A) * 8);  // as the cpu's shift_left / shift_right
+        using U = std::make_unsigned_t<A>;
+        if (op == BinaryOp::kShiftLeft) return b < 0 || b >= kBits ? A(0) : A(U(U(a) << U(b)));
+        return b < 0 || b >= kBits ? (a < 0 ? A(-1) : A(0)) : A(a >> b);
+      } else {
+        return a;  // never launched for bool or floating types (the host's check)
+      }
     default:  // not integral ops (the host's check)
       if constexpr (std::is_integral_v<A>) return a;
       else return apply_float_binary(op, a, b);
@@ -184,12 +209,12 @@ __device__ inline A apply_binary(BinaryOp op, A a, A b, A alpha) {
 
 template <typename T, typename Index>
 __global__ void unary_kernel(UnaryOp op, OffsetCalc<2, Index> c, T* out, const T* in, int64_t n,
-                             acc_t<T> p0, acc_t<T> p1) {
+                             acc_t<T> p0, acc_t<T> p1, acc_t<T> p2) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     Index o[2];
     c.offsets(Index(i), o);
-    store(out + o[0], apply_unary<acc_t<T>>(op, load(in + o[1]), p0, p1));
+    store(out + o[0], apply_unary<acc_t<T>>(op, load(in + o[1]), p0, p1, p2));
   }
 }
 
@@ -212,18 +237,19 @@ bool aligned_vec4(const void* p) {
 // wide. The n % 4 elements past the last vector are the first threads' of the grid.
 template <typename T>
 __global__ void unary_contig_kernel(UnaryOp op, T* out, const T* in, int64_t n, acc_t<T> p0,
-                                    acc_t<T> p1) {
+                                    acc_t<T> p1, acc_t<T> p2) {
   const int64_t n4 = n / 4, first = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   for (int64_t i = first; i < n4; i += int64_t(gridDim.x) * blockDim.x) {
     const Vec4<T> x = reinterpret_cast<const Vec4<T>*>(in)[i];
     Vec4<T> y;
 #pragma unroll
-    for (int k = 0; k < 4; ++k) store(&y.v[k], apply_unary<acc_t<T>>(op, load(&x.v[k]), p0, p1));
+    for (int k = 0; k < 4; ++k)
+      store(&y.v[k], apply_unary<acc_t<T>>(op, load(&x.v[k]), p0, p1, p2));
     reinterpret_cast<Vec4<T>*>(out)[i] = y;
   }
   if (n4 * 4 + first < n) {
     const int64_t e = n4 * 4 + first;
-    store(out + e, apply_unary<acc_t<T>>(op, load(in + e), p0, p1));
+    store(out + e, apply_unary<acc_t<T>>(op, load(in + e), p0, p1, p2));
   }
 }
 
@@ -307,8 +333,8 @@ __global__ void ternary_kernel(TernaryOp op, OffsetCalc<4, Index> c, T* out, con
        i += int64_t(gridDim.x) * blockDim.x) {
     Index o[4];
     c.offsets(Index(i), o);
-    store(out + o[0], apply_ternary<A>(op, A(load(a + o[1])), A(load(b + o[2])),
-                                       A(load(w + o[3])), value));
+    const A lo = b ? A(load(b + o[2])) : -A(INFINITY), hi = w ? A(load(w + o[3])) : A(INFINITY);
+    store(out + o[0], apply_ternary<A>(op, A(load(a + o[1])), lo, hi, value));
   }
 }
 
@@ -356,6 +382,17 @@ __global__ void copy_kernel(OffsetCalc<2, Index> c, E* out, const E* in, int64_t
   }
 }
 
+template <typename E>
+__global__ void ramp_kernel(E* out, int64_t n, bool integral, int64_t istart, int64_t istep,
+                            double start, double step, double end, int64_t half) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const double v = i < half ? start + step * double(i) : end - step * double(n - 1 - i);
+    if constexpr (std::is_integral_v<E>) out[i] = E(integral ? istart + i * istep : int64_t(v));
+    else store(out + i, acc_t<E>(v));  // through float for the 16-bit types, as the cpu's
+  }
+}
+
 // Calls f(Tag<Index>{}) with int32_t where g's offsets fit, else int64_t.
 template <int N, typename F>
 void with_index(const Geometry<N>& g, F&& f) {
@@ -366,21 +403,21 @@ void with_index(const Geometry<N>& g, F&& f) {
 }  // namespace
 
 void launch_unary(UnaryOp op, FloatType t, const Geometry<2>& g, void* out, const void* in,
-                  StreamHandle s, double p0, double p1) {
+                  StreamHandle s, double p0, double p1, double p2) {
   if (g.numel == 0) return;
   with_type(t, [&](auto type) {
     using T = typename decltype(type)::type;
     if (contiguous_run(g) && aligned_vec4<T>(out) && aligned_vec4<T>(in)) {
       unary_contig_kernel<T><<<blocks_for((g.numel + 3) / 4), kThreads, 0, as_stream(s)>>>(
           op, static_cast<T*>(out), static_cast<const T*>(in), g.numel, acc_t<T>(p0),
-          acc_t<T>(p1));
+          acc_t<T>(p1), acc_t<T>(p2));
       return;
     }
     with_index(g, [&](auto index) {
       using I = typename decltype(index)::type;
       unary_kernel<T, I><<<blocks_for(g.numel), kThreads, 0, as_stream(s)>>>(
           op, g.template calc<I>(), static_cast<T*>(out), static_cast<const T*>(in), g.numel,
-          acc_t<T>(p0), acc_t<T>(p1));
+          acc_t<T>(p0), acc_t<T>(p1), acc_t<T>(p2));
     });
   });
   check_launch("unary");
@@ -518,6 +555,19 @@ void launch_fill_bytes(int element_size, const Geometry<1>& g, void* out, uint64
     });
   });
   check_launch("fill");
+}
+
+void launch_ramp(NumericType t, void* out, int64_t n, bool integral, int64_t istart,
+                 int64_t istep, double start, double step, double end, int64_t half,
+                 StreamHandle s) {
+  if (n == 0) return;
+  auto go = [&](auto type) {
+    using E = typename decltype(type)::type;
+    ramp_kernel<E><<<blocks_for(n), kThreads, 0, as_stream(s)>>>(
+        static_cast<E*>(out), n, integral, istart, istep, start, step, end, half);
+  };
+  with_numeric_type(t, go);
+  check_launch("ramp");
 }
 
 void launch_copy_bytes(int element_size, const Geometry<2>& g, void* out, const void* in,

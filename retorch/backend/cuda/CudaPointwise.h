@@ -21,6 +21,10 @@ enum class UnaryOp : int {
   kLeakyRelu,  // x > 0 ? x : x * p0
   kSoftplus,   // beta p0, threshold p1
   kLogit,      // eps p0 (negative: no clamp)
+  kElu,        // x > 0 ? x * p1 : expm1(x * p2) * p0 (p0 = alpha * scale, p1 scale, p2 input scale)
+  kNanToNum,   // NaN -> p0, +inf -> p1, -inf -> p2
+  kI1, kDigamma,
+  kPolygamma,  // order p0
 };
 /// Binary ops: add and sub scale the second operand by alpha; threshold_backward(a = grad,
 /// b = self) gives a where b > alpha, else 0; the comparisons give 1 or 0 (a bool output).
@@ -31,15 +35,17 @@ enum class BinaryOp : int {
   kLerp,  // a + alpha (b - a), the weight alpha (lerp.Scalar)
   kBitAnd, kBitOr, kBitXor,  // integers and bool only
   kDivTrunc, kDivFloor,       // div with rounding_mode "trunc" / "floor" (floating)
+  kShiftLeft, kShiftRight,    // integers only: 0 (left) or the sign fill (right) past the width
   kEq, kNe, kLt, kLe, kGt, kGe,  // the comparisons last (is_comparison)
 };
 /// Whether op is a comparison (its output is bool).
 inline bool is_comparison(BinaryOp op) { return op >= BinaryOp::kEq; }
 
-/// out = op(in) over g (operand 0 the output, 1 the input), all of type t; p0 and p1 are the
-/// op's scalar parameters (kPow, kClamp, kLeakyRelu, kSoftplus, kLogit).
+/// out = op(in) over g (operand 0 the output, 1 the input), all of type t; p0, p1 and p2 are
+/// the op's scalar parameters (kPow, kClamp, kLeakyRelu, kSoftplus, kLogit, kElu, kNanToNum,
+/// kPolygamma).
 void launch_unary(UnaryOp op, FloatType t, const Geometry<2>& g, void* out, const void* in,
-                  StreamHandle s, double p0 = 0, double p1 = 0);
+                  StreamHandle s, double p0 = 0, double p1 = 0, double p2 = 0);
 /// out = op(a, b) over g (operands out, a, b), a and b of type t, out of type t (bool for a
 /// comparison); with b_is_scalar, b is b_value everywhere and its pointer and strides are
 /// unused.
@@ -50,10 +56,13 @@ inline bool is_bitwise(BinaryOp op) { return op >= BinaryOp::kBitAnd && op <= Bi
 /// Integer element types of the binary ops that keep integers integral (add, sub with alpha,
 /// mul, maximum, minimum, the bitwise ops) and of the comparisons; bool for the bitwise ops.
 enum class IntType : int { kInt, kLong, kBool };
+inline bool is_shift(BinaryOp op) {
+  return op == BinaryOp::kShiftLeft || op == BinaryOp::kShiftRight;
+}
 inline bool integral_op(BinaryOp op) {
   return op == BinaryOp::kAdd || op == BinaryOp::kSub || op == BinaryOp::kMul ||
          op == BinaryOp::kMaximum || op == BinaryOp::kMinimum || is_comparison(op) ||
-         is_bitwise(op);
+         is_bitwise(op) || is_shift(op);
 }
 /// Tests of floating values with a bool result: isnan, isinf, isfinite, isposinf, isneginf,
 /// signbit, x != 0 (logical ops' operands) and x == 0 (logical_not).
@@ -68,9 +77,10 @@ void launch_binary_int(BinaryOp op, IntType t, const Geometry<3>& g, void* out, 
                        const void* b, bool b_is_scalar, int64_t b_value, int64_t alpha,
                        StreamHandle s);
 /// Ternary ops: out = a + value * b * c (addcmul), a + value * b / c (addcdiv), lerp(a, b,
-/// weight c) (lerp.Tensor).
-enum class TernaryOp : int { kAddcmul, kAddcdiv, kLerp };
-/// out = op(a, b, c) over g (operands out, a, b, c), all of type t.
+/// weight c) (lerp.Tensor), a clamped to [b, c] (clamp.Tensor: NaN where a bound is NaN).
+enum class TernaryOp : int { kAddcmul, kAddcdiv, kLerp, kClamp };
+/// out = op(a, b, c) over g (operands out, a, b, c), all of type t; kClamp takes a null b or c
+/// for a missing bound (-inf, +inf).
 void launch_ternary(TernaryOp op, FloatType t, const Geometry<4>& g, void* out, const void* a,
                     const void* b, const void* c, double value, StreamHandle s);
 /// out = cond ? a : b over g (operands out, cond (bool), a, b), a and b of type t; a scalar
@@ -84,6 +94,16 @@ void launch_convert(FloatType to, FloatType from, const Geometry<2>& g, void* ou
 /// Sets every element of out (of `element_size` bytes) over g to the bit pattern `bits`.
 void launch_fill_bytes(int element_size, const Geometry<1>& g, void* out, uint64_t bits,
                        StreamHandle s);
+/// The element types of the factory kernels: the floating ones and the integers.
+enum class NumericType : int {
+  kFloat, kDouble, kHalf, kBFloat16, kInt8, kUInt8, kInt16, kInt32, kInt64,
+};
+/// n contiguous elements of out (arange, linspace): with `integral`, istart + i * istep in
+/// int64; else, in double, start + step * i for i < half and end - step * (n - 1 - i) from
+/// half on, rounded to a floating type or truncated to an integer one.
+void launch_ramp(NumericType t, void* out, int64_t n, bool integral, int64_t istart,
+                 int64_t istep, double start, double step, double end, int64_t half,
+                 StreamHandle s);
 /// A strided copy of elements of `element_size` bytes (1, 2, 4 or 8) over g, any dtype.
 void launch_copy_bytes(int element_size, const Geometry<2>& g, void* out, const void* in,
                        StreamHandle s);

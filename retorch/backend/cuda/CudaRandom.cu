@@ -1,6 +1,7 @@
 // The CUDA backend's random kernels: uniform_ and normal_ drawing the cpu kernels' Philox numbers
 // (one counter per element from the same generator), so a seed gives the same tensor on both.
 #include <cstdint>
+#include <type_traits>
 
 #include "retorch/backend/cuda/CudaDevice.cuh"
 #include "retorch/backend/cuda/CudaRandom.h"
@@ -43,7 +44,62 @@ __global__ void random_kernel(T* out, int64_t n, uint64_t key, uint64_t base, Di
   }
 }
 
+// An integer in [0, range) from 64 random bits (the cpu's scaled_bits: the high half of their
+// product with range).
+__device__ inline uint64_t scaled_bits(uint32_t hi, uint32_t lo, uint64_t range) {
+  if (range <= (uint64_t(1) << 32))
+    return (uint64_t(hi) * range + ((uint64_t(lo) * range) >> 32)) >> 32;
+  return __umul64hi((uint64_t(hi) << 32) | lo, range);
+}
+
+template <typename E>
+__global__ void random_int_kernel(E* out, int64_t n, uint64_t key, uint64_t base, uint64_t range,
+                                  int64_t from) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const auto w = philox4x32(key, base + uint64_t(i));
+    const int64_t v = int64_t(scaled_bits(w[0], w[1], range)) + from;
+    if constexpr (std::is_integral_v<E>) out[i] = E(v);
+    else store(out + i, acc_t<E>(v));
+  }
+}
+
+template <typename T>
+__global__ void bernoulli_kernel(T* out, const T* p, int64_t n, uint64_t key, uint64_t base,
+                                 int* bad) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const double q = double(load(p + i));
+    if (!(q >= 0 && q <= 1)) *bad = 1;
+    const auto w = philox4x32(key, base + uint64_t(i));
+    store(out + i, acc_t<T>(u01(w[0], w[1]) < q ? 1 : 0));
+  }
+}
+
 }  // namespace
+
+void launch_random_int(NumericType t, void* out, int64_t n, uint64_t key, uint64_t base,
+                       uint64_t range, int64_t from, StreamHandle s) {
+  if (n == 0) return;
+  auto go = [&](auto type) {
+    using E = typename decltype(type)::type;
+    random_int_kernel<E><<<blocks_for(n), kThreads, 0, as_stream(s)>>>(static_cast<E*>(out), n,
+                                                                        key, base, range, from);
+  };
+  with_numeric_type(t, go);
+  check_launch("random_");
+}
+
+void launch_bernoulli(FloatType t, void* out, const void* p, int64_t n, uint64_t key,
+                      uint64_t base, int* bad, StreamHandle s) {
+  if (n == 0) return;
+  with_type(t, [&](auto type) {
+    using T = typename decltype(type)::type;
+    bernoulli_kernel<T><<<blocks_for(n), kThreads, 0, as_stream(s)>>>(
+        static_cast<T*>(out), static_cast<const T*>(p), n, key, base, bad);
+  });
+  check_launch("bernoulli");
+}
 
 void launch_random(Distribution d, FloatType t, void* out, int64_t n, uint64_t key,
                    uint64_t base, double a, double b, StreamHandle s) {

@@ -1,11 +1,13 @@
-// CUDA kernels of the row ops: sum, mean, amax, amin, var, norm over any dims, prod and cumsum
-// along one, all and any, max, min, argmax, argmin, softmax and log_softmax, native_layer_norm
-// and its backward, fused_rms_norm, silu_and_mul and cross entropy, at the CUDA key.
+// CUDA kernels of the row ops: sum, mean, amax, amin, var, norm over any dims, prod and the
+// scans (cumsum, cumprod, logcumsumexp, cummax, cummin) along one, all and any, max, min, argmax,
+// argmin, softmax and log_softmax, native_layer_norm and its backward, fused_rms_norm,
+// silu_and_mul and cross entropy, at the CUDA key.
 #include <numeric>
 #include <vector>
 
 #include "retorch/backend/cuda/CudaOps.h"
 #include "retorch/backend/cuda/CudaRows.h"
+#include "retorch/backend/cuda/CudaScan.h"
 #include "retorch/core/Error.h"
 #include "retorch/core/TensorImpl.h"
 #include "retorch/ops/ArgRules.h"
@@ -144,25 +146,28 @@ void all_any(bool any, const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
-// cumsum(self, dim, *, dtype=None), functional: the dim moved last (a copy unless it already
-// is), a scan per row, and the result put back in self's order. Floating results, and int32 or
-// int64 ones from a tensor of that dtype (integer and bool inputs sum in int64, as PyTorch's);
-// other conversions take the fallback.
-void cumsum(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+// cumsum and cumprod (self, dim, *, dtype=None), logcumsumexp (self, dim), cummax and cummin
+// (self, dim) -> (values, indices), functional: the dim moved last (a copy unless it already
+// is), a scan per row (Note [CUDA scans]), and the results put back in self's order. Floating
+// results, and for cumsum and cumprod int32 or int64 ones from a tensor of that dtype (integer
+// and bool inputs scan in int64, as PyTorch's); other conversions take the fallback.
+void scan(ScanOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
   const Tensor self = (*stack)[base].to_tensor();
   if (!in_device_memory(self) || variant_of(s) != Variant::kFunctional)
     return run_device_fallback(h, ks, stack);
+  const bool arithmetic = op == ScanOp::kSum || op == ScanOp::kProd;
   const bool integral = is_integral_type(self.dtype(), true);
-  const ScalarType rt = !(*stack)[base + 2].is_none() ? (*stack)[base + 2].to_scalar_type()
-                        : integral                    ? kLong
-                                                      : self.dtype();
+  const ScalarType rt = arithmetic && !(*stack)[base + 2].is_none()
+                            ? (*stack)[base + 2].to_scalar_type()
+                        : arithmetic && integral ? kLong
+                                                 : self.dtype();
   const bool as_float = float_type(rt) && float_type(self.dtype());
-  const bool as_int = (rt == kLong || rt == kInt) && self.dtype() == rt;
+  const bool as_int = arithmetic && (rt == kLong || rt == kInt) && self.dtype() == rt;
   if (!as_float && !as_int) return run_device_fallback(h, ks, stack);
   const int64_t ndim = self.dim() == 0 ? 1 : self.dim();
-  const int64_t dim = maybe_wrap_dim((*stack)[base + 1].to_int(), ndim, "cumsum");
+  const int64_t dim = maybe_wrap_dim((*stack)[base + 1].to_int(), ndim, s.name.data());
   ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
   const Tensor x = self.dim() == 0 ? self.reshape({1}) : self;
   std::vector<int64_t> order, inverse(static_cast<size_t>(ndim));
@@ -173,16 +178,24 @@ void cumsum(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const Tensor in =
       as_float ? as_dtype(x.permute(order), rt) : contiguous_on_device(x.permute(order));
   Tensor rows = make_empty(in.sizes(), rt, self.device());
-  const int64_t cols = x.size(dim), n = in.numel();
+  const bool extreme = op == ScanOp::kMax || op == ScanOp::kMin;
+  Tensor indices = extreme ? make_empty(in.sizes(), kLong, self.device()) : Tensor();
+  const int64_t cols = x.size(dim), n = in.numel(), nrows = cols ? n / cols : 0;
   if (as_float)
-    launch_cumsum_rows(*float_type(rt), device_ptr(in), device_ptr(rows), cols ? n / cols : 0,
-                       cols, current_stream());
+    launch_scan_rows(op, *float_type(rt), device_ptr(in), device_ptr(rows),
+                     extreme ? static_cast<int64_t*>(device_ptr(indices)) : nullptr, nrows, cols,
+                     current_stream());
   else
-    launch_cumsum_rows_int(rt == kLong, device_ptr(in), device_ptr(rows), cols ? n / cols : 0,
-                           cols, current_stream());
-  Tensor out = contiguous_on_device(rows.permute(inverse));
-  if (self.dim() == 0) out = out.reshape({});
-  finish_call(s, Variant::kFunctional, out, stack);
+    launch_scan_rows_int(op, rt == kLong, device_ptr(in), device_ptr(rows), nrows, cols,
+                         current_stream());
+  auto restore = [&](const Tensor& t) {
+    Tensor r = contiguous_on_device(t.permute(inverse));
+    return self.dim() == 0 ? r.reshape({}) : r;
+  };
+  if (!extreme) return finish_call(s, Variant::kFunctional, restore(rows), stack);
+  stack->erase(stack->end() - s.num_args, stack->end());
+  stack->push_back(IValue(restore(rows)));
+  stack->push_back(IValue(restore(indices)));
 }
 
 // argmax/argmin(self, dim=None, keepdim=False), functional: each row along dim (the flattened
@@ -546,8 +559,17 @@ void register_row_ops(Dispatcher& d) {
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         all_any(oh.schema().name == "any", oh, ks, st);
       });
-    else if (n == "cumsum" && o.empty())
-      set_cuda_kernel(h, &cumsum);
+    else if ((n == "cumsum" || n == "cumprod" || n == "logcumsumexp" || n == "cummax" ||
+              n == "cummin") && o.empty())
+      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+        const std::string_view name = oh.schema().name;
+        const ScanOp op = name == "cumsum"         ? ScanOp::kSum
+                          : name == "cumprod"      ? ScanOp::kProd
+                          : name == "logcumsumexp" ? ScanOp::kLogSumExp
+                          : name == "cummax"       ? ScanOp::kMax
+                                                   : ScanOp::kMin;
+        scan(op, oh, ks, st);
+      });
     else if (n == "argmax" && o.empty())
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         arg_reduce(true, oh, ks, st);

@@ -132,39 +132,6 @@ __global__ void bool_rows_kernel(bool any, const bool* in, bool* out, int64_t co
   if (threadIdx.x == 0) out[blockIdx.x] = v != 0;
 }
 
-// Inclusive prefix sums of each row, a block per row in chunks of blockDim elements: a warp
-// scan (shuffles), a scan of the warps' totals, and the running total of the earlier chunks.
-template <typename T, typename A>
-__global__ void cumsum_rows_kernel(const T* in, T* out, int64_t cols) {
-  __shared__ A totals[32];
-  const int64_t base = int64_t(blockIdx.x) * cols;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-  A carry = A(0);
-  for (int64_t c0 = 0; c0 < cols; c0 += blockDim.x) {
-    const int64_t j = c0 + threadIdx.x;
-    A v = j < cols ? A(load(in + base + j)) : A(0);
-    for (int o = 1; o < 32; o <<= 1) {
-      const A y = __shfl_up_sync(0xffffffffu, v, o);
-      if (lane >= o) v += y;
-    }
-    if (lane == 31) totals[warp] = v;
-    __syncthreads();
-    if (warp == 0) {
-      A t = lane < warps ? totals[lane] : A(0);
-      for (int o = 1; o < 32; o <<= 1) {
-        const A y = __shfl_up_sync(0xffffffffu, t, o);
-        if (lane >= o) t += y;
-      }
-      totals[lane] = t;
-    }
-    __syncthreads();
-    if (warp > 0) v += totals[warp - 1];
-    if (j < cols) store(out + base + j, carry + v);
-    carry += totals[warps - 1];
-    __syncthreads();  // every thread has read totals before the next chunk writes them
-  }
-}
-
 // The first index of each row's maximum (minimum), NaN counting as the maximum (minimum) as in
 // PyTorch: the row's extreme value in one pass (row_reduce), then each thread's first element
 // equal to it and the smallest such index over the block (the cpu's Note [Two-pass argmax]).
@@ -627,31 +594,6 @@ void launch_bool_rows(bool any, const bool* in, bool* out, int64_t rows, int64_t
   check_rows(rows, any ? "any" : "all");
   bool_rows_kernel<<<unsigned(rows), kThreads, 0, as_stream(s)>>>(any, in, out, cols);
   check_launch("bool_rows");
-}
-
-void launch_cumsum_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,
-                        StreamHandle s) {
-  if (rows == 0 || cols == 0) return;
-  check_rows(rows, "cumsum");
-  with_type(t, [&](auto type) {
-    using T = typename decltype(type)::type;
-    cumsum_rows_kernel<T, acc_t<T>><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
-        static_cast<const T*>(in), static_cast<T*>(out), cols);
-  });
-  check_launch("cumsum_rows");
-}
-
-void launch_cumsum_rows_int(bool int64, const void* in, void* out, int64_t rows, int64_t cols,
-                            StreamHandle s) {
-  if (rows == 0 || cols == 0) return;
-  check_rows(rows, "cumsum");
-  if (int64)
-    cumsum_rows_kernel<int64_t, int64_t><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
-        static_cast<const int64_t*>(in), static_cast<int64_t*>(out), cols);
-  else
-    cumsum_rows_kernel<int32_t, int32_t><<<unsigned(rows), kThreads, 0, as_stream(s)>>>(
-        static_cast<const int32_t*>(in), static_cast<int32_t*>(out), cols);
-  check_launch("cumsum_rows");
 }
 
 void launch_arg_rows(bool take_max, FloatType t, const void* in, int64_t* out, int64_t rows,

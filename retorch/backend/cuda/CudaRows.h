@@ -19,12 +19,6 @@ void launch_var_or_norm_rows(bool norm, FloatType t, const void* in, void* out, 
 /// out[r] = any (or all) of the bools in[r, 0..cols).
 void launch_bool_rows(bool any, const bool* in, bool* out, int64_t rows, int64_t cols,
                       StreamHandle s);
-/// Inclusive prefix sums along each contiguous row (floating type t; accumulation in float for
-/// 16-bit types), and of int32 or int64 rows.
-void launch_cumsum_rows(FloatType t, const void* in, void* out, int64_t rows, int64_t cols,
-                        StreamHandle s);
-void launch_cumsum_rows_int(bool int64, const void* in, void* out, int64_t rows, int64_t cols,
-                            StreamHandle s);
 /// out[r] = the first index of the maximum (take_max) or minimum of in[r, 0..cols), NaN
 /// counting as both; cols > 0.
 void launch_arg_rows(bool take_max, FloatType t, const void* in, int64_t* out, int64_t rows,

@@ -177,6 +177,7 @@ void register_cuda_backend(Dispatcher& d) {
   cuda_backend::register_norm_ops(d);
   cuda_backend::register_blas_ops(d);
   cuda_backend::register_index_ops(d);
+  cuda_backend::register_factory_ops(d);
   cuda_backend::register_image_ops(d);
 }
 

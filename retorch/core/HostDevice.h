@@ -1,0 +1,8 @@
+// RT_HOST_DEVICE: marks a function that CUDA kernels and host code both compile (empty without nvcc).
+#pragma once
+
+#if defined(__CUDACC__)
+#define RT_HOST_DEVICE __host__ __device__
+#else
+#define RT_HOST_DEVICE
+#endif

@@ -1,0 +1,273 @@
+"""The CUDA kernels of ops that took the device fallback until 2026-12-04: elu, nan_to_num,
+digamma, polygamma, i1, clamp with tensor bounds, masked_fill with a tensor value, the shifts,
+the in-place and out= logical ops, where(condition), the factories (arange, linspace, eye),
+random_ and bernoulli (the cpu's numbers for a seed), and the scans (cumprod, logcumsumexp,
+cummax, cummin). Against torch on the cpu, and retorch's cpu where the numbers are
+retorch's own (random draws, shifts past the width). Skipped without a GPU."""
+import numpy as np
+import pytest
+import torch
+
+import retorch
+from test_cuda_ops import DTYPES, close, fresh_stats, ran_on_device, up  # noqa: F401 (fixture)
+
+pytestmark = pytest.mark.skipif(not retorch.cuda.is_available(), reason="no CUDA device")
+
+
+def both(x, dtype):
+    """float64 numpy values as a retorch cuda tensor and a torch cpu tensor of dtype."""
+    return (retorch.tensor(x).to(getattr(retorch, dtype)).to("cuda"),
+            torch.tensor(x).to(getattr(torch, dtype)))
+
+
+def t_dtype(name):
+    """torch's dtype of that name."""
+    return getattr(torch, name)
+
+
+def normal(shape, seed, scale=1.0):
+    return np.random.default_rng(seed).standard_normal(shape) * scale
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_elu_and_its_coefficients(dtype, tol):
+    F, G = retorch.nn.functional, torch.nn.functional
+    r, t = both(normal((33, 47), 70, 3), dtype)
+    close(F.elu(r), G.elu(up(t)).to(t.dtype), tol)
+    close(retorch.elu(r, 0.7, 1.3, 0.5),
+          torch.ops.aten.elu(up(t), 0.7, 1.3, 0.5).to(t.dtype), tol * 2)
+    close(F.selu(r), G.selu(up(t)).to(t.dtype), tol * 2)
+    c = r.clone()
+    retorch.elu_(c, 0.5)
+    close(c, G.elu(up(t), 0.5).to(t.dtype), tol)
+    assert ran_on_device("aten::elu") and ran_on_device("aten::elu_")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+def test_nan_to_num_defaults_and_replacements(dtype):
+    x = normal((20, 30), 71)
+    x.flat[:6] = [np.nan, np.inf, -np.inf, np.nan, 1e30, -np.inf]
+    r, t = both(x, dtype)
+    for kw in ({}, dict(nan=2.5), dict(nan=-1.0, posinf=7.0, neginf=-8.0), dict(posinf=1e30)):
+        close(retorch.nan_to_num(r, **kw), torch.nan_to_num(t, **kw), 0)
+    out = retorch.empty((20, 30), dtype=r.dtype, device="cuda")
+    retorch.nan_to_num(r.t().contiguous().t(), nan=3.0, out=out)
+    close(out, torch.nan_to_num(t, nan=3.0), 0)
+    c = r.clone()
+    c.nan_to_num_(neginf=0.0)
+    close(c, torch.nan_to_num(t, neginf=0.0), 0)
+    assert ran_on_device("aten::nan_to_num") and ran_on_device("aten::nan_to_num_")
+    assert ran_on_device("aten::nan_to_num.out")
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-5), ("float64", 1e-11)])
+def test_digamma_polygamma_and_i1(dtype, tol):
+    x = normal((25, 40), 72, 4)
+    x.flat[:7] = [0.0, -0.0, -1.0, -2.0, 1.0, 0.5, -0.5]  # poles, zeros and exact values
+    r, t = both(x, dtype)
+    close(retorch.digamma(r), torch.digamma(t.double()).to(t.dtype), tol)
+    c = r.clone()
+    c.digamma_()
+    close(c, torch.digamma(t.double()).to(t.dtype), tol)
+    x.flat[:7] = [0.25, -0.25, -1.5, -2.5, 1.0, 0.5, -0.5]  # polygamma's poles' signs vary
+    r, t = both(x, dtype)
+    for n in range(4):
+        close(retorch.polygamma(n, r), torch.polygamma(n, t.double()).to(t.dtype),
+              tol * (10 if dtype == "float32" else 1000))
+    close(retorch.special.i1(r), torch.special.i1(t.double()).to(t.dtype), tol)
+    assert ran_on_device("aten::digamma") and ran_on_device("aten::polygamma")
+    assert ran_on_device("aten::special_i1")
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_clamp_with_tensor_bounds(dtype, tol):
+    x = normal((30, 40), 73, 2)
+    x.flat[0] = np.nan
+    lo, hi = normal(40, 74) - 1, normal((30, 1), 75) + 1
+    lo[3] = np.nan  # a NaN bound gives NaN, as a NaN input stays NaN
+    (r, t), (rl, tl), (rh, th) = both(x, dtype), both(lo, dtype), both(hi, dtype)
+    t, tl, th = up(t), up(tl), up(th)  # (torch's cpu clamp has no float16 kernel)
+    both_bounds = torch.clamp(t, tl, th).to(t_dtype(dtype))
+    close(retorch.clamp(r, rl, rh), both_bounds, tol)
+    close(retorch.clamp(r, min=rl), torch.clamp(t, min=tl).to(t_dtype(dtype)), tol)
+    close(retorch.clamp(r, max=rh), torch.clamp(t, max=th).to(t_dtype(dtype)), tol)
+    c = r.clone()
+    c.clamp_(rl, rh)
+    close(c, both_bounds, tol)
+    out = retorch.empty((30, 40), dtype=r.dtype, device="cuda")
+    retorch.clamp(r, rl, rh, out=out)
+    close(out, both_bounds, tol)
+    assert ran_on_device("aten::clamp.Tensor") and ran_on_device("aten::clamp_.Tensor")
+    assert ran_on_device("aten::clamp.Tensor_out")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_masked_fill_with_a_tensor_value(dtype):
+    r, t = both(normal((12, 16), 76), dtype)
+    m = normal(16, 77) > 0
+    rm, tm = retorch.tensor(m).to("cuda"), torch.tensor(m)
+    cpu_value = retorch.tensor(2.5)
+    close(retorch.masked_fill(r, rm, cpu_value), t.masked_fill(tm, torch.tensor(2.5)), 0)
+    dev_value = retorch.tensor(-4.0).to(r.dtype).to("cuda")
+    close(r.masked_fill(rm, dev_value), t.masked_fill(tm, torch.tensor(-4.0)), 0)
+    c = r.clone()
+    c.masked_fill_(rm, dev_value)
+    close(c, t.masked_fill(tm, torch.tensor(-4.0)), 0)
+    assert ran_on_device("aten::masked_fill.Tensor") and ran_on_device("aten::masked_fill_.Tensor")
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_shifts_in_and_past_the_width(dtype):
+    rng = np.random.default_rng(78)
+    a = rng.integers(-5000, 5000, (10, 20))
+    counts = rng.integers(0, 20, 20)
+    rt_dtype, t_dtype = getattr(retorch, dtype), getattr(torch, dtype)
+    ra, rc = retorch.tensor(a).to(rt_dtype), retorch.tensor(counts).to(rt_dtype)
+    da, dc = ra.to("cuda"), rc.to("cuda")
+    ta, tc = torch.tensor(a).to(t_dtype), torch.tensor(counts).to(t_dtype)
+    for name in ("bitwise_left_shift", "bitwise_right_shift"):
+        got = getattr(retorch, name)(da, dc)
+        assert np.array_equal(got.cpu().numpy(), getattr(torch, name)(ta, tc).numpy()), name
+        assert ran_on_device(f"aten::{name}.Tensor"), name
+    # Counts past the width or negative: 0 for a left shift, the sign fill for a right one, as
+    # the cpu kernel gives.
+    wide = retorch.tensor([-1, 64, 100, 31, 63, 0, 40, -7] * 25).to(rt_dtype).view(10, 20)
+    for name in ("bitwise_left_shift", "bitwise_right_shift"):
+        got = getattr(retorch, name)(da, wide.to("cuda")).cpu().numpy()
+        assert np.array_equal(got, getattr(retorch, name)(ra, wide).numpy()), name
+    c = da.clone()
+    c.bitwise_left_shift_(dc)
+    assert np.array_equal(c.cpu().numpy(), (ta << tc).numpy())
+
+
+def test_logical_and_bitwise_not_in_place_and_out_and_where_of_a_condition():
+    x, y = normal((15, 25), 79), normal(25, 80)
+    y[::4] = 0.0
+    (r, t), (ry, ty) = both(x, "float32"), both(y, "float32")
+    mask, tmask = retorch.tensor(x > 0.2).to("cuda"), torch.tensor(x > 0.2)
+    for name in ("logical_and", "logical_or", "logical_xor"):
+        out = retorch.empty((15, 25), dtype=retorch.bool, device="cuda")
+        getattr(retorch, name)(r, ry, out=out)
+        assert np.array_equal(out.cpu().numpy(), getattr(torch, name)(t, ty).numpy()), name
+        c = mask.clone()
+        getattr(c, name + "_")(ry)
+        assert np.array_equal(c.cpu().numpy(), getattr(torch, name)(tmask, ty).numpy()), name
+        assert ran_on_device(f"aten::{name}.out") and ran_on_device(f"aten::{name}_"), name
+    c = mask.clone()
+    c.logical_not_()
+    assert np.array_equal(c.cpu().numpy(), (~tmask).numpy())
+    out = retorch.empty((15, 25), dtype=retorch.bool, device="cuda")
+    retorch.signbit(r, out=out)
+    assert np.array_equal(out.cpu().numpy(), torch.signbit(t).numpy())
+    ints = retorch.tensor(np.arange(-6, 6)).to("cuda")
+    c = ints.clone()
+    c.bitwise_not_()
+    assert np.array_equal(c.cpu().numpy(), ~np.arange(-6, 6))
+    out = retorch.empty(12, dtype=retorch.int64, device="cuda")
+    retorch.bitwise_not(ints, out=out)
+    assert np.array_equal(out.cpu().numpy(), ~np.arange(-6, 6))
+    for op in ("logical_not_", "signbit.out", "bitwise_not_", "bitwise_not.out"):
+        assert ran_on_device(f"aten::{op}"), op
+    got = retorch.where(mask)
+    want = torch.where(tmask)
+    assert len(got) == 2
+    for g, w in zip(got, want):
+        assert g.device.type == "cuda" and np.array_equal(g.cpu().numpy(), w.numpy())
+    assert ran_on_device("aten::where")
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES + [("int64", 0)])
+def test_cumprod_logcumsumexp_cummax_and_cummin(dtype, tol):
+    rng = np.random.default_rng(81)
+    x = rng.uniform(0.8, 1.25, (3, 600, 5)) * np.sign(rng.standard_normal((3, 600, 5)))
+    if dtype == "int64":
+        x = rng.integers(-2, 3, (3, 600, 5))
+    r, t = both(x, dtype)
+    for dim in (0, 1, -1):
+        got = retorch.cumprod(r, dim)
+        assert got.dtype == r.dtype
+        want = torch.cumprod(up(t) if tol else t, dim).to(t.dtype)
+        close(got, want, max(tol, 1e-12) * 100)
+        for name in ("cummax", "cummin"):
+            values, indices = getattr(retorch, name)(r, dim)
+            want_values, want_indices = getattr(torch, name)(up(t) if tol else t, dim)
+            close(values, want_values.to(t.dtype), 0)
+            assert np.array_equal(indices.cpu().numpy(), want_indices.numpy()), (name, dim)
+        if tol:
+            close(retorch.logcumsumexp(r * 3, dim),
+                  torch.logcumsumexp(up(t) * 3, dim).to(t.dtype), tol * 10)
+    # Ties move to the later index and a NaN sticks until the next one, as torch's.
+    if dtype != "int64":
+        ties = [1.0, 3.0, 3.0, 2.0, np.nan, 5.0, np.nan, 0.0, 3.0, -np.inf]
+        r, t = both(np.array(ties * 40), dtype)
+        for name in ("cummax", "cummin"):
+            values, indices = getattr(retorch, name)(r, 0)
+            want_values, want_indices = getattr(torch, name)(up(t), 0)  # (no float16 cummax)
+            close(values, want_values.to(t.dtype), 0)
+            assert np.array_equal(indices.cpu().numpy(), want_indices.numpy()), name
+    for op in ("cumprod", "cummax", "cummin") + (("logcumsumexp",) if tol else ()):
+        assert ran_on_device(f"aten::{op}"), op
+
+
+FACTORY_DTYPES = ["float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16",
+                  "int32", "int64"]
+
+
+@pytest.mark.parametrize("dtype", FACTORY_DTYPES)
+def test_arange_linspace_and_eye(dtype):
+    rd, td = getattr(retorch, dtype), getattr(torch, dtype)
+    signed, floating = dtype != "uint8", dtype.startswith(("float", "bfloat"))
+
+    def same(got, want, what):
+        """Integers exactly; floats to a double's last bit (the device's fused multiply-adds)."""
+        g, w = got.cpu().to(retorch.float64).numpy(), want.to(retorch.float64).numpy()
+        assert np.allclose(g, w, rtol=1e-15, atol=1e-15) if floating else np.array_equal(g, w), what
+
+    ranges = [(0, 50, 1), (3, 40, 7)] + ([(20, -15, -3)] if signed else [])
+    ranges += [(0, 10, 0.5), (-2.5, 3.5, 0.25)] if floating else []
+    for start, end, step in ranges:
+        got = retorch.arange(start, end, step, dtype=rd, device="cuda")
+        same(got, retorch.arange(start, end, step, dtype=rd), (start, end, step))  # the cpu's
+        if dtype in ("float32", "float64", "int64"):
+            close(got, torch.arange(start, end, step, dtype=td), 1e-6)
+    for start, end, steps in [(0, 10, 11), (-3, 7, 6), (2, 2, 1), (0, 1, 0), (-1, 1, 101)]:
+        if not signed and start < 0:
+            continue
+        got = retorch.linspace(start, end, steps, dtype=rd, device="cuda")
+        same(got, retorch.linspace(start, end, steps, dtype=rd), (start, end, steps))
+        if floating:
+            close(got, torch.linspace(start, end, steps, dtype=td), 1e-6 if dtype != "float16"
+                  and dtype != "bfloat16" else 1e-2)
+    for n, m in [(4, None), (3, 5), (6, 2), (0, 3)]:
+        got = retorch.eye(n, m, dtype=rd, device="cuda") if m else retorch.eye(n, dtype=rd,
+                                                                              device="cuda")
+        want = torch.eye(n, m if m else n, dtype=torch.float64)  # (no cpu bfloat16 eye in torch)
+        assert np.array_equal(got.cpu().to(retorch.float64).numpy(), want.numpy())
+    for op in ("arange.start_step", "linspace", "eye"):
+        assert ran_on_device(f"aten::{op}"), op
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "bfloat16", "int32", "int64"])
+def test_random_and_bernoulli_draw_the_cpu_numbers(dtype):
+    rd = getattr(retorch, dtype)
+    for low, high in ((0, 10), (-50, 50), (5, 6)):
+        retorch.manual_seed(91)
+        got = retorch.empty((30, 17), dtype=rd, device="cuda").random_(low, high)
+        retorch.manual_seed(91)
+        want = retorch.empty((30, 17), dtype=rd).random_(low, high)
+        assert np.array_equal(got.cpu().to(retorch.float64).numpy(),
+                              want.to(retorch.float64).numpy()), (low, high)
+        assert got.min().item() >= low and got.max().item() < high
+    assert ran_on_device("aten::random_.from")
+    if dtype in ("int32", "int64"):
+        return
+    p = retorch.tensor(np.random.default_rng(92).uniform(size=(40, 50))).to(rd)
+    retorch.manual_seed(93)
+    got = retorch.bernoulli(p.to("cuda"))
+    retorch.manual_seed(93)
+    want = retorch.bernoulli(p)
+    assert got.device.type == "cuda"
+    assert np.array_equal(got.cpu().to(retorch.float64).numpy(), want.to(retorch.float64).numpy())
+    assert ran_on_device("aten::bernoulli")
+    with pytest.raises(RuntimeError, match="bernoulli"):
+        retorch.bernoulli(retorch.tensor([0.5, 1.5]).to(rd).to("cuda"))
