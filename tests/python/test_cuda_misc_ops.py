@@ -1,8 +1,8 @@
 """The CUDA kernels of ops that took the device fallback until 2026-12-04: elu, nan_to_num,
 digamma, polygamma, i1, clamp with tensor bounds, masked_fill with a tensor value, the shifts,
 the in-place and out= logical ops, where(condition), the factories (arange, linspace, eye),
-random_ and bernoulli (the cpu's numbers for a seed), and the scans (cumprod, logcumsumexp,
-cummax, cummin). Against torch on the cpu, and retorch's cpu where the numbers are
+random_ and bernoulli (the cpu's numbers for a seed), dot, and addmm / _addmm_activation through
+cuBLASLt's bias epilogues. Against torch on the cpu, and retorch's cpu where the numbers are
 retorch's own (random draws, shifts past the width). Skipped without a GPU."""
 import numpy as np
 import pytest
@@ -271,3 +271,37 @@ def test_random_and_bernoulli_draw_the_cpu_numbers(dtype):
     assert ran_on_device("aten::bernoulli")
     with pytest.raises(RuntimeError, match="bernoulli"):
         retorch.bernoulli(retorch.tensor([0.5, 1.5]).to(rd).to("cuda"))
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_dot_addmm_bias_epilogue_and_addmm_activation(dtype, tol):
+    rng = np.random.default_rng(94)
+    v, w = both(rng.standard_normal(300), dtype), both(rng.standard_normal(300), dtype)
+    close(retorch.dot(v[0], w[0]), torch.dot(up(v[1]), up(w[1])).to(v[1].dtype), tol * 30)
+    close(retorch.dot(v[0][::3], w[0][::3]),
+          torch.dot(up(v[1][::3]), up(w[1][::3])).to(v[1].dtype), tol * 30)
+    assert ran_on_device("aten::dot")
+    x, tx = both(rng.standard_normal((37, 64)), dtype)
+    wt, twt = both(rng.standard_normal((48, 64)) / 8, dtype)
+    b, tb = both(rng.standard_normal(48), dtype)
+    ptol = tol * 30
+    lin = torch.addmm(up(tb), up(tx), up(twt).t())
+    # The bias epilogue (a [N] bias, beta 1), through nn.functional.linear and addmm itself,
+    # then the unfused forms (beta 2, a 2-D self).
+    close(retorch.nn.functional.linear(x, wt, b), lin.to(tx.dtype), ptol)
+    close(retorch.addmm(b, x, wt.t(), alpha=0.5),
+          torch.addmm(up(tb), up(tx), up(twt).t(), alpha=0.5).to(tx.dtype), ptol)
+    close(retorch.addmm(b, x, wt.t(), beta=2.0),
+          torch.addmm(up(tb), up(tx), up(twt).t(), beta=2.0).to(tx.dtype), ptol)
+    full, tfull = both(rng.standard_normal((37, 48)), dtype)
+    close(retorch.addmm(full, x, wt.t()), torch.addmm(up(tfull), up(tx), up(twt).t()).to(tx.dtype),
+          ptol)
+    assert ran_on_device("aten::addmm")
+    # relu, and GELU's tanh form (PyTorch's CUDA _addmm_activation), fused and unfused.
+    for self_r, self_t, beta in ((b, tb, 1.0), (full, tfull, 1.0), (b, tb, 0.5)):
+        want = torch.addmm(up(self_t), up(tx), up(twt).t(), beta=beta)
+        got = retorch._addmm_activation(self_r, x, wt.t(), beta=beta)
+        close(got, torch.relu(want).to(tx.dtype), ptol)
+        got = retorch._addmm_activation(self_r, x, wt.t(), beta=beta, use_gelu=True)
+        close(got, torch.nn.functional.gelu(want, approximate="tanh").to(tx.dtype), ptol)
+    assert ran_on_device("aten::_addmm_activation")

@@ -1,5 +1,7 @@
-// Matrix products on CUDA through cuBLAS (opened at run time): mm, bmm and addmm in float32
-// (TF32 by policy), float64, float16 and bfloat16, transposed operands read in place.
+// Matrix products on CUDA through cuBLAS and cuBLASLt (opened at run time): mm, bmm, addmm, dot
+// and _addmm_activation in float32 (TF32 by policy), float64, float16 and bfloat16, transposed
+// operands read in place, bias and activation epilogues fused.
+#include <cublasLt.h>
 #include <cublas_api.h>
 #include <cuda_runtime_api.h>
 
@@ -191,14 +193,152 @@ bool gemm(Operand a, Operand b, const Operand& c, int64_t batch, double alpha, d
   return true;
 }
 
+// Note [cuBLASLt epilogues]
+// A product whose bias is one row broadcast down the result (addmm's self of shape [N] with beta
+// 1, as nn.Linear's; _addmm_activation's, then relu or GELU) runs as one cublasLtMatmul whose
+// epilogue adds the bias (and applies the activation) as the tiles are written: without it the
+// bias was first copied into every row of the result, which the GEMM then read back (beta 1),
+// and an activation was a third pass. cuBLASLt (libcublasLt, opened at run time like cuBLAS) sees
+// the column-major transpose, as cublasGemmEx does (Note [cuBLAS products]): D = Cᵀ [N, M], its
+// rows the result's columns, so a bias per column of the result is cuBLASLt's bias per row of D.
+// Its GELU epilogue is the tanh approximation, as PyTorch's CUDA _addmm_activation (which applies
+// gelu(approximate="tanh") where it cannot use the epilogue); the cpu's is erf's. The
+// algorithm is cuBLASLt's own heuristic choice (algo nullptr) with a 4 MiB workspace from the
+// caching allocator. Anything cuBLASLt refuses (a status other than success: a dtype or layout
+// without such a kernel) runs unfused: the bias copy, the GEMM, and the activation kernel.
+
+struct CublasLt {
+  void* lib = nullptr;
+  std::string why;
+  cublasStatus_t (*create)(cublasLtHandle_t*) = nullptr;
+  cublasStatus_t (*desc_create)(cublasLtMatmulDesc_t*, cublasComputeType_t, cudaDataType_t) =
+      nullptr;
+  cublasStatus_t (*desc_destroy)(cublasLtMatmulDesc_t) = nullptr;
+  cublasStatus_t (*desc_set)(cublasLtMatmulDesc_t, cublasLtMatmulDescAttributes_t, const void*,
+                             size_t) = nullptr;
+  cublasStatus_t (*layout_create)(cublasLtMatrixLayout_t*, cudaDataType, uint64_t, uint64_t,
+                                  int64_t) = nullptr;
+  cublasStatus_t (*layout_destroy)(cublasLtMatrixLayout_t) = nullptr;
+  cublasStatus_t (*matmul)(cublasLtHandle_t, cublasLtMatmulDesc_t, const void*, const void*,
+                           cublasLtMatrixLayout_t, const void*, cublasLtMatrixLayout_t,
+                           const void*, const void*, cublasLtMatrixLayout_t, void*,
+                           cublasLtMatrixLayout_t, const cublasLtMatmulAlgo_t*, void*, size_t,
+                           cudaStream_t) = nullptr;
+};
+
+// The library, or nullptr when it cannot be loaded.
+CublasLt* cublas_lt() {
+  static CublasLt* c = [] {
+    auto* r = new CublasLt();
+    r->lib = open_library("RETORCH_CUBLASLT",
+                          {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so",
+                           "/usr/local/cuda/lib64/libcublasLt.so"},
+                          &r->why);
+    if (r->lib && !(bind_symbol(r->lib, "cublasLtCreate", &r->create) &&
+                    bind_symbol(r->lib, "cublasLtMatmulDescCreate", &r->desc_create) &&
+                    bind_symbol(r->lib, "cublasLtMatmulDescDestroy", &r->desc_destroy) &&
+                    bind_symbol(r->lib, "cublasLtMatmulDescSetAttribute", &r->desc_set) &&
+                    bind_symbol(r->lib, "cublasLtMatrixLayoutCreate", &r->layout_create) &&
+                    bind_symbol(r->lib, "cublasLtMatrixLayoutDestroy", &r->layout_destroy) &&
+                    bind_symbol(r->lib, "cublasLtMatmul", &r->matmul))) {
+      r->why = "libcublasLt lacks the functions used here";
+      r->lib = nullptr;
+    }
+    return r;
+  }();
+  return c->lib ? c : nullptr;
+}
+
+enum class Epilogue { kBias, kReluBias, kGeluBias };
+
+// Descriptors destroyed when the call ends, whichever way it ends.
+struct LtCall {
+  CublasLt& lt;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t layouts[3] = {nullptr, nullptr, nullptr};
+  ~LtCall() {
+    for (cublasLtMatrixLayout_t l : layouts)
+      if (l) lt.layout_destroy(l);
+    if (desc) lt.desc_destroy(desc);
+  }
+};
+
+// c = epilogue(alpha * a @ b + bias) for one product, bias a contiguous [N] vector of c's dtype
+// (Note [cuBLASLt epilogues]); false, with nothing written, where cuBLASLt is missing or refuses.
+bool gemm_epilogue(Operand a, Operand b, const Operand& c, const Tensor& bias, double alpha,
+                   Epilogue epilogue) {
+  CublasLt* lt = cublas_lt();
+  const auto types = gemm_types(a.t.dtype());
+  if (!lt || !types || b.t.dtype() != a.t.dtype() || c.t.dtype() != a.t.dtype() ||
+      bias.dtype() != a.t.dtype())
+    return false;
+  const int64_t m = c.rows, n = c.cols, k = a.cols;
+  const Layout lc = layout_of(m, n, c.rs, c.cs);
+  if (!lc.ok || lc.columns_contiguous || m > INT32_MAX || n > INT32_MAX || k > INT32_MAX)
+    return false;
+  const Layout la = readable(&a), lb = readable(&b);
+  const cudaDataType scale_type = types->double_scalars ? CUDA_R_64F : CUDA_R_32F;
+  LtCall call{*lt};
+  if (lt->desc_create(&call.desc, types->compute, scale_type) != CUBLAS_STATUS_SUCCESS)
+    return false;
+  // Column-major D[n, m] = op(B-side)[n, k] · op(A-side)[k, m] (Note [cuBLAS products]).
+  const int32_t op_b = lb.columns_contiguous ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int32_t op_a = la.columns_contiguous ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const uint32_t ep = epilogue == Epilogue::kBias       ? CUBLASLT_EPILOGUE_BIAS
+                      : epilogue == Epilogue::kReluBias ? CUBLASLT_EPILOGUE_RELU_BIAS
+                                                        : CUBLASLT_EPILOGUE_GELU_BIAS;
+  const void* bias_ptr = device_ptr(bias);
+  bool ok = lt->desc_set(call.desc, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)) ==
+                CUBLAS_STATUS_SUCCESS &&
+            lt->desc_set(call.desc, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)) ==
+                CUBLAS_STATUS_SUCCESS &&
+            lt->desc_set(call.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &ep, sizeof(ep)) ==
+                CUBLAS_STATUS_SUCCESS &&
+            lt->desc_set(call.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias_ptr,
+                         sizeof(bias_ptr)) == CUBLAS_STATUS_SUCCESS;
+  // Stored shapes: the B side is [n, k] as read (N) or [k, n] (T), the A side [k, m] or [m, k].
+  ok = ok &&
+       lt->layout_create(&call.layouts[0], types->data, uint64_t(op_b == CUBLAS_OP_N ? n : k),
+                         uint64_t(op_b == CUBLAS_OP_N ? k : n), lb.ld) == CUBLAS_STATUS_SUCCESS &&
+       lt->layout_create(&call.layouts[1], types->data, uint64_t(op_a == CUBLAS_OP_N ? k : m),
+                         uint64_t(op_a == CUBLAS_OP_N ? m : k), la.ld) == CUBLAS_STATUS_SUCCESS &&
+       lt->layout_create(&call.layouts[2], types->data, uint64_t(n), uint64_t(m), lc.ld) ==
+           CUBLAS_STATUS_SUCCESS;
+  if (!ok) return false;
+  cublasLtHandle_t handle = thread_handle<cublasLtHandle_t>([&] {
+    cublasLtHandle_t h = nullptr;
+    const cublasStatus_t st = lt->create(&h);
+    RT_CHECK(st == CUBLAS_STATUS_SUCCESS, "cuda matmul: cublasLtCreate failed (status ", int(st),
+             ")");
+    return h;
+  });
+  constexpr int64_t kWorkspace = int64_t(4) << 20;
+  const Tensor workspace = make_empty({kWorkspace}, kByte, c.t.device());
+  const double ad = alpha, bd = 0.0;
+  const float af = float(alpha), bf = 0.0f;
+  const void* pa = types->double_scalars ? static_cast<const void*>(&ad) : &af;
+  const void* pb = types->double_scalars ? static_cast<const void*>(&bd) : &bf;
+  return lt->matmul(handle, call.desc, pa, device_ptr(b.t), call.layouts[0], device_ptr(a.t),
+                    call.layouts[1], pb, device_ptr(c.t), call.layouts[2], device_ptr(c.t),
+                    call.layouts[2], nullptr, device_ptr(workspace), size_t(kWorkspace),
+                    static_cast<cudaStream_t>(current_stream())) == CUBLAS_STATUS_SUCCESS;
+}
+
+// Whether addmm's self is a bias the epilogue can add: a contiguous row of N of the product's
+// dtype, with beta 1.
+bool epilogue_bias(const Tensor& self, const Tensor& a, int64_t n, double beta) {
+  return beta == 1.0 && self.dim() == 1 && self.size(0) == n && self.is_contiguous() &&
+         self.dtype() == a.dtype() && n > 0;
+}
+
 bool on_device_with(const Tensor& t, ScalarType dtype) {
   return in_device_memory(t) && t.dtype() == dtype;
 }
 
-// mm, bmm and addmm in their three variants; `batched` for bmm, `scaled` for addmm's self,
-// beta and alpha.
-void product(bool batched, bool scaled, const OperatorHandle& h, DispatchKeySet ks,
-             Stack* stack) {
+// mm, bmm, addmm and _addmm_activation in their variants; `batched` for bmm, `scaled` for addmm's
+// self, beta and alpha, `activation` for _addmm_activation's use_gelu after them.
+void product(bool batched, bool scaled, bool activation, const OperatorHandle& h,
+             DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
   const Variant v = variant_of(s);
@@ -207,6 +347,7 @@ void product(bool batched, bool scaled, const OperatorHandle& h, DispatchKeySet 
   const Tensor b = (*stack)[base + (scaled ? 2 : 1)].to_tensor();
   const double beta = scaled ? (*stack)[base + 3].to_scalar().to_double() : 0.0;
   const double alpha = scaled ? (*stack)[base + 4].to_scalar().to_double() : 1.0;
+  const bool use_gelu = activation && (*stack)[base + 5].to_bool();
   const int dims = batched ? 3 : 2;
   const ScalarType dt = a.dtype();
   bool ok = a.dim() == dims && b.dim() == dims && on_device_with(a, dt) && on_device_with(b, dt) &&
@@ -223,6 +364,13 @@ void product(bool batched, bool scaled, const OperatorHandle& h, DispatchKeySet 
   if (out.defined() && !(on_device_with(out, dt) && out.sizes().equals(IntArrayRef(shape))))
     return run_device_fallback(h, ks, stack);
   if (!out.defined()) out = make_empty(shape, dt, a.device());
+  const Epilogue ep = !activation ? Epilogue::kBias
+                      : use_gelu  ? Epilogue::kGeluBias
+                                  : Epilogue::kReluBias;
+  if (scaled && out.numel() > 0 && a.size(1) > 0 && !out.is_same(self) &&
+      epilogue_bias(self, a, out.size(1), beta) &&
+      gemm_epilogue(operand(a), operand(b), operand(out), self, alpha, ep))
+    return finish_call(s, v, out, stack);
   if (scaled && beta != 0.0 && !out.is_same(self) && !copy_on_device(out, self))
     return run_device_fallback(h, ks, stack);
   if (out.numel() > 0) {
@@ -236,7 +384,33 @@ void product(bool batched, bool scaled, const OperatorHandle& h, DispatchKeySet 
       return run_device_fallback(h, ks, stack);
     }
   }
+  if (activation && out.numel() > 0) {  // as PyTorch's CUDA kernel: relu, or GELU's tanh form
+    Geometry<2> g;
+    RT_CHECK(geometry_of<2>(out.sizes(), {strides_of(out), strides_of(out)}, &g),
+             "cuda _addmm_activation: a ", out.sizes(), " geometry");
+    launch_unary(use_gelu ? UnaryOp::kGeluTanh : UnaryOp::kRelu, *float_type(dt), g,
+                 device_ptr(out), device_ptr(out), current_stream());
+  }
   finish_call(s, v, out, stack);
+}
+
+// dot(self, tensor): two 1-D device tensors of one floating dtype as a [1, K] @ [K, 1] GEMM.
+void dot(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor a = (*stack)[base].to_tensor(), b = (*stack)[base + 1].to_tensor();
+  const ScalarType dt = a.dtype();
+  const bool ok = a.dim() == 1 && b.dim() == 1 && a.size(0) == b.size(0) && a.size(0) > 0 &&
+                  on_device_with(a, dt) && on_device_with(b, dt) && float_type(dt) &&
+                  cublas() != nullptr && variant_of(s) == Variant::kFunctional;
+  if (!ok) return run_device_fallback(h, ks, stack);  // its errors; an empty dot is 0
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  const int64_t k = a.size(0);
+  const Tensor x = contiguous_on_device(a).view({1, k}), y = contiguous_on_device(b).view({k, 1});
+  Tensor out = make_empty({1, 1}, dt, a.device());
+  if (!gemm(operand(x), operand(y), operand(out), 1, 1.0, 0.0))
+    return run_device_fallback(h, ks, stack);
+  finish_call(s, Variant::kFunctional, out.view({}), stack);
 }
 
 // quantized_linear(input, weight, qtype, in_features, bias?) for 16-bit rows (GGUF's BF16, type
@@ -299,19 +473,25 @@ void register_blas_ops(Dispatcher& d) {
     if (h->device_independent() || !h->has_kernel(DispatchKey::CPU)) continue;
     const bool functional_or_out = s.overload.empty() || s.overload == "out";
     const std::string_view name = s.name;
-    bool batched = false, scaled = false;
+    bool batched = false, scaled = false, activation = false;
+    if (name == "dot" && s.overload.empty()) {
+      set_cuda_kernel(h, &dot);
+      continue;
+    }
     if (name == "mm" && functional_or_out) {
     } else if (name == "bmm" && functional_or_out) {
       batched = true;
     } else if (name == "addmm" && functional_or_out) {
       scaled = true;
+    } else if (name == "_addmm_activation" && functional_or_out) {
+      scaled = activation = true;
     } else {
       continue;
     }
     h->set_kernel(DispatchKey::CUDA,
-                  make_boxed_kernel([batched, scaled](const OperatorHandle& oh, DispatchKeySet ks,
-                                                      Stack* st) {
-                    product(batched, scaled, oh, ks, st);
+                  make_boxed_kernel([batched, scaled, activation](const OperatorHandle& oh,
+                                                                  DispatchKeySet ks, Stack* st) {
+                    product(batched, scaled, activation, oh, ks, st);
                   }));
   }
 }
