@@ -305,3 +305,35 @@ def test_dot_addmm_bias_epilogue_and_addmm_activation(dtype, tol):
         got = retorch._addmm_activation(self_r, x, wt.t(), beta=beta, use_gelu=True)
         close(got, torch.nn.functional.gelu(want, approximate="tanh").to(tx.dtype), ptol)
     assert ran_on_device("aten::_addmm_activation")
+
+
+@pytest.mark.parametrize("dtype,tol", DTYPES)
+def test_prod_mse_smooth_l1_index_select_out_and_euclidean_dist(dtype, tol):
+    F, G = retorch.nn.functional, torch.nn.functional
+    rng = np.random.default_rng(95)
+    r, t = both(rng.uniform(0.9, 1.1, (13, 17)), dtype)
+    close(retorch.prod(r), torch.prod(up(t)).to(t.dtype), tol * 20)
+    close(retorch.prod(r, dtype=retorch.float64), torch.prod(t.double()), tol * 20)
+    assert ran_on_device("aten::prod")
+    (a, ta), (b, tb) = both(rng.standard_normal((40, 30)), dtype), both(
+        rng.standard_normal((40, 30)), dtype)
+    close(F.mse_loss(a, b, reduction="sum"),
+          G.mse_loss(ta.double(), tb.double(), reduction="sum").to(ta.dtype), tol * 10)
+    close(retorch._mse_sum(a, b), ((ta.double() - tb.double()) ** 2).sum().to(ta.dtype), tol * 10)
+    assert ran_on_device("aten::_mse_sum")
+    for beta in (1.0, 0.5):
+        close(F.smooth_l1_loss(a, b, reduction="none", beta=beta),
+              G.smooth_l1_loss(up(ta), up(tb), reduction="none", beta=beta).to(ta.dtype), tol)
+    close(F.smooth_l1_loss(a, b), G.smooth_l1_loss(up(ta), up(tb)).to(ta.dtype), tol * 10)
+    assert ran_on_device("aten::_smooth_l1")
+    index = retorch.tensor([3, 0, 29, 3]).to("cuda")
+    out = retorch.empty((40, 4), dtype=a.dtype, device="cuda")
+    retorch.index_select(a, 1, index, out=out)
+    close(out, ta.index_select(1, torch.tensor([3, 0, 29, 3])), 0)
+    assert ran_on_device("aten::index_select.out")
+    if dtype != "float16":  # (torch's cpu cdist has no float16 kernel)
+        x1, y1 = both(rng.standard_normal((2, 9, 6)), dtype)
+        x2, y2 = both(rng.standard_normal((2, 7, 6)), dtype)
+        close(retorch._euclidean_dist(x1, x2), torch.cdist(up(y1), up(y2)).to(y1.dtype),
+              tol * 30)
+        assert ran_on_device("aten::_euclidean_dist")

@@ -468,6 +468,10 @@ void quantized_linear_16bit(const OperatorHandle& h, DispatchKeySet ks, Stack* s
 void register_blas_ops(Dispatcher& d) {
   d.find("quantized_linear")
       ->set_kernel(DispatchKey::CUDA, make_boxed_kernel(&quantized_linear_16bit));
+  // _euclidean_dist's cpu kernel is device-generic (norms, a cat and one matmul, all dispatched):
+  // on cuda tensors its ops run here.
+  OperatorHandle* dist = d.find("_euclidean_dist");
+  dist->set_kernel(DispatchKey::CUDA, dist->kernel(DispatchKey::CPU));
   for (OperatorHandle* h : d.ops()) {
     const OpSchema& s = h->schema();
     if (h->device_independent() || !h->has_kernel(DispatchKey::CPU)) continue;

@@ -339,12 +339,18 @@ void index_select(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const size_t base = stack->size() - size_t(s.num_args);
   const Variant v = variant_of(s);
   const Tensor self = (*stack)[base].to_tensor(), index = (*stack)[base + 2].to_tensor();
-  const bool ok = v == Variant::kFunctional && in_device_memory(self) && movable(self) &&
-                  self.dim() > 0 && long_on(index, self) && index.dim() <= 1;
+  bool ok = v != Variant::kInplace && in_device_memory(self) && movable(self) &&
+            self.dim() > 0 && long_on(index, self) && index.dim() <= 1;
   if (!ok) return run_device_fallback(h, ks, stack);
   const int64_t dim = maybe_wrap_dim((*stack)[base + 1].to_int(), self.dim());
   DimVector shape(self.sizes().begin(), self.sizes().end());
   shape[size_t(dim)] = index.numel();
+  // out=: a device tensor of the result's shape and dtype, written through its own strides
+  // (others, to be resized, take the fallback).
+  Tensor out = v == Variant::kOut ? stack->back().to_tensor() : Tensor();
+  if (out.defined() && !(in_device_memory(out) && out.dtype() == self.dtype() &&
+                         out.sizes().equals(IntArrayRef(shape)) && !out.is_same(self)))
+    return run_device_fallback(h, ks, stack);
   DimVector restrided(self.strides().begin(), self.strides().end());
   restrided[size_t(dim)] = 0;
   DimVector along(shape.size(), 0);
@@ -356,8 +362,8 @@ void index_select(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   idx.values[0] = static_cast<const int64_t*>(device_ptr(index));
   idx.size[0] = self.size(dim);
   idx.stride[0] = self.stride(dim);
-  Tensor out = make_empty(shape, self.dtype(), self.device());
-  if (!launch(IndexMode::kGather, self, shape, contiguous_strides(shape), restrided, {along}, idx,
+  if (!out.defined()) out = make_empty(shape, self.dtype(), self.device());
+  if (!launch(IndexMode::kGather, self, shape, strides_of(out), restrided, {along}, idx,
               device_ptr(out)))
     return run_device_fallback(h, ks, stack);
   finish_call(s, v, out, stack);
@@ -546,7 +552,7 @@ void register_index_ops(Dispatcher& d) {
     if (n == "index" && o == "Tensor") set_cuda_kernel(h, &index);
     else if ((n == "index_put" || n == "index_put_") && o.empty()) set_cuda_kernel(h, &index_put);
     else if (n == "gather" && (o.empty() || o == "out")) set_cuda_kernel(h, &gather);
-    else if (n == "index_select" && o.empty()) set_cuda_kernel(h, &index_select);
+    else if (n == "index_select" && (o.empty() || o == "out")) set_cuda_kernel(h, &index_select);
     else if (n == "sort" && o == "stable") set_cuda_kernel(h, &sort);
     else if (n == "topk" && o.empty()) set_cuda_kernel(h, &topk);
     else if (n == "nonzero" && o.empty()) set_cuda_kernel(h, &nonzero);

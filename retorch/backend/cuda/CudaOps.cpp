@@ -174,7 +174,8 @@ void binary(BinaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stac
   Tensor self = (*stack)[base].to_tensor();
   Tensor other = (*stack)[base + 1].to_tensor();
   const bool has_alpha = op == BinaryOp::kAdd || op == BinaryOp::kSub ||
-                         op == BinaryOp::kThresholdBackward || op == BinaryOp::kLerp;
+                         op == BinaryOp::kThresholdBackward || op == BinaryOp::kLerp ||
+                         op == BinaryOp::kSmoothL1;
   const Scalar alpha = has_alpha ? (*stack)[base + 2].to_scalar() : Scalar(1.0);
   Tensor out = v == Variant::kOut ? stack->back().to_tensor()
                : v == Variant::kInplace ? self : Tensor();
@@ -593,7 +594,7 @@ constexpr BinaryEntry kBinaryOps[] = {
     {"logaddexp2", "", BinaryOp::kLogaddexp2},
     {"remainder", "Tensor", BinaryOp::kRemainder}, {"fmod", "Tensor", BinaryOp::kFmod},
     {"heaviside", "", BinaryOp::kHeaviside}, {"xlogy", "Tensor", BinaryOp::kXlogy},
-    {"lerp", "Scalar", BinaryOp::kLerp},
+    {"lerp", "Scalar", BinaryOp::kLerp},     {"_smooth_l1", "", BinaryOp::kSmoothL1},
     {"bitwise_and", "Tensor", BinaryOp::kBitAnd}, {"bitwise_or", "Tensor", BinaryOp::kBitOr},
     {"bitwise_xor", "Tensor", BinaryOp::kBitXor},
     {"bitwise_left_shift", "Tensor", BinaryOp::kShiftLeft},

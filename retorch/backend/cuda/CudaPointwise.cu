@@ -191,6 +191,13 @@ __device__ inline A apply_binary(BinaryOp op, A a, A b, A alpha) {
       if constexpr (std::is_integral_v<A>)
         return op == BinaryOp::kBitAnd ? A(a & b) : op == BinaryOp::kBitOr ? A(a | b) : A(a ^ b);
       else return a;  // never launched for floating types (the host's check)
+    case BinaryOp::kSmoothL1:  // as the cpu's: 0.5 z^2 / beta below beta, z - beta / 2 after
+      if constexpr (std::is_integral_v<A>) {
+        return a;
+      } else {
+        const A z = fabs(a - b);
+        return z < alpha ? A(0.5) * z * z / alpha : z - A(0.5) * alpha;
+      }
     case BinaryOp::kShiftLeft:
     case BinaryOp::kShiftRight:
       if constexpr (std::is_integral_v<A> && !std::is_same_v<A, bool>) {

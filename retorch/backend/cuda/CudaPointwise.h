@@ -36,6 +36,7 @@ enum class BinaryOp : int {
   kBitAnd, kBitOr, kBitXor,  // integers and bool only
   kDivTrunc, kDivFloor,       // div with rounding_mode "trunc" / "floor" (floating)
   kShiftLeft, kShiftRight,    // integers only: 0 (left) or the sign fill (right) past the width
+  kSmoothL1,                  // smooth_l1_loss's elementwise term, beta alpha (floating)
   kEq, kNe, kLt, kLe, kGt, kGe,  // the comparisons last (is_comparison)
 };
 /// Whether op is a comparison (its output is bool).

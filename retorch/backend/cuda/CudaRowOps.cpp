@@ -10,6 +10,8 @@
 #include "retorch/backend/cuda/CudaScan.h"
 #include "retorch/core/Error.h"
 #include "retorch/core/TensorImpl.h"
+#include "retorch/generated/Functions.h"
+#include "retorch/ops/TensorOperators.h"
 #include "retorch/ops/ArgRules.h"
 
 namespace retorch::cuda_backend {
@@ -144,6 +146,35 @@ void all_any(bool any, const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   launch_bool_rows(any, static_cast<const bool*>(device_ptr(in)),
                    static_cast<bool*>(device_ptr(out)), p.rows, p.cols, current_stream());
   finish_call(s, Variant::kFunctional, out, stack);
+}
+
+// prod(self, *, dtype=None) of a floating tensor: prod.dim_int's kernel over the flattened tensor.
+void prod_all(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const auto self = device_float(*stack, base);
+  const IValue& dtype_arg = (*stack)[base + 1];
+  const std::optional<ScalarType> dtype =
+      dtype_arg.is_none() ? std::nullopt : std::optional<ScalarType>(dtype_arg.to_scalar_type());
+  if (!self || !float_type(dtype.value_or(self->dtype())))
+    return run_device_fallback(h, ks, stack);
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  const Tensor out = retorch::prod(self->reshape({-1}), 0, false, dtype);
+  finish_call(s, Variant::kFunctional, out, stack);
+}
+
+// _mse_sum(self, target): the squared differences summed in double, as the cpu's (Note [Squared
+// difference sums]), by the device's pointwise and sum kernels; one floating dtype and shape.
+void mse_sum(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const auto self = device_float(*stack, base), target = device_float(*stack, base + 1);
+  if (!self || !target || self->dtype() != target->dtype() ||
+      !self->sizes().equals(target->sizes()))
+    return run_device_fallback(h, ks, stack);  // its error names shapes and dtypes
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  const Tensor d = self->to(kDouble) - target->to(kDouble);
+  finish_call(s, Variant::kFunctional, (d * d).sum().to(self->dtype()), stack);
 }
 
 // cumsum and cumprod (self, dim, *, dtype=None), logcumsumexp (self, dim), cummax and cummin
@@ -539,6 +570,10 @@ void register_row_ops(Dispatcher& d) {
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         reduce(RowReduce::kMean, oh, ks, st);
       });
+    else if (n == "prod" && o.empty())
+      set_cuda_kernel(h, &prod_all);
+    else if (n == "_mse_sum" && o.empty())
+      set_cuda_kernel(h, &mse_sum);
     else if (n == "prod" && o == "dim_int")  // (self, dim, keepdim, dtype): sum's positions
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         reduce(RowReduce::kProd, oh, ks, st);
