@@ -1,4 +1,4 @@
-// RT_HOST_DEVICE: marks a function that CUDA kernels and host code both compile (empty without nvcc).
+// RT_HOST_DEVICE: a function both CUDA kernels and host code compile (empty without nvcc).
 #pragma once
 
 #if defined(__CUDACC__)

@@ -337,3 +337,46 @@ def test_prod_mse_smooth_l1_index_select_out_and_euclidean_dist(dtype, tol):
         close(retorch._euclidean_dist(x1, x2), torch.cdist(up(y1), up(y2)).to(y1.dtype),
               tol * 30)
         assert ran_on_device("aten::_euclidean_dist")
+
+
+QTYPES = {"F32": (0, 1, 4), "F16": (1, 1, 2), "BF16": (30, 1, 2), "Q8_0": (8, 32, 34),
+          "Q4_0": (2, 32, 18), "Q4_K": (12, 256, 144), "Q6_K": (14, 256, 210),
+          "Q4_0x16": (1002, 32, 18)}
+
+
+@pytest.mark.parametrize("name", sorted(QTYPES))
+def test_dequantize_blocks_and_quantized_linear_of_every_block_format(name):
+    qtype, block, nbytes = QTYPES[name]
+    rng = np.random.default_rng(96)
+    rows, cols = 48, 512
+    rb = cols // block * nbytes
+    raw = rng.integers(0, 256, (rows, rb), dtype=np.uint8)
+    if block > 1:  # finite fp16 scales of a modest size in each block's scale bytes
+        scales = np.float16(rng.uniform(-0.05, 0.05, raw.shape[0] * (rb // nbytes))).view(np.uint8)
+        at = {8: [0], 2: [0], 1002: [], 12: [0, 2], 14: [208]}[qtype]
+        blocks = raw.reshape(rows, rb // nbytes, nbytes)
+        for off in at:
+            blocks[:, :, off:off + 2] = scales.reshape(rows, rb // nbytes, 2)
+        if qtype == 1002:  # 16 rows' scales lead each group's 288-byte block
+            g = raw.reshape(rows // 16, cols // 32, 288)
+            g[:, :, :32] = np.float16(rng.uniform(-0.05, 0.05, g[:, :, :32].size // 2)).view(
+                np.uint8).reshape(g[:, :, :32].shape)
+    elif qtype != 0:
+        raw = (np.float32(rng.standard_normal((rows, cols))).view(np.uint32) >> 16).astype(
+            np.uint16).view(np.uint8).reshape(rows, rb) if qtype == 30 else np.float16(
+            rng.standard_normal((rows, cols))).view(np.uint8).reshape(rows, rb)
+    else:
+        raw = np.float32(rng.standard_normal((rows, cols))).view(np.uint8).reshape(rows, rb)
+    w = retorch.tensor(raw.astype(np.int64)).to(retorch.uint8)
+    want = retorch.dequantize_blocks(w, qtype, cols)  # the cpu's
+    got = retorch.dequantize_blocks(w.to("cuda"), qtype, cols)
+    assert got.device.type == "cuda" and got.dtype == retorch.float32
+    assert np.array_equal(got.cpu().numpy(), want.numpy(), equal_nan=True)  # bit for bit
+    assert ran_on_device("aten::dequantize_blocks")
+    x = rng.standard_normal((5, cols)).astype(np.float32)
+    bias = rng.standard_normal(rows).astype(np.float32)
+    y = retorch.quantized_linear(retorch.tensor(x).to("cuda"), w.to("cuda"), qtype, cols,
+                                 retorch.tensor(bias).to("cuda"))
+    ref = torch.tensor(x).double() @ torch.tensor(want.numpy()).double().t() + torch.tensor(bias)
+    close(y, ref, 1e-4)
+    assert ran_on_device("aten::quantized_linear")

@@ -95,17 +95,6 @@ void dequantize_q4_0(const uint8_t* x, float* y, int64_t n) {
   }
 }
 
-// The 6-bit scale and min of sub-block j (0..7) of a Q4_K block's 12 scale bytes.
-void q4_k_scale_min(const uint8_t* s, int j, int& sc, int& m) {
-  if (j < 4) {
-    sc = s[j] & 63;
-    m = s[j + 4] & 63;
-  } else {
-    sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
-    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
-  }
-}
-
 void dequantize_q4_k(const uint8_t* x, float* y, int64_t n) {
   for (int64_t b = 0; b < n / kQKK; ++b, x += 144) {
     const float d = fp16_at(x), dmin = fp16_at(x + 2);
@@ -120,15 +109,6 @@ void dequantize_q4_k(const uint8_t* x, float* y, int64_t n) {
       for (int j = 0; j < 32; ++j) *y++ = d1 * float(qs[j] >> 4) - dm1;
     }
   }
-}
-
-// The 6-bit value (0..63) of value v (0..255) of a Q6_K block.
-int q6_k_value(const uint8_t* ql, const uint8_t* qh, int v) {
-  const int half = v / 128, r = v % 128, quarter = r / 32, l = r % 32;
-  const uint8_t lo = ql[64 * half + 32 * (quarter & 1) + l];
-  const int low4 = quarter < 2 ? (lo & 0x0f) : (lo >> 4);
-  const int high2 = (qh[32 * half + l] >> (2 * quarter)) & 3;
-  return low4 | (high2 << 4);
 }
 
 void dequantize_q6_k(const uint8_t* x, float* y, int64_t n) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <type_traits>
 
+#include "retorch/core/HostDevice.h"
+
 namespace retorch::cpu::quant {
 
 // ggml's type ids, as GGUF files store them.
@@ -33,6 +35,27 @@ constexpr int64_t kQKK = 256;  // values per K-quant super-block
 // agree bit for bit. The quantizers reproduce gguf-py's quantize byte for byte: its numpy ports
 // of ggml's reference quantize_row_q8_0_ref / q4_0_ref (Q4_0 rounds x * id + 8.5 as gguf-py
 // does, in double; ggml's own result there depends on whether its build fuses the multiply-add).
+
+// The 6-bit scale and min of sub-block j (0..7) of a Q4_K block's 12 scale bytes (the cpu's
+// dequantizer and the CUDA one, CudaQuant.cu).
+RT_HOST_DEVICE inline void q4_k_scale_min(const uint8_t* s, int j, int& sc, int& m) {
+  if (j < 4) {
+    sc = s[j] & 63;
+    m = s[j + 4] & 63;
+  } else {
+    sc = (s[j + 4] & 0x0f) | ((s[j - 4] >> 6) << 4);
+    m = (s[j + 4] >> 4) | ((s[j] >> 6) << 4);
+  }
+}
+
+// The 6-bit value (0..63) of value v (0..255) of a Q6_K block.
+RT_HOST_DEVICE inline int q6_k_value(const uint8_t* ql, const uint8_t* qh, int v) {
+  const int half = v / 128, r = v % 128, quarter = r / 32, l = r % 32;
+  const uint8_t lo = ql[64 * half + 32 * (quarter & 1) + l];
+  const int low4 = quarter < 2 ? (lo & 0x0f) : (lo >> 4);
+  const int high2 = (qh[32 * half + l] >> (2 * quarter)) & 3;
+  return low4 | (high2 << 4);
+}
 
 // Note [Q4_0 in groups of 16 rows]
 // Q4_0x16 holds the blocks of a Q4_0 matrix whose rows come in groups of 16 (N % 16 == 0), laid

@@ -13,10 +13,12 @@
 
 #include "retorch/backend/cuda/CudaLlm.h"
 #include "retorch/backend/cuda/CudaOps.h"
+#include "retorch/backend/cuda/CudaQuant.h"
 #include "retorch/core/Error.h"
 #include "retorch/core/SharedLibrary.h"
 #include "retorch/core/TensorImpl.h"
 #include "retorch/device/DeviceApi.h"
+#include "retorch/generated/Kernels.h"
 
 namespace retorch::cuda_backend {
 
@@ -413,6 +415,66 @@ void dot(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   finish_call(s, Variant::kFunctional, out.view({}), stack);
 }
 
+// A meta tensor of t's shape and dtype (the cpu kernels check arguments on those, Note [Meta
+// through CPU kernels]).
+Tensor meta_like(const Tensor& t) { return make_empty(t.sizes(), t.dtype(), Device(kMeta)); }
+
+// dequantize_blocks(input, qtype, cols) of uint8 blocks in device memory: the cpu kernel checks
+// the arguments (on meta tensors, raising its own errors) and sizes the result; the device
+// decodes every value (Note [CUDA dequantization]).
+void dequantize_blocks(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor input = (*stack)[base].to_tensor();
+  const int64_t qtype = (*stack)[base + 1].to_int(), cols = (*stack)[base + 2].to_int();
+  if (!on_device_with(input, kByte)) return run_device_fallback(h, ks, stack);
+  const Tensor shape = cpu::dequantize_blocks(meta_like(input), qtype, cols);
+  Tensor out = make_empty(shape.sizes(), kFloat, input.device());
+  const int64_t rows = input.dim() == 2 ? input.size(0) : 1;
+  const Tensor x = contiguous_on_device(input);
+  launch_dequantize(qtype, static_cast<const uint8_t*>(device_ptr(x)), input.size(-1), rows,
+                    cols, static_cast<float*>(device_ptr(out)), current_stream());
+  finish_call(s, Variant::kFunctional, out, stack);
+}
+
+// quantized_linear of the block-quantized qtypes (and F32): the weight dequantized to float32
+// on the device, one float32 GEMM (TF32 by the same policy as mm), the bias added. Its numbers
+// are the exact dequantized weight's products, as the cpu's many-row path gives (the cpu's
+// few-row path quantizes the activations to 8 bits first: Note [Activation quantization]); it
+// reads and writes the weight in float32, so it keeps quantized models on the device rather
+// than running them at the quantized formats' speed.
+void quantized_linear_dequantized(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor input = (*stack)[base].to_tensor(), weight = (*stack)[base + 1].to_tensor();
+  const int64_t qtype = (*stack)[base + 2].to_int(), k = (*stack)[base + 3].to_int();
+  const IValue& bias_arg = (*stack)[base + 4];
+  const Tensor bias = bias_arg.is_none() ? Tensor() : bias_arg.to_tensor();
+  bool ok = on_device_with(input, kFloat) && on_device_with(weight, kByte) && cublas() != nullptr;
+  if (ok && bias.defined()) ok = in_device_memory(bias);
+  if (!ok) return run_device_fallback(h, ks, stack);
+  const Tensor shape = cpu::quantized_linear(meta_like(input), meta_like(weight), qtype, k,
+                                             bias.defined() ? std::optional<Tensor>(meta_like(bias))
+                                                            : std::nullopt);
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  Tensor result = make_empty(shape.sizes(), kFloat, input.device());
+  const int64_t n = weight.size(0);
+  if (k == 0 || result.numel() == 0) {
+    result.fill_(Scalar(0.0));
+  } else {
+    const int64_t m = input.numel() / k;
+    Tensor w = make_empty({n, k}, kFloat, input.device());
+    const Tensor wc = contiguous_on_device(weight);
+    launch_dequantize(qtype, static_cast<const uint8_t*>(device_ptr(wc)), weight.size(1), n, k,
+                      static_cast<float*>(device_ptr(w)), current_stream());
+    if (!gemm(operand(contiguous_on_device(input).reshape({m, k})), operand(w.t()),
+              operand(result.view({m, n})), 1, 1.0, 0.0))
+      return run_device_fallback(h, ks, stack);
+  }
+  if (bias.defined()) result.add_(bias);
+  finish_call(s, Variant::kFunctional, result, stack);
+}
+
 // quantized_linear(input, weight, qtype, in_features, bias?) for 16-bit rows (GGUF's BF16, type
 // 30, and F16, type 1) in device memory: the weight's bytes read as an [N, K] matrix of that
 // type, the float32 activations rounded to it on the device, one GEMM into a float32 result
@@ -425,6 +487,7 @@ void quantized_linear_16bit(const OperatorHandle& h, DispatchKeySet ks, Stack* s
   const size_t base = stack->size() - size_t(s.num_args);
   const Tensor input = (*stack)[base].to_tensor(), weight = (*stack)[base + 1].to_tensor();
   const int64_t qtype = (*stack)[base + 2].to_int(), k = (*stack)[base + 3].to_int();
+  if (qtype != 30 && qtype != 1) return quantized_linear_dequantized(h, ks, stack);
   const IValue& bias_arg = (*stack)[base + 4];
   const Tensor bias = bias_arg.is_none() ? Tensor() : bias_arg.to_tensor();
   bool ok = (qtype == 30 || qtype == 1) && on_device_with(input, kFloat) && input.dim() >= 1 &&
@@ -468,6 +531,7 @@ void quantized_linear_16bit(const OperatorHandle& h, DispatchKeySet ks, Stack* s
 void register_blas_ops(Dispatcher& d) {
   d.find("quantized_linear")
       ->set_kernel(DispatchKey::CUDA, make_boxed_kernel(&quantized_linear_16bit));
+  d.find("dequantize_blocks")->set_kernel(DispatchKey::CUDA, make_boxed_kernel(&dequantize_blocks));
   // _euclidean_dist's cpu kernel is device-generic (norms, a cat and one matmul, all dispatched):
   // on cuda tensors its ops run here.
   OperatorHandle* dist = d.find("_euclidean_dist");

@@ -105,9 +105,13 @@ void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
     // The replacements rounded to self's dtype first, as PyTorch does; the infinities' default
     // is the dtype's largest finite value.
     const double big = finite_max(self.dtype());
-    p0 = rounded_to(self.dtype(), (*stack)[base + 1].is_none() ? 0.0 : (*stack)[base + 1].to_double());
-    p1 = rounded_to(self.dtype(), (*stack)[base + 2].is_none() ? big : (*stack)[base + 2].to_double());
-    p2 = rounded_to(self.dtype(), (*stack)[base + 3].is_none() ? -big : (*stack)[base + 3].to_double());
+    auto replacement = [&](size_t i, double none) {
+      const IValue& a = (*stack)[base + i];
+      return rounded_to(self.dtype(), a.is_none() ? none : a.to_double());
+    };
+    p0 = replacement(1, 0.0);
+    p1 = replacement(2, big);
+    p2 = replacement(3, -big);
   } else if (op == UnaryOp::kPolygamma) {
     const int64_t n = (*stack)[base].to_int();
     if (n < 0) return run_device_fallback(h, ks, stack);  // its error
