@@ -24,31 +24,11 @@ namespace retorch::cuda_backend {
 
 namespace {
 
-std::optional<NumericType> numeric_type(ScalarType t) {
-  switch (t) {
-    case kFloat: return NumericType::kFloat;
-    case kDouble: return NumericType::kDouble;
-    case kHalf: return NumericType::kHalf;
-    case kBFloat16: return NumericType::kBFloat16;
-    case kChar: return NumericType::kInt8;
-    case kByte: return NumericType::kUInt8;
-    case kShort: return NumericType::kInt16;
-    case kInt: return NumericType::kInt32;
-    case kLong: return NumericType::kInt64;
-    default: return std::nullopt;
-  }
-}
-
 Device device_arg(const IValue& a) { return a.is_none() ? Device(kCUDA) : a.to_device(); }
 
 std::optional<ScalarType> dtype_arg(const IValue& a) {
   if (a.is_none()) return std::nullopt;
   return a.to_scalar_type();
-}
-
-void push_result(const OpSchema& s, const Tensor& out, Stack* stack) {
-  stack->erase(stack->end() - s.num_args, stack->end());
-  stack->push_back(IValue(out));
 }
 
 // arange.start_step(start, end, step, dtype?, device?)
@@ -65,7 +45,7 @@ void arange(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   launch_ramp(*t, device_ptr(out), n, integral, integral ? start.to_long() : 0,
               integral ? step.to_long() : 0, start.to_double(), step.to_double(), 0.0, n,
               current_stream());
-  push_result(s, out, stack);
+  push_results(s, {out}, stack);
 }
 
 // linspace(start, end, steps, dtype?, device?)
@@ -84,7 +64,7 @@ void linspace(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const double step = steps > 1 ? (hi - lo) / double(steps - 1) : 0.0;
   launch_ramp(*t, device_ptr(out), steps, false, 0, 0, lo, step, hi,
               steps == 1 ? 1 : steps / 2, current_stream());
-  push_result(s, out, stack);
+  push_results(s, {out}, stack);
 }
 
 // The bit pattern of `value` in dtype (of 1, 2, 4 or 8 bytes), as a cpu tensor holds it.
@@ -112,7 +92,7 @@ void eye(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   Tensor out = make_empty(shape.sizes(), shape.dtype(), device_arg(a[3]));
   const int64_t cols = out.size(1), diag = std::min(out.size(0), cols);
   Geometry<1> g;
-  if (out.numel() == 0) return push_result(s, out, stack);
+  if (out.numel() == 0) return push_results(s, {out}, stack);
   RT_CHECK(geometry_of<1>(out.sizes(), {strides_of(out)}, &g), "cuda eye: a ", out.sizes(),
            " geometry");
   launch_fill_bytes(int(es), g, device_ptr(out), 0, current_stream());
@@ -123,7 +103,7 @@ void eye(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
     launch_fill_bytes(int(es), g, device_ptr(out), bits_of(out.dtype(), Scalar(int64_t(1))),
                       current_stream());
   }
-  push_result(s, out, stack);
+  push_results(s, {out}, stack);
 }
 
 Generator& generator_arg(const IValue& a) {
@@ -175,7 +155,7 @@ void bernoulli(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
     invalid = bad.to(Device(kCPU)).item<int>() != 0;
   }
   if (invalid) return run_device_fallback(h, ks, stack);
-  push_result(s, out, stack);
+  push_results(s, {out}, stack);
 }
 
 }  // namespace

@@ -387,18 +387,6 @@ std::optional<SortType> sort_type(ScalarType t) {
   }
 }
 
-// Device scratch for CUB, held until the call returns (the caching allocator's blocks are
-// stream-ordered, so freeing them after the queued work is safe).
-struct Scratch {
-  Device device;
-  std::vector<Tensor> held;
-  static void* get(void* ctx, size_t bytes) {
-    auto* s = static_cast<Scratch*>(ctx);
-    s->held.push_back(make_empty({int64_t(std::max<size_t>(bytes, 1))}, kByte, s->device));
-    return device_ptr(s->held.back());
-  }
-};
-
 // self sorted along dim (keys and places), in self's shape, contiguous.
 std::pair<Tensor, Tensor> sorted_along(const Tensor& self, int64_t dim, bool descending,
                                        std::optional<int64_t> keep = std::nullopt) {

@@ -664,6 +664,26 @@ bool in_device_memory(const Tensor& t) {
 
 void* device_ptr(const Tensor& t) { return element_address(t); }
 
+std::optional<NumericType> numeric_type(ScalarType t) {
+  switch (t) {
+    case kFloat: return NumericType::kFloat;
+    case kDouble: return NumericType::kDouble;
+    case kHalf: return NumericType::kHalf;
+    case kBFloat16: return NumericType::kBFloat16;
+    case kChar: return NumericType::kInt8;
+    case kByte: return NumericType::kUInt8;
+    case kShort: return NumericType::kInt16;
+    case kInt: return NumericType::kInt32;
+    case kLong: return NumericType::kInt64;
+    default: return std::nullopt;
+  }
+}
+
+void push_results(const OpSchema& s, std::initializer_list<Tensor> outs, Stack* stack) {
+  stack->erase(stack->end() - s.num_args, stack->end());
+  for (const Tensor& t : outs) stack->push_back(IValue(t));
+}
+
 std::optional<FloatType> float_type(ScalarType t) {
   switch (t) {
     case kFloat: return FloatType::kFloat;

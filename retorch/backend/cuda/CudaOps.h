@@ -1,6 +1,7 @@
 // The CUDA backend's op kernels: registration at the CUDA key, and the helpers the kernel files
 // share (device pointers, geometries over tensors, the device fallback for unsupported calls).
 #pragma once
+#include <initializer_list>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -73,6 +74,23 @@ Handle thread_handle(const Create& create) {
   }
   return lease.h;
 }
+
+/// The factory and counting kernels' element type for a numeric dtype (not bool), if any.
+std::optional<NumericType> numeric_type(ScalarType t);
+/// Pops the call's arguments and pushes its results in order (a multi-output op's, one by one).
+void push_results(const OpSchema& s, std::initializer_list<Tensor> outs, Stack* stack);
+/// Device memory for a library's temporary storage (CUB's): blocks from the caching allocator,
+/// held until the call returns (the allocator's blocks are stream-ordered, so freeing them after
+/// the queued work is safe). get() is the callback the launchers take.
+struct Scratch {
+  Device device;
+  std::vector<Tensor> held;
+  static void* get(void* ctx, size_t bytes) {
+    auto* s = static_cast<Scratch*>(ctx);
+    s->held.push_back(make_empty({int64_t(bytes > 0 ? bytes : 1)}, kByte, s->device));
+    return device_ptr(s->held.back());
+  }
+};
 
 /// Which variant of an op a schema names: `exp` (allocates), `exp_` (writes self), `exp.out`.
 enum class Variant { kFunctional, kInplace, kOut };
