@@ -37,7 +37,7 @@ gtest) f='Cuda*:Devices*:DeviceTest*:Distributed*:FakeDeviceMemory*:CompilerTest
 pytest) TAILN=40 step pytest 200 python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 150 -rs \
   tests/python/test_cuda_ops.py tests/python/test_cuda_streams.py tests/python/test_cuda_index.py \
   tests/python/test_cuda_pointwise.py tests/python/test_cuda_image.py \
-  tests/python/test_cuda_misc_ops.py \
+  tests/python/test_cuda_misc_ops.py tests/python/test_cuda_count.py \
   tests/python/test_compile_cuda.py \
   tests/python/test_devices.py \
   tests/python/test_distributed.py tests/python/test_profiler.py \

@@ -112,5 +112,7 @@ void register_index_ops(Dispatcher& d);
 void register_factory_ops(Dispatcher& d);
 /// Resizing, adaptive max pool and group norm (CudaImageOps.cpp).
 void register_image_ops(Dispatcher& d);
+/// histc, bincount, searchsorted, repeat_interleave and unique (CudaCountOps.cpp).
+void register_count_ops(Dispatcher& d);
 
 }  // namespace retorch::cuda_backend
