@@ -38,6 +38,7 @@ pytest) TAILN=40 step pytest 200 python3 -m pytest -q -p no:cacheprovider -n 8 -
   tests/python/test_cuda_ops.py tests/python/test_cuda_streams.py tests/python/test_cuda_index.py \
   tests/python/test_cuda_pointwise.py tests/python/test_cuda_image.py \
   tests/python/test_cuda_misc_ops.py tests/python/test_cuda_count.py \
+  tests/python/test_cuda_gather.py \
   tests/python/test_compile_cuda.py \
   tests/python/test_devices.py \
   tests/python/test_distributed.py tests/python/test_profiler.py \

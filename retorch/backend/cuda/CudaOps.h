@@ -114,5 +114,7 @@ void register_factory_ops(Dispatcher& d);
 void register_image_ops(Dispatcher& d);
 /// histc, bincount, searchsorted, repeat_interleave and unique (CudaCountOps.cpp).
 void register_count_ops(Dispatcher& d);
+/// im2col/col2im, scatter_reduce, _embedding_bag and embedding_renorm_ (CudaGatherOps.cpp).
+void register_gather_ops(Dispatcher& d);
 
 }  // namespace retorch::cuda_backend
