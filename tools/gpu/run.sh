@@ -15,8 +15,14 @@ where="/opt /usr/local /usr/lib/x86_64-linux-gnu"
 export RETORCH_CUBLAS=$(first $where -name 'libcublas.so.1[23]*')
 export RETORCH_CUDNN=$(first $where -name 'libcudnn.so.9*')
 export RETORCH_NVRTC=$(first $where -name 'libnvrtc.so.1[23]*' -not -name '*builtins*')
+export RETORCH_CUBLASLT=$(first $where -name 'libcublasLt.so.1[23]*')
+export RETORCH_CUSOLVER=$(first $where -name 'libcusolver.so.1[12]*')
 NCCL=$(first $where -name 'libnccl.so.2*')
 [ -n "$NCCL" ] && export LD_LIBRARY_PATH=$L:$(dirname "$NCCL")
+# cuSOLVER's own dependencies (cuSPARSE, nvJitLink, cuBLAS) from the same wheels.
+for dep in 'libcusparse.so.1[12]*' 'libnvJitLink.so.1[23]*' 'libcublas.so.1[23]*'; do
+  d=$(first $where -name "$dep"); [ -n "$d" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$d")
+done
 export PYTHONPATH=$ROOT/python PYTHONUNBUFFERED=1 RETORCH_CACHE_DIR=/tmp/rtcache
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 step() {
@@ -28,7 +34,8 @@ step() {
 for s in "$@"; do case $s in
 probe)
   nvidia-smi -L; grep -m1 'model name' /proc/cpuinfo
-  echo "cublas=$RETORCH_CUBLAS cudnn=$RETORCH_CUDNN nvrtc=$RETORCH_NVRTC nccl=$NCCL"
+  echo "cublas=$RETORCH_CUBLAS cublasLt=$RETORCH_CUBLASLT cusolver=$RETORCH_CUSOLVER"
+  echo "cudnn=$RETORCH_CUDNN nvrtc=$RETORCH_NVRTC nccl=$NCCL"
   python3 -c "import torch, retorch; print('torch', torch.__version__, torch.cuda.is_available(),
 'retorch cuda', retorch.cuda.is_available())"
   ldd "$L/libretorch.so" "$L/retorch" | grep 'not found' ;;
@@ -38,7 +45,7 @@ pytest) TAILN=40 step pytest 200 python3 -m pytest -q -p no:cacheprovider -n 8 -
   tests/python/test_cuda_ops.py tests/python/test_cuda_streams.py tests/python/test_cuda_index.py \
   tests/python/test_cuda_pointwise.py tests/python/test_cuda_image.py \
   tests/python/test_cuda_misc_ops.py tests/python/test_cuda_count.py \
-  tests/python/test_cuda_gather.py \
+  tests/python/test_cuda_gather.py tests/python/test_cuda_linalg.py \
   tests/python/test_compile_cuda.py \
   tests/python/test_devices.py \
   tests/python/test_distributed.py tests/python/test_profiler.py \

@@ -116,5 +116,7 @@ void register_image_ops(Dispatcher& d);
 void register_count_ops(Dispatcher& d);
 /// im2col/col2im, scatter_reduce, _embedding_bag and embedding_renorm_ (CudaGatherOps.cpp).
 void register_gather_ops(Dispatcher& d);
+/// The LAPACK ops through cuSOLVER, and the triangular solve through cuBLAS (CudaLinalg.cpp).
+void register_linalg_ops(Dispatcher& d);
 
 }  // namespace retorch::cuda_backend

@@ -181,6 +181,7 @@ void register_cuda_backend(Dispatcher& d) {
   cuda_backend::register_image_ops(d);
   cuda_backend::register_count_ops(d);
   cuda_backend::register_gather_ops(d);
+  cuda_backend::register_linalg_ops(d);
 }
 
 bool cuda_backend_available() { return cuda_backend::device_count() > 0; }
