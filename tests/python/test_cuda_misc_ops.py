@@ -380,3 +380,24 @@ def test_dequantize_blocks_and_quantized_linear_of_every_block_format(name):
     ref = torch.tensor(x).double() @ torch.tensor(want.numpy()).double().t() + torch.tensor(bias)
     close(y, ref, 1e-4)
     assert ran_on_device("aten::quantized_linear")
+
+
+@pytest.mark.parametrize("qtype", [8, 2, 0, 1, 30])  # the formats quantize_blocks writes
+def test_quantize_blocks_writes_the_cpu_bytes(qtype):
+    rng = np.random.default_rng(97)
+    x = (rng.standard_normal((16, 256)) * rng.choice([1e-3, 1, 50], (16, 256))).astype(np.float32)
+    x[0, :32] = 0
+    x[1, 5], x[2, 7], x[3, 40] = np.nan, np.inf, -np.inf
+    x[4, 64:96] = 1e-42  # subnormal
+    x[5, 3] = 70000.0  # past float16's range
+    x[6, :2] = [-3.0, 3.0]  # a tie of magnitudes: Q4_0 keeps the first
+    r = retorch.tensor(x)
+    for src in (r, r.to(retorch.bfloat16).to(retorch.float32)):
+        want = retorch.quantize_blocks(src, qtype)
+        got = retorch.quantize_blocks(src.to("cuda"), qtype)
+        assert got.device.type == "cuda" and got.dtype == retorch.uint8
+        assert np.array_equal(got.cpu().numpy(), want.numpy())
+    got = retorch.quantize_blocks(r.to("cuda").to(retorch.bfloat16), qtype)  # a 16-bit input
+    assert np.array_equal(got.cpu().numpy(),
+                          retorch.quantize_blocks(r.to(retorch.bfloat16), qtype).numpy())
+    assert ran_on_device("aten::quantize_blocks")

@@ -437,6 +437,27 @@ void dequantize_blocks(const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
+// quantize_blocks(input, qtype) of a floating device tensor: checked and sized by the cpu kernel
+// on meta tensors, quantized on the device from its float32 values (Note [CUDA dequantization]).
+void quantize_blocks(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor input = (*stack)[base].to_tensor();
+  const int64_t qtype = (*stack)[base + 1].to_int();
+  if (!in_device_memory(input) || !float_type(input.dtype()))
+    return run_device_fallback(h, ks, stack);
+  const Tensor shape = cpu::quantize_blocks(meta_like(input), qtype);
+  Tensor out = make_empty(shape.sizes(), kByte, input.device());
+  if (out.numel() > 0) {
+    Tensor x = make_empty(input.sizes(), kFloat, input.device());
+    RT_CHECK(copy_on_device(x, input), "cuda quantize_blocks: a ", input.sizes(), " copy");
+    launch_quantize(qtype, static_cast<const float*>(device_ptr(x)),
+                    input.dim() == 2 ? input.size(0) : 1, input.size(-1),
+                    static_cast<uint8_t*>(device_ptr(out)), out.size(-1), current_stream());
+  }
+  finish_call(s, Variant::kFunctional, out, stack);
+}
+
 // quantized_linear of the block-quantized qtypes (and F32): the weight dequantized to float32
 // on the device, one float32 GEMM (TF32 by the same policy as mm), the bias added. Its numbers
 // are the exact dequantized weight's products, as the cpu's many-row path gives (the cpu's
@@ -532,6 +553,7 @@ void register_blas_ops(Dispatcher& d) {
   d.find("quantized_linear")
       ->set_kernel(DispatchKey::CUDA, make_boxed_kernel(&quantized_linear_16bit));
   d.find("dequantize_blocks")->set_kernel(DispatchKey::CUDA, make_boxed_kernel(&dequantize_blocks));
+  d.find("quantize_blocks")->set_kernel(DispatchKey::CUDA, make_boxed_kernel(&quantize_blocks));
   // _euclidean_dist's cpu kernel is device-generic (norms, a cat and one matmul, all dispatched):
   // on cuda tensors its ops run here.
   OperatorHandle* dist = d.find("_euclidean_dist");

@@ -1,4 +1,4 @@
-// The CUDA backend's GGUF block dequantizer: a thread per value, the cpu's formulas bit for bit.
+// The CUDA backend's GGUF block quantizer and dequantizer, the cpu's formulas bit for bit.
 #include <cuda_fp16.h>
 
 #include <cstdint>
@@ -19,6 +19,11 @@ namespace retorch::cuda_backend {
 // bit for bit. Q4_0x16's groups are read in place: value j of row 16 g + l is in group g, block
 // j / 32, at the group's scale l and byte 32 + 64 v + 4 l + i of its quarter (Note [Q4_0 in
 // groups of 16 rows]).
+// The quantizers take a thread per block (per value for F32, F16, BF16) and repeat the cpu's
+// quantize_row (gguf-py's rules): Q8_0's amax skips NaN as std::max does, its q = round(x * id)
+// (halves away from zero); Q4_0 keeps the first value of largest magnitude with its sign and
+// rounds x * id + 8.5 in double; fp16 rounds to nearest even, a NaN becoming the quiet NaN the
+// cpu's conversion makes; BF16 is gguf-py's (NaN made quiet, else round to nearest even).
 
 namespace {
 
@@ -88,7 +93,86 @@ __global__ void dequantize_kernel(int64_t qtype, const uint8_t* blocks, int64_t 
   }
 }
 
+// The cpu's float -> fp16 bits: round to nearest even; NaN keeps its sign, quiet, no payload.
+__device__ inline uint16_t fp16_bits(float f) {
+  if (f != f) return uint16_t(((__float_as_uint(f) >> 16) & 0x8000u) | 0x7e00u);
+  return __half_as_ushort(__float2half_rn(f));
+}
+
+__device__ inline void put_fp16(uint8_t* p, float f) {
+  const uint16_t h = fp16_bits(f);
+  p[0] = uint8_t(h & 0xff);
+  p[1] = uint8_t(h >> 8);
+}
+
+// gguf-py's float32 -> bfloat16 (QuantBlocks.cpp's to_bf16).
+__device__ inline uint16_t bf16_bits(float f) {
+  const uint32_t u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t(((u & 0xffff0000u) | (64u << 16)) >> 16);
+  return uint16_t((uint64_t(u) + (0x7fffu + ((u >> 16) & 1u))) >> 16);
+}
+
+// Unit i (a block of 32 values for Q8_0 / Q4_0, a value otherwise) of the row-major input.
+__global__ void quantize_kernel(int64_t qtype, const float* x, int64_t rows, int64_t cols,
+                                uint8_t* blocks, int64_t rb) {
+  const int64_t per_row = qtype == kQ8_0 || qtype == kQ4_0 ? cols / kQK : cols;
+  const int64_t n = rows * per_row;
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t r = i / per_row, u = i % per_row;
+    uint8_t* row = blocks + r * rb;
+    const float* v = x + r * cols;
+    if (qtype == kQ8_0) {
+      const float* b = v + kQK * u;
+      uint8_t* y = row + 34 * u;
+      float amax = 0.0f;
+      for (int j = 0; j < kQK; ++j) amax = amax < fabsf(b[j]) ? fabsf(b[j]) : amax;
+      const float d = __fdiv_rn(amax, 127.0f);
+      const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+      put_fp16(y, d);
+      for (int j = 0; j < kQK; ++j) {
+        const float q = roundf(__fmul_rn(b[j], id));
+        y[2 + j] = uint8_t(isfinite(q) ? int8_t(int32_t(q)) : int8_t(0));
+      }
+    } else if (qtype == kQ4_0) {
+      const float* b = v + kQK * u;
+      uint8_t* y = row + 18 * u;
+      float amax = 0.0f, max = 0.0f;
+      for (int j = 0; j < kQK; ++j)
+        if (amax < fabsf(b[j])) {
+          amax = fabsf(b[j]);
+          max = b[j];
+        }
+      const float d = __fdiv_rn(max, -8.0f);
+      const float id = d != 0.0f ? __fdiv_rn(1.0f, d) : 0.0f;
+      put_fp16(y, d);
+      auto level = [&](float a) {
+        const float t = float(__dadd_rn(__dmul_rn(double(a), double(id)), 8.5));
+        if (!(t >= 0.0f && t < 256.0f)) return 0;
+        return min(15, int(t));
+      };
+      for (int j = 0; j < kQK / 2; ++j) y[2 + j] = uint8_t(level(b[j]) | (level(b[j + 16]) << 4));
+    } else if (qtype == kF32) {
+      const uint32_t bits = __float_as_uint(v[u]);
+      for (int k = 0; k < 4; ++k) row[4 * u + k] = uint8_t(bits >> (8 * k));
+    } else {
+      const uint16_t h = qtype == kF16 ? fp16_bits(v[u]) : bf16_bits(v[u]);
+      row[2 * u] = uint8_t(h & 0xff);
+      row[2 * u + 1] = uint8_t(h >> 8);
+    }
+  }
+}
+
 }  // namespace
+
+void launch_quantize(int64_t qtype, const float* x, int64_t rows, int64_t cols, uint8_t* blocks,
+                     int64_t rb, StreamHandle s) {
+  if (rows == 0 || cols == 0) return;
+  const int64_t units = rows * (qtype == kQ8_0 || qtype == kQ4_0 ? cols / kQK : cols);
+  quantize_kernel<<<blocks_for(units), kThreads, 0, as_stream(s)>>>(qtype, x, rows, cols, blocks,
+                                                                    rb);
+  check_launch("quantize");
+}
 
 void launch_dequantize(int64_t qtype, const uint8_t* blocks, int64_t rb, int64_t rows,
                        int64_t cols, float* out, StreamHandle s) {
