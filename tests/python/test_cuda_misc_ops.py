@@ -401,3 +401,50 @@ def test_quantize_blocks_writes_the_cpu_bytes(qtype):
     assert np.array_equal(got.cpu().numpy(),
                           retorch.quantize_blocks(r.to(retorch.bfloat16), qtype).numpy())
     assert ran_on_device("aten::quantize_blocks")
+
+
+@pytest.mark.parametrize("dtype,tol", [("float32", 1e-4), ("float64", 1e-10)])
+def test_ctc_loss_and_its_gradient(dtype, tol):
+    F = retorch.nn.functional
+    rng = np.random.default_rng(98)
+    T, N, C = 40, 5, 9
+    x = rng.standard_normal((T, N, C))
+    il, tl = [40, 33, 20, 1, 12], [8, 12, 5, 0, 7]
+    targets = rng.integers(1, C, (N, 12))
+    targets[0, 2] = targets[0, 1]  # a repeated label needs a blank between
+    flat = np.concatenate([targets[b, :tl[b]] for b in range(N)])
+    for tg in (targets, flat):
+        for zero_infinity in (False, True):
+            for reduction in ("none", "mean", "sum"):
+                r = retorch.tensor(x).to(getattr(retorch, dtype)).to("cuda").requires_grad_()
+                t = torch.tensor(x).to(getattr(torch, dtype)).requires_grad_()
+                lp, tlp = F.log_softmax(r, 2), torch.log_softmax(t, 2)
+                got = F.ctc_loss(lp, retorch.tensor(tg).to("cuda"), retorch.tensor(il),
+                                 retorch.tensor(tl), reduction=reduction,
+                                 zero_infinity=zero_infinity)
+                want = torch.nn.functional.ctc_loss(
+                    tlp, torch.tensor(tg), torch.tensor(il), torch.tensor(tl),
+                    reduction=reduction, zero_infinity=zero_infinity)
+                close(got, want.detach(), tol)
+                if reduction != "none":
+                    got.backward()
+                    want.backward()
+                    close(r.grad, t.grad, tol * 10)
+    # An impossible alignment (2 steps for 4 labels): an infinite loss, zeroed with its gradient
+    # by zero_infinity.
+    il[3], tl[3], targets[3, :4] = 2, 4, [1, 2, 3, 4]
+    for zero_infinity in (False, True):
+        r = retorch.tensor(x).to(getattr(retorch, dtype)).to("cuda").requires_grad_()
+        t = torch.tensor(x).to(getattr(torch, dtype)).requires_grad_()
+        got = F.ctc_loss(F.log_softmax(r, 2), retorch.tensor(targets).to("cuda"),
+                         retorch.tensor(il), retorch.tensor(tl), reduction="sum",
+                         zero_infinity=zero_infinity)
+        want = torch.nn.functional.ctc_loss(torch.log_softmax(t, 2), torch.tensor(targets),
+                                            torch.tensor(il), torch.tensor(tl), reduction="sum",
+                                            zero_infinity=zero_infinity)
+        close(got, want.detach(), tol)
+        if zero_infinity:
+            got.backward()
+            want.backward()
+            close(r.grad, t.grad, tol * 10)
+    assert ran_on_device("aten::_ctc_loss") and ran_on_device("aten::_ctc_loss_backward")

@@ -415,10 +415,6 @@ void dot(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   finish_call(s, Variant::kFunctional, out.view({}), stack);
 }
 
-// A meta tensor of t's shape and dtype (the cpu kernels check arguments on those, Note [Meta
-// through CPU kernels]).
-Tensor meta_like(const Tensor& t) { return make_empty(t.sizes(), t.dtype(), Device(kMeta)); }
-
 // dequantize_blocks(input, qtype, cols) of uint8 blocks in device memory: the cpu kernel checks
 // the arguments (on meta tensors, raising its own errors) and sizes the result; the device
 // decodes every value (Note [CUDA dequantization]).

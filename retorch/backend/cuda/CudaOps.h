@@ -79,6 +79,9 @@ Handle thread_handle(const Create& create) {
 std::optional<NumericType> numeric_type(ScalarType t);
 /// Pops the call's arguments and pushes its results in order (a multi-output op's, one by one).
 void push_results(const OpSchema& s, std::initializer_list<Tensor> outs, Stack* stack);
+/// A meta tensor of t's shape and dtype: the cpu kernels run on those check a call's arguments
+/// and size its results without touching data (Note [Meta through CPU kernels]).
+inline Tensor meta_like(const Tensor& t) { return make_empty(t.sizes(), t.dtype(), Device(kMeta)); }
 /// Device memory for a library's temporary storage (CUB's): blocks from the caching allocator,
 /// held until the call returns (the allocator's blocks are stream-ordered, so freeing them after
 /// the queued work is safe). get() is the callback the launchers take.

@@ -2,15 +2,18 @@
 // scans (cumsum, cumprod, logcumsumexp, cummax, cummin) along one, all and any, max, min, argmax,
 // argmin, softmax and log_softmax, native_layer_norm and its backward, fused_rms_norm,
 // silu_and_mul and cross entropy, at the CUDA key.
+#include <cmath>
 #include <numeric>
 #include <vector>
 
+#include "retorch/backend/cuda/CudaCtc.h"
 #include "retorch/backend/cuda/CudaOps.h"
 #include "retorch/backend/cuda/CudaRows.h"
 #include "retorch/backend/cuda/CudaScan.h"
 #include "retorch/core/Error.h"
 #include "retorch/core/TensorImpl.h"
 #include "retorch/generated/Functions.h"
+#include "retorch/generated/Kernels.h"
 #include "retorch/ops/TensorOperators.h"
 #include "retorch/ops/ArgRules.h"
 
@@ -175,6 +178,102 @@ void mse_sum(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
   const Tensor d = self->to(kDouble) - target->to(kDouble);
   finish_call(s, Variant::kFunctional, (d * d).sum().to(self->dtype()), stack);
+}
+
+// The CTC kernels' view of the targets (Note [CUDA CTC]): the labels as device int64, and one
+// device int64 tensor of each sample's label offset, input length and target length; nullopt
+// when a label is outside [0, C), which the fallback's cpu kernel refuses. Device targets are
+// read on the host for that check (a synchronization; the lengths are host lists anyway).
+struct CtcTargets {
+  Tensor labels, table;
+};
+std::optional<CtcTargets> ctc_targets(const Tensor& log_probs, const Tensor& targets,
+                                      const std::vector<int64_t>& input_lengths,
+                                      const std::vector<int64_t>& target_lengths) {
+  const int64_t N = log_probs.size(1), C = log_probs.size(2);
+  const Tensor host = targets.to(Device(kCPU), kLong).contiguous();
+  const int64_t* lab = host.numel() ? host.data_ptr<int64_t>() : nullptr;
+  Tensor table = make_empty({3 * N}, kLong);
+  int64_t* v = table.data_ptr<int64_t>();
+  int64_t pos = 0;
+  for (int64_t b = 0; b < N; ++b) {
+    const int64_t length = target_lengths[size_t(b)];
+    const int64_t offset = targets.dim() == 1 ? pos : b * targets.size(1);
+    pos += length;
+    for (int64_t s = 0; s < length; ++s)
+      if (lab[offset + s] < 0 || lab[offset + s] >= C) return std::nullopt;
+    v[b] = offset;
+    v[N + b] = input_lengths[size_t(b)];
+    v[2 * N + b] = length;
+  }
+  return CtcTargets{host.to(log_probs.device()), table.to(log_probs.device())};
+}
+
+// _ctc_loss(log_probs, targets, input_lengths, target_lengths, blank, zero_infinity) ->
+// (neg_log_likelihood, log_alpha): floating log_probs [T, N, C] on the device; the arguments
+// checked and the results sized by the cpu kernel on meta tensors (its errors).
+void ctc_loss(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor lp = (*stack)[base].to_tensor(), targets = (*stack)[base + 1].to_tensor();
+  if (!in_device_memory(lp) || !float_type(lp.dtype()) || lp.dim() != 3)
+    return run_device_fallback(h, ks, stack);
+  const std::vector<int64_t> il = (*stack)[base + 2].to_int_list();
+  const std::vector<int64_t> tl = (*stack)[base + 3].to_int_list();
+  const int64_t blank = (*stack)[base + 4].to_int();
+  const auto [nll_shape, alpha_shape] = cpu::ctc_loss_forward(
+      meta_like(lp), meta_like(targets), il, tl, blank, (*stack)[base + 5].to_bool());
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  const auto tg = ctc_targets(lp, targets, il, tl);
+  if (!tg) return run_device_fallback(h, ks, stack);
+  const CtcShape g{lp.size(0), lp.size(1), lp.size(2), alpha_shape.size(2), blank};
+  Tensor alpha = make_empty(alpha_shape.sizes(), kDouble, lp.device());
+  alpha.fill_(Scalar(-INFINITY));
+  Tensor nll = make_empty({g.N}, kDouble, lp.device());
+  const int64_t* table = static_cast<const int64_t*>(device_ptr(tg->table));
+  launch_ctc_alpha(*float_type(lp.dtype()), device_ptr(contiguous_on_device(lp)),
+                   static_cast<const int64_t*>(device_ptr(tg->labels)), table, table + g.N, g,
+                   static_cast<double*>(device_ptr(alpha)), static_cast<double*>(device_ptr(nll)),
+                   current_stream());
+  push_results(s, {nll.to(lp.dtype()), alpha.to(lp.dtype())}, stack);
+}
+
+// _ctc_loss_backward(grad, log_probs, targets, input_lengths, target_lengths,
+// neg_log_likelihood, log_alpha, blank, zero_infinity): as ctc_loss, the gradient in double.
+void ctc_loss_backward(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const Tensor grad = (*stack)[base].to_tensor(), lp = (*stack)[base + 1].to_tensor();
+  const Tensor targets = (*stack)[base + 2].to_tensor();
+  const Tensor nll = (*stack)[base + 5].to_tensor(), log_alpha = (*stack)[base + 6].to_tensor();
+  bool ok = in_device_memory(lp) && float_type(lp.dtype()) && lp.dim() == 3;
+  for (const Tensor* t : {&grad, &nll, &log_alpha}) ok = ok && in_device_memory(*t);
+  if (!ok) return run_device_fallback(h, ks, stack);
+  const std::vector<int64_t> il = (*stack)[base + 3].to_int_list();
+  const std::vector<int64_t> tl = (*stack)[base + 4].to_int_list();
+  const int64_t blank = (*stack)[base + 7].to_int();
+  const bool zero_infinity = (*stack)[base + 8].to_bool();
+  cpu::ctc_loss_backward(meta_like(grad), meta_like(lp), meta_like(targets), il, tl,
+                         meta_like(nll), meta_like(log_alpha), blank, zero_infinity);
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  const auto tg = ctc_targets(lp, targets, il, tl);
+  if (!tg) return run_device_fallback(h, ks, stack);
+  const CtcShape g{lp.size(0), lp.size(1), lp.size(2), log_alpha.size(2), blank};
+  const Tensor alpha = as_dtype(log_alpha, kDouble), nll_d = as_dtype(nll, kDouble);
+  const Tensor g_d = as_dtype(grad.expand({g.N}), kDouble);
+  Tensor beta = make_empty({g.N, g.T, g.S}, kDouble, lp.device());
+  beta.fill_(Scalar(-INFINITY));
+  Tensor out = make_empty({g.T, g.N, g.C}, kDouble, lp.device());
+  out.fill_(Scalar(0.0));
+  const int64_t* table = static_cast<const int64_t*>(device_ptr(tg->table));
+  launch_ctc_grad(*float_type(lp.dtype()), device_ptr(contiguous_on_device(lp)),
+                  static_cast<const int64_t*>(device_ptr(tg->labels)), table, table + g.N, g,
+                  static_cast<const double*>(device_ptr(alpha)),
+                  static_cast<const double*>(device_ptr(nll_d)),
+                  static_cast<const double*>(device_ptr(g_d)), zero_infinity,
+                  static_cast<double*>(device_ptr(beta)), static_cast<double*>(device_ptr(out)),
+                  current_stream());
+  push_results(s, {out.to(lp.dtype())}, stack);
 }
 
 // cumsum and cumprod (self, dim, *, dtype=None), logcumsumexp (self, dim), cummax and cummin
@@ -574,6 +673,10 @@ void register_row_ops(Dispatcher& d) {
       set_cuda_kernel(h, &prod_all);
     else if (n == "_mse_sum" && o.empty())
       set_cuda_kernel(h, &mse_sum);
+    else if (n == "_ctc_loss" && o.empty())
+      set_cuda_kernel(h, &ctc_loss);
+    else if (n == "_ctc_loss_backward" && o.empty())
+      set_cuda_kernel(h, &ctc_loss_backward);
     else if (n == "prod" && o == "dim_int")  // (self, dim, keepdim, dtype): sum's positions
       set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         reduce(RowReduce::kProd, oh, ks, st);
