@@ -448,3 +448,67 @@ def test_ctc_loss_and_its_gradient(dtype, tol):
             want.backward()
             close(r.grad, t.grad, tol * 10)
     assert ran_on_device("aten::_ctc_loss") and ran_on_device("aten::_ctc_loss_backward")
+
+
+CAST_DTYPES = ["float32", "float64", "float16", "bfloat16", "int8", "uint8", "int16", "int32",
+               "int64", "bool"]
+
+
+@pytest.mark.parametrize("src", CAST_DTYPES)
+def test_casts_between_every_pair_of_dtypes(src):
+    rng = np.random.default_rng(99)
+    floating = src.startswith(("float", "bfloat"))
+    for dst in CAST_DTYPES:
+        if src == "uint8" or (floating and dst == "uint8"):
+            x = rng.uniform(0, 200, 300)  # (a negative float to uint8 has no C++ meaning)
+        else:
+            x = rng.uniform(-100, 100, 300)
+        x = x if floating else np.round(x)
+        x[:4] = [0.0, 1.0, 2.75 if floating else 3.0, -0.0]
+        if dst == "uint8" or src == "uint8":
+            x[3] = 7.0
+        base = retorch.tensor(x).to(getattr(retorch, src))
+        want = base.to(getattr(retorch, dst))  # the cpu's cast
+        got = base.to("cuda").to(getattr(retorch, dst))
+        assert got.device.type == "cuda" and got.dtype == want.dtype
+        assert np.array_equal(got.cpu().to(retorch.float64).numpy(),
+                              want.to(retorch.float64).numpy()), (src, dst)
+        strided = base.to("cuda")[::3].to(getattr(retorch, dst))
+        assert np.array_equal(strided.cpu().to(retorch.float64).numpy(),
+                              want[::3].to(retorch.float64).numpy()), (src, dst)
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_integer_division_remainder_and_mixed_promotion(dtype):
+    rng = np.random.default_rng(100)
+    a = rng.integers(-1000, 1000, (20, 30))
+    b = rng.integers(-9, 10, 30)
+    b[b == 0] = 7
+    rd, td = getattr(retorch, dtype), getattr(torch, dtype)
+    ra, rb = retorch.tensor(a).to(rd).to("cuda"), retorch.tensor(b).to(rd).to("cuda")
+    ta, tb = torch.tensor(a).to(td), torch.tensor(b).to(td)
+    for mode in ("trunc", "floor"):
+        got = retorch.div(ra, rb, rounding_mode=mode)
+        assert got.dtype == rd
+        assert np.array_equal(got.cpu().numpy(), torch.div(ta, tb, rounding_mode=mode).numpy())
+        got = retorch.div(ra, -3, rounding_mode=mode)
+        assert np.array_equal(got.cpu().numpy(), torch.div(ta, -3, rounding_mode=mode).numpy())
+    for name in ("remainder", "fmod"):
+        got = getattr(retorch, name)(ra, rb)
+        assert np.array_equal(got.cpu().numpy(), getattr(torch, name)(ta, tb).numpy()), name
+        got = getattr(retorch, name)(ra, 7)
+        assert np.array_equal(got.cpu().numpy(), getattr(torch, name)(ta, 7).numpy()), name
+    assert np.array_equal((ra // rb).cpu().numpy(), (ta // tb).numpy())
+    assert np.array_equal((ra % 5).cpu().numpy(), (ta % 5).numpy())
+    # true division of integers, and integers with floats, in floating point on the device
+    close(ra / rb, ta / tb, 1e-6)
+    close(ra * 0.5, ta * 0.5, 1e-6)
+    f = retorch.tensor(b.astype(np.float64)).to("cuda")
+    close(ra + f, ta + torch.tensor(b.astype(np.float64)), 1e-12)
+    close((ra < 0.5).to(retorch.float32), (ta < 0.5).float(), 0)
+    assert ran_on_device("aten::div.Tensor_mode") and ran_on_device("aten::remainder.Tensor")
+    assert ran_on_device("aten::fmod.Tensor") and ran_on_device("aten::div.Tensor")
+    for op in (lambda: retorch.div(ra, rb * 0, rounding_mode="floor"),
+               lambda: retorch.remainder(ra, 0)):
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            op()

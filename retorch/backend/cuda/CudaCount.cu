@@ -254,6 +254,19 @@ void running_sums(const int64_t* in, int64_t* out, int64_t n, ScratchFn scratch,
   check(cub::DeviceScan::InclusiveSum(scratch(ctx, bytes), bytes, in, out, n, st), "scan");
 }
 
+// Calls f(Tag<T>{}) with the integer element type t (the float types are refused).
+template <typename F>
+void with_int_type(NumericType t, const char* what, F&& f) {
+  switch (t) {
+    case NumericType::kInt8: return f(Tag<int8_t>{});
+    case NumericType::kUInt8: return f(Tag<uint8_t>{});
+    case NumericType::kInt16: return f(Tag<int16_t>{});
+    case NumericType::kInt32: return f(Tag<int32_t>{});
+    case NumericType::kInt64: return f(Tag<int64_t>{});
+    default: RT_ERROR("cuda ", what, ": not an integer type ", int(t));
+  }
+}
+
 }  // namespace
 
 void launch_min_max_float(FloatType t, const void* in, int64_t n, double* out, ScratchFn scratch,
@@ -270,14 +283,7 @@ void launch_min_max_int(NumericType t, const void* in, int64_t n, int64_t* out,
     using T = typename decltype(tag)::type;
     min_max<T, int64_t>(static_cast<const T*>(in), n, out, scratch, ctx, as_stream(s));
   };
-  switch (t) {
-    case NumericType::kInt8: return go(Tag<int8_t>{});
-    case NumericType::kUInt8: return go(Tag<uint8_t>{});
-    case NumericType::kInt16: return go(Tag<int16_t>{});
-    case NumericType::kInt32: return go(Tag<int32_t>{});
-    case NumericType::kInt64: return go(Tag<int64_t>{});
-    default: RT_ERROR("cuda min/max: not an integer type ", int(t));
-  }
+  with_int_type(t, "min/max", go);
 }
 
 void launch_histc(FloatType t, const void* in, int64_t n, int64_t bins, double lo, double hi,
@@ -323,14 +329,7 @@ void launch_bincount(NumericType t, const void* in, int64_t n, const void* weigh
           x, static_cast<const float*>(weights), n, static_cast<float*>(out));
     check_launch("bincount");
   };
-  switch (t) {
-    case NumericType::kInt8: return go(Tag<int8_t>{});
-    case NumericType::kUInt8: return go(Tag<uint8_t>{});
-    case NumericType::kInt16: return go(Tag<int16_t>{});
-    case NumericType::kInt32: return go(Tag<int32_t>{});
-    case NumericType::kInt64: return go(Tag<int64_t>{});
-    default: RT_ERROR("cuda bincount: not an integer type ", int(t));
-  }
+  with_int_type(t, "bincount", go);
 }
 
 void launch_searchsorted(NumericType t, const void* seq, const void* values,

@@ -188,22 +188,6 @@ void repeat_interleave(const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   push_results(s, {out}, stack);
 }
 
-std::optional<SortType> sort_type(ScalarType t) {
-  switch (t) {
-    case kFloat: return SortType::kFloat;
-    case kDouble: return SortType::kDouble;
-    case kHalf: return SortType::kHalf;
-    case kBFloat16: return SortType::kBFloat16;
-    case kBool:
-    case kByte: return SortType::kByte;
-    case kChar: return SortType::kChar;
-    case kShort: return SortType::kShort;
-    case kInt: return SortType::kInt;
-    case kLong: return SortType::kLong;
-    default: return std::nullopt;
-  }
-}
-
 // _unique2(self, sorted, return_inverse, return_counts): the values sorted either way (as the
 // cpu's); inverse in self's shape, and empty results for what is not asked.
 void unique2(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {

@@ -22,16 +22,6 @@ namespace retorch::cuda_backend {
 
 namespace {
 
-// A device tensor of a floating type the kernels compute in.
-bool on_device(const Tensor& t) {
-  return in_device_memory(t) && float_type(t.dtype());
-}
-
-// t is a tensor of x's dtype in x's device memory.
-bool alongside(const Tensor& t, const Tensor& x) {
-  return t.defined() && in_device_memory(t) && t.device() == x.device() && t.dtype() == x.dtype();
-}
-
 // t is an int64 tensor in x's device memory.
 bool long_beside(const Tensor& t, const Tensor& x) {
   return t.defined() && t.dtype() == kLong && in_device_memory(t) && t.device() == x.device();

@@ -19,16 +19,6 @@ namespace retorch::cuda_backend {
 
 namespace {
 
-// A device tensor of a floating type the kernels compute in.
-bool on_device(const Tensor& t) {
-  return in_device_memory(t) && float_type(t.dtype());
-}
-
-// t is a tensor of x's dtype in x's device memory.
-bool alongside(const Tensor& t, const Tensor& x) {
-  return t.defined() && in_device_memory(t) && t.device() == x.device() && t.dtype() == x.dtype();
-}
-
 // An optional float argument: 0 for None (the kernels read a scale <= 0 as none, as the cpu).
 double scale_arg(const IValue& v) {
   return v.is_none() ? 0.0 : v.to_double();

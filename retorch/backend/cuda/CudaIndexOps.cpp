@@ -371,21 +371,6 @@ void index_select(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
 
 // ---- sort / topk / nonzero
 
-std::optional<SortType> sort_type(ScalarType t) {
-  switch (t) {
-    case kFloat: return SortType::kFloat;
-    case kDouble: return SortType::kDouble;
-    case kHalf: return SortType::kHalf;
-    case kBFloat16: return SortType::kBFloat16;
-    case kBool:
-    case kByte: return SortType::kByte;
-    case kChar: return SortType::kChar;
-    case kShort: return SortType::kShort;
-    case kInt: return SortType::kInt;
-    case kLong: return SortType::kLong;
-    default: return std::nullopt;
-  }
-}
 
 // self sorted along dim (keys and places), in self's shape, contiguous.
 std::pair<Tensor, Tensor> sorted_along(const Tensor& self, int64_t dim, bool descending,
@@ -531,6 +516,22 @@ void embedding_dense_backward(const OperatorHandle& h, DispatchKeySet ks, Stack*
 }
 
 }  // namespace
+
+std::optional<SortType> sort_type(ScalarType t) {
+  switch (t) {
+    case kFloat: return SortType::kFloat;
+    case kDouble: return SortType::kDouble;
+    case kHalf: return SortType::kHalf;
+    case kBFloat16: return SortType::kBFloat16;
+    case kBool:
+    case kByte: return SortType::kByte;
+    case kChar: return SortType::kChar;
+    case kShort: return SortType::kShort;
+    case kInt: return SortType::kInt;
+    case kLong: return SortType::kLong;
+    default: return std::nullopt;
+  }
+}
 
 void register_index_ops(Dispatcher& d) {
   for (OperatorHandle* h : d.ops()) {

@@ -300,6 +300,27 @@ void lu_in_place(Libraries& lib, const Tensor& m, const Tensor& pivots, const Te
           what);
 }
 
+// getrf of each [n, n] matrix of m (column-major), then getrs(op) of the matching [n, k] block
+// of x (column-major) in place; false when some matrix is singular (its info read back).
+bool lu_solve(Libraries& lib, const Tensor& m, const Tensor& x, int64_t k, cublasOperation_t op,
+              const char* what) {
+  const int64_t n = m.size(1), batch = m.size(0);
+  const Tensor pivots = make_empty({batch, n}, kInt, m.device());
+  const Tensor info = make_empty({batch}, kInt, m.device());
+  const Tensor scratch = make_empty({1}, kInt, m.device());
+  with_lapack(m.dtype(), [&](auto tag) {
+    using T = decltype(tag);
+    lu_in_place<T>(lib, m, pivots, info, what);
+    const Routines<T>& r = routines<T>(lib);
+    cusolverDnHandle_t hd = solver_handle(lib);
+    for (int64_t b = 0; b < batch; ++b)
+      check(r.getrs(hd, op, int(n), int(k), ptr<T>(m) + b * n * n, int(n),
+                    ptr<int>(pivots) + b * n, ptr<T>(x) + b * n * k, int(n), ptr<int>(scratch)),
+            what);
+  });
+  return all_zero(info);
+}
+
 // linalg_cholesky(self, *, upper)
 void cholesky(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
@@ -410,21 +431,9 @@ void solve(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const int64_t n = A.size(-1), k = B.size(-1);
   const Tensor m = matrices(A.expand(with_tail(*bs, {n, n})), false);  // M = Aᵀ
   const Tensor x = matrices(B.expand(with_tail(*bs, {n, k})), true);   // B column-major
-  const int64_t batch = m.size(0);
-  const Tensor pivots = make_empty({batch, n}, kInt, A.device());
-  const Tensor info = make_empty({batch}, kInt, A.device());
-  const Tensor scratch = make_empty({1}, kInt, A.device());
-  with_lapack(A.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    lu_in_place<T>(*lib, m, pivots, info, "linalg_solve");
-    const Routines<T>& r = routines<T>(*lib);
-    cusolverDnHandle_t hd = solver_handle(*lib);
-    for (int64_t b = 0; b < batch; ++b)  // Mᵀ X = A X = B
-      check(r.getrs(hd, CUBLAS_OP_T, int(n), int(k), ptr<T>(m) + b * n * n, int(n),
-                    ptr<int>(pivots) + b * n, ptr<T>(x) + b * n * k, int(n), ptr<int>(scratch)),
-            "linalg_solve");
-  });
-  if (!all_zero(info)) return run_device_fallback(h, ks, stack);  // singular: the cpu's error
+  // Mᵀ X = A X = B
+  if (!lu_solve(*lib, m, x, k, CUBLAS_OP_T, "linalg_solve"))
+    return run_device_fallback(h, ks, stack);  // singular: the cpu's error
   push_results(s, {matrices(x, true).view(with_tail(*bs, {n, k}))}, stack);
 }
 
@@ -443,20 +452,8 @@ void inv(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
                                static_cast<cudaStream_t>(current_stream())),
                "cudaMemsetAsync");
   launch_triangle(ftype(A), device_ptr(x), batch, n, n, true, true, current_stream());  // I
-  const Tensor pivots = make_empty({batch, n}, kInt, A.device());
-  const Tensor info = make_empty({batch}, kInt, A.device());
-  const Tensor scratch = make_empty({1}, kInt, A.device());
-  with_lapack(A.dtype(), [&](auto tag) {
-    using T = decltype(tag);
-    lu_in_place<T>(*lib, m, pivots, info, "linalg_inv");
-    const Routines<T>& r = routines<T>(*lib);
-    cusolverDnHandle_t hd = solver_handle(*lib);
-    for (int64_t b = 0; b < batch; ++b)
-      check(r.getrs(hd, CUBLAS_OP_N, int(n), int(n), ptr<T>(m) + b * n * n, int(n),
-                    ptr<int>(pivots) + b * n, ptr<T>(x) + b * n * n, int(n), ptr<int>(scratch)),
-            "linalg_inv");
-  });
-  if (!all_zero(info)) return run_device_fallback(h, ks, stack);  // singular: the cpu's error
+  if (!lu_solve(*lib, m, x, n, CUBLAS_OP_N, "linalg_inv"))
+    return run_device_fallback(h, ks, stack);  // singular: the cpu's error
   push_results(s, {x.view(A.sizes())}, stack);
 }
 

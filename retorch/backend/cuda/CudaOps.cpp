@@ -16,6 +16,7 @@
 #include "retorch/core/Shape.h"
 #include "retorch/core/TensorImpl.h"
 #include "retorch/device/ElementAddress.h"
+#include "retorch/generated/Functions.h"
 
 namespace retorch::cuda_backend {
 
@@ -39,10 +40,7 @@ namespace {
 // t converted to dtype `to` on the device (contiguous); nullopt when its geometry does not fit.
 std::optional<Tensor> converted(const Tensor& t, ScalarType to) {
   Tensor out = make_empty(t.sizes(), to, t.device());
-  Geometry<2> g;
-  if (!geometry_of<2>(t.sizes(), {strides_of(out), strides_of(t)}, &g)) return std::nullopt;
-  launch_convert(*float_type(to), *float_type(t.dtype()), g, device_ptr(out), device_ptr(t),
-                 current_stream());
+  if (!copy_on_device(out, t)) return std::nullopt;
   return out;
 }
 
@@ -132,10 +130,18 @@ void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   finish_call(s, v, out, stack);
 }
 
+// Whether an integer device tensor holds a zero (read on the host: one synchronization, which
+// the integer divisions pay to raise the cpu's ZeroDivisionError instead of dividing by zero).
+bool any_zero(const Tensor& t) {
+  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+  return retorch::eq(t, Scalar(int64_t(0))).any().item().to_bool();
+}
+
 // The integer form of binary(): int32 or int64 operands of the result's own dtype (a device
 // tensor, or a cpu scalar such as a Python int) in an op that keeps integers integral (add and
-// sub with an integral alpha, mul, maximum, minimum, the comparisons); false for anything else,
-// which binary() routes as before.
+// sub with an integral alpha, mul, maximum, minimum, the comparisons, the bitwise ops and
+// shifts, the divisions with rounding modes, remainder and fmod with nonzero divisors); false
+// for anything else, which binary() routes as before.
 bool binary_int(BinaryOp op, const OpSchema& s, Variant v, const Tensor& self,
                 const Tensor& other, const Scalar& alpha, Stack* stack) {
   const ScalarType dt = self.dtype();
@@ -145,7 +151,7 @@ bool binary_int(BinaryOp op, const OpSchema& s, Variant v, const Tensor& self,
       (scaled && !alpha.is_integral(false)))
     return false;
   const bool scalar = !in_device_memory(other) && other.dim() == 0;
-  if (scalar && dt == kBool) return false;
+  if ((scalar && dt == kBool) || !(scalar || in_device_memory(other))) return false;
   if (!(scalar ? is_integral_type(other.dtype(), false) : other.dtype() == dt) ||
       result_type({self, other}) != dt)
     return false;
@@ -163,6 +169,8 @@ bool binary_int(BinaryOp op, const OpSchema& s, Variant v, const Tensor& self,
   if (!geometry_of<3>(shape, {strides_of(out), broadcast_strides(self, shape), b_strides}, &g))
     return false;
   const int64_t b_value = scalar ? other.item().to<int64_t>() : 0;
+  if (is_int_division(op) && (scalar ? b_value == 0 : any_zero(other)))
+    return false;  // the fallback's cpu kernel raises ZeroDivisionError
   launch_binary_int(op, dt == kInt ? IntType::kInt : dt == kLong ? IntType::kLong : IntType::kBool,
                     g, device_ptr(out),
                     device_ptr(self), scalar ? nullptr : device_ptr(other), scalar, b_value,
@@ -186,12 +194,18 @@ void binary(BinaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stac
   if (binary_int(op, s, v, self, other, alpha, stack)) return;
   if (is_bitwise(op) || is_shift(op)) return run_device_fallback(h, ks, stack);  // its error
   const bool scalar = other.defined() && !in_device_memory(other) && other.dim() == 0;
-  bool ok = in_device_memory(self) && float_type(self.dtype()) &&
-            (scalar || (in_device_memory(other) && float_type(other.dtype())));
+  // Integer and bool operands of a floating result are converted on the device first (Note
+  // [CUDA casts]); a true division of integers is in the default dtype, as PyTorch's.
+  bool ok = in_device_memory(self) && cast_type(self.dtype()) &&
+            (scalar || (in_device_memory(other) && cast_type(other.dtype())));
+  // (sub with a bool operand: the fallback's cpu kernel raises)
+  if (op == BinaryOp::kSub) ok = ok && self.dtype() != kBool && other.dtype() != kBool;
   // lerp does not promote: the fallback's cpu kernel raises for mixed dtypes.
   if (op == BinaryOp::kLerp) ok = ok && other.dtype() == self.dtype();
   if (!ok) return run_device_fallback(h, ks, stack);
-  const ScalarType rt = result_type({self, other});
+  ScalarType rt = result_type({self, other});
+  if (op == BinaryOp::kDiv && !float_type(rt))
+    rt = default_dtype();
   const ScalarType out_dtype = is_comparison(op) ? kBool : rt;
   const auto t = float_type(rt);
   const DimVector shape = scalar ? DimVector(self.sizes().begin(), self.sizes().end())
@@ -679,6 +693,13 @@ std::optional<NumericType> numeric_type(ScalarType t) {
   }
 }
 
+std::optional<CastType> cast_type(ScalarType t) {
+  if (t == kBool) return CastType::kBool;
+  const auto n = numeric_type(t);
+  if (!n) return std::nullopt;
+  return CastType(int(*n));  // the same order (CudaPointwise.h)
+}
+
 void push_results(const OpSchema& s, std::initializer_list<Tensor> outs, Stack* stack) {
   stack->erase(stack->end() - s.num_args, stack->end());
   for (const Tensor& t : outs) stack->push_back(IValue(t));
@@ -730,14 +751,18 @@ bool copy_on_device(const Tensor& dst, const Tensor& src) {
   }
   const bool same = dst.dtype() == src.dtype();
   const auto to = float_type(dst.dtype()), from = float_type(src.dtype());
-  if (!same && !(to && from)) return false;
+  const auto cast_to = cast_type(dst.dtype()), cast_from = cast_type(src.dtype());
+  if (!same && !(to && from) && !(cast_to && cast_from)) return false;
   Geometry<2> g;
   if (!geometry_of<2>(dst.sizes(), {strides_of(dst), broadcast_strides(src, dst.sizes())}, &g))
     return false;
   if (same)
     launch_copy_bytes(int(dst.element_size()), g, device_ptr(dst), device_ptr(src),
                       current_stream());
-  else launch_convert(*to, *from, g, device_ptr(dst), device_ptr(src), current_stream());
+  else if (to && from)
+    launch_convert(*to, *from, g, device_ptr(dst), device_ptr(src), current_stream());
+  else
+    launch_cast(*cast_to, *cast_from, g, device_ptr(dst), device_ptr(src), current_stream());
   return true;
 }
 

@@ -6,6 +6,7 @@
 #include <optional>
 #include <vector>
 
+#include "retorch/backend/cuda/CudaIndex.h"
 #include "retorch/backend/cuda/CudaPointwise.h"
 #include "retorch/core/Tensor.h"
 #include "retorch/dispatch/Dispatcher.h"
@@ -77,6 +78,16 @@ Handle thread_handle(const Create& create) {
 
 /// The factory and counting kernels' element type for a numeric dtype (not bool), if any.
 std::optional<NumericType> numeric_type(ScalarType t);
+/// The sort kernels' key type for a dtype (bool sorting as bytes), if any.
+std::optional<SortType> sort_type(ScalarType t);
+/// Whether t is in device memory with a floating dtype the kernels compute in.
+inline bool on_device(const Tensor& t) { return in_device_memory(t) && float_type(t.dtype()); }
+/// Whether t is a tensor of x's dtype in x's device memory.
+inline bool alongside(const Tensor& t, const Tensor& x) {
+  return t.defined() && in_device_memory(t) && t.device() == x.device() && t.dtype() == x.dtype();
+}
+/// The cast kernel's element type for a dtype (numeric or bool), if any.
+std::optional<CastType> cast_type(ScalarType t);
 /// Pops the call's arguments and pushes its results in order (a multi-output op's, one by one).
 void push_results(const OpSchema& s, std::initializer_list<Tensor> outs, Stack* stack);
 /// A meta tensor of t's shape and dtype: the cpu kernels run on those check a call's arguments

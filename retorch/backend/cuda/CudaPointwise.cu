@@ -198,6 +198,25 @@ __device__ inline A apply_binary(BinaryOp op, A a, A b, A alpha) {
         const A z = fabs(a - b);
         return z < alpha ? A(0.5) * z * z / alpha : z - A(0.5) * alpha;
       }
+    case BinaryOp::kDivTrunc:
+    case BinaryOp::kDivFloor:
+    case BinaryOp::kRemainder:
+    case BinaryOp::kFmod:
+      // Integers (the host checked the divisor for zeros; floats take apply_float_binary): C++'s
+      // truncating / and %, floored or given b's sign as the cpu's floor_divide and python_mod.
+      if constexpr (std::is_integral_v<A> && !std::is_same_v<A, bool>) {
+        if (b == A(0)) return A(0);
+        const A q = a / b, r = a % b;
+        const bool adjust = r != A(0) && ((r < A(0)) != (b < A(0)));
+        if (op == BinaryOp::kDivTrunc) return q;
+        if (op == BinaryOp::kDivFloor) return adjust ? A(q - 1) : q;
+        if (op == BinaryOp::kRemainder) return adjust ? A(r + b) : r;
+        return r;
+      } else if constexpr (std::is_integral_v<A>) {
+        return a;  // bool: never launched (the host's check)
+      } else {
+        return apply_float_binary(op, a, b);
+      }
     case BinaryOp::kShiftLeft:
     case BinaryOp::kShiftRight:
       if constexpr (std::is_integral_v<A> && !std::is_same_v<A, bool>) {
@@ -400,6 +419,55 @@ __global__ void ramp_kernel(E* out, int64_t n, bool integral, int64_t istart, in
   }
 }
 
+// Note [CUDA casts]
+// A cast reads its element as the widest type of its kind (double for the floats, the 16-bit ones
+// through float; int64 for the integers; bool as 0 or 1) and converts that once to the target:
+// floats to integers truncate toward zero (NaN and values out of range give what the device's
+// conversion gives, which C++ leaves undefined), integers to 16-bit floats round through float,
+// anything nonzero (NaN too) is true, as the cpu's static_casts do.
+template <typename T>
+__device__ inline auto widened(T x) {
+  if constexpr (std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>)
+    return double(load(&x));
+  else if constexpr (std::is_floating_point_v<T>)
+    return double(x);
+  else
+    return int64_t(x);
+}
+
+template <typename To, typename From, typename Index>
+__global__ void cast_kernel(OffsetCalc<2, Index> c, To* out, const From* in, int64_t n) {
+  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    Index o[2];
+    c.offsets(Index(i), o);
+    const auto v = widened(in[o[1]]);
+    if constexpr (std::is_same_v<To, bool>)
+      out[o[0]] = v != decltype(v)(0) || v != v;
+    else if constexpr (std::is_same_v<To, __half> || std::is_same_v<To, __nv_bfloat16>)
+      store(out + o[0], float(v));
+    else
+      out[o[0]] = To(v);
+  }
+}
+
+template <typename F>
+void with_cast_type(CastType t, F&& f) {
+  switch (t) {
+    case CastType::kFloat: return f(Tag<float>{});
+    case CastType::kDouble: return f(Tag<double>{});
+    case CastType::kHalf: return f(Tag<__half>{});
+    case CastType::kBFloat16: return f(Tag<__nv_bfloat16>{});
+    case CastType::kInt8: return f(Tag<int8_t>{});
+    case CastType::kUInt8: return f(Tag<uint8_t>{});
+    case CastType::kInt16: return f(Tag<int16_t>{});
+    case CastType::kInt32: return f(Tag<int32_t>{});
+    case CastType::kInt64: return f(Tag<int64_t>{});
+    case CastType::kBool: return f(Tag<bool>{});
+  }
+  RT_ERROR("cuda cast: unknown element type ", int(t));
+}
+
 // Calls f(Tag<Index>{}) with int32_t where g's offsets fit, else int64_t.
 template <int N, typename F>
 void with_index(const Geometry<N>& g, F&& f) {
@@ -548,6 +616,23 @@ void launch_convert(FloatType to, FloatType from, const Geometry<2>& g, void* ou
     });
   });
   check_launch("convert");
+}
+
+void launch_cast(CastType to, CastType from, const Geometry<2>& g, void* out, const void* in,
+                 StreamHandle s) {
+  if (g.numel == 0) return;
+  with_cast_type(to, [&](auto to_type) {
+    using To = typename decltype(to_type)::type;
+    with_cast_type(from, [&](auto from_type) {
+      using From = typename decltype(from_type)::type;
+      with_index(g, [&](auto index) {
+        using I = typename decltype(index)::type;
+        cast_kernel<To, From, I><<<blocks_for(g.numel), kThreads, 0, as_stream(s)>>>(
+            g.template calc<I>(), static_cast<To*>(out), static_cast<const From*>(in), g.numel);
+      });
+    });
+  });
+  check_launch("cast");
 }
 
 void launch_fill_bytes(int element_size, const Geometry<1>& g, void* out, uint64_t bits,

@@ -60,10 +60,16 @@ enum class IntType : int { kInt, kLong, kBool };
 inline bool is_shift(BinaryOp op) {
   return op == BinaryOp::kShiftLeft || op == BinaryOp::kShiftRight;
 }
+/// The divisions whose integer forms need a nonzero divisor: div with rounding modes,
+/// remainder and fmod.
+inline bool is_int_division(BinaryOp op) {
+  return op == BinaryOp::kDivTrunc || op == BinaryOp::kDivFloor || op == BinaryOp::kRemainder ||
+         op == BinaryOp::kFmod;
+}
 inline bool integral_op(BinaryOp op) {
   return op == BinaryOp::kAdd || op == BinaryOp::kSub || op == BinaryOp::kMul ||
          op == BinaryOp::kMaximum || op == BinaryOp::kMinimum || is_comparison(op) ||
-         is_bitwise(op) || is_shift(op);
+         is_bitwise(op) || is_shift(op) || is_int_division(op);
 }
 /// Tests of floating values with a bool result: isnan, isinf, isfinite, isposinf, isneginf,
 /// signbit, x != 0 (logical ops' operands) and x == 0 (logical_not).
@@ -104,6 +110,15 @@ enum class NumericType : int {
 /// half on, rounded to a floating type or truncated to an integer one.
 void launch_ramp(NumericType t, void* out, int64_t n, bool integral, int64_t istart,
                  int64_t istep, double start, double step, double end, int64_t half,
+                 StreamHandle s);
+/// The element types of the casts between dtypes: the numeric ones and bool.
+enum class CastType : int {
+  kFloat, kDouble, kHalf, kBFloat16, kInt8, kUInt8, kInt16, kInt32, kInt64, kBool,
+};
+/// out = in converted from type `from` to type `to` over g (operands out, in), as C++ converts
+/// (floats to integers truncate; anything nonzero, NaN too, is true), 16-bit floats through
+/// float (Note [CUDA casts]).
+void launch_cast(CastType to, CastType from, const Geometry<2>& g, void* out, const void* in,
                  StreamHandle s);
 /// A strided copy of elements of `element_size` bytes (1, 2, 4 or 8) over g, any dtype.
 void launch_copy_bytes(int element_size, const Geometry<2>& g, void* out, const void* in,
