@@ -512,3 +512,32 @@ def test_integer_division_remainder_and_mixed_promotion(dtype):
                lambda: retorch.remainder(ra, 0)):
         with pytest.raises(RuntimeError, match="ZeroDivisionError"):
             op()
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64", "bool", "uint8"])
+def test_unary_ops_of_integer_tensors(dtype):
+    rng = np.random.default_rng(101)
+    x = rng.integers(0 if dtype in ("bool", "uint8") else -50, 50, (12, 17))
+    if dtype == "bool":
+        x = x > 20
+    rd = getattr(retorch, dtype)
+    cpu = retorch.tensor(x).to(rd)
+    dev = cpu.to("cuda")
+    for name in ("exp", "sqrt", "sigmoid", "tanh", "log1p", "erf", "sin"):  # give floats
+        got, want = getattr(retorch, name)(dev), getattr(retorch, name)(cpu)
+        assert got.dtype == want.dtype == retorch.float32, name
+        close(got, torch.tensor(want.numpy()), 1e-6)
+        assert ran_on_device(f"aten::{name}"), name
+    if dtype not in ("int32", "int64"):
+        return
+    for name in ("neg", "abs", "relu", "floor", "ceil", "round", "trunc"):  # keep the dtype
+        want = getattr(retorch, name)(cpu)
+        got = getattr(retorch, name)(dev)
+        assert got.dtype == rd and np.array_equal(got.cpu().numpy(), want.numpy()), name
+        c = dev.clone()
+        getattr(c, name + "_")()
+        assert np.array_equal(c.cpu().numpy(), want.numpy()), name
+        assert ran_on_device(f"aten::{name}") and ran_on_device(f"aten::{name}_"), name
+    extreme = retorch.tensor([np.iinfo(np.dtype(dtype)).min, -1, 0, 5]).to(rd)
+    assert np.array_equal(retorch.abs(extreme.to("cuda")).cpu().numpy(),
+                          torch.abs(torch.tensor(extreme.numpy())).numpy())

@@ -62,11 +62,84 @@ double finite_max(ScalarType dtype) {
   }
 }
 
+// The unary ops whose integer and bool inputs give default-dtype floats (the cpu's rule).
+bool int_to_float(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::kExp: case UnaryOp::kLog: case UnaryOp::kSqrt: case UnaryOp::kRsqrt:
+    case UnaryOp::kSin: case UnaryOp::kCos: case UnaryOp::kTanh: case UnaryOp::kSigmoid:
+    case UnaryOp::kSilu: case UnaryOp::kReciprocal: case UnaryOp::kLog1p: case UnaryOp::kExpm1:
+    case UnaryOp::kErf: case UnaryOp::kExp2: case UnaryOp::kLog2: case UnaryOp::kLog10:
+    case UnaryOp::kTan: case UnaryOp::kAsin: case UnaryOp::kAcos: case UnaryOp::kAtan:
+    case UnaryOp::kSinh: case UnaryOp::kCosh: case UnaryOp::kErfc: case UnaryOp::kErfinv:
+    case UnaryOp::kLgamma: case UnaryOp::kDigamma: case UnaryOp::kI0: case UnaryOp::kSinc:
+    case UnaryOp::kLogit:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// neg, abs, relu and the roundings of int32/int64 device tensors, which keep their dtype: neg
+// multiplies by -1, abs is the maximum of x and -x (the most negative value stays itself, as
+// PyTorch's), relu the maximum with 0, and rounding an integer copies it. false for other ops
+// and targets (out= of another shape or dtype), which unary() routes on.
+bool unary_int(UnaryOp op, const OpSchema& s, Variant v, const Tensor& self, Stack* stack) {
+  const bool rounding = op == UnaryOp::kFloor || op == UnaryOp::kCeil ||
+                        op == UnaryOp::kRound || op == UnaryOp::kTrunc;
+  if (!(op == UnaryOp::kNeg || op == UnaryOp::kAbs || op == UnaryOp::kRelu || rounding))
+    return false;
+  Tensor out = v == Variant::kOut ? stack->back().to_tensor()
+               : v == Variant::kInplace ? self : Tensor();
+  if (out.defined() && !(in_device_memory(out) && out.dtype() == self.dtype() &&
+                         out.sizes().equals(self.sizes())))
+    return false;
+  if (!out.defined()) out = make_empty(self.sizes(), self.dtype(), self.device());
+  const IntType it = self.dtype() == kInt ? IntType::kInt : IntType::kLong;
+  Geometry<3> g;
+  const DimVector none(size_t(self.dim()), 0);
+  auto run = [&](BinaryOp op2, const Tensor& dst, const void* b, int64_t b_value) {
+    const DimVector b_strides = b ? strides_of(self) : none;
+    RT_CHECK(geometry_of<3>(self.sizes(), {strides_of(dst), strides_of(self), b_strides}, &g),
+             "cuda ", s.name, ": a ", self.sizes(), " geometry");
+    launch_binary_int(op2, it, g, device_ptr(dst), device_ptr(self), b, b == nullptr, b_value, 1,
+                      current_stream());
+  };
+  if (rounding) {
+    if (!out.is_same(self) && !copy_on_device(out, self)) return false;
+  } else if (op == UnaryOp::kAbs) {
+    const Tensor negated = make_empty(self.sizes(), self.dtype(), self.device());
+    run(BinaryOp::kMul, negated, nullptr, -1);
+    Geometry<3> ga;
+    RT_CHECK(geometry_of<3>(self.sizes(), {strides_of(out), strides_of(self), strides_of(negated)},
+                            &ga),
+             "cuda abs: a ", self.sizes(), " geometry");
+    launch_binary_int(BinaryOp::kMaximum, it, ga, device_ptr(out), device_ptr(self),
+                      device_ptr(negated), false, 0, 1, current_stream());
+  } else {
+    run(op == UnaryOp::kNeg ? BinaryOp::kMul : BinaryOp::kMaximum, out, nullptr,
+        op == UnaryOp::kNeg ? -1 : 0);
+  }
+  finish_call(s, v, out, stack);
+  return true;
+}
+
 void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
   const Variant v = variant_of(s);
-  const Tensor self = (*stack)[base + (op == UnaryOp::kPolygamma ? 1 : 0)].to_tensor();
+  Tensor self = (*stack)[base + (op == UnaryOp::kPolygamma ? 1 : 0)].to_tensor();
+  if (in_device_memory(self) && (self.dtype() == kInt || self.dtype() == kLong) &&
+      unary_int(op, s, v, self, stack))
+    return;
+  // Integer and bool inputs of the ops that give floats (exp, log, sqrt, ...) are converted to
+  // the default dtype on the device first, as the cpu's kernels compute them; in place the
+  // fallback's cpu kernel raises.
+  if (in_device_memory(self) && !float_type(self.dtype()) && cast_type(self.dtype()) &&
+      int_to_float(op)) {
+    const auto c = v == Variant::kInplace ? std::nullopt : converted(self, default_dtype());
+    if (!c) return run_device_fallback(h, ks, stack);
+    self = *c;
+  }
   if (op == UnaryOp::kGelu) {
     const std::string& approximate = (*stack)[base + 1].to_string();
     if (approximate == "tanh") op = UnaryOp::kGeluTanh;
