@@ -21,7 +21,8 @@ NCCL=$(first $where -name 'libnccl.so.2*')
 [ -n "$NCCL" ] && export LD_LIBRARY_PATH=$L:$(dirname "$NCCL")
 # cuSOLVER's own dependencies (cuSPARSE, nvJitLink, cuBLAS) from the same wheels.
 for dep in 'libcusparse.so.1[12]*' 'libnvJitLink.so.1[23]*' 'libcublas.so.1[23]*'; do
-  d=$(first $where -name "$dep"); [ -n "$d" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$d")
+  d=$(first $where -name "$dep")
+  [ -n "$d" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$(dirname "$d")
 done
 export PYTHONPATH=$ROOT/python PYTHONUNBUFFERED=1 RETORCH_CACHE_DIR=/tmp/rtcache
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"

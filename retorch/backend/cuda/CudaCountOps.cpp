@@ -212,7 +212,7 @@ void unique2(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
                      &Scratch::get, &scratch, current_stream());
   const int64_t u = to_host(ids.narrow(0, n - 1, 1)).data_ptr<int64_t>()[0];
   Tensor values = make_empty({u}, self.dtype(), dev);
-  Tensor inverse = return_inverse ? make_empty(self.sizes(), kLong, dev) : make_empty({0}, kLong, dev);
+  Tensor inverse = make_empty(return_inverse ? self.sizes() : IntArrayRef({0}), kLong, dev);
   Tensor counts = make_empty({return_counts ? u : 0}, kLong, dev);
   launch_unique_outputs(t, device_ptr(keys), static_cast<const int64_t*>(device_ptr(perm)),
                         static_cast<const int64_t*>(device_ptr(ids)), n, u, device_ptr(values),

@@ -31,6 +31,9 @@ bool geometry_of(IntArrayRef shape, const DimVector (&strides)[N], Geometry<N>* 
   for (int k = 0; k < N; ++k) p[k] = strides[k].data();
   return make_geometry<N>(shape.data(), int(shape.size()), p, g);
 }
+/// t converted to dtype `to` on the device (contiguous); nullopt when the cast or its geometry
+/// is not the device's.
+std::optional<Tensor> converted(const Tensor& t, ScalarType to);
 /// Runs the call through the device fallback (copies to the cpu and back): what a CUDA kernel
 /// does with arguments it has no kernel for.
 void run_device_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
@@ -117,6 +120,8 @@ void finish_call(const OpSchema& s, Variant v, const Tensor& out, Stack* stack);
 /// (CudaNormOps.cpp), the cuBLAS products (CudaBlas.cpp), the index ops (CudaIndexOps.cpp) and
 /// the factories (CudaFactoryOps.cpp).
 void register_pointwise_ops(Dispatcher& d);
+/// fill_, zero_, where, masked_fill, cat, uniform_ and normal_ (CudaFillOps.cpp).
+void register_fill_ops(Dispatcher& d);
 void register_row_ops(Dispatcher& d);
 void register_llm_ops(Dispatcher& d);
 void register_dnn_ops(Dispatcher& d);

@@ -171,6 +171,7 @@ void register_cuda_backend(Dispatcher& d) {
   OperatorHandle* clone = d.find("clone");
   clone->set_kernel(DispatchKey::CUDA, clone->kernel(DispatchKey::CPU));
   cuda_backend::register_pointwise_ops(d);
+  cuda_backend::register_fill_ops(d);
   cuda_backend::register_row_ops(d);
   cuda_backend::register_llm_ops(d);
   cuda_backend::register_dnn_ops(d);
