@@ -185,6 +185,30 @@ def main():
         rows.append((f"{name} {n_row}x{n_row}", r, t,
                      f"{8 * n_row * n_row / r / 1e9:.0f} GB/s", "aim >= torch"))
 
+    def linear(lib):  # the bias in cuBLASLt's epilogue (Note [cuBLASLt epilogues])
+        x = randn(lib, n_gemm, n_gemm, dtype="bfloat16")
+        w = randn(lib, n_gemm, n_gemm, dtype="bfloat16")
+        bias = randn(lib, n_gemm, dtype="bfloat16")
+        return lambda: lib.nn.functional.linear(x, w, bias)
+    r, t = both(linear, 5)
+    rows.append((f"bf16 linear with bias {n_gemm}^3", r, t,
+                 f"{flop / r / 1e12:.0f} / {flop / t / 1e12:.0f} TFLOP/s", "(no aim: >= torch)"))
+
+    def cumsum(lib):  # the generic row scan (Note [CUDA scans])
+        x = randn(lib, n_row, n_row)
+        return lambda: lib.cumsum(x, -1)
+    r, t = both(cumsum, 10)
+    rows.append((f"cumsum rows {n_row}x{n_row}", r, t, f"{8 * n_row * n_row / r / 1e9:.0f} GB/s",
+                 "(no aim: >= torch)"))
+
+    def cast(lib):  # int64 -> float32 on the device (Note [CUDA casts])
+        x = lib.arange(n_add >> 2, device="cuda")
+        return lambda: x.to(lib.float32)
+    r, t = both(cast, 10)
+    rows.append((f"int64 -> float32 cast {n_add >> 22}M", r, t,
+                 f"{12 * (n_add >> 2) / r / 1e9:.0f} GB/s ({12 * (n_add >> 2) / r / bw:.0%} of "
+                 "copy)", "(no aim: >= torch)"))
+
     x = randn(retorch, n_add)
     chain = retorch.compile(lambda a: (a * 2 + 1).tanh())
     r = timed(sync_rt, lambda: chain(x), 10)
