@@ -671,17 +671,14 @@ bool copy_on_device(const Tensor& dst, const Tensor& src) {
     if (src.size(d) != want && src.size(d) != 1) return false;  // the host path raises
   }
   const bool same = dst.dtype() == src.dtype();
-  const auto to = float_type(dst.dtype()), from = float_type(src.dtype());
   const auto cast_to = cast_type(dst.dtype()), cast_from = cast_type(src.dtype());
-  if (!same && !(to && from) && !(cast_to && cast_from)) return false;
+  if (!same && !(cast_to && cast_from)) return false;
   Geometry<2> g;
   if (!geometry_of<2>(dst.sizes(), {strides_of(dst), broadcast_strides(src, dst.sizes())}, &g))
     return false;
   if (same)
     launch_copy_bytes(int(dst.element_size()), g, device_ptr(dst), device_ptr(src),
                       current_stream());
-  else if (to && from)
-    launch_convert(*to, *from, g, device_ptr(dst), device_ptr(src), current_stream());
   else
     launch_cast(*cast_to, *cast_from, g, device_ptr(dst), device_ptr(src), current_stream());
   return true;

@@ -378,16 +378,6 @@ __global__ void select_kernel(OffsetCalc<4, Index> c, T* out, const bool* cond, 
   }
 }
 
-template <typename To, typename From, typename Index>
-__global__ void convert_kernel(OffsetCalc<2, Index> c, To* out, const From* in, int64_t n) {
-  for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    Index o[2];
-    c.offsets(Index(i), o);
-    store(out + o[0], load(in + o[1]));
-  }
-}
-
 template <typename E, typename Index>
 __global__ void fill_kernel(OffsetCalc<1, Index> c, E* out, E value, int64_t n) {
   for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
@@ -420,6 +410,8 @@ __global__ void ramp_kernel(E* out, int64_t n, bool integral, int64_t istart, in
 }
 
 // Note [CUDA casts]
+// Every conversion between dtypes on the device (copy_, .to(), the promotions of the op
+// kernels) is this kernel.
 // A cast reads its element as the widest type of its kind (double for the floats, the 16-bit ones
 // through float; int64 for the integers; bool as 0 or 1) and converts that once to the target:
 // floats to integers truncate toward zero (NaN and values out of range give what the device's
@@ -597,25 +589,6 @@ void launch_ternary(TernaryOp op, FloatType t, const Geometry<4>& g, void* out, 
     });
   });
   check_launch("ternary");
-}
-
-void launch_convert(FloatType to, FloatType from, const Geometry<2>& g, void* out,
-                    const void* in, StreamHandle s) {
-  if (g.numel == 0) return;
-  with_type(to, [&](auto to_type) {
-    using To = typename decltype(to_type)::type;
-    with_type(from, [&](auto from_type) {
-      using From = typename decltype(from_type)::type;
-      with_index(g, [&](auto index) {
-        using I = typename decltype(index)::type;
-        convert_kernel<To, From, I>
-            <<<blocks_for(g.numel), kThreads, 0, as_stream(s)>>>(
-                g.template calc<I>(), static_cast<To*>(out), static_cast<const From*>(in),
-                g.numel);
-      });
-    });
-  });
-  check_launch("convert");
 }
 
 void launch_cast(CastType to, CastType from, const Geometry<2>& g, void* out, const void* in,

@@ -95,9 +95,6 @@ void launch_ternary(TernaryOp op, FloatType t, const Geometry<4>& g, void* out, 
 void launch_select(FloatType t, const Geometry<4>& g, void* out, const bool* cond, const void* a,
                    bool a_is_scalar, double a_value, const void* b, bool b_is_scalar,
                    double b_value, StreamHandle s);
-/// out = in converted from type `from` to type `to` over g (operands out, in).
-void launch_convert(FloatType to, FloatType from, const Geometry<2>& g, void* out,
-                    const void* in, StreamHandle s);
 /// Sets every element of out (of `element_size` bytes) over g to the bit pattern `bits`.
 void launch_fill_bytes(int element_size, const Geometry<1>& g, void* out, uint64_t bits,
                        StreamHandle s);
