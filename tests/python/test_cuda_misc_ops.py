@@ -538,6 +538,17 @@ def test_unary_ops_of_integer_tensors(dtype):
         getattr(c, name + "_")()
         assert np.array_equal(c.cpu().numpy(), want.numpy()), name
         assert ran_on_device(f"aten::{name}") and ran_on_device(f"aten::{name}_"), name
+    for kw in (dict(min=-10, max=20), dict(min=5), dict(max=-3), dict(min=30, max=10)):
+        want = retorch.clamp(cpu, **kw)
+        got = retorch.clamp(dev, **kw)
+        assert got.dtype == rd and np.array_equal(got.cpu().numpy(), want.numpy()), kw
+        c = dev.clone()
+        c.clamp_(**kw)
+        assert np.array_equal(c.cpu().numpy(), want.numpy()), kw
+    for name in ("clamp_min", "clamp_max"):
+        got, want = getattr(retorch, name)(dev, 3), getattr(retorch, name)(cpu, 3)
+        assert np.array_equal(got.cpu().numpy(), want.numpy()), name
+    assert ran_on_device("aten::clamp") and ran_on_device("aten::clamp_")
     extreme = retorch.tensor([np.iinfo(np.dtype(dtype)).min, -1, 0, 5]).to(rd)
     assert np.array_equal(retorch.abs(extreme.to("cuda")).cpu().numpy(),
                           torch.abs(torch.tensor(extreme.numpy())).numpy())

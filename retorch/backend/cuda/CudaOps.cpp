@@ -70,15 +70,35 @@ bool int_to_float(UnaryOp op) {
   }
 }
 
-// neg, abs, relu and the roundings of int32/int64 device tensors, which keep their dtype: neg
-// multiplies by -1, abs is the maximum of x and -x (the most negative value stays itself, as
-// PyTorch's), relu the maximum with 0, and rounding an integer copies it. false for other ops
-// and targets (out= of another shape or dtype), which unary() routes on.
+// neg, abs, relu, clamp (integral bounds) and the roundings of int32/int64 device tensors, which
+// keep their dtype: neg multiplies by -1, abs is the maximum of x and -x (the most negative value
+// stays itself, as PyTorch's), relu the maximum with 0, clamp the maximum with the lower bound
+// and then the minimum with the upper one (min > max gives max, as the cpu's), and rounding an
+// integer copies it. false for other ops, bounds and targets (out= of another shape or dtype),
+// which unary() routes on.
 bool unary_int(UnaryOp op, const OpSchema& s, Variant v, const Tensor& self, Stack* stack) {
   const bool rounding = op == UnaryOp::kFloor || op == UnaryOp::kCeil ||
                         op == UnaryOp::kRound || op == UnaryOp::kTrunc;
-  if (!(op == UnaryOp::kNeg || op == UnaryOp::kAbs || op == UnaryOp::kRelu || rounding))
+  std::optional<int64_t> lo, hi;
+  if (op == UnaryOp::kClamp) {  // clamp(min?, max?), clamp_min(min), clamp_max(max)
+    const std::string_view name = s.name;
+    if (name.rfind("clamp", 0) != 0) return false;  // (hardtanh)
+    const size_t base = stack->size() - size_t(s.num_args);
+    const bool lower = name.rfind("clamp_max", 0) != 0, upper = name.rfind("clamp_min", 0) != 0;
+    auto bound = [&](size_t i, std::optional<int64_t>* b) {
+      const IValue& a = (*stack)[base + i];
+      if (a.is_none()) return true;
+      const Scalar value = a.to_scalar();
+      if (!value.is_integral(false)) return false;  // a floating bound gives floats
+      *b = value.to<int64_t>();
+      return true;
+    };
+    if (!(lower ? bound(1, &lo) : true) || !(upper ? bound(lower ? 2 : 1, &hi) : true) ||
+        !(lo || hi))
+      return false;
+  } else if (!(op == UnaryOp::kNeg || op == UnaryOp::kAbs || op == UnaryOp::kRelu || rounding)) {
     return false;
+  }
   Tensor out = v == Variant::kOut ? stack->back().to_tensor()
                : v == Variant::kInplace ? self : Tensor();
   if (out.defined() && !(in_device_memory(out) && out.dtype() == self.dtype() &&
@@ -88,18 +108,21 @@ bool unary_int(UnaryOp op, const OpSchema& s, Variant v, const Tensor& self, Sta
   const IntType it = self.dtype() == kInt ? IntType::kInt : IntType::kLong;
   Geometry<3> g;
   const DimVector none(size_t(self.dim()), 0);
-  auto run = [&](BinaryOp op2, const Tensor& dst, const void* b, int64_t b_value) {
-    const DimVector b_strides = b ? strides_of(self) : none;
-    RT_CHECK(geometry_of<3>(self.sizes(), {strides_of(dst), strides_of(self), b_strides}, &g),
+  // dst = op2(src, value) with a scalar value.
+  auto run = [&](BinaryOp op2, const Tensor& dst, const Tensor& src, int64_t value) {
+    RT_CHECK(geometry_of<3>(self.sizes(), {strides_of(dst), strides_of(src), none}, &g),
              "cuda ", s.name, ": a ", self.sizes(), " geometry");
-    launch_binary_int(op2, it, g, device_ptr(dst), device_ptr(self), b, b == nullptr, b_value, 1,
+    launch_binary_int(op2, it, g, device_ptr(dst), device_ptr(src), nullptr, true, value, 1,
                       current_stream());
   };
   if (rounding) {
     if (!out.is_same(self) && !copy_on_device(out, self)) return false;
+  } else if (op == UnaryOp::kClamp) {
+    if (lo) run(BinaryOp::kMaximum, out, self, *lo);
+    if (hi) run(BinaryOp::kMinimum, out, lo ? out : self, *hi);
   } else if (op == UnaryOp::kAbs) {
     const Tensor negated = make_empty(self.sizes(), self.dtype(), self.device());
-    run(BinaryOp::kMul, negated, nullptr, -1);
+    run(BinaryOp::kMul, negated, self, -1);
     Geometry<3> ga;
     RT_CHECK(geometry_of<3>(self.sizes(), {strides_of(out), strides_of(self), strides_of(negated)},
                             &ga),
@@ -107,7 +130,7 @@ bool unary_int(UnaryOp op, const OpSchema& s, Variant v, const Tensor& self, Sta
     launch_binary_int(BinaryOp::kMaximum, it, ga, device_ptr(out), device_ptr(self),
                       device_ptr(negated), false, 0, 1, current_stream());
   } else {
-    run(op == UnaryOp::kNeg ? BinaryOp::kMul : BinaryOp::kMaximum, out, nullptr,
+    run(op == UnaryOp::kNeg ? BinaryOp::kMul : BinaryOp::kMaximum, out, self,
         op == UnaryOp::kNeg ? -1 : 0);
   }
   finish_call(s, v, out, stack);
