@@ -219,10 +219,7 @@ void unique2(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
                         return_inverse ? static_cast<int64_t*>(device_ptr(inverse)) : nullptr,
                         return_counts ? static_cast<int64_t*>(device_ptr(counts)) : nullptr,
                         &Scratch::get, &scratch, current_stream());
-  stack->erase(stack->end() - s.num_args, stack->end());
-  stack->push_back(IValue(values));
-  stack->push_back(IValue(inverse));
-  stack->push_back(IValue(counts));
+  push_results(s, {values, inverse, counts}, stack);
 }
 
 }  // namespace

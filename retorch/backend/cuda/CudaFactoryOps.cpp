@@ -67,18 +67,6 @@ void linspace(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   push_results(s, {out}, stack);
 }
 
-// The bit pattern of `value` in dtype (of 1, 2, 4 or 8 bytes), as a cpu tensor holds it.
-uint64_t bits_of(ScalarType dtype, const Scalar& value) {
-  Tensor one = make_empty({}, dtype);
-  {
-    ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
-    one.fill_(value);
-  }
-  uint64_t bits = 0;
-  std::memcpy(&bits, one.impl()->storage()->data(), size_t(one.element_size()));
-  return bits;
-}
-
 // eye(n, m?, dtype?, device?)
 void eye(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
@@ -104,10 +92,6 @@ void eye(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
                       current_stream());
   }
   push_results(s, {out}, stack);
-}
-
-Generator& generator_arg(const IValue& a) {
-  return a.is_none() ? default_generator() : const_cast<Generator&>(a.to_generator());
 }
 
 // random_.from(self, from, to?, generator?): integers in [from, to) in self's numeric dtype.

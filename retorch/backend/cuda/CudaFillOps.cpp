@@ -27,13 +27,7 @@ void fill_kernel(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   if (!in_device_memory(self) || !(es == 1 || es == 2 || es == 4 || es == 8))
     return run_device_fallback(h, ks, stack);
   const Scalar value = s.num_args > 1 ? (*stack)[base + 1].to_scalar() : Scalar(int64_t(0));
-  Tensor one = make_empty({}, self.dtype());
-  {
-    ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
-    one.fill_(value);
-  }
-  uint64_t bits = 0;
-  std::memcpy(&bits, one.impl()->storage()->data(), size_t(es));
+  const uint64_t bits = bits_of(self.dtype(), value);
   Geometry<1> g;
   if (!geometry_of<1>(self.sizes(), {strides_of(self)}, &g))
     return run_device_fallback(h, ks, stack);
@@ -155,7 +149,7 @@ void random_fill(bool normal, const OperatorHandle& h, DispatchKeySet ks, Stack*
   const IValue& gen = (*stack)[base + 3];
   const bool ok = in_device_memory(self) && float_type(self.dtype()) && (normal ? b >= 0 : a <= b);
   if (!ok) return run_device_fallback(h, ks, stack);  // its checks and errors
-  Generator& g = gen.is_none() ? default_generator() : const_cast<Generator&>(gen.to_generator());
+  Generator& g = generator_arg(gen);
   const Tensor target = self.is_contiguous() ? self : make_empty(self.sizes(), self.dtype(),
                                                                  self.device());
   const auto [key, first] = g.reserve(uint64_t(target.numel()));

@@ -245,11 +245,7 @@ void embedding_bag(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
                        static_cast<int64_t*>(device_ptr(offset2bag)),
                        static_cast<int64_t*>(device_ptr(bag_size)),
                        static_cast<int64_t*>(device_ptr(max_indices)), g, current_stream());
-  stack->erase(stack->end() - s.num_args, stack->end());
-  stack->push_back(IValue(out));
-  stack->push_back(IValue(offset2bag));
-  stack->push_back(IValue(bag_size));
-  stack->push_back(IValue(max_indices));
+  push_results(s, {out, offset2bag, bag_size, max_indices}, stack);
 }
 
 // embedding_renorm_(self, indices, max_norm, norm_type): a 2-d weight, indices of any shape.

@@ -117,9 +117,7 @@ void adaptive_max_pool(const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   Tensor indices = make_empty(shape, kLong, x.device());
   launch_adaptive_max_pool2d(*float_type(x.dtype()), device_ptr(xc), device_ptr(out),
                              static_cast<int64_t*>(device_ptr(indices)), g, current_stream());
-  stack->erase(stack->end() - s.num_args, stack->end());
-  stack->push_back(IValue(out));
-  stack->push_back(IValue(indices));
+  push_results(s, {out, indices}, stack);
 }
 
 // adaptive_max_pool2d_backward(grad_output, self, indices): any grad_output plane size, as the
@@ -189,10 +187,7 @@ void group_norm(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   Tensor rstd = make_empty({g.n, g.group}, x.dtype(), x.device());
   launch_group_norm(*float_type(x.dtype()), device_ptr(xc), ptr_or_null(*w), ptr_or_null(*b),
                     device_ptr(out), device_ptr(mean), device_ptr(rstd), g, current_stream());
-  stack->erase(stack->end() - s.num_args, stack->end());
-  stack->push_back(IValue(out));
-  stack->push_back(IValue(mean));
-  stack->push_back(IValue(rstd));
+  push_results(s, {out, mean, rstd}, stack);
 }
 
 // _group_norm_backward(grad_out, input, mean, rstd, weight?, group): dx, and the weight's and
@@ -226,10 +221,7 @@ void group_norm_backward(const OperatorHandle& h, DispatchKeySet ks, Stack* stac
   launch_group_norm_backward(*float_type(x.dtype()), device_ptr(dyc), device_ptr(xc),
                              device_ptr(mc), device_ptr(rc), ptr_or_null(*w), device_ptr(dx),
                              device_ptr(dw), device_ptr(db), device_ptr(work), g, current_stream());
-  stack->erase(stack->end() - s.num_args, stack->end());
-  stack->push_back(IValue(dx));
-  stack->push_back(IValue(dw));
-  stack->push_back(IValue(db));
+  push_results(s, {dx, dw, db}, stack);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 
 #include "retorch/backend/cpu/TensorIterator.h"
 #include "retorch/core/Error.h"
+#include "retorch/core/Half.h"
 #include "retorch/core/Shape.h"
 #include "retorch/core/TensorImpl.h"
 #include "retorch/device/ElementAddress.h"
@@ -35,12 +36,14 @@ namespace retorch::cuda_backend {
 
 namespace {
 
-// v in a floating dtype (what a cpu tensor of that dtype holds after filling it with v).
+// v rounded to a floating dtype, as the cpu kernel's scalar_t(v) rounds it.
 double rounded_to(ScalarType dtype, double v) {
-  Tensor one = make_empty({}, dtype);
-  ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
-  one.fill_(Scalar(v));
-  return one.item().to_double();
+  switch (dtype) {
+    case kHalf: return double(float(Half(float(v))));
+    case kBFloat16: return double(float(BFloat16(float(v))));
+    case kFloat: return double(float(v));
+    default: return v;
+  }
 }
 
 // The largest finite value of a floating dtype.
@@ -642,6 +645,21 @@ std::optional<CastType> cast_type(ScalarType t) {
   const auto n = numeric_type(t);
   if (!n) return std::nullopt;
   return CastType(int(*n));  // the same order (CudaPointwise.h)
+}
+
+uint64_t bits_of(ScalarType dtype, const Scalar& value) {
+  Tensor one = make_empty({}, dtype);
+  {
+    ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+    one.fill_(value);
+  }
+  uint64_t bits = 0;
+  std::memcpy(&bits, one.impl()->storage()->data(), size_t(one.element_size()));
+  return bits;
+}
+
+Generator& generator_arg(const IValue& a) {
+  return a.is_none() ? default_generator() : const_cast<Generator&>(a.to_generator());
 }
 
 void push_results(const OpSchema& s, std::initializer_list<Tensor> outs, Stack* stack) {

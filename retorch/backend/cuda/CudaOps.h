@@ -8,6 +8,7 @@
 
 #include "retorch/backend/cuda/CudaIndex.h"
 #include "retorch/backend/cuda/CudaPointwise.h"
+#include "retorch/core/Generator.h"
 #include "retorch/core/Tensor.h"
 #include "retorch/dispatch/Dispatcher.h"
 
@@ -34,6 +35,11 @@ bool geometry_of(IntArrayRef shape, const DimVector (&strides)[N], Geometry<N>* 
 /// t converted to dtype `to` on the device (contiguous); nullopt when the cast or its geometry
 /// is not the device's.
 std::optional<Tensor> converted(const Tensor& t, ScalarType to);
+/// The bit pattern of `value` in dtype (elements of 1, 2, 4 or 8 bytes), as a cpu tensor of that
+/// dtype filled with it holds it: what the fill kernels write.
+uint64_t bits_of(ScalarType dtype, const Scalar& value);
+/// The generator an op's optional Generator argument names (the default one for None).
+Generator& generator_arg(const IValue& a);
 /// Runs the call through the device fallback (copies to the cpu and back): what a CUDA kernel
 /// does with arguments it has no kernel for.
 void run_device_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);

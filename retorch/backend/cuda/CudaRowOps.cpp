@@ -323,9 +323,7 @@ void scan(ScanOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
     return self.dim() == 0 ? r.reshape({}) : r;
   };
   if (!extreme) return finish_call(s, Variant::kFunctional, restore(rows), stack);
-  stack->erase(stack->end() - s.num_args, stack->end());
-  stack->push_back(IValue(restore(rows)));
-  stack->push_back(IValue(restore(indices)));
+  push_results(s, {restore(rows), restore(indices)}, stack);
 }
 
 // argmax/argmin(self, dim=None, keepdim=False), functional: each row along dim (the flattened
@@ -400,9 +398,7 @@ void extreme(bool take_max, const OperatorHandle& h, DispatchKeySet ks, Stack* s
   Tensor indices = make_empty(shape, kLong, self->device());
   launch_arg_rows(take_max, t, device_ptr(in), static_cast<int64_t*>(device_ptr(indices)), rows,
                   cols, current_stream());
-  stack->erase(stack->end() - s.num_args, stack->end());
-  stack->push_back(IValue(values));
-  stack->push_back(IValue(indices));
+  push_results(s, {values, indices}, stack);
 }
 
 void softmax(bool log, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
@@ -466,10 +462,7 @@ void layer_norm(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
                          affine[1] ? device_ptr(*affine[1]) : nullptr, device_ptr(out),
                          device_ptr(mean), device_ptr(rstd), x.numel() / cols, cols, eps,
                          current_stream());
-  stack->erase(stack->end() - s.num_args, stack->end());
-  stack->push_back(IValue(out));
-  stack->push_back(IValue(mean));
-  stack->push_back(IValue(rstd));
+  push_results(s, {out, mean, rstd}, stack);
 }
 
 // The accumulation dtype of a floating dtype: float64 for float64, float32 otherwise.
@@ -548,9 +541,7 @@ void rms_norm(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
                        has_res ? device_ptr(r) : nullptr,
                        device_ptr(*weight), device_ptr(out), has_res ? device_ptr(sum) : nullptr,
                        x.numel() / cols, cols, eps, current_stream());
-  stack->erase(stack->end() - s.num_args, stack->end());
-  stack->push_back(IValue(out));
-  stack->push_back(IValue(sum));
+  push_results(s, {out, sum}, stack);
 }
 
 void silu_and_mul(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
@@ -613,9 +604,7 @@ void cross_entropy(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
     }
     loss = as_dtype(total, dt);
   }
-  stack->erase(stack->end() - s.num_args, stack->end());
-  stack->push_back(IValue(loss));
-  stack->push_back(IValue(lse));
+  push_results(s, {loss, lse}, stack);
 }
 
 // _cross_entropy_fused_backward(grad, input, target, weight?, ignore_index, reduction,
