@@ -11,6 +11,8 @@ import retorch
 CUSTOM = {
     "test_fused_rms_norm": ["fused_rms_norm"],
     "test_silu_and_mul": ["silu_and_mul"],
+    "test_rms_norm_linear": ["rms_norm_linear"],
+    "test_rms_norm_linear_errors": ["rms_norm_linear"],
     "test_rotary_embedding": ["rotary_embedding"],
     "test_rotary_and_cache": ["rotary_and_cache"],
     "test_paged_attention": ["paged_attention"],
@@ -70,6 +72,70 @@ def test_silu_and_mul(rng, shape):
     close(retorch.silu_and_mul(R(x)), F.silu(t[..., :d]) * t[..., d:], rtol=1e-5, atol=1e-6)
     with pytest.raises(RuntimeError, match="silu_and_mul: expected an even last dim"):
         retorch.silu_and_mul(R(np.zeros((2, 3), np.float32)))
+
+
+def rms_linear_case(rng, shape, n_out, qtype):
+    """Inputs of rms_norm_linear and the float64 torch oracle's pieces: the normed rows and the
+    weight's values (16-bit rows as bytes; Q8_0 through quantize_blocks, its values read back)."""
+    x = rng.standard_normal(shape).astype(np.float32)
+    res = rng.standard_normal(shape).astype(np.float32)
+    nw = (1 + 0.1 * rng.standard_normal(shape[-1])).astype(np.float32)
+    w = torch.from_numpy(rng.standard_normal((n_out, shape[-1])).astype(np.float32))
+    if qtype == 30 or qtype == 1:
+        w = w.to(torch.bfloat16 if qtype == 30 else torch.float16)
+        packed = R(w.view(torch.uint8).numpy())
+        wv = w.double()
+    else:
+        packed = retorch.quantize_blocks(R(w.numpy()), qtype)
+        wv = torch.from_numpy(N(retorch.dequantize_blocks(packed, qtype, shape[-1]))).double()
+    return x, res, nw, packed, wv
+
+
+@pytest.mark.parametrize("qtype", [30, 1, 8])  # BF16 and F16 rows, Q8_0 blocks
+@pytest.mark.parametrize("shape", [(1, 64), (3, 64), (2, 2, 96)])
+@pytest.mark.parametrize("with_residual", [False, True])
+@pytest.mark.parametrize("swiglu", [False, True])
+def test_rms_norm_linear(rng, qtype, shape, with_residual, swiglu):
+    """fused_rms_norm, then quantized_linear of its output, then (silu_and_mul=True)
+    silu_and_mul, as one op: against HF's RMSNorm and a float64 product in torch. The
+    activations may be rounded on the way (to the rows' type, or 8 bits for Q8_0), so the bound
+    is that rounding's: sum |x_k w_k| times its relative step."""
+    x, res, nw, packed, wv = rms_linear_case(rng, shape, 10, qtype)
+    b = rng.standard_normal(10).astype(np.float32)
+    tx, tr, tnw = map(lambda a: torch.from_numpy(a).double(), (x, res, nw))
+    h = tx + tr if with_residual else tx
+    normed = tnw * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6))
+    want = normed @ wv.t() + torch.from_numpy(b).double()
+    step = {30: 2.0 ** -8, 1: 2.0 ** -11, 8: 2.0 / 127}[qtype]
+    bound = (normed.abs() @ wv.abs().t()) * step + 1e-5
+    out, sum_out = retorch.rms_norm_linear(R(x), R(res) if with_residual else None, R(nw), 1e-6,
+                                           packed, qtype, shape[-1], R(b), silu_and_mul=swiglu)
+    close(sum_out, h.float())
+    assert out.dtype == retorch.float32 and tuple(out.shape) == shape[:-1] + ((5,) if swiglu else (10,))
+    got = torch.from_numpy(N(out)).double()
+    if swiglu:  # silu(g) * u moves by at most (|u| + |g| |u| bounds) times the inputs' error
+        g, u = want[..., :5], want[..., 5:]
+        bg, bu = bound[..., :5], bound[..., 5:]
+        want = F.silu(g) * u
+        bound = 1.1 * bg * (u.abs() + bu) + (g.abs() + bg) * bu + 1e-5
+    assert (got - want).abs().le(bound).all(), (got - want).abs().max()
+    # The op is its three parts, bit for bit on the cpu.
+    n, s = retorch.fused_rms_norm(R(x), R(res) if with_residual else None, R(nw), 1e-6)
+    y = retorch.quantized_linear(n, packed, qtype, shape[-1], R(b))
+    assert np.array_equal(N(out), N(retorch.silu_and_mul(y) if swiglu else y))
+
+
+def test_rms_norm_linear_errors(rng):
+    x, res, nw, packed, _ = rms_linear_case(rng, (2, 64), 9, 30)
+    with pytest.raises(RuntimeError, match=r"fused_rms_norm: weight of shape \[32\]"):
+        retorch.rms_norm_linear(R(x), None, R(nw[:32]), 1e-6, packed, 30, 64)
+    with pytest.raises(ValueError, match="quantized_linear: 60 .* values take 120 bytes"):
+        retorch.rms_norm_linear(R(x[:, :60]), None, R(nw[:60]), 1e-6, packed, 30, 60)
+    with pytest.raises(RuntimeError, match="silu_and_mul: expected an even last dim"):
+        retorch.rms_norm_linear(R(x), R(res), R(nw), 1e-6, packed, 30, 64, silu_and_mul=True)
+    # Without a residual the residual output is the input.
+    _, s = retorch.rms_norm_linear(R(x), None, R(nw), 1e-6, packed, 30, 64)
+    assert np.array_equal(N(s), x)
 
 
 def rope_cache(n, rot, theta=10000.0):

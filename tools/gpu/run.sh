@@ -43,8 +43,8 @@ probe)
 gtest) f='Cuda*:Devices*:DeviceTest*:Distributed*:FakeDeviceMemory*:CompilerTest*:Profiler*'
   step gtest 60 "$L/retorch_tests" --gtest_filter="$f" ;;
 pytest) TAILN=40 step pytest 200 python3 -m pytest -q -p no:cacheprovider -n 8 --timeout 150 -rs \
-  tests/python/test_cuda_ops.py tests/python/test_cuda_streams.py tests/python/test_cuda_index.py \
-  tests/python/test_cuda_pointwise.py tests/python/test_cuda_image.py \
+  tests/python/test_cuda_ops.py tests/python/test_cuda_llm.py tests/python/test_cuda_streams.py \
+  tests/python/test_cuda_index.py tests/python/test_cuda_pointwise.py tests/python/test_cuda_image.py \
   tests/python/test_cuda_misc_ops.py tests/python/test_cuda_count.py \
   tests/python/test_cuda_gather.py tests/python/test_cuda_linalg.py \
   tests/python/test_compile_cuda.py \

@@ -239,6 +239,20 @@ std::tuple<Tensor, Tensor> fused_rms_norm(const Tensor& input, const std::option
   return {out.to(dt), h.to(dt)};
 }
 
+// The ops it names, each dispatched (on the input's device: cuda's kernel calls this for the
+// calls its fused kernel does not take, Note [Normed decode projections] in CudaGemv.cu).
+std::tuple<Tensor, Tensor> rms_norm_linear(const Tensor& input,
+                                           const std::optional<Tensor>& residual,
+                                           const Tensor& norm_weight, double eps,
+                                           const Tensor& weight, int64_t qtype,
+                                           int64_t in_features, const std::optional<Tensor>& bias,
+                                           bool swiglu) {
+  auto [x, sum] = retorch::fused_rms_norm(input, residual, norm_weight, eps);
+  Tensor y = retorch::quantized_linear(x.to(kFloat), weight, qtype, in_features, bias);
+  if (swiglu) y = retorch::silu_and_mul(y);
+  return {y, sum};
+}
+
 Tensor silu_and_mul(const Tensor& input) {
   RT_CHECK(input.dim() >= 1 && input.size(-1) % 2 == 0, "silu_and_mul: expected an even last "
            "dim (gate then up halves), got shape ", input.sizes());

@@ -1,7 +1,9 @@
 // The CUDA GEMV of few-row projections over 16-bit weight rows (the LLM's decode steps): warps
 // reading the weights once as 16-byte vectors, FMAs or tensor cores, the activations rounded to
 // the weight's type in registers, float32 accumulation, the bias added (Note [Few-row
-// projections]).
+// projections]); one row's RMSNorm before it and SiLU-and-mul after it fused in (Note [Normed
+// decode projections]).
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
@@ -85,6 +87,95 @@ __global__ void __launch_bounds__(32 * kGemvWarps)
     float v = acc[m];
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     if (lane == 0) y[m * n + row] = v + (bias != nullptr ? bias[row] : 0.f);
+  }
+}
+
+// Note [Normed decode projections]
+// At batch 1 a decode layer ran its RMSNorm (with the residual add) as one kernel, the q/k/v or
+// gate/up projection after it as a second, and SiLU-and-mul as a third: each a launch and a tail
+// for kilobytes of work. rms_norm_linear of one row does them in one kernel: every block sums
+// the row's squares itself (2 K floats read through L2, as many times as there are blocks: a
+// fixed grid of a few blocks per SM, each looping over weight rows, keeps that to a few hundred
+// reads), stages the normalized row in shared memory already rounded to the weight's type (what
+// the GEMV's registers held), and its warps then take weight rows as gemv_kernel does, with the
+// same lane order and shuffle, so the sums are the unfused kernels' but for the norm's scale
+// (its own sum of squares, in another order). Block 0 also writes the residual sum. With
+// silu_and_mul a warp takes gate row j and up row j + n together and writes
+// silu(gate + bias) * (up + bias), the formula of silu_and_mul's kernel.
+
+constexpr int kNormWarps = 8;  // weight rows a block works on at a time
+
+__device__ inline void widen8(uint4 raw, __nv_bfloat16, float* out) {
+  widen(raw.x, __nv_bfloat16(), out);
+  widen(raw.y, __nv_bfloat16(), out + 2);
+  widen(raw.z, __nv_bfloat16(), out + 4);
+  widen(raw.w, __nv_bfloat16(), out + 6);
+}
+__device__ inline void widen8(uint4 raw, __half, float* out) {
+  widen(raw.x, __half(), out);
+  widen(raw.y, __half(), out + 2);
+  widen(raw.z, __half(), out + 4);
+  widen(raw.w, __half(), out + 6);
+}
+__device__ inline __nv_bfloat16 narrow(float v, __nv_bfloat16) { return __float2bfloat16_rn(v); }
+__device__ inline __half narrow(float v, __half) { return __float2half_rn(v); }
+
+template <typename W, bool kSwiGlu>
+__global__ void __launch_bounds__(32 * kNormWarps)
+    normed_gemv_kernel(const W* __restrict__ w, const float* __restrict__ x,
+                       const float* __restrict__ residual, const float* __restrict__ norm_w,
+                       float eps, float* __restrict__ sum_out, const float* __restrict__ bias,
+                       float* __restrict__ y, int64_t n, int64_t k) {
+  extern __shared__ uint4 staged[];  // the normalized row, k values of W
+  __shared__ float partial[kNormWarps];
+  W* xs = reinterpret_cast<W*>(staged);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  float ss = 0.f;
+  for (int64_t i = threadIdx.x; i < k; i += blockDim.x) {
+    const float h = residual != nullptr ? x[i] + residual[i] : x[i];
+    ss = fmaf(h, h, ss);
+  }
+  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  if (lane == 0) partial[warp] = ss;
+  __syncthreads();
+  float total = 0.f;
+#pragma unroll
+  for (int i = 0; i < kNormWarps; ++i) total += partial[i];
+  const float inv = 1.f / sqrtf(total / float(k) + eps);
+  const bool writes_sum = blockIdx.x == 0 && sum_out != nullptr;
+  for (int64_t i = threadIdx.x; i < k; i += blockDim.x) {
+    const float h = residual != nullptr ? x[i] + residual[i] : x[i];
+    if (writes_sum) sum_out[i] = h;
+    xs[i] = narrow((h * inv) * norm_w[i], W());
+  }
+  __syncthreads();
+  const int64_t chunks = k / 8;
+  for (int64_t row = int64_t(blockIdx.x) * kNormWarps + warp; row < n;
+       row += int64_t(gridDim.x) * kNormWarps) {
+    const uint4* wg = reinterpret_cast<const uint4*>(w + row * k);
+    const uint4* wu = reinterpret_cast<const uint4*>(w + (kSwiGlu ? row + n : row) * k);
+    float g = 0.f, u = 0.f;
+#pragma unroll 4
+    for (int64_t c = lane; c < chunks; c += 32) {
+      float xf[8], wf[8];
+      widen8(staged[c], W(), xf);
+      widen8(__ldcs(wg + c), W(), wf);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) g = fmaf(xf[i], wf[i], g);
+      if (kSwiGlu) {
+        widen8(__ldcs(wu + c), W(), wf);
+#pragma unroll
+        for (int i = 0; i < 8; ++i) u = fmaf(xf[i], wf[i], u);
+      }
+    }
+    for (int o = 16; o > 0; o >>= 1) g += __shfl_xor_sync(0xffffffffu, g, o);
+    if (kSwiGlu)
+      for (int o = 16; o > 0; o >>= 1) u += __shfl_xor_sync(0xffffffffu, u, o);
+    if (lane == 0) {
+      if (bias != nullptr) g += bias[row];
+      if (kSwiGlu && bias != nullptr) u += bias[row + n];
+      y[row] = kSwiGlu ? g / (1.f + expf(-g)) * u : g;
+    }
   }
 }
 
@@ -241,6 +332,26 @@ void launch_typed(const void* w, const float* x, const float* bias, float* y, in
   RT_ERROR("cuda gemv: ", m, " rows (at most ", kFmaMaxRows, " without tensor cores)");
 }
 
+template <typename W>
+void launch_normed(const void* w, const float* x, const float* residual, const float* norm_w,
+                   float eps, float* sum_out, const float* bias, float* y, int64_t n, int64_t k,
+                   bool swiglu, StreamHandle s) {
+  static const int sms = [] {
+    int count = 0;
+    cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, current_device());
+    return count > 0 ? count : 1;
+  }();
+  const int64_t blocks = std::min<int64_t>((n + kNormWarps - 1) / kNormWarps, int64_t(sms) * 4);
+  const size_t shared = size_t(k) * sizeof(W);
+  const auto* wt = static_cast<const W*>(w);
+  if (swiglu)
+    normed_gemv_kernel<W, true><<<unsigned(blocks), 32 * kNormWarps, shared, as_stream(s)>>>(
+        wt, x, residual, norm_w, eps, sum_out, bias, y, n, k);
+  else
+    normed_gemv_kernel<W, false><<<unsigned(blocks), 32 * kNormWarps, shared, as_stream(s)>>>(
+        wt, x, residual, norm_w, eps, sum_out, bias, y, n, k);
+}
+
 }  // namespace
 
 bool gemv_fits(const void* w, const float* x, int64_t m, int64_t n, int64_t k) {
@@ -257,6 +368,23 @@ void launch_gemv_16bit(bool bfloat16, const void* w, const float* x, const float
   if (bfloat16) launch_typed<__nv_bfloat16>(w, x, bias, y, m, n, k, s);
   else launch_typed<__half>(w, x, bias, y, m, n, k, s);
   check_launch("gemv");
+}
+
+bool normed_gemv_fits(const void* w, int64_t n, int64_t k) {
+  return k > 0 && k % 8 == 0 && k <= kNormedGemvMaxK && n > 0 &&
+         reinterpret_cast<uintptr_t>(w) % 16 == 0;
+}
+
+void launch_normed_gemv_16bit(bool bfloat16, const void* w, const float* x, const float* residual,
+                              const float* norm_weight, float eps, float* sum_out,
+                              const float* bias, float* y, int64_t n, int64_t k, bool swiglu,
+                              StreamHandle s) {
+  if (bfloat16)
+    launch_normed<__nv_bfloat16>(w, x, residual, norm_weight, eps, sum_out, bias, y, n, k, swiglu,
+                                 s);
+  else
+    launch_normed<__half>(w, x, residual, norm_weight, eps, sum_out, bias, y, n, k, swiglu, s);
+  check_launch("rms_norm_linear");
 }
 
 }  // namespace retorch::cuda_backend

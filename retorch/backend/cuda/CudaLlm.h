@@ -1,5 +1,6 @@
 // Launchers of the CUDA backend's LLM kernels (CudaLlm.cu): paged attention, rotary embedding
-// (alone or with the cache write), row gathers (embedding); the few-row projections (CudaGemv.cu).
+// (alone or with the cache write), row gathers (embedding); the few-row projections, normed or
+// not (CudaGemv.cu).
 #pragma once
 #include <cstdint>
 
@@ -51,5 +52,16 @@ constexpr int64_t kGemvMaxRows = 32;
 bool gemv_fits(const void* w, const float* x, int64_t m, int64_t n, int64_t k);
 void launch_gemv_16bit(bool bfloat16, const void* w, const float* x, const float* bias,
                        float* y, int64_t m, int64_t n, int64_t k, StreamHandle s);
+
+/// rms_norm_linear of one row (Note [Normed decode projections] in CudaGemv.cu): h = x (+
+/// residual) [k] (written to sum_out when not null), the GEMV of round(h * rsqrt(mean(h^2) + eps)
+/// * norm_weight) by 16-bit rows w into float32 y [n] (+ bias); with swiglu, w holds 2n rows
+/// (gate then up) and y = silu(gate) * up. normed_gemv_fits says whether a call qualifies.
+constexpr int64_t kNormedGemvMaxK = 16384;  // the staged row's shared memory: 32 KB
+bool normed_gemv_fits(const void* w, int64_t n, int64_t k);
+void launch_normed_gemv_16bit(bool bfloat16, const void* w, const float* x, const float* residual,
+                              const float* norm_weight, float eps, float* sum_out,
+                              const float* bias, float* y, int64_t n, int64_t k, bool swiglu,
+                              StreamHandle s);
 
 }  // namespace retorch::cuda_backend

@@ -1,5 +1,6 @@
-// CUDA kernels of the LLM path's ops: paged_attention, rotary_embedding, rotary_and_cache and
-// embedding's row gather, at the CUDA key (index_select and index_put_: CudaIndexOps.cpp).
+// CUDA kernels of the LLM path's ops: paged_attention, rotary_embedding, rotary_and_cache,
+// rms_norm_linear and embedding's row gather, at the CUDA key (index_select and index_put_:
+// CudaIndexOps.cpp).
 #include "retorch/backend/cuda/CudaLlm.h"
 #include "retorch/backend/cuda/CudaOps.h"
 #include "retorch/core/Error.h"
@@ -138,6 +139,55 @@ void embedding(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
+// rms_norm_linear(input, residual?, norm_weight, eps, weight, qtype, in_features, bias?,
+// silu_and_mul): one row over 16-bit weight rows runs the fused kernel of Note [Normed decode
+// projections]; anything else runs the cpu kernel, whose fused_rms_norm, quantized_linear and
+// silu_and_mul dispatch here again (their own kernels, checks and errors).
+void rms_norm_linear(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  auto composite = [&] {
+    const KernelFunction& cpu = h.kernel(DispatchKey::CPU);
+    if (cpu.unboxed != nullptr) cpu.adapter(cpu.unboxed, ks, stack);
+    else cpu.boxed(h, ks, stack);
+  };
+  const auto optional = [&](size_t i) {
+    return (*stack)[base + i].is_none() ? Tensor() : (*stack)[base + i].to_tensor();
+  };
+  const Tensor input = (*stack)[base].to_tensor(), residual = optional(1);
+  const Tensor norm_w = (*stack)[base + 2].to_tensor(), weight = (*stack)[base + 4].to_tensor();
+  const Tensor bias = optional(7);
+  const int64_t qtype = (*stack)[base + 5].to_int(), k = (*stack)[base + 6].to_int();
+  const bool swiglu = (*stack)[base + 8].to_bool();
+  const auto dense = [&](const Tensor& t) {
+    return is_device(t, kFloat) && t.is_contiguous() && t.device() == input.device();
+  };
+  bool ok = (qtype == 30 || qtype == 1) && dense(input) && input.dim() >= 1 &&
+            input.size(-1) == k && input.numel() == k && dense(norm_w) && norm_w.dim() == 1 &&
+            norm_w.size(0) == k && is_device(weight, kByte) && weight.dim() == 2 &&
+            weight.is_contiguous() && weight.device() == input.device() &&
+            weight.size(1) == 2 * k && weight.storage_offset() % 2 == 0 &&
+            (!swiglu || weight.size(0) % 2 == 0);
+  if (ok && residual.defined()) ok = dense(residual) && residual.sizes().equals(input.sizes());
+  if (ok && bias.defined())
+    ok = dense(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0);
+  const int64_t n = ok ? (swiglu ? weight.size(0) / 2 : weight.size(0)) : 0;
+  if (!ok || !normed_gemv_fits(device_ptr(weight), n, k)) return composite();
+  DimVector shape(input.sizes().begin(), input.sizes().end());
+  shape.back() = n;
+  Tensor out = make_empty(shape, kFloat, input.device());
+  Tensor sum = residual.defined() ? make_empty(input.sizes(), kFloat, input.device()) : input;
+  const auto f32 = [](const Tensor& t) {
+    return t.defined() ? static_cast<const float*>(device_ptr(t)) : nullptr;
+  };
+  launch_normed_gemv_16bit(qtype == 30, device_ptr(weight), f32(input), f32(residual), f32(norm_w),
+                           float((*stack)[base + 3].to_double()),
+                           residual.defined() ? static_cast<float*>(device_ptr(sum)) : nullptr,
+                           f32(bias), static_cast<float*>(device_ptr(out)), n, k, swiglu,
+                           current_stream());
+  push_results(s, {out, sum}, stack);
+}
+
 }  // namespace
 
 void register_llm_ops(Dispatcher& d) {
@@ -149,6 +199,7 @@ void register_llm_ops(Dispatcher& d) {
     else if (n == "rotary_embedding" && o.empty()) set_cuda_kernel(h, &rotary_embedding);
     else if (n == "rotary_and_cache" && o.empty()) set_cuda_kernel(h, &rotary_and_cache);
     else if (n == "embedding" && o.empty()) set_cuda_kernel(h, &embedding);
+    else if (n == "rms_norm_linear" && o.empty()) set_cuda_kernel(h, &rms_norm_linear);
   }
 }
 

@@ -144,11 +144,17 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& config, QLinearParts q
 Tensor LlamaAttentionImpl::forward(const Tensor& x, const ForwardBatch& batch,
                                    const Tensor& cos_sin, const Tensor& key_cache,
                                    const Tensor& value_cache) {
-  int64_t T = x.size(0), Hq = config_.num_heads, D = config_.head_dim;
+  return attend(run_parts(qkv_, x), batch, cos_sin, key_cache, value_cache);
+}
+
+Tensor LlamaAttentionImpl::attend(const Tensor& qkv, const ForwardBatch& batch,
+                                  const Tensor& cos_sin, const Tensor& key_cache,
+                                  const Tensor& value_cache) {
+  int64_t T = qkv.size(0), Hq = config_.num_heads, D = config_.head_dim;
   // See Note [Paged KV cache]: each token's key and value go to its slot before attention reads;
   // the rotations and the cache write are one op (Note [Rotary and cache write]).
-  Tensor q = rotary_and_cache(run_parts(qkv_, x), batch.positions, cos_sin, key_cache,
-                              value_cache, batch.slots, config_.rope_interleaved);
+  Tensor q = rotary_and_cache(qkv, batch.positions, cos_sin, key_cache, value_cache, batch.slots,
+                              config_.rope_interleaved);
   Tensor o = paged_attention(q, key_cache, value_cache, batch.block_tables, batch.query_seq,
                              batch.positions, 1.0 / std::sqrt(double(D)), config_.sliding_window);
   return o_proj_(o.view({T, Hq * D}));
@@ -176,6 +182,22 @@ std::tuple<Tensor, Tensor> LlamaRmsNormImpl::forward(const Tensor& x,
   return fused_rms_norm(x, residual, weight_, eps_);
 }
 
+std::tuple<Tensor, Tensor> LlamaRmsNormImpl::forward_then(const QLinearParts& parts,
+                                                          const Tensor& x,
+                                                          const std::optional<Tensor>& residual,
+                                                          bool silu_and_mul) {
+  if (parts.size() == 1 && parts[0]->qtype() >= 0) {
+    const QLinearImpl& p = *parts[0];
+    const std::optional<Tensor> bias =
+        p.bias().defined() ? std::optional<Tensor>(p.bias()) : std::nullopt;
+    return rms_norm_linear(x, residual, weight_, eps_, p.weight(), p.qtype(), p.in_features(),
+                           bias, silu_and_mul);
+  }
+  auto [normed, sum] = forward(x, residual);
+  Tensor y = run_parts(parts, normed);
+  return {silu_and_mul ? retorch::silu_and_mul(y) : y, sum};
+}
+
 LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& config, LlamaLayer layer)
     : Module("retorch::llama::LlamaDecoderLayer") {
   self_attn_ = register_module("self_attn", std::move(layer.attn));
@@ -190,10 +212,11 @@ LlamaDecoderLayerImpl::LlamaDecoderLayerImpl(const LlamaConfig& config, LlamaLay
 std::tuple<Tensor, Tensor> LlamaDecoderLayerImpl::forward(
     const Tensor& h, const std::optional<Tensor>& residual, const ForwardBatch& batch,
     const Tensor& cos_sin, const Tensor& key_cache, const Tensor& value_cache) {
-  auto [x, r] = input_layernorm_(h, residual);
-  Tensor a = self_attn_(x, batch, cos_sin, key_cache, value_cache);
-  auto [x2, r2] = post_attention_layernorm_(a, r);
-  return {mlp_(x2), r2};
+  // Each norm and the projection after it are one op (Note [Normed decode projections]).
+  auto [qkv, r] = input_layernorm_->forward_then(self_attn_->qkv(), h, residual);
+  Tensor a = self_attn_->attend(qkv, batch, cos_sin, key_cache, value_cache);
+  auto [act, r2] = post_attention_layernorm_->forward_then(mlp_->gate_up(), a, r, true);
+  return {mlp_->down(act), r2};
 }
 
 int64_t LlamaDecoderLayerImpl::weight_bytes() const {
@@ -254,9 +277,11 @@ Tensor LlamaForCausalLMImpl::forward(const ForwardBatch& batch, KvCache& cache) 
     h = std::move(out);
     residual = std::move(r);
   }
-  Tensor x = std::get<0>(norm_(h, residual));
-  if (batch.logit_rows.defined()) x = x.index_select(0, batch.logit_rows);
-  return lm_head_(x);
+  if (batch.logit_rows.defined()) {  // the norm is row by row: only the rows wanted
+    h = h.index_select(0, batch.logit_rows);
+    if (residual) residual = residual->index_select(0, batch.logit_rows);
+  }
+  return std::get<0>(norm_->forward_then({lm_head_}, h, residual));
 }
 
 int64_t LlamaForCausalLMImpl::weight_bytes_per_token() const {

@@ -34,6 +34,8 @@ class QLinearImpl : public nn::Module {
   int64_t qtype() const { return qtype_; }
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return weight_.size(0); }
+  const Tensor& weight() const { return weight_; }
+  const Tensor& bias() const { return bias_; }
   /// Bytes of the weight (and bias) a forward reads.
   int64_t weight_bytes() const;
   void pretty_print(std::ostream& os) const override;
@@ -75,6 +77,11 @@ class LlamaAttentionImpl : public nn::Module {
   LlamaAttentionImpl(const LlamaConfig& config, QLinearParts qkv, QLinear o_proj);
   Tensor forward(const Tensor& x, const ForwardBatch& batch, const Tensor& cos_sin,
                  const Tensor& key_cache, const Tensor& value_cache);
+  /// forward after the q/k/v projection: qkv [T, (Hq + 2 Hkv) D] (the layer fuses the
+  /// projection into its norm).
+  Tensor attend(const Tensor& qkv, const ForwardBatch& batch, const Tensor& cos_sin,
+                const Tensor& key_cache, const Tensor& value_cache);
+  const QLinearParts& qkv() const { return qkv_; }
 
  private:
   LlamaConfig config_;
@@ -89,6 +96,9 @@ class LlamaMlpImpl : public nn::Module {
  public:
   LlamaMlpImpl(QLinearParts gate_up, QLinear down_proj);
   Tensor forward(const Tensor& x) override;
+  const QLinearParts& gate_up() const { return gate_up_; }
+  /// down(act) for act = silu(gate(x)) * up(x) (the layer fuses gate/up into its norm).
+  Tensor down(const Tensor& act) { return down_proj_(act); }
 
  private:
   QLinearParts gate_up_;
@@ -101,6 +111,11 @@ class LlamaRmsNormImpl : public nn::Module {
  public:
   LlamaRmsNormImpl(Tensor weight, double eps);
   std::tuple<Tensor, Tensor> forward(const Tensor& x, const std::optional<Tensor>& residual);
+  /// (parts(norm(x + residual) * weight), then silu_and_mul of that if asked, x + residual): one
+  /// rms_norm_linear when parts is one quantized (or 16-bit rows) projection.
+  std::tuple<Tensor, Tensor> forward_then(const QLinearParts& parts, const Tensor& x,
+                                          const std::optional<Tensor>& residual,
+                                          bool silu_and_mul = false);
 
  private:
   Tensor weight_;
