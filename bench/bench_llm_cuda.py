@@ -20,13 +20,15 @@ SHAPES = dict(vocab_size=32000, hidden_size=2048, intermediate_size=5632, num_hi
               num_attention_heads=32, num_key_value_heads=4, max_position_embeddings=2048)
 
 
-def retorch_decode(cli, batch, prompt, gen, eager=False):
+def retorch_decode(cli, batch, prompt, gen, eager=False, dependent=True):
     """(decode tokens/s, percent of the bandwidth bound) from the retorch CLI's report; `eager`
-    without CUDA graphs of the decode steps."""
+    without CUDA graphs of the decode steps, `dependent=False` without dependent launches of
+    the projections (RETORCH_CUDA_PDL=0, Note [Dependent launches])."""
+    env = dict(os.environ, RETORCH_CUDA_PDL="1" if dependent else "0")
     out = subprocess.run([cli, "bench-llm", "--model", "1b", "--format", "bf16", "--device",
                           "cuda", "--batch", str(batch), "--prompt-len", str(prompt),
                           "--gen-len", str(gen)] + (["--eager"] if eager else []),
-                         check=True, capture_output=True, text=True)
+                         check=True, capture_output=True, text=True, env=env)
     m = re.search(r"decode:.*?([0-9.]+) tokens/s.*?, ([0-9]+)% of it", out.stdout)
     if not m:
         raise RuntimeError("unexpected bench-llm output:\n" + out.stdout)
@@ -67,15 +69,16 @@ def main():
         model = transformers.LlamaForCausalLM(cfg).to(torch.bfloat16).eval()
     print(f"device: {torch.cuda.get_device_name(0)}; torch {torch.__version__}, "
           f"transformers {transformers.__version__}")
-    print("\n| batch | retorch decode (graphs) | retorch eager | transformers decode | speed-up | "
-          "retorch vs bandwidth bound |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    print("\n| batch | retorch decode (graphs) | graphs, no dependent launches | retorch eager | "
+          "transformers decode | speed-up | retorch vs bandwidth bound |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for b in a.batch:
         r, pct = retorch_decode(a.retorch, b, a.prompt_len, a.gen_len)
+        plain, _ = retorch_decode(a.retorch, b, a.prompt_len, a.gen_len, dependent=False)
         e, _ = retorch_decode(a.retorch, b, a.prompt_len, a.gen_len, eager=True)
         h = hf_decode(model, b, a.prompt_len, a.gen_len)
-        print(f"| {b} | {r:.1f} tokens/s | {e:.1f} tokens/s | {h:.1f} tokens/s | {r / h:.2f}x | "
-              f"{pct}% |")
+        print(f"| {b} | {r:.1f} tokens/s | {plain:.1f} tokens/s | {e:.1f} tokens/s | "
+              f"{h:.1f} tokens/s | {r / h:.2f}x | {pct}% |")
     return 0
 
 

@@ -228,3 +228,36 @@ def test_rms_norm_linear_fuses_one_rows_norm_into_the_gemv(qtype, rows, swiglu):
     assert ran_on_device("aten::rms_norm_linear")
     with pytest.raises(RuntimeError, match="silu_and_mul: expected an even last dim"):
         retorch.rms_norm_linear(x, None, nw, 1e-5, packed[:7], qtype, k, silu_and_mul=True)
+
+
+CHAIN = r"""
+import sys, numpy as np, retorch
+rng = np.random.default_rng(70)
+w = (rng.standard_normal((2048, 2048)) / 45).astype(np.float32)
+u = w.view(np.uint32)
+bits = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)  # bfloat16, to nearest even
+packed = retorch.tensor(bits.view(np.uint8).reshape(2048, 4096)).to("cuda")
+nw = retorch.ones(2048).to("cuda")
+x = retorch.tensor(rng.standard_normal((1, 2048)).astype(np.float32)).to("cuda")
+for i in range(40):  # each GEMV reads what the kernel just before it wrote
+    x = retorch.quantized_linear(x, packed, 30, 2048)
+    x, _ = retorch.rms_norm_linear(x, x, nw, 1e-6, packed, 30, 2048)
+np.save(sys.argv[1], x.cpu().numpy())
+"""
+
+
+def test_dependent_launches_give_the_plain_launches_values(tmp_path):
+    """Note [Dependent launches]: GEMVs that each read the previous GEMV's output, launched as
+    programmatic dependents (the default on sm_90) and plainly (RETORCH_CUDA_PDL=0), give the
+    same bits: each waits for the kernel before it before reading or writing."""
+    import os
+    import subprocess
+    import sys
+    outs = []
+    for flag in ("1", "0"):
+        path = str(tmp_path / f"chain{flag}.npy")
+        subprocess.run([sys.executable, "-c", CHAIN, path], check=True,
+                       env=dict(os.environ, RETORCH_CUDA_PDL=flag))
+        outs.append(np.load(path))
+    assert np.isfinite(outs[0]).all() and np.abs(outs[0]).max() > 0
+    assert np.array_equal(outs[0], outs[1])

@@ -80,6 +80,68 @@ inline void check_launch(const char* what) {
 
 inline cudaStream_t as_stream(StreamHandle s) { return static_cast<cudaStream_t>(s); }
 
+// Note [Dependent launches]
+// A batch-1 decode step is a chain of short kernels, and each waits for the one before it to
+// finish, drain and be replaced: microseconds of an idle GPU per boundary, a hundred and more
+// boundaries a step. On sm_90 a kernel launched as a programmatic dependent
+// (cudaLaunchAttributeProgrammaticStreamSerialization; captured into CUDA graphs as
+// programmatic edges) may start as soon as every block of the kernel before it has run
+// `griddepcontrol.launch_dependents` (let_next_kernel_start), or has exited; it must run
+// `griddepcontrol.wait` (wait_for_previous_kernel) before it reads what earlier kernels wrote,
+// and before it writes anything at all: its outputs may be memory the stream's allocator just
+// handed back from a tensor the kernel before it still reads. The GEMVs of the decode
+// projections launch this way: before the wait they only ask L2 to fetch their weight rows
+// (constant, written by nobody in the step), so the weights of the next projection stream in
+// while the attention kernel, or the projection before it, is still running. The GEMVs and
+// paged attention let the next kernel start as soon as they start. Without sm_90 the
+// instructions compile to nothing and launches are plain; RETORCH_CUDA_PDL=0 turns the
+// dependent launches off (to measure them), and a launch the driver refuses turns them off for
+// the process and launches plainly.
+
+/// Waits until the kernel before this one in the stream has finished and its writes are
+/// visible (immediate unless this kernel was launched as a dependent).
+__device__ inline void wait_for_previous_kernel() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/// Lets a dependent kernel after this one start its blocks now (a hint; no effect otherwise).
+__device__ inline void let_next_kernel_start() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+/// Asks L2 to fetch the 128-byte line holding p.
+__device__ inline void prefetch_l2(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
+}
+
+/// kernel<<<grid, block, shared, s>>>(args...), as a programmatic dependent where
+/// dependent_launches() allows (Note [Dependent launches]). The kernel must call
+/// wait_for_previous_kernel() before it reads earlier kernels' outputs or writes anything.
+template <typename... Params, typename... Args>
+void launch_dependent(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared,
+                      StreamHandle s, Args... args) {
+  if (dependent_launches()) {
+    cudaLaunchConfig_t config = {};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = shared;
+    config.stream = as_stream(s);
+    cudaLaunchAttribute attribute[1] = {};
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    if (cudaLaunchKernelEx(&config, kernel, Params(args)...) == cudaSuccess) return;
+    (void)cudaGetLastError();  // refused: plain launches from now on
+    disable_dependent_launches();
+  }
+  kernel<<<grid, block, shared, as_stream(s)>>>(Params(args)...);
+}
+
 template <typename T> struct Tag { using type = T; };
 
 /// Calls f(Tag<T>{}) with the C++ element type of t.

@@ -53,12 +53,28 @@ __device__ inline float rounded(float v, __nv_bfloat16) {
 }
 __device__ inline float rounded(float v, __half) { return __half2float(__float2half_rn(v)); }
 
+// The weight rows [first, first + rows) of k 16-bit values each, asked of L2 by `threads` threads
+// (the thread's index: t), before the kernel waits for the one before it (Note [Dependent
+// launches]).
+__device__ inline void prefetch_rows(const void* w, int64_t first, int64_t rows, int64_t k,
+                                     int t, int threads) {
+  const int64_t lines = (k * 2 + 127) / 128;  // per row
+  const char* base = static_cast<const char*>(w) + first * k * 2;
+  for (int64_t i = t; i < rows * lines; i += threads) {
+    const int64_t r = i / lines;
+    prefetch_l2(base + r * k * 2 + (i - r * lines) * 128);
+  }
+}
+
 template <typename W, int M>
 __global__ void __launch_bounds__(32 * kGemvWarps)
     gemv_kernel(const W* __restrict__ w, const float* __restrict__ x,
                 const float* __restrict__ bias, float* __restrict__ y, int64_t n, int64_t k) {
   const int lane = threadIdx.x & 31;
   const int64_t row = int64_t(blockIdx.x) * kGemvWarps + (threadIdx.x >> 5);
+  if (row < n) prefetch_rows(w, row, 1, k, lane, 32);
+  wait_for_previous_kernel();
+  let_next_kernel_start();
   if (row >= n) return;
   const uint4* wr = reinterpret_cast<const uint4*>(w + row * k);
   float acc[M];
@@ -130,6 +146,13 @@ __global__ void __launch_bounds__(32 * kNormWarps)
   __shared__ float partial[kNormWarps];
   W* xs = reinterpret_cast<W*>(staged);
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int64_t row = int64_t(blockIdx.x) * kNormWarps + warp; row < n;
+       row += int64_t(gridDim.x) * kNormWarps) {
+    prefetch_rows(w, row, 1, k, lane, 32);
+    if (kSwiGlu) prefetch_rows(w, row + n, 1, k, lane, 32);
+  }
+  wait_for_previous_kernel();
+  let_next_kernel_start();
   float ss = 0.f;
   for (int64_t i = threadIdx.x; i < k; i += blockDim.x) {
     const float h = residual != nullptr ? x[i] + residual[i] : x[i];
@@ -220,6 +243,9 @@ __global__ void __launch_bounds__(32 * kMmaWarps)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, t = lane & 3;  // the mma's group and thread in group
   const int64_t n0 = int64_t(blockIdx.x) * 16 * kRowTiles;
+  prefetch_rows(w, n0, 16 * kRowTiles, k, threadIdx.x, blockDim.x);
+  wait_for_previous_kernel();
+  let_next_kernel_start();
   float d[kRowTiles][kGroups][4];
 #pragma unroll
   for (int r = 0; r < kRowTiles; ++r)
@@ -287,8 +313,8 @@ template <typename W, int M>
 void launch_rows(const void* w, const float* x, const float* bias, float* y, int64_t n,
                  int64_t k, StreamHandle s) {
   const int64_t blocks = (n + kGemvWarps - 1) / kGemvWarps;
-  gemv_kernel<W, M><<<unsigned(blocks), 32 * kGemvWarps, 0, as_stream(s)>>>(
-      static_cast<const W*>(w), x, bias, y, n, k);
+  launch_dependent(gemv_kernel<W, M>, dim3(unsigned(blocks)), dim3(32 * kGemvWarps), 0, s,
+                   static_cast<const W*>(w), x, bias, y, n, k);
 }
 
 template <typename W>
@@ -297,9 +323,9 @@ void launch_typed(const void* w, const float* x, const float* bias, float* y, in
   if (m > 1 && k % 32 == 0 && n % 16 == 0) {  // the tensor cores' path (one row: FMAs suffice)
     auto mma_rows = [&](auto groups, auto tiles) {
       constexpr int kGroups = decltype(groups)::value, kTiles = decltype(tiles)::value;
-      gemv_mma_kernel<W, kGroups, kTiles>
-          <<<unsigned(n / (16 * kTiles)), 32 * kMmaWarps, 0, as_stream(s)>>>(
-              static_cast<const W*>(w), x, bias, y, int(m), n, k);
+      launch_dependent(gemv_mma_kernel<W, kGroups, kTiles>, dim3(unsigned(n / (16 * kTiles))),
+                       dim3(32 * kMmaWarps), 0, s, static_cast<const W*>(w), x, bias, y, int(m),
+                       n, k);
     };
     using One = std::integral_constant<int, 1>;
     using Two = std::integral_constant<int, 2>;
@@ -344,12 +370,9 @@ void launch_normed(const void* w, const float* x, const float* residual, const f
   const int64_t blocks = std::min<int64_t>((n + kNormWarps - 1) / kNormWarps, int64_t(sms) * 4);
   const size_t shared = size_t(k) * sizeof(W);
   const auto* wt = static_cast<const W*>(w);
-  if (swiglu)
-    normed_gemv_kernel<W, true><<<unsigned(blocks), 32 * kNormWarps, shared, as_stream(s)>>>(
-        wt, x, residual, norm_w, eps, sum_out, bias, y, n, k);
-  else
-    normed_gemv_kernel<W, false><<<unsigned(blocks), 32 * kNormWarps, shared, as_stream(s)>>>(
-        wt, x, residual, norm_w, eps, sum_out, bias, y, n, k);
+  launch_dependent(swiglu ? normed_gemv_kernel<W, true> : normed_gemv_kernel<W, false>,
+                   dim3(unsigned(blocks)), dim3(32 * kNormWarps), shared, s, wt, x, residual,
+                   norm_w, eps, sum_out, bias, y, n, k);
 }
 
 }  // namespace

@@ -74,6 +74,7 @@ __global__ void __launch_bounds__(kTile)
     paged_attention_kernel(const float* q, const C* kc, const C* vc, const int64_t* tables,
                            const int64_t* seqs, const int64_t* poss, float* out,
                            AttentionShape g) {
+  let_next_kernel_start();  // the output projection's GEMV may fetch its weights meanwhile
   const int64_t t = blockIdx.x / g.hq;
   const int h = int(blockIdx.x % g.hq), hkv = h / (g.hq / g.hkv);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;

@@ -5,8 +5,10 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <limits>
 #include <mutex>
+#include <string>
 
 #include "retorch/core/Device.h"
 #include "retorch/core/Error.h"
@@ -79,6 +81,31 @@ cudaEvent_t as_event(EventHandle e) { return static_cast<cudaEvent_t>(e); }
 void check_status(int status, const char* what) { check(cudaError_t(status), what); }
 
 int device_count() { return discovery().count; }
+
+namespace {
+std::atomic<bool> g_dependent_off{false};
+}  // namespace
+
+bool dependent_launches() {
+  static const bool asked = [] {
+    const char* v = std::getenv("RETORCH_CUDA_PDL");
+    return v == nullptr || std::string(v) != "0";
+  }();
+  if (!asked || g_dependent_off.load(std::memory_order_relaxed)) return false;
+  constexpr int kMaxDevices = 64;
+  static std::atomic<int> major[kMaxDevices];  // 0: not asked yet
+  const int d = current_device();
+  if (d < 0 || d >= kMaxDevices) return false;
+  int m = major[d].load(std::memory_order_relaxed);
+  if (m == 0) {
+    check(cudaDeviceGetAttribute(&m, cudaDevAttrComputeCapabilityMajor, d),
+          "cudaDeviceGetAttribute");
+    major[d].store(m, std::memory_order_relaxed);
+  }
+  return m >= 9;
+}
+
+void disable_dependent_launches() { g_dependent_off.store(true, std::memory_order_relaxed); }
 std::string unavailable_reason() { return discovery().reason; }
 
 int current_device() {

@@ -43,6 +43,11 @@ void destroy_stream(StreamHandle s);
 /// Whether all work queued on s has finished.
 bool query_stream(StreamHandle s);
 void synchronize_stream(StreamHandle s);
+/// Whether the decode kernels launch as programmatic dependents on the current device (Note
+/// [Dependent launches] in CudaDevice.cuh): compute capability 9.0 or later, and
+/// RETORCH_CUDA_PDL not set to 0; turned off for the process after a launch that fails.
+bool dependent_launches();
+void disable_dependent_launches();
 
 // Note [CUDA streams]
 // Stream ids name a device's streams as the device API's Stream objects carry them: 0 is the
