@@ -373,12 +373,22 @@ def test_dequantize_blocks_and_quantized_linear_of_every_block_format(name):
     assert got.device.type == "cuda" and got.dtype == retorch.float32
     assert np.array_equal(got.cpu().numpy(), want.numpy(), equal_nan=True)  # bit for bit
     assert ran_on_device("aten::dequantize_blocks")
-    x = rng.standard_normal((5, cols)).astype(np.float32)
-    bias = rng.standard_normal(rows).astype(np.float32)
-    y = retorch.quantized_linear(retorch.tensor(x).to("cuda"), w.to("cuda"), qtype, cols,
-                                 retorch.tensor(bias).to("cuda"))
-    ref = torch.tensor(x).double() @ torch.tensor(want.numpy()).double().t() + torch.tensor(bias)
-    close(y, ref, 1e-4)
+    # Up to 8 rows of Q8_0/Q4_0/Q4_K/Q6_K run the quantized GEMV (Note [Quantized decode
+    # projections]), more rows the dequantized weight's GEMM: both the exact dequantized products
+    # summed in float32, so within a float32 sum's error of the magnitudes summed.
+    bias = rng.standard_normal(2 * rows).astype(np.float32)
+    wd = torch.tensor(want.numpy()).double()
+    for m in (1, 5, 8, 9, 40):
+        x = torch.tensor(rng.standard_normal((m, cols)).astype(np.float32)).double()
+        bound = 1e-5 * (x.abs() @ wd.abs().t()) + 1e-6
+        for b in (bias[:rows], bias[::2], None):  # contiguous, strided, none
+            y = retorch.quantized_linear(retorch.tensor(x.numpy()).float().to("cuda"),
+                                         w.to("cuda"), qtype, cols,
+                                         None if b is None else retorch.tensor(b).to("cuda"))
+            assert y.device.type == "cuda" and tuple(y.shape) == (m, rows)
+            ref = x @ wd.t() + (0 if b is None else torch.tensor(b).double())
+            err = (torch.tensor(y.cpu().numpy()).double() - ref).abs()
+            assert (err <= bound).all(), (m, err.max())
     assert ran_on_device("aten::quantized_linear")
 
 

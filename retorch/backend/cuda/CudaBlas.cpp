@@ -457,9 +457,9 @@ void quantize_blocks(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
 // quantized_linear of the block-quantized qtypes (and F32): the weight dequantized to float32
 // on the device, one float32 GEMM (TF32 by the same policy as mm), the bias added. Its numbers
 // are the exact dequantized weight's products, as the cpu's many-row path gives (the cpu's
-// few-row path quantizes the activations to 8 bits first: Note [Activation quantization]); it
-// reads and writes the weight in float32, so it keeps quantized models on the device rather
-// than running them at the quantized formats' speed.
+// few-row path quantizes the activations to 8 bits first: Note [Activation quantization]). Up
+// to kQuantGemvMaxRows rows of Q8_0, Q4_0, Q4_K or Q6_K (a decode step's) run the GEMV of Note
+// [Quantized decode projections] instead, which reads the quantized weight once.
 void quantized_linear_dequantized(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
@@ -476,10 +476,18 @@ void quantized_linear_dequantized(const OperatorHandle& h, DispatchKeySet ks, St
   ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
   Tensor result = make_empty(shape.sizes(), kFloat, input.device());
   const int64_t n = weight.size(0);
+  const int64_t m = k == 0 ? 0 : input.numel() / k;
   if (k == 0 || result.numel() == 0) {
     result.fill_(Scalar(0.0));
+  } else if (quantized_gemv_fits(qtype, m, n)) {  // Note [Quantized decode projections]
+    const Tensor wc = contiguous_on_device(weight), xc = contiguous_on_device(input);
+    const bool fused_bias = bias.defined() && bias.dtype() == kFloat && bias.is_contiguous();
+    launch_quantized_gemv(qtype, static_cast<const uint8_t*>(device_ptr(wc)), weight.size(1),
+                          static_cast<const float*>(device_ptr(xc)),
+                          fused_bias ? static_cast<const float*>(device_ptr(bias)) : nullptr,
+                          static_cast<float*>(device_ptr(result)), m, n, k, current_stream());
+    if (fused_bias) return finish_call(s, Variant::kFunctional, result, stack);
   } else {
-    const int64_t m = input.numel() / k;
     Tensor w = make_empty({n, k}, kFloat, input.device());
     const Tensor wc = contiguous_on_device(weight);
     launch_dequantize(qtype, static_cast<const uint8_t*>(device_ptr(wc)), weight.size(1), n, k,

@@ -118,6 +118,13 @@ __device__ inline void prefetch_l2(const void* p) {
   asm volatile("prefetch.global.L2 [%0];" ::"l"(p));
 }
 
+/// Asks L2 for the lines of [p, p + bytes), thread t of `threads` taking every threads-th line.
+__device__ inline void prefetch_bytes(const void* p, int64_t bytes, int t, int threads) {
+  const char* c = static_cast<const char*>(p);
+  for (int64_t off = int64_t(t) * 128; off < bytes; off += int64_t(threads) * 128)
+    prefetch_l2(c + off);
+}
+
 /// kernel<<<grid, block, shared, s>>>(args...), as a programmatic dependent where
 /// dependent_launches() allows (Note [Dependent launches]). The kernel must call
 /// wait_for_previous_kernel() before it reads earlier kernels' outputs or writes anything.

@@ -58,12 +58,7 @@ __device__ inline float rounded(float v, __half) { return __half2float(__float2h
 // launches]).
 __device__ inline void prefetch_rows(const void* w, int64_t first, int64_t rows, int64_t k,
                                      int t, int threads) {
-  const int64_t lines = (k * 2 + 127) / 128;  // per row
-  const char* base = static_cast<const char*>(w) + first * k * 2;
-  for (int64_t i = t; i < rows * lines; i += threads) {
-    const int64_t r = i / lines;
-    prefetch_l2(base + r * k * 2 + (i - r * lines) * 128);
-  }
+  prefetch_bytes(static_cast<const char*>(w) + first * k * 2, rows * k * 2, t, threads);
 }
 
 template <typename W, int M>

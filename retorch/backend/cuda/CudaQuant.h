@@ -1,4 +1,5 @@
-// Launchers of the CUDA backend's GGUF block quantizer and dequantizer (CudaQuant.cu).
+// Launchers of the CUDA backend's GGUF block quantizer and dequantizer, and of the few-row GEMV
+// over quantized rows (CudaQuant.cu).
 #pragma once
 #include <cstdint>
 
@@ -16,5 +17,15 @@ void launch_dequantize(int64_t qtype, const uint8_t* blocks, int64_t rb, int64_t
 /// as the cpu's quantize_row: Q8_0, Q4_0, F32, F16 or BF16 (the quantizers quantize_blocks has).
 void launch_quantize(int64_t qtype, const float* x, int64_t rows, int64_t cols, uint8_t* blocks,
                      int64_t rb, StreamHandle s);
+
+/// y[m, n] = sum_j x[m, j] * w[n, j] (+ bias[n]) for the quantized rows w (rb bytes each) of
+/// Q8_0, Q4_0, Q4_K or Q6_K and float32 x [m, k] (contiguous, not rounded), up to
+/// kQuantGemvMaxRows rows, the weight read once (Note [Quantized decode projections] in
+/// CudaQuant.cu); quantized_gemv_fits says whether a call qualifies.
+constexpr int64_t kQuantGemvMaxRows = 8;
+bool quantized_gemv_fits(int64_t qtype, int64_t m, int64_t n);
+void launch_quantized_gemv(int64_t qtype, const uint8_t* w, int64_t rb, const float* x,
+                           const float* bias, float* y, int64_t m, int64_t n, int64_t k,
+                           StreamHandle s);
 
 }  // namespace retorch::cuda_backend
