@@ -540,7 +540,7 @@ def test_unary_ops_of_integer_tensors(dtype):
         assert ran_on_device(f"aten::{name}"), name
     if dtype not in ("int32", "int64"):
         return
-    for name in ("neg", "abs", "relu", "floor", "ceil", "round", "trunc"):  # keep the dtype
+    for name in ("neg", "abs", "relu", "sign", "floor", "ceil", "round", "trunc"):  # keep it
         want = getattr(retorch, name)(cpu)
         got = getattr(retorch, name)(dev)
         assert got.dtype == rd and np.array_equal(got.cpu().numpy(), want.numpy()), name
@@ -558,6 +558,28 @@ def test_unary_ops_of_integer_tensors(dtype):
     for name in ("clamp_min", "clamp_max"):
         got, want = getattr(retorch, name)(dev, 3), getattr(retorch, name)(cpu, 3)
         assert np.array_equal(got.cpu().numpy(), want.numpy()), name
+    # pow of integers stays integral (torch's powi: products wrap; a negative exponent tensor
+    # gives 1 or -1 for bases 1 and -1, else 0; a negative scalar exponent raises).
+    tx = torch.tensor(x).to(getattr(torch, dtype))
+    for e in (0, 1, 2, 3, 7, 13):
+        got = retorch.pow(dev, e)
+        assert got.dtype == rd and np.array_equal(got.cpu().numpy(), torch.pow(tx, e).numpy()), e
+    c = dev.clone()
+    c.pow_(3)
+    assert np.array_equal(c.cpu().numpy(), torch.pow(tx, 3).numpy())
+    ex = rng.integers(-3, 9, (12, 17))
+    texp = torch.tensor(ex).to(tx.dtype)
+    small = torch.tensor(rng.integers(-2, 3, (12, 17))).to(tx.dtype)  # bases 1 and -1 among them
+    for base, tb in ((dev, tx), (retorch.tensor(small.numpy()).to(rd).to("cuda"), small)):
+        got = retorch.pow(base, retorch.tensor(ex).to(rd).to("cuda"))
+        assert got.dtype == rd and np.array_equal(got.cpu().numpy(), torch.pow(tb, texp).numpy())
+    assert ran_on_device("aten::pow.Tensor_Scalar") and ran_on_device("aten::pow.Tensor_Tensor")
+    assert ran_on_device("aten::sign") and ran_on_device("aten::pow_.Tensor_Scalar")
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers"):
+        retorch.pow(dev, -2)
+    got = retorch.pow(dev, 0.5)  # a floating exponent gives floats
+    assert got.dtype == retorch.float32
+    close(got, torch.pow(tx, 0.5), 1e-6)
     assert ran_on_device("aten::clamp") and ran_on_device("aten::clamp_")
     extreme = retorch.tensor([np.iinfo(np.dtype(dtype)).min, -1, 0, 5]).to(rd)
     assert np.array_equal(retorch.abs(extreme.to("cuda")).cpu().numpy(),

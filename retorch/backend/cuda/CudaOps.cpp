@@ -73,11 +73,12 @@ bool int_to_float(UnaryOp op) {
   }
 }
 
-// neg, abs, relu, clamp (integral bounds) and the roundings of int32/int64 device tensors, which
-// keep their dtype: neg multiplies by -1, abs is the maximum of x and -x (the most negative value
-// stays itself, as PyTorch's), relu the maximum with 0, clamp the maximum with the lower bound
-// and then the minimum with the upper one (min > max gives max, as the cpu's), and rounding an
-// integer copies it. false for other ops, bounds and targets (out= of another shape or dtype),
+// neg, abs, relu, sign, pow (an integral exponent >= 0), clamp (integral bounds) and the
+// roundings of int32/int64 device tensors, which keep their dtype: neg multiplies by -1, abs is
+// the maximum of x and -x (the most negative value stays itself, as PyTorch's), relu the maximum
+// with 0, sign clamps to [-1, 1], pow runs the integer kernel's powi, clamp the maximum with the
+// lower bound and then the minimum with the upper one (min > max gives max, as the cpu's), and
+// rounding an integer copies it. false for other ops, bounds and targets (out= of another shape or dtype),
 // which unary() routes on.
 bool unary_int(UnaryOp op, const OpSchema& s, Variant v, const Tensor& self, Stack* stack) {
   const bool rounding = op == UnaryOp::kFloor || op == UnaryOp::kCeil ||
@@ -99,7 +100,12 @@ bool unary_int(UnaryOp op, const OpSchema& s, Variant v, const Tensor& self, Sta
     if (!(lower ? bound(1, &lo) : true) || !(upper ? bound(lower ? 2 : 1, &hi) : true) ||
         !(lo || hi))
       return false;
-  } else if (!(op == UnaryOp::kNeg || op == UnaryOp::kAbs || op == UnaryOp::kRelu || rounding)) {
+  } else if (op == UnaryOp::kPow) {  // pow(self, exponent): an integral exponent >= 0
+    const Scalar e = (*stack)[stack->size() - size_t(s.num_args) + 1].to_scalar();
+    if (!e.is_integral(false) || e.to<int64_t>() < 0) return false;  // floats; the cpu's error
+    lo = e.to<int64_t>();
+  } else if (!(op == UnaryOp::kNeg || op == UnaryOp::kAbs || op == UnaryOp::kRelu ||
+               op == UnaryOp::kSign || rounding)) {
     return false;
   }
   Tensor out = v == Variant::kOut ? stack->back().to_tensor()
@@ -123,6 +129,11 @@ bool unary_int(UnaryOp op, const OpSchema& s, Variant v, const Tensor& self, Sta
   } else if (op == UnaryOp::kClamp) {
     if (lo) run(BinaryOp::kMaximum, out, self, *lo);
     if (hi) run(BinaryOp::kMinimum, out, lo ? out : self, *hi);
+  } else if (op == UnaryOp::kPow) {
+    run(BinaryOp::kPow, out, self, *lo);
+  } else if (op == UnaryOp::kSign) {  // -1, 0 or 1: self clamped to [-1, 1]
+    run(BinaryOp::kMaximum, out, self, -1);
+    run(BinaryOp::kMinimum, out, out, 1);
   } else if (op == UnaryOp::kAbs) {
     const Tensor negated = make_empty(self.sizes(), self.dtype(), self.device());
     run(BinaryOp::kMul, negated, self, -1);

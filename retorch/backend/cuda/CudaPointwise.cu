@@ -217,6 +217,23 @@ __device__ inline A apply_binary(BinaryOp op, A a, A b, A alpha) {
       } else {
         return apply_float_binary(op, a, b);
       }
+    case BinaryOp::kPow:
+      if constexpr (std::is_integral_v<A> && !std::is_same_v<A, bool>) {
+        // The cpu's powi: a negative exponent gives 1 or -1 for bases 1 and -1, else 0; the
+        // squarings wrap (done unsigned, where wrapping is defined).
+        if (b < A(0)) return a == A(1) ? A(1) : (a == A(-1) ? A((b & 1) ? -1 : 1) : A(0));
+        using U = std::make_unsigned_t<A>;
+        U r = 1, x = U(a);
+        for (A e = b; e > A(0); e >>= 1) {
+          if (e & 1) r = U(r * x);
+          x = U(x * x);
+        }
+        return A(r);
+      } else if constexpr (std::is_integral_v<A>) {
+        return a;  // bool: never launched (the host's check)
+      } else {
+        return apply_float_binary(op, a, b);
+      }
     case BinaryOp::kShiftLeft:
     case BinaryOp::kShiftRight:
       if constexpr (std::is_integral_v<A> && !std::is_same_v<A, bool>) {

@@ -68,7 +68,8 @@ inline bool is_int_division(BinaryOp op) {
 }
 inline bool integral_op(BinaryOp op) {
   return op == BinaryOp::kAdd || op == BinaryOp::kSub || op == BinaryOp::kMul ||
-         op == BinaryOp::kMaximum || op == BinaryOp::kMinimum || is_comparison(op) ||
+         op == BinaryOp::kMaximum || op == BinaryOp::kMinimum || op == BinaryOp::kPow ||
+         is_comparison(op) ||
          is_bitwise(op) || is_shift(op) || is_int_division(op);
 }
 /// Tests of floating values with a bool result: isnan, isinf, isfinite, isposinf, isneginf,
