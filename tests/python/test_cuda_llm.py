@@ -261,3 +261,50 @@ def test_dependent_launches_give_the_plain_launches_values(tmp_path):
         outs.append(np.load(path))
     assert np.isfinite(outs[0]).all() and np.abs(outs[0]).max() > 0
     assert np.array_equal(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("rot,kv,T", [(64, "float32", 1), (32, "float32", 1),
+                                      (64, "bfloat16", 1), (64, "float32", 3)])
+def test_rms_norm_linear_rotary_and_cache_on_the_device(interleaved, rot, kv, T):
+    """One token's norm, q/k/v projection, rotations and cache write in one kernel (Note [Normed
+    decode projections]); 3 tokens run its parts. Against its parts on the device (the same
+    formulas; the norm's scale summed in another order can move an activation by one bfloat16
+    step) and torch's rotations of the float64 projection."""
+    from test_ops_llm import rms_linear_case, rotary_and_cache_case, torch_rotary_and_cache
+    rng = np.random.default_rng(80)
+    Hq, Hkv, D, NB, BS, H = 8, 2, 64, 6, 16, 512
+    x, res, nw, packed, wv = rms_linear_case(rng, (T, H), (Hq + 2 * Hkv) * D, 30)
+    b = rng.standard_normal((Hq + 2 * Hkv) * D).astype(np.float32)
+    _, pos, slots, cache, kc, vc = rotary_and_cache_case(rng, T, Hq, Hkv, D, NB, BS, rot)
+    tx, tr, tnw = map(lambda a: torch.from_numpy(a).double(), (x, res, nw))
+    h = tx + tr
+    normed = tnw * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6))
+    qkv = normed.to(torch.bfloat16).double() @ wv.t() + torch.from_numpy(b).double()
+    q, tk, tv = torch_rotary_and_cache(qkv.float().numpy(), pos, slots, cache, kc, vc, Hq,
+                                       interleaved, getattr(torch, kv))
+    rdt = getattr(retorch, kv)
+
+    def cu(a):
+        return retorch.from_numpy(np.ascontiguousarray(a)).to("cuda")
+    dk, dv = cu(kc).to(rdt), cu(vc).to(rdt)
+    got, summed = retorch.rms_norm_linear_rotary_and_cache(
+        cu(x), cu(res), cu(nw), 1e-6, packed.to("cuda"), 30, H, cu(b), cu(pos),
+        cu(cache.numpy()), dk, dv, cu(slots), interleaved)
+    assert got.device.type == "cuda" and tuple(got.shape) == (T, Hq, D)
+    tol = 2e-2 if kv == "float32" else 5e-2
+    close(got, q, tol)
+    close(summed, h, 1e-6)
+    for dev, want in ((dk, tk), (dv, tv)):
+        np.testing.assert_allclose(dev.float().cpu().numpy(), want.float().numpy(), rtol=tol,
+                                   atol=tol)
+    pk, pv = cu(kc).to(rdt), cu(vc).to(rdt)
+    y, _ = retorch.rms_norm_linear(cu(x), cu(res), cu(nw), 1e-6, packed.to("cuda"), 30, H, cu(b))
+    q2 = retorch.rotary_and_cache(y, cu(pos), cu(cache.numpy()), pk, pv, cu(slots), interleaved)
+    close(got, torch.tensor(q2.cpu().numpy()), tol)
+    keep = np.setdiff1d(np.arange(NB * BS), slots)
+    assert np.array_equal(dk.float().cpu().numpy().reshape(NB * BS, -1)[keep],
+                          kc.reshape(NB * BS, -1)[keep].astype(np.float32)
+                          if kv == "float32" else
+                          pk.float().cpu().numpy().reshape(NB * BS, -1)[keep])
+    assert ran_on_device("aten::rms_norm_linear_rotary_and_cache")

@@ -13,6 +13,7 @@ CUSTOM = {
     "test_silu_and_mul": ["silu_and_mul"],
     "test_rms_norm_linear": ["rms_norm_linear"],
     "test_rms_norm_linear_errors": ["rms_norm_linear"],
+    "test_rms_norm_linear_rotary_and_cache": ["rms_norm_linear_rotary_and_cache"],
     "test_rotary_embedding": ["rotary_embedding"],
     "test_rotary_and_cache": ["rotary_and_cache"],
     "test_paged_attention": ["paged_attention"],
@@ -223,6 +224,52 @@ def test_rotary_and_cache(rng, interleaved, rot, dtype):
     keep = np.setdiff1d(np.arange(NB * BS), slots)
     np.testing.assert_array_equal(N(rk.float()).reshape(NB * BS, -1)[keep],
                                   tk.float().numpy().reshape(NB * BS, -1)[keep])
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("rot,dtype,T", [(16, "float32", 1), (8, "float32", 3),
+                                         (16, "bfloat16", 1)])
+def test_rms_norm_linear_rotary_and_cache(rng, interleaved, rot, dtype, T):
+    """rms_norm_linear of the q/k/v rows, then rotary_and_cache: against HF's RMSNorm, a float64
+    product and the rotations and cache writes in torch (within the activations' bfloat16
+    rounding, rotated: at most the sum of a pair's bounds), and equal to its two parts."""
+    Hq, Hkv, D, NB, BS, H = 4, 2, 16, 4, 3, 64
+    x, res, nw, packed, wv = rms_linear_case(rng, (T, H), (Hq + 2 * Hkv) * D, 30)
+    b = rng.standard_normal((Hq + 2 * Hkv) * D).astype(np.float32)
+    _, pos, slots, cache, kc, vc = rotary_and_cache_case(rng, T, Hq, Hkv, D, NB, BS, rot)
+    tx, tr, tnw = map(lambda a: torch.from_numpy(a).double(), (x, res, nw))
+    h = tx + tr
+    normed = tnw * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6))
+    qkv = normed @ wv.t() + torch.from_numpy(b).double()
+    bound = float(((normed.abs() @ wv.abs().t()) * 2.0 ** -8).max()) * 2 + 1e-5
+    tdt, rdt = getattr(torch, dtype), getattr(retorch, dtype)
+    q, tk, tv = torch_rotary_and_cache(qkv.float().numpy(), pos, slots, cache, kc, vc, Hq,
+                                       interleaved, tdt)
+    rk, rv = R(kc).to(rdt), R(vc).to(rdt)
+    v0 = rk._version
+    got, summed = retorch.rms_norm_linear_rotary_and_cache(
+        R(x), R(res), R(nw), 1e-6, packed, 30, H, R(b), R(pos), R(cache.numpy()), rk, rv,
+        R(slots), interleaved)
+    assert tuple(got.shape) == (T, Hq, D) and got.dtype == retorch.float32
+    assert rk._version > v0 and rv._version > v0
+    close(summed, h.float())
+    assert (torch.from_numpy(N(got)).double() - q.double()).abs().max() <= bound
+    tol = bound + (0 if dtype == "float32" else 2e-2 * float(qkv.abs().max()))
+    assert (torch.from_numpy(N(rk.float())).double() - tk.double()).abs().max() <= tol
+    assert (torch.from_numpy(N(rv.float())).double() - tv.double()).abs().max() <= tol
+    keep = np.setdiff1d(np.arange(NB * BS), slots)  # rows no slot names keep their values
+    np.testing.assert_array_equal(N(rk.float()).reshape(NB * BS, -1)[keep],
+                                  tk.float().numpy().reshape(NB * BS, -1)[keep])
+    # Its two parts give the same bits.
+    pk, pv = R(kc).to(rdt), R(vc).to(rdt)
+    y, s2 = retorch.rms_norm_linear(R(x), R(res), R(nw), 1e-6, packed, 30, H, R(b))
+    q2 = retorch.rotary_and_cache(y, R(pos), R(cache.numpy()), pk, pv, R(slots), interleaved)
+    for a, c in ((got, q2), (rk, pk), (rv, pv), (summed, s2)):
+        assert np.array_equal(N(a.float()), N(c.float()))
+    with pytest.raises(IndexError, match="rotary_and_cache: slot 12 is outside"):
+        retorch.rms_norm_linear_rotary_and_cache(
+            R(x), None, R(nw), 1e-6, packed, 30, H, None, R(pos), R(cache.numpy()), rk, rv,
+            R(np.full(T, 12, np.int64)), interleaved)
 
 
 def test_rotary_and_cache_errors(rng):

@@ -1,4 +1,5 @@
-// LLM inference kernels: fused RMSNorm(+residual), SiLU-and-mul, rotary embedding, paged attention.
+// LLM inference kernels: fused RMSNorm(+residual, or with the projection after it), SiLU-and-mul,
+// rotary embedding, paged attention.
 #include <algorithm>
 #include <atomic>
 #include <climits>
@@ -251,6 +252,19 @@ std::tuple<Tensor, Tensor> rms_norm_linear(const Tensor& input,
   Tensor y = retorch::quantized_linear(x.to(kFloat), weight, qtype, in_features, bias);
   if (swiglu) y = retorch::silu_and_mul(y);
   return {y, sum};
+}
+
+// rms_norm_linear's parts, then rotary_and_cache of the projection (see rms_norm_linear).
+std::tuple<Tensor, Tensor> rms_norm_linear_rotary_and_cache(
+    const Tensor& input, const std::optional<Tensor>& residual, const Tensor& norm_weight,
+    double eps, const Tensor& weight, int64_t qtype, int64_t in_features,
+    const std::optional<Tensor>& bias, const Tensor& positions, const Tensor& cos_sin_cache,
+    const Tensor& key_cache, const Tensor& value_cache, const Tensor& slots, bool interleaved) {
+  auto [qkv, sum] = retorch::rms_norm_linear(input, residual, norm_weight, eps, weight, qtype,
+                                             in_features, bias, false);
+  Tensor q = retorch::rotary_and_cache(qkv, positions, cos_sin_cache, key_cache, value_cache,
+                                       slots, interleaved);
+  return {q, sum};
 }
 
 Tensor silu_and_mul(const Tensor& input) {

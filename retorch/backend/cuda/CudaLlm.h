@@ -53,15 +53,31 @@ bool gemv_fits(const void* w, const float* x, int64_t m, int64_t n, int64_t k);
 void launch_gemv_16bit(bool bfloat16, const void* w, const float* x, const float* bias,
                        float* y, int64_t m, int64_t n, int64_t k, StreamHandle s);
 
-/// rms_norm_linear of one row (Note [Normed decode projections] in CudaGemv.cu): h = x (+
+/// What the normed GEMV writes: the projection (rms_norm_linear), silu(gate) * up of its two
+/// halves (silu_and_mul=True), or q/k/v rotated into q and the KV cache
+/// (rms_norm_linear_rotary_and_cache).
+enum class NormedOut { kPlain, kSwiGlu, kRotary };
+/// kRotary's destination: one token's position and slot, the cos/sin table, the caches
+/// [blocks, block_size, hkv, d] (float32 or bfloat16); hq query heads, the rows' q/k/v layout.
+struct RotaryWrite {
+  const int64_t* pos = nullptr;
+  const int64_t* slots = nullptr;
+  const float* cos_sin = nullptr;
+  void* kc = nullptr;
+  void* vc = nullptr;
+  bool bfloat16_cache = false, interleaved = false;
+  int64_t hq = 0, hkv = 0, d = 0, half = 0, positions = 0, cache_rows = 0;
+};
+/// One row's norm and projection (Note [Normed decode projections] in CudaGemv.cu): h = x (+
 /// residual) [k] (written to sum_out when not null), the GEMV of round(h * rsqrt(mean(h^2) + eps)
-/// * norm_weight) by 16-bit rows w into float32 y [n] (+ bias); with swiglu, w holds 2n rows
-/// (gate then up) and y = silu(gate) * up. normed_gemv_fits says whether a call qualifies.
+/// * norm_weight) by n 16-bit rows w, + bias, then as `out` says into float32 y: the n values;
+/// silu(gate) * up of the two halves (n / 2 values); or rotated q/k/v (y: q [hq, d]; keys and
+/// values into rw's cache rows). normed_gemv_fits says whether a call qualifies.
 constexpr int64_t kNormedGemvMaxK = 16384;  // the staged row's shared memory: 32 KB
 bool normed_gemv_fits(const void* w, int64_t n, int64_t k);
 void launch_normed_gemv_16bit(bool bfloat16, const void* w, const float* x, const float* residual,
                               const float* norm_weight, float eps, float* sum_out,
-                              const float* bias, float* y, int64_t n, int64_t k, bool swiglu,
-                              StreamHandle s);
+                              const float* bias, float* y, int64_t n, int64_t k, NormedOut out,
+                              const RotaryWrite& rw, StreamHandle s);
 
 }  // namespace retorch::cuda_backend

@@ -1,6 +1,8 @@
 // CUDA kernels of the LLM path's ops: paged_attention, rotary_embedding, rotary_and_cache,
-// rms_norm_linear and embedding's row gather, at the CUDA key (index_select and index_put_:
-// CudaIndexOps.cpp).
+// rms_norm_linear (also with the rotations and the cache write) and embedding's row gather, at
+// the CUDA key (index_select and index_put_: CudaIndexOps.cpp).
+#include <optional>
+
 #include "retorch/backend/cuda/CudaLlm.h"
 #include "retorch/backend/cuda/CudaOps.h"
 #include "retorch/core/Error.h"
@@ -139,53 +141,129 @@ void embedding(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   finish_call(s, Variant::kFunctional, out, stack);
 }
 
-// rms_norm_linear(input, residual?, norm_weight, eps, weight, qtype, in_features, bias?,
-// silu_and_mul): one row over 16-bit weight rows runs the fused kernel of Note [Normed decode
-// projections]; anything else runs the cpu kernel, whose fused_rms_norm, quantized_linear and
-// silu_and_mul dispatch here again (their own kernels, checks and errors).
-void rms_norm_linear(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
-  const OpSchema& s = h.schema();
-  const size_t base = stack->size() - size_t(s.num_args);
-  auto composite = [&] {
-    const KernelFunction& cpu = h.kernel(DispatchKey::CPU);
-    if (cpu.unboxed != nullptr) cpu.adapter(cpu.unboxed, ks, stack);
-    else cpu.boxed(h, ks, stack);
-  };
+// The arguments (input, residual?, norm_weight, eps, weight, qtype, in_features, bias?) that
+// rms_norm_linear and rms_norm_linear_rotary_and_cache start with, when the fused kernel of Note
+// [Normed decode projections] takes them: one float32 row on the device, 16-bit weight rows.
+struct NormedArgs {
+  Tensor input, residual, norm_w, weight, bias;
+  float eps = 0;
+  bool bfloat16 = false;
+  int64_t k = 0;
+};
+
+std::optional<NormedArgs> normed_args(const Stack& stack, size_t base) {
   const auto optional = [&](size_t i) {
-    return (*stack)[base + i].is_none() ? Tensor() : (*stack)[base + i].to_tensor();
+    return stack[base + i].is_none() ? Tensor() : stack[base + i].to_tensor();
   };
-  const Tensor input = (*stack)[base].to_tensor(), residual = optional(1);
-  const Tensor norm_w = (*stack)[base + 2].to_tensor(), weight = (*stack)[base + 4].to_tensor();
-  const Tensor bias = optional(7);
-  const int64_t qtype = (*stack)[base + 5].to_int(), k = (*stack)[base + 6].to_int();
-  const bool swiglu = (*stack)[base + 8].to_bool();
+  NormedArgs a;
+  a.input = stack[base].to_tensor();
+  a.residual = optional(1);
+  a.norm_w = stack[base + 2].to_tensor();
+  a.eps = float(stack[base + 3].to_double());
+  a.weight = stack[base + 4].to_tensor();
+  const int64_t qtype = stack[base + 5].to_int();
+  a.k = stack[base + 6].to_int();
+  a.bias = optional(7);
+  a.bfloat16 = qtype == 30;
+  const Tensor& x = a.input;
   const auto dense = [&](const Tensor& t) {
-    return is_device(t, kFloat) && t.is_contiguous() && t.device() == input.device();
+    return is_device(t, kFloat) && t.is_contiguous() && t.device() == x.device();
   };
-  bool ok = (qtype == 30 || qtype == 1) && dense(input) && input.dim() >= 1 &&
-            input.size(-1) == k && input.numel() == k && dense(norm_w) && norm_w.dim() == 1 &&
-            norm_w.size(0) == k && is_device(weight, kByte) && weight.dim() == 2 &&
-            weight.is_contiguous() && weight.device() == input.device() &&
-            weight.size(1) == 2 * k && weight.storage_offset() % 2 == 0 &&
-            (!swiglu || weight.size(0) % 2 == 0);
-  if (ok && residual.defined()) ok = dense(residual) && residual.sizes().equals(input.sizes());
-  if (ok && bias.defined())
-    ok = dense(bias) && bias.dim() == 1 && bias.size(0) == weight.size(0);
-  const int64_t n = ok ? (swiglu ? weight.size(0) / 2 : weight.size(0)) : 0;
-  if (!ok || !normed_gemv_fits(device_ptr(weight), n, k)) return composite();
-  DimVector shape(input.sizes().begin(), input.sizes().end());
-  shape.back() = n;
-  Tensor out = make_empty(shape, kFloat, input.device());
-  Tensor sum = residual.defined() ? make_empty(input.sizes(), kFloat, input.device()) : input;
+  bool ok = (qtype == 30 || qtype == 1) && dense(x) && x.dim() >= 1 && x.size(-1) == a.k &&
+            x.numel() == a.k && dense(a.norm_w) && a.norm_w.dim() == 1 &&
+            a.norm_w.size(0) == a.k && is_device(a.weight, kByte) && a.weight.dim() == 2 &&
+            a.weight.is_contiguous() && a.weight.device() == x.device() &&
+            a.weight.size(1) == 2 * a.k && a.weight.storage_offset() % 2 == 0;
+  if (ok && a.residual.defined()) ok = dense(a.residual) && a.residual.sizes().equals(x.sizes());
+  if (ok && a.bias.defined())
+    ok = dense(a.bias) && a.bias.dim() == 1 && a.bias.size(0) == a.weight.size(0);
+  if (!ok || !normed_gemv_fits(device_ptr(a.weight), a.weight.size(0), a.k)) return std::nullopt;
+  return a;
+}
+
+// Runs the launch for `a` with `out` and `rw`, into y; the residual sum is returned (the input
+// itself without a residual, as the cpu kernel returns it).
+Tensor run_normed(const NormedArgs& a, NormedOut out, const RotaryWrite& rw, const Tensor& y) {
+  Tensor sum = a.residual.defined() ? make_empty(a.input.sizes(), kFloat, a.input.device())
+                                    : a.input;
   const auto f32 = [](const Tensor& t) {
     return t.defined() ? static_cast<const float*>(device_ptr(t)) : nullptr;
   };
-  launch_normed_gemv_16bit(qtype == 30, device_ptr(weight), f32(input), f32(residual), f32(norm_w),
-                           float((*stack)[base + 3].to_double()),
-                           residual.defined() ? static_cast<float*>(device_ptr(sum)) : nullptr,
-                           f32(bias), static_cast<float*>(device_ptr(out)), n, k, swiglu,
-                           current_stream());
+  launch_normed_gemv_16bit(a.bfloat16, device_ptr(a.weight), f32(a.input), f32(a.residual),
+                           f32(a.norm_w), a.eps,
+                           a.residual.defined() ? static_cast<float*>(device_ptr(sum)) : nullptr,
+                           f32(a.bias), static_cast<float*>(device_ptr(y)), a.weight.size(0), a.k,
+                           out, rw, current_stream());
+  return sum;
+}
+
+// The op's cpu kernel, which dispatches its parts (fused_rms_norm, quantized_linear, ...) to
+// their own CUDA kernels, checks and errors: the calls the fused kernel does not take.
+void run_parts(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const KernelFunction& cpu = h.kernel(DispatchKey::CPU);
+  if (cpu.unboxed != nullptr) cpu.adapter(cpu.unboxed, ks, stack);
+  else cpu.boxed(h, ks, stack);
+}
+
+// rms_norm_linear(input, residual?, norm_weight, eps, weight, qtype, in_features, bias?,
+// silu_and_mul): one row over 16-bit weight rows runs the fused kernel of Note [Normed decode
+// projections]; anything else runs its parts.
+void rms_norm_linear(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const auto a = normed_args(*stack, base);
+  const bool swiglu = (*stack)[base + 8].to_bool();
+  if (!a || (swiglu && a->weight.size(0) % 2 != 0)) return run_parts(h, ks, stack);
+  DimVector shape(a->input.sizes().begin(), a->input.sizes().end());
+  shape.back() = swiglu ? a->weight.size(0) / 2 : a->weight.size(0);
+  Tensor out = make_empty(shape, kFloat, a->input.device());
+  const Tensor sum =
+      run_normed(*a, swiglu ? NormedOut::kSwiGlu : NormedOut::kPlain, RotaryWrite(), out);
   push_results(s, {out, sum}, stack);
+}
+
+// rms_norm_linear_rotary_and_cache(input, residual?, norm_weight, eps, weight, qtype,
+// in_features, bias?, positions, cos_sin_cache, key_cache!, value_cache!, slots, interleaved):
+// one token's norm, q/k/v projection, rotations and cache write in one kernel (Note [Normed
+// decode projections]) where rms_norm_linear's fused kernel and rotary_and_cache's kernel would
+// both take the call; anything else runs its parts.
+void rms_norm_linear_rotary_and_cache(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
+  const OpSchema& s = h.schema();
+  const size_t base = stack->size() - size_t(s.num_args);
+  const auto a = normed_args(*stack, base);
+  auto arg = [&](size_t i) { return (*stack)[base + i].to_tensor(); };
+  const Tensor pos = arg(8), cs = arg(9), kc = arg(10), vc = arg(11), slots = arg(12);
+  const bool bf16 = kc.dtype() == kBFloat16;
+  const int64_t D = kc.dim() == 4 ? kc.size(3) : 0, Hkv = kc.dim() == 4 ? kc.size(2) : 0;
+  const int64_t rows = a ? a->weight.size(0) : 0;
+  const bool ok = a && D > 0 && D % 2 == 0 && rows % D == 0 && rows / D > 2 * Hkv &&
+                  a->input.dim() == 2 && (kc.dtype() == kFloat || bf16) &&
+                  is_device(kc, kc.dtype()) && is_device(vc, kc.dtype()) &&
+                  vc.sizes().equals(kc.sizes()) && kc.is_contiguous() && vc.is_contiguous() &&
+                  is_device(cs, kFloat) && cs.is_contiguous() && cs.dim() == 2 &&
+                  cs.size(1) % 2 == 0 && cs.size(1) <= D && is_device(pos, kLong) &&
+                  is_device(slots, kLong) && pos.dim() == 1 && slots.dim() == 1 &&
+                  pos.numel() == 1 && slots.numel() == 1;
+  if (!ok) return run_parts(h, ks, stack);
+  RotaryWrite rw;
+  rw.pos = static_cast<const int64_t*>(device_ptr(pos));
+  rw.slots = static_cast<const int64_t*>(device_ptr(slots));
+  rw.cos_sin = static_cast<const float*>(device_ptr(cs));
+  rw.kc = device_ptr(kc);
+  rw.vc = device_ptr(vc);
+  rw.bfloat16_cache = bf16;
+  rw.interleaved = (*stack)[base + 13].to_bool();
+  rw.hkv = Hkv;
+  rw.d = D;
+  rw.hq = rows / D - 2 * Hkv;
+  rw.half = cs.size(1) / 2;
+  rw.positions = cs.size(0);
+  rw.cache_rows = kc.size(0) * kc.size(1);
+  Tensor q = make_empty({1, rw.hq, D}, kFloat, a->input.device());
+  const Tensor sum = run_normed(*a, NormedOut::kRotary, rw, q);
+  kc.impl()->bump_version();
+  vc.impl()->bump_version();
+  push_results(s, {q, sum}, stack);
 }
 
 }  // namespace
@@ -200,6 +278,8 @@ void register_llm_ops(Dispatcher& d) {
     else if (n == "rotary_and_cache" && o.empty()) set_cuda_kernel(h, &rotary_and_cache);
     else if (n == "embedding" && o.empty()) set_cuda_kernel(h, &embedding);
     else if (n == "rms_norm_linear" && o.empty()) set_cuda_kernel(h, &rms_norm_linear);
+    else if (n == "rms_norm_linear_rotary_and_cache" && o.empty())
+      set_cuda_kernel(h, &rms_norm_linear_rotary_and_cache);
   }
 }
 

@@ -144,17 +144,33 @@ LlamaAttentionImpl::LlamaAttentionImpl(const LlamaConfig& config, QLinearParts q
 Tensor LlamaAttentionImpl::forward(const Tensor& x, const ForwardBatch& batch,
                                    const Tensor& cos_sin, const Tensor& key_cache,
                                    const Tensor& value_cache) {
-  return attend(run_parts(qkv_, x), batch, cos_sin, key_cache, value_cache);
-}
-
-Tensor LlamaAttentionImpl::attend(const Tensor& qkv, const ForwardBatch& batch,
-                                  const Tensor& cos_sin, const Tensor& key_cache,
-                                  const Tensor& value_cache) {
-  int64_t T = qkv.size(0), Hq = config_.num_heads, D = config_.head_dim;
   // See Note [Paged KV cache]: each token's key and value go to its slot before attention reads;
   // the rotations and the cache write are one op (Note [Rotary and cache write]).
-  Tensor q = rotary_and_cache(qkv, batch.positions, cos_sin, key_cache, value_cache, batch.slots,
-                              config_.rope_interleaved);
+  Tensor q = rotary_and_cache(run_parts(qkv_, x), batch.positions, cos_sin, key_cache,
+                              value_cache, batch.slots, config_.rope_interleaved);
+  return attend(q, batch, key_cache, value_cache);
+}
+
+std::tuple<Tensor, Tensor> LlamaAttentionImpl::forward_normed(
+    LlamaRmsNormImpl& norm, const Tensor& h, const std::optional<Tensor>& residual,
+    const ForwardBatch& batch, const Tensor& cos_sin, const Tensor& key_cache,
+    const Tensor& value_cache) {
+  if (qkv_.size() != 1 || qkv_[0]->qtype() < 0) {
+    auto [x, sum] = norm.forward(h, residual);
+    return {forward(x, batch, cos_sin, key_cache, value_cache), sum};
+  }
+  const QLinearImpl& p = *qkv_[0];
+  const std::optional<Tensor> bias =
+      p.bias().defined() ? std::optional<Tensor>(p.bias()) : std::nullopt;
+  auto [q, sum] = rms_norm_linear_rotary_and_cache(
+      h, residual, norm.weight(), norm.eps(), p.weight(), p.qtype(), p.in_features(), bias,
+      batch.positions, cos_sin, key_cache, value_cache, batch.slots, config_.rope_interleaved);
+  return {attend(q, batch, key_cache, value_cache), sum};
+}
+
+Tensor LlamaAttentionImpl::attend(const Tensor& q, const ForwardBatch& batch,
+                                  const Tensor& key_cache, const Tensor& value_cache) {
+  const int64_t T = q.size(0), Hq = config_.num_heads, D = config_.head_dim;
   Tensor o = paged_attention(q, key_cache, value_cache, batch.block_tables, batch.query_seq,
                              batch.positions, 1.0 / std::sqrt(double(D)), config_.sliding_window);
   return o_proj_(o.view({T, Hq * D}));
@@ -213,8 +229,8 @@ std::tuple<Tensor, Tensor> LlamaDecoderLayerImpl::forward(
     const Tensor& h, const std::optional<Tensor>& residual, const ForwardBatch& batch,
     const Tensor& cos_sin, const Tensor& key_cache, const Tensor& value_cache) {
   // Each norm and the projection after it are one op (Note [Normed decode projections]).
-  auto [qkv, r] = input_layernorm_->forward_then(self_attn_->qkv(), h, residual);
-  Tensor a = self_attn_->attend(qkv, batch, cos_sin, key_cache, value_cache);
+  auto [a, r] = self_attn_->forward_normed(*input_layernorm_, h, residual, batch, cos_sin,
+                                           key_cache, value_cache);
   auto [act, r2] = post_attention_layernorm_->forward_then(mlp_->gate_up(), a, r, true);
   return {mlp_->down(act), r2};
 }

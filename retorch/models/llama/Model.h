@@ -72,18 +72,26 @@ using QLinearParts = std::vector<QLinear>;
 
 /// Grouped-query attention with rotary positions over the paged cache; q, k and v are one fused
 /// projection (qkv_proj) unless the checkpoint's three differ in format (q_proj, k_proj, v_proj).
+class LlamaRmsNormImpl;
+
 class LlamaAttentionImpl : public nn::Module {
  public:
   LlamaAttentionImpl(const LlamaConfig& config, QLinearParts qkv, QLinear o_proj);
   Tensor forward(const Tensor& x, const ForwardBatch& batch, const Tensor& cos_sin,
                  const Tensor& key_cache, const Tensor& value_cache);
-  /// forward after the q/k/v projection: qkv [T, (Hq + 2 Hkv) D] (the layer fuses the
-  /// projection into its norm).
-  Tensor attend(const Tensor& qkv, const ForwardBatch& batch, const Tensor& cos_sin,
-                const Tensor& key_cache, const Tensor& value_cache);
-  const QLinearParts& qkv() const { return qkv_; }
+  /// (forward(norm(h + residual)), h + residual): the norm, the q/k/v projection, the rotations
+  /// and the cache write one op where the projection is one quantized part (Note [Normed decode
+  /// projections]).
+  std::tuple<Tensor, Tensor> forward_normed(LlamaRmsNormImpl& norm, const Tensor& h,
+                                            const std::optional<Tensor>& residual,
+                                            const ForwardBatch& batch, const Tensor& cos_sin,
+                                            const Tensor& key_cache, const Tensor& value_cache);
 
  private:
+  // Attention of the rotated queries q [T, Hq, D] over the cache, then the output projection.
+  Tensor attend(const Tensor& q, const ForwardBatch& batch, const Tensor& key_cache,
+                const Tensor& value_cache);
+
   LlamaConfig config_;
   QLinearParts qkv_;
   QLinear o_proj_{nullptr};
@@ -116,6 +124,8 @@ class LlamaRmsNormImpl : public nn::Module {
   std::tuple<Tensor, Tensor> forward_then(const QLinearParts& parts, const Tensor& x,
                                           const std::optional<Tensor>& residual,
                                           bool silu_and_mul = false);
+  const Tensor& weight() const { return weight_; }
+  double eps() const { return eps_; }
 
  private:
   Tensor weight_;
