@@ -9,23 +9,23 @@
 namespace retorch::cuda_backend {
 
 // Note [CUDA paged attention]
-// One block of kTile = 128 threads per (query token, head), the head's KV head being
+// One block of kTile = 256 threads per (query token, head), the head's KV head being
 // h / (Hq / Hkv). The token's keys j = lo .. p (lo from the sliding window, p its own position:
-// causal) go by in tiles of 128, one key per thread: thread j finds its key in block
+// causal) go by in tiles of 256, one key per thread: thread j finds its key in block
 // block_tables[seq][j / BS] at row j % BS and scores it against the scaled query in shared
 // memory (16-byte loads of the key row when the head dim allows). The block's max and sum of
 // the tile update the running softmax (max m, sum l, every thread holding the same copy), then
-// each warp adds its quarter of the tile's weighted value rows into its lanes' dims (pairs of
-// dims per lane with aligned rows), rescaled by e^{m_old - m}; the four warps' sums meet in shared
-// memory at the end: out = Σ_w acc_w / l. A decode step's 100-odd keys are two rounds of
-// independent loads, where a warp walking its keys one by one waited on two dependent loads
-// per key. Head dims up to 256. Indices that leave the cache or the tables stop the kernel
+// each warp adds its eighth of the tile's weighted value rows into its lanes' dims (pairs of
+// dims per lane with aligned rows; eight rows' loads in flight), rescaled by e^{m_old - m}; the
+// eight warps' sums meet in shared memory at the end: out = Σ_w acc_w / l. A decode step of up
+// to 256 keys is one round of independent loads, where a warp walking its keys one by one
+// waited on two dependent loads per key. Head dims up to 256. Indices that leave the cache or the tables stop the kernel
 // (RT_DEVICE_CHECK, like PyTorch's device-side asserts) rather than syncing the host to check
 // them before each launch; the host validates shapes and dtypes.
 
 namespace {
 
-constexpr int kTile = 128;  // keys per round: one per thread while scoring
+constexpr int kTile = 256;  // keys per round: one per thread while scoring
 constexpr int kWarps = kTile / 32;
 constexpr int kMaxPerLane = kMaxAttentionHeadDim / 32;
 
@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(kTile)
     m = m2;
     for (int i = 0; i < kMaxPerLane; ++i) acc[i] *= carry;
     const int keys = int(p - j0 + 1 < kTile ? p - j0 + 1 : kTile);
-#pragma unroll 4
+#pragma unroll 8
     for (int k = warp; k < keys; k += kWarps) {
       const float wk = ws[k];
       const C* v = vc + rows[k];
