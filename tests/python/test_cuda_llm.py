@@ -271,15 +271,11 @@ def test_rms_norm_linear_rotary_and_cache_on_the_device(interleaved, rot, kv, T)
     decode projections]); 3 tokens run its parts. Against its parts on the device (the same
     formulas; the norm's scale summed in another order can move an activation by one bfloat16
     step) and torch's rotations of the float64 projection."""
-    from test_ops_llm import rms_linear_case, rotary_and_cache_case, torch_rotary_and_cache
+    from test_ops_llm import normed_qkv_case, torch_rotary_and_cache
     rng = np.random.default_rng(80)
     Hq, Hkv, D, NB, BS, H = 8, 2, 64, 6, 16, 512
-    x, res, nw, packed, wv = rms_linear_case(rng, (T, H), (Hq + 2 * Hkv) * D, 30)
-    b = rng.standard_normal((Hq + 2 * Hkv) * D).astype(np.float32)
-    _, pos, slots, cache, kc, vc = rotary_and_cache_case(rng, T, Hq, Hkv, D, NB, BS, rot)
-    tx, tr, tnw = map(lambda a: torch.from_numpy(a).double(), (x, res, nw))
-    h = tx + tr
-    normed = tnw * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6))
+    x, res, nw, packed, wv, b, pos, slots, cache, kc, vc, h, normed = normed_qkv_case(
+        rng, T, Hq, Hkv, D, NB, BS, H, rot)
     qkv = normed.to(torch.bfloat16).double() @ wv.t() + torch.from_numpy(b).double()
     q, tk, tv = torch_rotary_and_cache(qkv.float().numpy(), pos, slots, cache, kc, vc, Hq,
                                        interleaved, getattr(torch, kv))

@@ -226,6 +226,18 @@ def test_rotary_and_cache(rng, interleaved, rot, dtype):
                                   tk.float().numpy().reshape(NB * BS, -1)[keep])
 
 
+def normed_qkv_case(rng, T, Hq, Hkv, D, NB, BS, H, rot):
+    """rms_norm_linear_rotary_and_cache's inputs (BF16 rows) and its oracle's pieces: the
+    residual sum h and HF's RMSNorm of it in float64, the weight's values."""
+    x, res, nw, packed, wv = rms_linear_case(rng, (T, H), (Hq + 2 * Hkv) * D, 30)
+    b = rng.standard_normal((Hq + 2 * Hkv) * D).astype(np.float32)
+    _, pos, slots, cache, kc, vc = rotary_and_cache_case(rng, T, Hq, Hkv, D, NB, BS, rot)
+    tx, tr, tnw = map(lambda a: torch.from_numpy(a).double(), (x, res, nw))
+    h = tx + tr
+    normed = tnw * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6))
+    return x, res, nw, packed, wv, b, pos, slots, cache, kc, vc, h, normed
+
+
 @pytest.mark.parametrize("interleaved", [False, True])
 @pytest.mark.parametrize("rot,dtype,T", [(16, "float32", 1), (8, "float32", 3),
                                          (16, "bfloat16", 1)])
@@ -234,12 +246,8 @@ def test_rms_norm_linear_rotary_and_cache(rng, interleaved, rot, dtype, T):
     product and the rotations and cache writes in torch (within the activations' bfloat16
     rounding, rotated: at most the sum of a pair's bounds), and equal to its two parts."""
     Hq, Hkv, D, NB, BS, H = 4, 2, 16, 4, 3, 64
-    x, res, nw, packed, wv = rms_linear_case(rng, (T, H), (Hq + 2 * Hkv) * D, 30)
-    b = rng.standard_normal((Hq + 2 * Hkv) * D).astype(np.float32)
-    _, pos, slots, cache, kc, vc = rotary_and_cache_case(rng, T, Hq, Hkv, D, NB, BS, rot)
-    tx, tr, tnw = map(lambda a: torch.from_numpy(a).double(), (x, res, nw))
-    h = tx + tr
-    normed = tnw * (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-6))
+    x, res, nw, packed, wv, b, pos, slots, cache, kc, vc, h, normed = normed_qkv_case(
+        rng, T, Hq, Hkv, D, NB, BS, H, rot)
     qkv = normed @ wv.t() + torch.from_numpy(b).double()
     bound = float(((normed.abs() @ wv.abs().t()) * 2.0 ** -8).max()) * 2 + 1e-5
     tdt, rdt = getattr(torch, dtype), getattr(retorch, dtype)

@@ -81,6 +81,7 @@ cudaEvent_t as_event(EventHandle e) { return static_cast<cudaEvent_t>(e); }
 void check_status(int status, const char* what) { check(cudaError_t(status), what); }
 
 int device_count() { return discovery().count; }
+std::string unavailable_reason() { return discovery().reason; }
 
 namespace {
 std::atomic<bool> g_dependent_off{false};
@@ -106,7 +107,6 @@ bool dependent_launches() {
 }
 
 void disable_dependent_launches() { g_dependent_off.store(true, std::memory_order_relaxed); }
-std::string unavailable_reason() { return discovery().reason; }
 
 int current_device() {
   require_device("current_device");

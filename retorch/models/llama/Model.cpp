@@ -65,7 +65,7 @@ QLinearImpl::QLinearImpl(Tensor weight, Tensor bias, int64_t qtype, int64_t in_f
 }
 
 Tensor QLinearImpl::forward(const Tensor& input) {
-  std::optional<Tensor> b = bias_.defined() ? std::optional<Tensor>(bias_) : std::nullopt;
+  const std::optional<Tensor> b = bias();
   // In a device's own memory, 16-bit rows run the device's quantized_linear: one GEMM of the
   // rows as they are, float32 accumulation and result.
   if (qtype_ >= 0) return quantized_linear(input.to(kFloat), weight_, qtype_, in_features_, b);
@@ -160,10 +160,8 @@ std::tuple<Tensor, Tensor> LlamaAttentionImpl::forward_normed(
     return {forward(x, batch, cos_sin, key_cache, value_cache), sum};
   }
   const QLinearImpl& p = *qkv_[0];
-  const std::optional<Tensor> bias =
-      p.bias().defined() ? std::optional<Tensor>(p.bias()) : std::nullopt;
   auto [q, sum] = rms_norm_linear_rotary_and_cache(
-      h, residual, norm.weight(), norm.eps(), p.weight(), p.qtype(), p.in_features(), bias,
+      h, residual, norm.weight(), norm.eps(), p.weight(), p.qtype(), p.in_features(), p.bias(),
       batch.positions, cos_sin, key_cache, value_cache, batch.slots, config_.rope_interleaved);
   return {attend(q, batch, key_cache, value_cache), sum};
 }
@@ -204,10 +202,8 @@ std::tuple<Tensor, Tensor> LlamaRmsNormImpl::forward_then(const QLinearParts& pa
                                                           bool silu_and_mul) {
   if (parts.size() == 1 && parts[0]->qtype() >= 0) {
     const QLinearImpl& p = *parts[0];
-    const std::optional<Tensor> bias =
-        p.bias().defined() ? std::optional<Tensor>(p.bias()) : std::nullopt;
     return rms_norm_linear(x, residual, weight_, eps_, p.weight(), p.qtype(), p.in_features(),
-                           bias, silu_and_mul);
+                           p.bias(), silu_and_mul);
   }
   auto [normed, sum] = forward(x, residual);
   Tensor y = run_parts(parts, normed);

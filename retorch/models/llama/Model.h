@@ -35,7 +35,10 @@ class QLinearImpl : public nn::Module {
   int64_t in_features() const { return in_features_; }
   int64_t out_features() const { return weight_.size(0); }
   const Tensor& weight() const { return weight_; }
-  const Tensor& bias() const { return bias_; }
+  /// The bias as an op's optional argument.
+  std::optional<Tensor> bias() const {
+    return bias_.defined() ? std::optional<Tensor>(bias_) : std::nullopt;
+  }
   /// Bytes of the weight (and bias) a forward reads.
   int64_t weight_bytes() const;
   void pretty_print(std::ostream& os) const override;
