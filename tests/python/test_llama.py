@@ -127,6 +127,40 @@ def test_decode_graphs_on_cuda_give_the_eager_tokens(tmp_path):
     assert stats[True]["graph_replays"] == stats[True]["forward_passes"] - 1  # all but prefill
 
 
+def greedy_tokens_are_near_the_cpu_maxima(m, tokens, kv, tol):
+    """Each greedy token was, by the cpu's logits of the same prefix (its unfused kernels, run
+    through the prefill path), a maximum to within tol of the logits' range: rounding may swap
+    near-ties, a wrong kernel picks tokens far from the top."""
+    cpu = llm.Engine(m, block_size=4, kv_dtype=kv)
+    for i, t in enumerate(tokens):
+        logits = cpu.forward_all(PROMPT + tokens[:i]).numpy()[-1]
+        spread = float(logits.max() - logits.min())
+        assert logits[t] >= logits.max() - tol * spread, (i, logits.max() - logits[t], spread)
+
+
+@pytest.mark.skipif(not retorch.cuda.is_available(), reason="no CUDA device")
+@pytest.mark.parametrize("weights,kv_dtype", [("bfloat16", "float32"), ("float16", "bfloat16")])
+def test_sixteen_bit_decode_on_cuda_runs_the_fused_layers(tmp_path, weights, kv_dtype):
+    # 16-bit weights run decode steps through rms_norm_linear(_rotary_and_cache)'s fused kernels
+    # (Note [Normed decode projections]), graphed and eager: the same tokens both ways, each a
+    # cpu maximum of its prefix's logits.
+    model = hf_model("gqa", seed=4)
+    model.generation_config.eos_token_id = None
+    m = llm.load(save(model, tmp_path / "m"), dtype=getattr(retorch, weights))
+    kv = getattr(retorch, kv_dtype)
+    outs = {}
+    for graphs in (False, True):
+        e = llm.Engine(m, block_size=4, kv_dtype=kv, device="cuda", cuda_graphs=graphs)
+        i = e.add_request(PROMPT, max_new_tokens=12, temperature=0.0, ignore_eos=True)
+        while e.has_unfinished():
+            e.step()
+        outs[graphs] = e.tokens(i)[len(PROMPT):]
+    assert outs[True] == outs[False] and len(outs[True]) == 12
+    greedy_tokens_are_near_the_cpu_maxima(m, outs[True], kv, 2e-2)
+    assert not any(s["op"] in ("aten::rms_norm_linear", "aten::rms_norm_linear_rotary_and_cache")
+                   for s in retorch.device_fallback_stats())
+
+
 def test_sharded_and_bfloat16_checkpoints(tmp_path):
     model = hf_model("gqa", seed=2)
     save(model, tmp_path / "sharded", max_shard_size="40KB")
