@@ -48,6 +48,14 @@ __device__ inline void widen(uint32_t two, __half, float* out) {
   out[0] = f.x;
   out[1] = f.y;
 }
+// Eight 16-bit values (a 16-byte vector) as floats.
+template <typename W>
+__device__ inline void widen8(uint4 raw, float* out) {
+  widen(raw.x, W(), out);
+  widen(raw.y, W(), out + 2);
+  widen(raw.z, W(), out + 4);
+  widen(raw.w, W(), out + 6);
+}
 __device__ inline float rounded(float v, __nv_bfloat16) {
   return __bfloat162float(__float2bfloat16_rn(v));
 }
@@ -78,12 +86,8 @@ __global__ void __launch_bounds__(32 * kGemvWarps)
   const int64_t chunks = k / 8;
 #pragma unroll 4
   for (int64_t c = lane; c < chunks; c += 32) {
-    const uint4 raw = __ldcs(wr + c);  // read once: streamed past the cache
     float wf[8];
-    widen(raw.x, W(), wf);
-    widen(raw.y, W(), wf + 2);
-    widen(raw.z, W(), wf + 4);
-    widen(raw.w, W(), wf + 6);
+    widen8<W>(__ldcs(wr + c), wf);  // read once: streamed past the cache
 #pragma unroll
     for (int m = 0; m < M; ++m) {
       const float4* xp = reinterpret_cast<const float4*>(x + m * k + c * 8);
@@ -120,18 +124,6 @@ __global__ void __launch_bounds__(32 * kGemvWarps)
 
 constexpr int kNormWarps = 8;  // units of work (a row or a pair of rows) a block takes at a time
 
-__device__ inline void widen8(uint4 raw, __nv_bfloat16, float* out) {
-  widen(raw.x, __nv_bfloat16(), out);
-  widen(raw.y, __nv_bfloat16(), out + 2);
-  widen(raw.z, __nv_bfloat16(), out + 4);
-  widen(raw.w, __nv_bfloat16(), out + 6);
-}
-__device__ inline void widen8(uint4 raw, __half, float* out) {
-  widen(raw.x, __half(), out);
-  widen(raw.y, __half(), out + 2);
-  widen(raw.z, __half(), out + 4);
-  widen(raw.w, __half(), out + 6);
-}
 __device__ inline __nv_bfloat16 narrow(float v, __nv_bfloat16) { return __float2bfloat16_rn(v); }
 __device__ inline __half narrow(float v, __half) { return __float2half_rn(v); }
 
@@ -239,12 +231,12 @@ __global__ void __launch_bounds__(32 * kNormWarps)
 #pragma unroll 4
     for (int64_t c = lane; c < chunks; c += 32) {
       float xf[8], wf[8];
-      widen8(staged[c], W(), xf);
-      widen8(__ldcs(wa + c), W(), wf);
+      widen8<W>(staged[c], xf);
+      widen8<W>(__ldcs(wa + c), wf);
 #pragma unroll
       for (int e = 0; e < 8; ++e) a = fmaf(xf[e], wf[e], a);
       if (kPairs) {
-        widen8(__ldcs(wb + c), W(), wf);
+        widen8<W>(__ldcs(wb + c), wf);
 #pragma unroll
         for (int e = 0; e < 8; ++e) b = fmaf(xf[e], wf[e], b);
       }
