@@ -538,6 +538,18 @@ def test_unary_ops_of_integer_tensors(dtype):
         assert got.dtype == want.dtype == retorch.float32, name
         close(got, torch.tensor(want.numpy()), 1e-6)
         assert ran_on_device(f"aten::{name}"), name
+    # A floating exponent or bound gives floats (the default dtype), as torch's result_type.
+    tx = torch.tensor(x).to(getattr(torch, dtype))
+    for name, args, kw in (("clamp", (), dict(min=0.5)), ("clamp", (), dict(min=-3, max=2.5)),
+                           ("clamp_min", (0.5,), {}), ("clamp_max", (-1.5,), {}),
+                           ("pow", (0.5,), {})):
+        got = getattr(retorch, name)(dev, *args, **kw)
+        want = getattr(torch, name)(tx, *args, **kw)
+        assert got.dtype == retorch.float32 and want.dtype == torch.float32, name
+        close(got, want, 1e-6)
+        assert ran_on_device(f"aten::{name}" + (".Tensor_Scalar" if name == "pow" else "")), name
+    with pytest.raises(RuntimeError, match="can't be cast"):
+        dev.clone().clamp_(min=0.5)  # the cpu kernel's error
     if dtype not in ("int32", "int64"):
         return
     for name in ("neg", "abs", "relu", "sign", "floor", "ceil", "round", "trunc"):  # keep it

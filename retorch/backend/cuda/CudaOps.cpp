@@ -151,6 +151,20 @@ bool unary_int(UnaryOp op, const OpSchema& s, Variant v, const Tensor& self, Sta
   return true;
 }
 
+// Whether pow's exponent or one of clamp's bounds (clamp, clamp_min, clamp_max and their in-place
+// forms) is a floating scalar: an integer input then gives floats, as PyTorch's result_type says.
+bool floating_parameter(UnaryOp op, const OpSchema& s, const Stack& stack, size_t base) {
+  const std::string_view name = s.name;
+  if (op != UnaryOp::kPow && !(op == UnaryOp::kClamp && name.rfind("clamp", 0) == 0))
+    return false;
+  const bool both = op == UnaryOp::kClamp && name.rfind("clamp_max", 0) != 0 &&
+                    name.rfind("clamp_min", 0) != 0;
+  for (size_t i = 1; i <= (both ? 2u : 1u); ++i)
+    if (!stack[base + i].is_none() && stack[base + i].to_scalar().is_floating_point())
+      return true;
+  return false;
+}
+
 void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);
@@ -159,11 +173,11 @@ void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   if (in_device_memory(self) && (self.dtype() == kInt || self.dtype() == kLong) &&
       unary_int(op, s, v, self, stack))
     return;
-  // Integer and bool inputs of the ops that give floats (exp, log, sqrt, ...) are converted to
-  // the default dtype on the device first, as the cpu's kernels compute them; in place the
-  // fallback's cpu kernel raises.
+  // Integer and bool inputs of the ops that give floats (exp, log, sqrt, ..., and pow or clamp
+  // with a floating scalar) are converted to the default dtype on the device first, as the cpu's
+  // kernels compute them; in place the fallback's cpu kernel raises.
   if (in_device_memory(self) && !float_type(self.dtype()) && cast_type(self.dtype()) &&
-      int_to_float(op)) {
+      (int_to_float(op) || floating_parameter(op, s, *stack, base))) {
     const auto c = v == Variant::kInplace ? std::nullopt : converted(self, default_dtype());
     if (!c) return run_device_fallback(h, ks, stack);
     self = *c;
