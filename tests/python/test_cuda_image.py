@@ -196,3 +196,39 @@ def test_native_group_norm_of_a_non_contiguous_input():
     close(rt_host(rstd), (rows.var(-1, unbiased=False) + 1e-5).rsqrt(), 1e-11, "rstd")
     assert tuple(mean.shape) == (2, 3) and tuple(rstd.shape) == (2, 3)
     assert ran_on_device("aten::native_group_norm")
+
+
+@pytest.mark.parametrize("name", ["max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
+                                  "adaptive_max_pool2d", "batch_norm"])
+def test_channels_last_pools_and_batch_norm_run_on_nchw_copies(name):
+    """Note [Channels-last through NCHW]: channels-last inputs run the NCHW kernels on device
+    copies; the results and gradients are torch's, channels-last as the cpu gives them."""
+    rng = np.random.default_rng(120)
+    a = rng.standard_normal((2, 5, 9, 7)).astype(np.float32)
+    cl_r, cl_t = retorch.channels_last, torch.channels_last
+    x = retorch.tensor(a).to("cuda").contiguous(memory_format=cl_r).requires_grad_(True)
+    tx = torch.tensor(a).contiguous(memory_format=cl_t).requires_grad_(True)
+    F, G = retorch.nn.functional, torch.nn.functional
+    calls = {"max_pool2d": (lambda f, t: f.max_pool2d(t, 3, 2, 1), "max_pool2d_with_indices"),
+             "avg_pool2d": (lambda f, t: f.avg_pool2d(t, 2), "avg_pool2d"),
+             "adaptive_avg_pool2d": (lambda f, t: f.adaptive_avg_pool2d(t, (4, 3)),
+                                     "adaptive_avg_pool2d"),
+             "adaptive_max_pool2d": (lambda f, t: f.adaptive_max_pool2d(t, (4, 3)),
+                                     "adaptive_max_pool2d"),
+             "batch_norm": (lambda f, t: f.batch_norm(t, None, None, training=True),
+                            "native_batch_norm")}
+    call, op = calls[name]
+    got, want = call(F, x), call(G, tx)
+    assert got.device.type == "cuda" and got.is_contiguous(memory_format=cl_r)
+    np.testing.assert_allclose(got.detach().cpu().numpy(), want.detach().numpy(), rtol=1e-5,
+                               atol=1e-5)
+    g = rng.standard_normal(tuple(want.shape)).astype(np.float32)
+    (got * retorch.tensor(g).to("cuda")).sum().backward()
+    (want * torch.tensor(g)).sum().backward()
+    assert x.grad.is_contiguous(memory_format=cl_r)
+    np.testing.assert_allclose(x.grad.cpu().numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
+    assert ran_on_device(f"aten::{op}")
+    if name == "max_pool2d":
+        got, idx = F.max_pool2d(x.detach(), 3, 2, 1, return_indices=True)
+        _, tidx = G.max_pool2d(tx.detach(), 3, 2, 1, return_indices=True)
+        assert idx.is_contiguous(memory_format=cl_r) and (idx.cpu().numpy() == tidx.numpy()).all()

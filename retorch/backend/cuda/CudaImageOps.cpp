@@ -13,9 +13,10 @@ namespace retorch::cuda_backend {
 
 // See Note [CUDA image ops] in CudaImage.cu. The host side takes floating tensors of one dtype
 // in the device memory of one device (nearest forward: uint8 too), strided inputs made
-// contiguous on the device. Everything else (other dtypes, empty tensors, sizes or arguments the
-// cpu kernel refuses, channels-last pool inputs, whose cpu results are channels-last) takes the
-// device fallback, so its results and errors are the cpu kernel's.
+// contiguous on the device; adaptive max pooling of channels-last inputs runs on NCHW copies
+// (Note [Channels-last through NCHW] in CudaOps.cpp). Everything else (other dtypes, empty
+// tensors, sizes or arguments the cpu kernel refuses) takes the device fallback, so its results
+// and errors are the cpu kernel's.
 
 namespace {
 
@@ -241,9 +242,9 @@ void register_image_ops(Dispatcher& d) {
         upsample_backward(oh.schema().name == "upsample_bilinear2d_backward", oh, ks, st);
       });
     else if (n == "adaptive_max_pool2d")
-      set_cuda_kernel(h, &adaptive_max_pool);
+      set_cuda_kernel_nchw(h, &adaptive_max_pool);
     else if (n == "adaptive_max_pool2d_backward")
-      set_cuda_kernel(h, &adaptive_max_pool_backward);
+      set_cuda_kernel_nchw(h, &adaptive_max_pool_backward);
     else if (n == "native_group_norm")
       set_cuda_kernel(h, &group_norm);
     else if (n == "_group_norm_backward")

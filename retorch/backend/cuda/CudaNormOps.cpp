@@ -14,8 +14,9 @@
 namespace retorch::cuda_backend {
 
 // See Note [CUDA batch norm and max pool] in CudaNorm.cu. The host side takes contiguous
-// (NCHW) float tensors of one dtype; channels-last inputs, mixed dtypes (a float16 model with
-// float32 running statistics) and empty inputs take the device fallback; invalid pooling
+// (NCHW) float tensors of one dtype (channels-last calls run on NCHW copies: Note [Channels-last
+// through NCHW] in CudaOps.cpp); mixed dtypes (a float16 model with float32 running statistics)
+// and empty inputs take the device fallback; invalid pooling
 // parameters raise the cpu kernel's errors (ops/ArgRules.h).
 
 namespace {
@@ -286,23 +287,24 @@ void register_norm_ops(Dispatcher& d) {
     if (h->device_independent() || !h->has_kernel(DispatchKey::CPU) || !s.overload.empty())
       continue;
     const std::string_view n = s.name;
-    if (n == "native_batch_norm") set_cuda_kernel(h, &batch_norm);
+    if (n == "native_batch_norm") set_cuda_kernel_nchw(h, &batch_norm);
     else if (n == "_batch_norm_backward_reduce")
-      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+      set_cuda_kernel_nchw(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         batch_norm_backward(false, oh, ks, st);
       });
     else if (n == "_batch_norm_backward_elemt")
-      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+      set_cuda_kernel_nchw(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         batch_norm_backward(true, oh, ks, st);
       });
-    else if (n == "max_pool2d_with_indices") set_cuda_kernel(h, &max_pool);
-    else if (n == "max_pool2d_with_indices_backward") set_cuda_kernel(h, &max_pool_backward);
+    else if (n == "max_pool2d_with_indices") set_cuda_kernel_nchw(h, &max_pool);
+    else if (n == "max_pool2d_with_indices_backward")
+      set_cuda_kernel_nchw(h, &max_pool_backward);
     else if (n == "avg_pool2d" || n == "avg_pool2d_backward")
-      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+      set_cuda_kernel_nchw(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         avg_pool(oh.schema().name == "avg_pool2d_backward", oh, ks, st);
       });
     else if (n == "adaptive_avg_pool2d" || n == "_adaptive_avg_pool2d_backward")
-      set_cuda_kernel(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
+      set_cuda_kernel_nchw(h, [](const OperatorHandle& oh, DispatchKeySet ks, Stack* st) {
         adaptive_avg_pool(oh.schema().name == "_adaptive_avg_pool2d_backward", oh, ks, st);
       });
   }

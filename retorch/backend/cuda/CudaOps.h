@@ -48,6 +48,10 @@ Tensor contiguous_on_device(const Tensor& t);
 /// A boxed CUDA kernel of the form every kernel file uses, set at h's CUDA key.
 using CudaKernel = void (*)(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
 void set_cuda_kernel(OperatorHandle* h, CudaKernel k);
+/// set_cuda_kernel for a kernel written for NCHW: a functional call whose first argument is
+/// channels-last runs on NCHW copies and gets channels-last results (Note [Channels-last
+/// through NCHW]).
+void set_cuda_kernel_nchw(OperatorHandle* h, CudaKernel k);
 /// Device-to-device copy_ on the GPU (same dtype, or between floating dtypes, src broadcast
 /// to dst); false when the pair needs the host path.
 bool copy_on_device(const Tensor& dst, const Tensor& src);
