@@ -14,7 +14,7 @@ namespace retorch::cuda_backend {
 // See Note [CUDA image ops] in CudaImage.cu. The host side takes floating tensors of one dtype
 // in the device memory of one device (nearest forward: uint8 too), strided inputs made
 // contiguous on the device; adaptive max pooling of channels-last inputs runs on NCHW copies
-// (Note [Channels-last through NCHW] in CudaOps.cpp). Everything else (other dtypes, empty
+// (Note [Channels-last through NCHW] in CudaNormOps.cpp). Everything else (other dtypes, empty
 // tensors, sizes or arguments the cpu kernel refuses) takes the device fallback, so its results
 // and errors are the cpu kernel's.
 

@@ -1,6 +1,6 @@
 // CUDA kernels of batch norm (forward, and its backward's reduce and elementwise passes) and of
 // max_pool2d_with_indices, avg_pool2d and adaptive_avg_pool2d with their backwards, registered
-// at the CUDA key (NCHW tensors).
+// at the CUDA key (NCHW tensors; channels-last calls through NCHW copies).
 #include <algorithm>
 #include <tuple>
 #include <vector>
@@ -15,7 +15,7 @@ namespace retorch::cuda_backend {
 
 // See Note [CUDA batch norm and max pool] in CudaNorm.cu. The host side takes contiguous
 // (NCHW) float tensors of one dtype (channels-last calls run on NCHW copies: Note [Channels-last
-// through NCHW] in CudaOps.cpp); mixed dtypes (a float16 model with float32 running statistics)
+// through NCHW] in CudaNormOps.cpp); mixed dtypes (a float16 model with float32 running statistics)
 // and empty inputs take the device fallback; invalid pooling
 // parameters raise the cpu kernel's errors (ops/ArgRules.h).
 
@@ -280,6 +280,40 @@ void adaptive_avg_pool(bool backward, const OperatorHandle& h, DispatchKeySet ks
 }
 
 }  // namespace
+
+// Note [Channels-last through NCHW]
+// The pools' and batch norm's kernels read NCHW. A channels-last call (the first argument's
+// suggested format, as the cpu kernels decide their results') used to take the fallback, two
+// host round trips; now its channels-last 4-d tensor arguments are copied to NCHW on the device,
+// the kernel runs, and its 4-d results are copied to channels-last, the layout the cpu gives
+// them (max pooling's indices too: they count within a plane whatever the layout). In-place
+// and out= calls keep their path.
+void set_cuda_kernel_nchw(OperatorHandle* h, CudaKernel k) {
+  h->set_kernel(DispatchKey::CUDA, make_boxed_kernel([k](const OperatorHandle& op,
+                                                         DispatchKeySet ks, Stack* stack) {
+    const OpSchema& s = op.schema();
+    const size_t base = stack->size() - size_t(s.num_args);
+    const auto channels_last = [](const IValue& v) {
+      if (!v.is_tensor() || !v.to_tensor().defined()) return false;
+      const Tensor& t = v.to_tensor();
+      return t.dim() == 4 && in_device_memory(t) &&
+             t.suggest_memory_format() == MemoryFormat::ChannelsLast;
+    };
+    if (variant_of(s) != Variant::kFunctional || !channels_last((*stack)[base]))
+      return k(op, ks, stack);
+    for (size_t i = base; i < stack->size(); ++i)
+      if (channels_last((*stack)[i]))
+        (*stack)[i] = IValue(contiguous_on_device((*stack)[i].to_tensor()));
+    k(op, ks, stack);
+    ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
+    for (size_t i = base; i < stack->size(); ++i) {
+      if (!(*stack)[i].is_tensor()) continue;
+      const Tensor r = (*stack)[i].to_tensor();
+      if (r.defined() && r.dim() == 4 && in_device_memory(r))
+        (*stack)[i] = IValue(r.contiguous(MemoryFormat::ChannelsLast));
+    }
+  }));
+}
 
 void register_norm_ops(Dispatcher& d) {
   for (OperatorHandle* h : d.ops()) {

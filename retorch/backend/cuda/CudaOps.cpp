@@ -728,40 +728,6 @@ void set_cuda_kernel(OperatorHandle* h, CudaKernel k) {
                 }));
 }
 
-// Note [Channels-last through NCHW]
-// The pools' and batch norm's kernels read NCHW. A channels-last call (the first argument's
-// suggested format, as the cpu kernels decide their results') used to take the fallback, two
-// host round trips; now its channels-last 4-d tensor arguments are copied to NCHW on the device,
-// the kernel runs, and its 4-d results are copied to channels-last, the layout the cpu gives
-// them (max pooling's indices too: they count within a plane whatever the layout). In-place
-// and out= calls keep their path.
-void set_cuda_kernel_nchw(OperatorHandle* h, CudaKernel k) {
-  h->set_kernel(DispatchKey::CUDA, make_boxed_kernel([k](const OperatorHandle& op,
-                                                         DispatchKeySet ks, Stack* stack) {
-    const OpSchema& s = op.schema();
-    const size_t base = stack->size() - size_t(s.num_args);
-    const auto channels_last = [](const IValue& v) {
-      if (!v.is_tensor() || !v.to_tensor().defined()) return false;
-      const Tensor& t = v.to_tensor();
-      return t.dim() == 4 && in_device_memory(t) &&
-             t.suggest_memory_format() == MemoryFormat::ChannelsLast;
-    };
-    if (variant_of(s) != Variant::kFunctional || !channels_last((*stack)[base]))
-      return k(op, ks, stack);
-    for (size_t i = base; i < stack->size(); ++i)
-      if (channels_last((*stack)[i]))
-        (*stack)[i] = IValue(contiguous_on_device((*stack)[i].to_tensor()));
-    k(op, ks, stack);
-    ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
-    for (size_t i = base; i < stack->size(); ++i) {
-      if (!(*stack)[i].is_tensor()) continue;
-      const Tensor r = (*stack)[i].to_tensor();
-      if (r.defined() && r.dim() == 4 && in_device_memory(r))
-        (*stack)[i] = IValue(r.contiguous(MemoryFormat::ChannelsLast));
-    }
-  }));
-}
-
 bool copy_on_device(const Tensor& dst, const Tensor& src) {
   if (!in_device_memory(dst) || !in_device_memory(src) || dst.device() != src.device() ||
       src.dim() > dst.dim())
