@@ -166,8 +166,7 @@ void register_fill_ops(Dispatcher& d) {
   for (OperatorHandle* h : d.ops()) {
     const OpSchema& s = h->schema();
     if (h->device_independent() || !h->has_kernel(DispatchKey::CPU)) continue;
-    std::string_view base = s.name;
-    if (!base.empty() && base.back() == '_') base.remove_suffix(1);
+    const std::string_view base = base_name(s);
     const bool out = variant_of(s) == Variant::kOut;
     if ((s.name == "fill_" && s.overload == "Scalar") || (s.name == "zero_" && s.overload.empty()))
       set_cuda_kernel(h, &fill_kernel);

@@ -721,6 +721,12 @@ Tensor contiguous_on_device(const Tensor& t) {
   return c;
 }
 
+std::string_view base_name(const OpSchema& s) {
+  std::string_view base = s.name;
+  if (!base.empty() && base.back() == '_') base.remove_suffix(1);
+  return base;
+}
+
 void set_cuda_kernel(OperatorHandle* h, CudaKernel k) {
   h->set_kernel(DispatchKey::CUDA, make_boxed_kernel([k](const OperatorHandle& op,
                                                          DispatchKeySet ks, Stack* stack) {
@@ -754,8 +760,7 @@ void register_pointwise_ops(Dispatcher& d) {
   for (OperatorHandle* h : d.ops()) {
     const OpSchema& s = h->schema();
     if (h->device_independent() || !h->has_kernel(DispatchKey::CPU)) continue;
-    std::string_view base = s.name;
-    if (!base.empty() && base.back() == '_') base.remove_suffix(1);
+    const std::string_view base = base_name(s);
     const bool out = variant_of(s) == Variant::kOut;
     for (const UnaryEntry& e : kUnaryOps)  // (not round.decimals and its out form)
       if (base == e.name && (s.overload.empty() || s.overload == "out")) {

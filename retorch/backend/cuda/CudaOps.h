@@ -4,6 +4,7 @@
 #include <initializer_list>
 #include <mutex>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include "retorch/backend/cuda/CudaIndex.h"
@@ -48,6 +49,8 @@ Tensor contiguous_on_device(const Tensor& t);
 /// A boxed CUDA kernel of the form every kernel file uses, set at h's CUDA key.
 using CudaKernel = void (*)(const OperatorHandle& op, DispatchKeySet ks, Stack* stack);
 void set_cuda_kernel(OperatorHandle* h, CudaKernel k);
+/// The op's name without its in-place '_' (add_ -> add): what the registration tables match.
+std::string_view base_name(const OpSchema& s);
 /// set_cuda_kernel for a kernel written for NCHW: a functional call whose first argument is
 /// channels-last runs on NCHW copies and gets channels-last results (Note [Channels-last
 /// through NCHW]).
