@@ -1,9 +1,9 @@
 """The CUDA kernels of the LAPACK ops (cuSOLVER and cuBLAS trsm, Note [CUDA linear algebra]):
-cholesky, lu_factor_ex, lu_unpack, _linalg_solve, inv, det, slogdet, solve_triangular, qr, eigh
-and svd in float32 and float64, batched, against torch on the cpu (factors that are unique up to
-signs through reconstructions, |columns| and invariants); singular and non-positive-definite
-inputs raise the cpu kernel's error and leave the device usable; gradients through autograd.
-Skipped without a GPU."""
+cholesky, lu_factor_ex (also without pivoting), lu_unpack, _linalg_solve, inv, det, slogdet,
+solve_triangular, qr, eigh and svd in float32 and float64, batched, against torch on the cpu
+(factors that are unique up to signs through reconstructions, |columns| and invariants);
+singular and non-positive-definite inputs raise the cpu kernel's error and leave the device
+usable; gradients through autograd. Skipped without a GPU."""
 import numpy as np
 import pytest
 import torch
@@ -122,12 +122,69 @@ def test_lu_of_singular_matrices_infos_and_check_errors():
     assert ran_on_device("aten::linalg_lu_factor_ex")
     with pytest.raises(RuntimeError, match=r"U\[2,2\] is zero"):
         retorch.linalg.lu_factor_ex(r, check_errors=True)
-    with pytest.raises(RuntimeError, match="not implemented"):
-        retorch.linalg.lu_factor(r, pivot=False)  # the cpu kernel's refusal, through the fallback
+    with pytest.raises(RuntimeError, match=r"\(Batch element 0\): U\[2,2\] is zero"):
+        retorch.linalg.lu_factor(r, pivot=False)
     retorch.reset_device_fallback_stats()
     ok, t = both(rnd((3, 3), 6), "float32")
     close(retorch.linalg.lu_factor(ok)[0], torch.linalg.lu_factor(t)[0], 2e-4)
     assert ran_on_device("aten::linalg_lu_factor_ex")
+
+
+def column_dominant(shape, seed):
+    """Random matrices whose diagonal dominates its column: partial pivoting swaps no rows, so
+    torch's pivoted factors (which its cpu kernel computes) are the unpivoted ones."""
+    return rnd(shape, seed) + 3 * max(shape[-2:]) * np.eye(shape[-2], shape[-1])
+
+
+@pytest.mark.parametrize("dtype,tol", LAPACK)
+@pytest.mark.parametrize("shape", [(5, 5), (6, 4), (4, 6), (2, 3, 5, 5)])
+def test_lu_without_pivoting(shape, dtype, tol):
+    r, t = both(column_dominant(shape, 40), dtype)
+    tLU, tpiv = torch.linalg.lu_factor(t)
+    k = min(shape[-2:])
+    assert torch.equal(tpiv, torch.arange(1, k + 1, dtype=torch.int32).expand_as(tpiv))
+    LU, piv, info = retorch.linalg.lu_factor_ex(r, pivot=False)
+    close(LU, tLU, tol)
+    assert piv.dtype == retorch.int32 and torch.equal(host(piv), tpiv.long())
+    assert int(host(info).abs().sum()) == 0
+    P, L, U = retorch.linalg.lu(r, pivot=False)
+    _, tL, tU = torch.linalg.lu(t)
+    assert tuple(P.shape) == (0,)
+    close(L, tL, tol)
+    close(U, tU, tol)
+    assert ran_on_device("aten::linalg_lu_factor_ex")
+    # A matrix partial pivoting would reorder: no rows swapped, L U is A itself.
+    r2, t2 = both(rnd(shape, 41), dtype)
+    assert (torch.linalg.lu_factor(t2)[1] != torch.arange(1, k + 1, dtype=torch.int32)).any()
+    _, L2, U2 = retorch.linalg.lu(r2, pivot=False)
+    close(L2 @ U2, t2, tol * 100)
+    close(L2, torch.tril(host(L2), -1) + torch.eye(shape[-2], k), 0)
+    close(U2, torch.triu(host(U2)), 0)
+    if torch.cuda.is_available():  # PyTorch's own unpivoted CUDA factors, when it has them
+        cLU, cpiv = torch.linalg.lu_factor(t2.cuda(), pivot=False)
+        close(retorch.linalg.lu_factor(r2, pivot=False)[0], cLU.cpu(), tol * 100)
+
+
+def test_lu_without_pivoting_gradients_and_errors():
+    x = column_dominant((2, 4, 4), 42)
+    r = retorch.tensor(x).to(DEV).requires_grad_()
+    t = torch.tensor(x).requires_grad_()
+    wr, wt = both(rnd((2, 4, 4), 43), "float64")
+    (retorch.linalg.lu_factor(r, pivot=False)[0] * wr).sum().backward()
+    (torch.linalg.lu_factor(t)[0] * wt).sum().backward()  # the same factors: no swaps
+    close(r.grad, t.grad, 1e-8)
+    # [[0, 1], [1, 0]] has no unpivoted LU: U[1,1] is zero, which check_errors reports.
+    s, _ = both(np.array([[[1.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [1.0, 0.0]]]), "float64")
+    _, piv, info = retorch.linalg.lu_factor_ex(s, pivot=False)
+    assert host(info).tolist() == [0, 1] and host(piv).tolist() == [[1, 2], [1, 2]]
+    with pytest.raises(RuntimeError, match=r"lu_factor_ex: \(Batch element 1\): U\[1,1\] is zero"):
+        retorch.linalg.lu_factor_ex(s, pivot=False, check_errors=True)
+    with pytest.raises(RuntimeError, match=r"lu_factor_ex: U\[1,1\] is zero"):
+        retorch.linalg.lu_factor_ex(s[1], pivot=False, check_errors=True)
+    with pytest.raises(RuntimeError, match="LU without pivoting is not implemented on the CPU"):
+        retorch.linalg.lu_factor(s.cpu(), pivot=False)
+    ok, t = both(rnd((3, 3), 44), "float32")
+    close(retorch.linalg.lu_factor(ok)[0], torch.linalg.lu_factor(t)[0], 2e-4)  # still usable
 
 
 @pytest.mark.parametrize("dtype,tol", LAPACK)

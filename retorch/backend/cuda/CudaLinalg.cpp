@@ -17,6 +17,7 @@
 #include "retorch/core/Error.h"
 #include "retorch/core/SharedLibrary.h"
 #include "retorch/core/TensorImpl.h"
+#include "retorch/generated/Functions.h"
 
 namespace retorch::cuda_backend {
 
@@ -39,7 +40,9 @@ namespace retorch::cuda_backend {
 //  - det, slogdet, inv: M = Aᵀ has A's determinant; inv solves M Y = I, so Y = (A⁻¹)ᵀ, which
 //    read row-major is A⁻¹. The pivots of Aᵀ differ from A's, but only their sign is used.
 //  - lu_factor_ex: the pivots must be A's row swaps, so A itself (the transposed copy) is
-//    factored and the m x n LU transposed back.
+//    factored and the m x n LU transposed back. pivot=False hands getrf no pivot array (no
+//    swaps); the pivots returned are 1..k and a check_errors failure is raised here, since the
+//    cpu kernel refuses pivot=False altogether.
 //  - _linalg_solve: M = Aᵀ is factored and getrs(OP_T) solves Mᵀ X = A X = B, B handed
 //    column-major (its transposed copy), X transposed back.
 //  - solve_triangular: A X = B is Xᵀ Aᵀ = Bᵀ, so cuBLAS sees X's row-major buffer (Xᵀ, c x r,
@@ -272,6 +275,19 @@ bool all_zero(const Tensor& info) {
   return true;
 }
 
+// The cpu kernel's check_errors failure for the first matrix whose info is non-zero (its U has
+// a zero diagonal element), where the cpu kernel cannot run the call itself.
+[[noreturn]] void raise_singular_u(const Tensor& info, bool batched, const char* op) {
+  const Tensor host = info.to(Device(kCPU)).reshape({-1});
+  const int* p = host.data_ptr<int>();
+  int64_t b = 0;
+  while (b + 1 < host.numel() && p[b] == 0) ++b;
+  const std::string where = batched ? "(Batch element " + std::to_string(b) + "): " : "";
+  RT_ERROR(op, ": ", where, "U[", p[b], ",", p[b], "] is zero and using it on lu_solve would "
+           "result in a division by zero. If you still want to perform the factorization, "
+           "consider calling linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)");
+}
+
 FloatType ftype(const Tensor& t) {
   return t.dtype() == kFloat ? FloatType::kFloat : FloatType::kDouble;
 }
@@ -352,21 +368,26 @@ void cholesky(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   push_results(s, {L.view(A.sizes())}, stack);
 }
 
-// linalg_lu_factor_ex(A, *, pivot, check_errors) -> (LU, pivots, info); pivot=False (which the
-// cpu refuses) takes the fallback.
+// linalg_lu_factor_ex(A, *, pivot, check_errors) -> (LU, pivots, info). pivot=False (which the
+// cpu refuses) is getrf without a pivot array, which factors without row swaps, and the pivots
+// are the identity's, 1..k, as PyTorch's CUDA kernel returns them.
 void lu_factor_ex(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const IValue* a = args(s, stack);
   const Tensor A = a[0].to_tensor();
   const bool pivot = a[1].to_bool(), check_errors = a[2].to_bool();
   Libraries* lib = libraries();
-  if (!lib || !lapack_input(A) || !pivot) return run_device_fallback(h, ks, stack);
+  if (!lib || !lapack_input(A)) return run_device_fallback(h, ks, stack);
   ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
   const int64_t m = A.size(-2), n = A.size(-1), k = std::min(m, n);
   const Tensor buf = matrices(A, true);  // A itself, column-major, lda m
   const int64_t batch = buf.size(0);
   const DimVector bs = batch_dims(A);
-  const Tensor pivots = make_empty(with_tail(bs, {k}), kInt, A.device());
+  const Tensor pivots =
+      pivot ? make_empty(with_tail(bs, {k}), kInt, A.device())
+            : arange(1, k + 1, 1, TensorOptions(kInt).device(A.device()))
+                  .expand(with_tail(bs, {k}))
+                  .contiguous();
   const Tensor info = make_empty(bs, kInt, A.device());
   with_lapack(A.dtype(), [&](auto tag) {
     using T = decltype(tag);
@@ -377,10 +398,13 @@ void lu_factor_ex(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
     const Tensor work = workspace(lwork, A);
     for (int64_t b = 0; b < batch; ++b)
       check(r.getrf(hd, int(m), int(n), ptr<T>(buf) + b * m * n, int(m), ptr<T>(work),
-                    ptr<int>(pivots) + b * k, ptr<int>(info) + b),
+                    pivot ? ptr<int>(pivots) + b * k : nullptr, ptr<int>(info) + b),
             "linalg_lu_factor_ex");
   });
-  if (check_errors && !all_zero(info)) return run_device_fallback(h, ks, stack);
+  if (check_errors && !all_zero(info)) {
+    if (pivot) return run_device_fallback(h, ks, stack);  // the cpu kernel's error
+    raise_singular_u(info, A.dim() > 2, "torch.linalg.lu_factor_ex");
+  }
   push_results(s, {matrices(buf, true).view(A.sizes()), pivots, info}, stack);
 }
 

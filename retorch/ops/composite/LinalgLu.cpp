@@ -27,9 +27,10 @@ std::tuple<Tensor, Tensor> linalg_lu_factor(const Tensor& A, bool pivot) {
   return {LU, pivots};
 }
 
+// pivot=False (a device's kernel; the cpu's refuses) leaves P empty, as PyTorch's.
 std::tuple<Tensor, Tensor, Tensor> linalg_lu(const Tensor& A, bool pivot) {
   auto [LU, pivots, info] = linalg_lu_factor_ex(A, pivot, false);
-  return lu_unpack(LU, pivots, true, true);
+  return lu_unpack(LU, pivots, true, pivot);
 }
 
 // A = P L U, so AX = B is X = U^-1 L^-1 P^T B; A^T X = B is X = P L^-T U^-T B; XA = B is
