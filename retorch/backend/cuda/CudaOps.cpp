@@ -3,7 +3,6 @@
 #include "retorch/backend/cuda/CudaOps.h"
 
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -14,7 +13,6 @@
 #include "retorch/core/Half.h"
 #include "retorch/core/Shape.h"
 #include "retorch/core/TensorImpl.h"
-#include "retorch/device/ElementAddress.h"
 #include "retorch/generated/Functions.h"
 
 namespace retorch::cuda_backend {
@@ -73,6 +71,18 @@ bool int_to_float(UnaryOp op) {
   }
 }
 
+// Where the bounds of an op run as UnaryOp::kClamp sit among its arguments (after self):
+// clamp(min?, max?) and hardtanh(min_val, max_val) at 1 and 2, clamp_min(min) and clamp_max(max)
+// at 1 (and their in-place and out= forms); 0 for a side the overload has not got.
+struct ClampBounds {
+  size_t lower, upper;
+};
+ClampBounds clamp_bounds(std::string_view name) {
+  if (name.rfind("clamp_min", 0) == 0) return {1, 0};
+  if (name.rfind("clamp_max", 0) == 0) return {0, 1};
+  return {1, 2};
+}
+
 // neg, abs, relu, sign, pow (an integral exponent >= 0), clamp (integral bounds) and the
 // roundings of int32/int64 device tensors, which keep their dtype: neg multiplies by -1, abs is
 // the maximum of x and -x (the most negative value stays itself, as PyTorch's), relu the maximum
@@ -88,18 +98,16 @@ bool unary_int(UnaryOp op, const OpSchema& s, Variant v, const Tensor& self, Sta
     const std::string_view name = s.name;
     if (name.rfind("clamp", 0) != 0) return false;  // (hardtanh)
     const size_t base = stack->size() - size_t(s.num_args);
-    const bool lower = name.rfind("clamp_max", 0) != 0, upper = name.rfind("clamp_min", 0) != 0;
+    const ClampBounds at = clamp_bounds(name);
     auto bound = [&](size_t i, std::optional<int64_t>* b) {
       const IValue& a = (*stack)[base + i];
-      if (a.is_none()) return true;
+      if (i == 0 || a.is_none()) return true;
       const Scalar value = a.to_scalar();
       if (!value.is_integral(false)) return false;  // a floating bound gives floats
       *b = value.to<int64_t>();
       return true;
     };
-    if (!(lower ? bound(1, &lo) : true) || !(upper ? bound(lower ? 2 : 1, &hi) : true) ||
-        !(lo || hi))
-      return false;
+    if (!bound(at.lower, &lo) || !bound(at.upper, &hi) || !(lo || hi)) return false;
   } else if (op == UnaryOp::kPow) {  // pow(self, exponent): an integral exponent >= 0
     const Scalar e = (*stack)[stack->size() - size_t(s.num_args) + 1].to_scalar();
     if (!e.is_integral(false) || e.to<int64_t>() < 0) return false;  // floats; the cpu's error
@@ -157,10 +165,9 @@ bool floating_parameter(UnaryOp op, const OpSchema& s, const Stack& stack, size_
   const std::string_view name = s.name;
   if (op != UnaryOp::kPow && !(op == UnaryOp::kClamp && name.rfind("clamp", 0) == 0))
     return false;
-  const bool both = op == UnaryOp::kClamp && name.rfind("clamp_max", 0) != 0 &&
-                    name.rfind("clamp_min", 0) != 0;
-  for (size_t i = 1; i <= (both ? 2u : 1u); ++i)
-    if (!stack[base + i].is_none() && stack[base + i].to_scalar().is_floating_point())
+  const ClampBounds at = op == UnaryOp::kPow ? ClampBounds{1, 0} : clamp_bounds(name);
+  for (size_t i : {at.lower, at.upper})
+    if (i != 0 && !stack[base + i].is_none() && stack[base + i].to_scalar().is_floating_point())
       return true;
   return false;
 }
@@ -199,11 +206,11 @@ void unary(UnaryOp op, const OperatorHandle& h, DispatchKeySet ks, Stack* stack)
   if (op == UnaryOp::kPow) {
     p0 = (*stack)[base + 1].to_scalar().to_double();
   } else if (op == UnaryOp::kClamp) {
-    const bool lower = name.rfind("clamp_max", 0) != 0, upper = name.rfind("clamp_min", 0) != 0;
-    if (lower && upper && (*stack)[base + 1].is_none() && (*stack)[base + 2].is_none())
+    const ClampBounds at = clamp_bounds(name);
+    if (at.lower && at.upper && (*stack)[base + 1].is_none() && (*stack)[base + 2].is_none())
       return run_device_fallback(h, ks, stack);  // its error: a bound is required
-    p0 = lower ? bound(1, -INFINITY) : -INFINITY;
-    p1 = upper ? bound(lower ? 2 : 1, INFINITY) : INFINITY;
+    p0 = at.lower ? bound(at.lower, -INFINITY) : -INFINITY;
+    p1 = at.upper ? bound(at.upper, INFINITY) : INFINITY;
   } else if (op == UnaryOp::kLeakyRelu || op == UnaryOp::kSoftplus) {
     p0 = (*stack)[base + 1].to_scalar().to_double();
     if (op == UnaryOp::kSoftplus) p1 = (*stack)[base + 2].to_scalar().to_double();
@@ -622,139 +629,6 @@ constexpr TernaryEntry kTernaryOps[] = {
 };
 
 }  // namespace
-
-std::optional<Tensor> converted(const Tensor& t, ScalarType to) {
-  Tensor out = make_empty(t.sizes(), to, t.device());
-  if (!copy_on_device(out, t)) return std::nullopt;
-  return out;
-}
-
-Variant variant_of(const OpSchema& s) {
-  if (!s.name.empty() && s.name.back() == '_') return Variant::kInplace;
-  const std::string_view o = s.overload;
-  if (o == "out" || (o.size() > 4 && o.substr(o.size() - 4) == "_out")) return Variant::kOut;
-  return Variant::kFunctional;
-}
-
-void finish_call(const OpSchema& s, Variant v, const Tensor& out, Stack* stack) {
-  if (v != Variant::kFunctional) out.impl()->bump_version();
-  stack->erase(stack->end() - s.num_args, stack->end());
-  stack->push_back(IValue(out));
-}
-
-DimVector strides_of(const Tensor& t) { return DimVector(t.strides().begin(), t.strides().end()); }
-
-bool in_device_memory(const Tensor& t) {
-  return t.defined() && !t.impl()->storage()->device().is_cpu();
-}
-
-void* device_ptr(const Tensor& t) { return element_address(t); }
-
-std::optional<NumericType> numeric_type(ScalarType t) {
-  switch (t) {
-    case kFloat: return NumericType::kFloat;
-    case kDouble: return NumericType::kDouble;
-    case kHalf: return NumericType::kHalf;
-    case kBFloat16: return NumericType::kBFloat16;
-    case kChar: return NumericType::kInt8;
-    case kByte: return NumericType::kUInt8;
-    case kShort: return NumericType::kInt16;
-    case kInt: return NumericType::kInt32;
-    case kLong: return NumericType::kInt64;
-    default: return std::nullopt;
-  }
-}
-
-std::optional<CastType> cast_type(ScalarType t) {
-  if (t == kBool) return CastType::kBool;
-  const auto n = numeric_type(t);
-  if (!n) return std::nullopt;
-  return CastType(int(*n));  // the same order (CudaPointwise.h)
-}
-
-uint64_t bits_of(ScalarType dtype, const Scalar& value) {
-  Tensor one = make_empty({}, dtype);
-  {
-    ExcludeDispatchKeyGuard below({DispatchKey::Autograd, DispatchKey::Tracer});
-    one.fill_(value);
-  }
-  uint64_t bits = 0;
-  std::memcpy(&bits, one.impl()->storage()->data(), size_t(one.element_size()));
-  return bits;
-}
-
-Generator& generator_arg(const IValue& a) {
-  return a.is_none() ? default_generator() : const_cast<Generator&>(a.to_generator());
-}
-
-void push_results(const OpSchema& s, std::initializer_list<Tensor> outs, Stack* stack) {
-  stack->erase(stack->end() - s.num_args, stack->end());
-  for (const Tensor& t : outs) stack->push_back(IValue(t));
-}
-
-std::optional<FloatType> float_type(ScalarType t) {
-  switch (t) {
-    case kFloat: return FloatType::kFloat;
-    case kDouble: return FloatType::kDouble;
-    case kHalf: return FloatType::kHalf;
-    case kBFloat16: return FloatType::kBFloat16;
-    default: return std::nullopt;
-  }
-}
-
-DimVector broadcast_strides(const Tensor& t, IntArrayRef shape) {
-  DimVector s(shape.size(), 0);
-  const size_t lead = shape.size() - size_t(t.dim());
-  for (int64_t d = 0; d < t.dim(); ++d)
-    if (t.size(d) != 1) s[lead + size_t(d)] = t.stride(d);
-  return s;
-}
-
-void run_device_fallback(const OperatorHandle& op, DispatchKeySet ks, Stack* stack) {
-  Dispatcher::singleton().fallback(DispatchKey::DeviceFallback).boxed(op, ks, stack);
-}
-
-Tensor contiguous_on_device(const Tensor& t) {
-  if (t.is_contiguous()) return t;
-  Tensor c = make_empty(t.sizes(), t.dtype(), t.device());
-  RT_CHECK(copy_on_device(c, t), "cuda: could not copy a ", t.dim(), "-dim tensor");
-  return c;
-}
-
-std::string_view base_name(const OpSchema& s) {
-  std::string_view base = s.name;
-  if (!base.empty() && base.back() == '_') base.remove_suffix(1);
-  return base;
-}
-
-void set_cuda_kernel(OperatorHandle* h, CudaKernel k) {
-  h->set_kernel(DispatchKey::CUDA, make_boxed_kernel([k](const OperatorHandle& op,
-                                                         DispatchKeySet ks, Stack* stack) {
-                  k(op, ks, stack);
-                }));
-}
-
-bool copy_on_device(const Tensor& dst, const Tensor& src) {
-  if (!in_device_memory(dst) || !in_device_memory(src) || dst.device() != src.device() ||
-      src.dim() > dst.dim())
-    return false;
-  for (int64_t d = 0; d < src.dim(); ++d) {
-    const int64_t want = dst.size(dst.dim() - src.dim() + d);
-    if (src.size(d) != want && src.size(d) != 1) return false;  // the host path raises
-  }
-  const bool same = dst.dtype() == src.dtype();
-  const auto cast_to = cast_type(dst.dtype()), cast_from = cast_type(src.dtype());
-  if (!same && !(cast_to && cast_from)) return false;
-  Geometry<2> g;
-  if (!geometry_of<2>(dst.sizes(), {strides_of(dst), broadcast_strides(src, dst.sizes())}, &g))
-    return false;
-  if (same)
-    launch_copy_bytes(int(dst.element_size()), g, device_ptr(dst), device_ptr(src),
-                      current_stream());
-  else
-    launch_cast(*cast_to, *cast_from, g, device_ptr(dst), device_ptr(src), current_stream());
-  return true;
-}
 
 void register_pointwise_ops(Dispatcher& d) {
   for (OperatorHandle* h : d.ops()) {

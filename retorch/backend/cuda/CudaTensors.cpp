@@ -20,9 +20,9 @@ namespace cuda_backend {
 // With a device present, cuda tensors live in device memory (the caching allocator) and carry
 // the CUDA key alone. copy_ moves bytes with one cudaMemcpy when both sides are contiguous with
 // one dtype; between two cuda tensors of one dtype, or of two floating dtypes, it runs a strided
-// (broadcasting, converting) copy kernel on the device (CudaOps.cpp); otherwise it brings the
-// span of device memory each cuda side occupies to the host, runs the CPU kernel between host
-// views of the same geometry, and sends the destination's span back. _to_copy allocates on the
+// (broadcasting, converting) copy kernel on the device (copy_on_device, CudaOpsShared.cpp);
+// otherwise it brings the span of device memory each cuda side occupies to the host, runs the
+// CPU kernel between host views of the same geometry, and sends the destination's span back. _to_copy allocates on the
 // target device and copy_es. Copies queue on the current stream (Note [CUDA streams]); those to
 // and from the host then wait for it, so the host sees the data when they return, except a
 // non_blocking one whose host side is pinned (Note [Pinned host memory]), which returns at once,
