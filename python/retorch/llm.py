@@ -3,10 +3,12 @@ engine over a paged KV cache, sampling, and the tokenizer."""
 from . import _C
 from ._C import _llm
 
-__all__ = ["load", "load_tokenizer", "random_model", "Engine", "Sampler", "Tokenizer", "generate"]
+__all__ = ["load", "load_tokenizer", "random_model", "Engine", "Sampler", "Tokenizer", "generate",
+           "sample_rows"]
 
 Engine = _llm.Engine
 Sampler = _llm.Sampler
+sample_rows = _llm.sample_rows
 Tokenizer = getattr(getattr(_C, "_tokenizer", None), "Tokenizer", None)
 
 

@@ -184,6 +184,18 @@ void bind_llm(py::module_& m) {
         RT_CHECK_VALUE(x.dim() == 1, "Sampler.sample: expected 1-D logits, got shape ", x.sizes());
         return s.sample(x.data_ptr<float>(), x.numel(), history);
       });
+  l.def(
+      "sample_rows",
+      [](const Tensor& logits, const std::vector<Sampler*>& samplers,
+         const std::vector<std::vector<int64_t>>& histories) {
+        std::vector<const std::vector<int64_t>*> h;
+        for (const auto& v : histories) h.push_back(&v);
+        py::gil_scoped_release no_gil;
+        return sample_rows(logits, samplers, h);
+      },
+      py::arg("logits"), py::arg("samplers"), py::arg("histories"),
+      "The next token of each row of [rows, vocab] float32 logits for samplers[i] (what "
+      "samplers[i].sample(logits[i], histories[i]) gives), computed where the logits are.");
 }
 
 }  // namespace retorch::python

@@ -312,3 +312,64 @@ def test_seeded_sampling(rng):
     assert greedy.sample(logits, []) == int(np.argmax(logits.numpy()))
     with pytest.raises(ValueError, match="top_p must be in"):
         llm.Sampler(top_p=0.0)
+
+
+SAMPLING_CASES = [
+    dict(temperature=0.0), dict(temperature=1.0), dict(temperature=0.7, top_k=5),
+    dict(top_p=0.9), dict(temperature=1.3, top_p=0.3), dict(min_p=0.1),
+    dict(repetition_penalty=1.3), dict(temperature=0.0, repetition_penalty=1.5), dict(top_k=1),
+    dict(top_k=1000), dict(temperature=1.5, top_k=20, top_p=0.8, min_p=0.05,
+                           repetition_penalty=1.2)]
+
+
+def sample_rows_match_the_samplers(rng, device, vocab=300, draws=12):
+    """llm.sample_rows over rows of logits on `device` gives each row's Sampler.sample token,
+    draw after draw from the same seeds (ties among the logits included)."""
+    for draw in range(draws):
+        logits = (rng.standard_normal((len(SAMPLING_CASES), vocab)) * 3).astype(np.float32)
+        if draw % 3 == 0:
+            logits[:, :12] = logits[:, :1]  # ties at the top for some rows
+        history = [[int(i) for i in rng.integers(-2, vocab + 2, 15)] for _ in SAMPLING_CASES]
+        history[0] = []
+        host = [llm.Sampler(seed=draw * 50 + i, **c) for i, c in enumerate(SAMPLING_CASES)]
+        rows = [llm.Sampler(seed=draw * 50 + i, **c) for i, c in enumerate(SAMPLING_CASES)]
+        x = retorch.from_numpy(logits)
+        for _ in range(2):  # the second token from the same generators
+            want = [s.sample(x[i], history[i]) for i, s in enumerate(host)]
+            assert llm.sample_rows(x.to(device), rows, history) == want
+
+
+def test_sample_rows_gives_the_samplers_tokens(rng):
+    sample_rows_match_the_samplers(rng, "cpu")
+    s = [llm.Sampler()]
+    with pytest.raises(ValueError, match=r"sample_rows: expected \[rows, vocab\] float32"):
+        llm.sample_rows(retorch.zeros(4), s, [[]])
+    with pytest.raises(ValueError, match="sample_rows: 2 rows of logits for 1 samplers"):
+        llm.sample_rows(retorch.zeros(2, 5), s, [[]])
+
+
+@pytest.mark.skipif(not retorch.cuda.is_available(), reason="no CUDA device")
+def test_sample_rows_on_cuda_run_on_the_device(rng):
+    retorch.reset_device_fallback_stats()
+    sample_rows_match_the_samplers(rng, "cuda", vocab=32000, draws=4)
+    assert [s["op"] for s in retorch.device_fallback_stats()] == []
+
+
+def test_sampled_generation_on_cuda_gives_the_cpu_tokens(tmp_path):
+    # Rows of logits on a device are sampled there (Note [Sampling where the logits are]): the
+    # same seeds give the cpu engine's tokens (through the device fallback without a GPU).
+    model = hf_model("gqa", seed=5)
+    model.generation_config.eos_token_id = None
+    m = llm.load(save(model, tmp_path / "m"))
+    params = [dict(temperature=0.9, top_p=0.8, seed=1), dict(temperature=1.2, top_k=7, seed=2),
+              dict(temperature=0.7, min_p=0.05, repetition_penalty=1.3, seed=3),
+              dict(temperature=0.0)]
+    outs = {}
+    for device in ("cpu", "cuda"):
+        e = llm.Engine(m, block_size=4, max_seqs=4, device=device)
+        ids = [e.add_request(PROMPT[:8 + i], max_new_tokens=10, ignore_eos=True, **p)
+               for i, p in enumerate(params)]
+        while e.has_unfinished():
+            e.step()
+        outs[device] = [e.tokens(i) for i in ids]
+    assert outs["cuda"] == outs["cpu"]

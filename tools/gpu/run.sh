@@ -51,7 +51,10 @@ pytest) TAILN=40 step pytest 200 python3 -m pytest -q -p no:cacheprovider -n 8 -
   tests/python/test_devices.py \
   tests/python/test_distributed.py tests/python/test_profiler.py \
   "tests/python/test_llama.py::test_generation_on_cuda_is_token_identical" \
-  "tests/python/test_llama.py::test_decode_graphs_on_cuda_give_the_eager_tokens" ;;
+  "tests/python/test_llama.py::test_decode_graphs_on_cuda_give_the_eager_tokens" \
+  "tests/python/test_llama.py::test_sixteen_bit_decode_on_cuda_runs_the_fused_layers" \
+  "tests/python/test_llama.py::test_sample_rows_on_cuda_run_on_the_device" \
+  "tests/python/test_llama.py::test_sampled_generation_on_cuda_gives_the_cpu_tokens" ;;
 bench) step bench 75 python3 bench/bench_cuda.py ;;
 llm) step llm 150 python3 bench/bench_llm_cuda.py --retorch "$L/retorch" ;;
 profile) TAILN=45 RETORCH_PROFILE=/tmp/llm.json step profile 60 "$L/retorch" \

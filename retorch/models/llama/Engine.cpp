@@ -147,7 +147,8 @@ std::vector<StepToken> Engine::step() {
     return {};
   }
   std::vector<int64_t> tokens, positions, query_seq, slots, logit_rows;
-  std::vector<const std::vector<int64_t>*> tables;
+  std::vector<const std::vector<int64_t>*> tables, histories;
+  std::vector<Sampler*> samplers;  // of the rows of logits, in order
   for (size_t i = 0; i < batch.size(); ++i) {
     Sequence& s = *batch[i];
     for (int64_t p = s.computed; p < s.computed + chunk[i]; ++p) {
@@ -156,8 +157,11 @@ std::vector<StepToken> Engine::step() {
       query_seq.push_back(int64_t(i));
       slots.push_back(cache_.slot(s.blocks, p));
     }
-    if (s.computed + chunk[i] == int64_t(s.tokens.size()))
+    if (s.computed + chunk[i] == int64_t(s.tokens.size())) {
       logit_rows.push_back(int64_t(tokens.size()) - 1);
+      samplers.push_back(&s.sampler);
+      histories.push_back(&s.tokens);
+    }
     tables.push_back(&s.blocks);
   }
   ForwardBatch fb{long_tensor(tokens), long_tensor(positions), long_tensor(query_seq),
@@ -170,27 +174,18 @@ std::vector<StepToken> Engine::step() {
   if (graphed) ++stats_.graph_replays;
   Tensor logits = graphed ? *graphed
                           : model_->forward(on_device(std::move(fb), options_.device), cache_);
-  // Greedy rows on a device send the host their argmax (first maximum, as the sampler's), not
-  // the vocabulary's logits: 8 bytes a row instead of 128 KB for a 32k vocabulary.
-  const bool device_argmax =
-      !logits.device().is_cpu() && std::all_of(batch.begin(), batch.end(), [](Sequence* s) {
-        const SamplingParams& p = s->sampler.params();
-        return p.temperature == 0 && p.repetition_penalty == 1.0;
-      });
-  std::vector<int64_t> argmax_ids;
-  if (device_argmax) {
-    Tensor ids = logits.argmax(-1).to(Device(kCPU), kLong).contiguous();
-    argmax_ids.assign(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + ids.numel());
-  } else {
-    logits = logits.to(Device(kCPU), logits.dtype()).contiguous();
-  }
+  // Rows on a device are sampled there (Note [Sampling where the logits are]): the host gets a
+  // token a row instead of 128 KB of logits for a 32k vocabulary.
+  const bool device_rows = !logits.device().is_cpu();
+  std::vector<int64_t> device_ids;
+  if (device_rows) device_ids = sample_rows(logits.to(kFloat), samplers, histories);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++stats_.forward_passes;
   (has_prompt ? stats_.prefill_seconds : stats_.decode_seconds) += secs;
 
   std::vector<StepToken> out;
   int64_t vocab = logits.size(1);
-  const float* lp = device_argmax ? nullptr : logits.data_ptr<float>();
+  const float* lp = device_rows ? nullptr : logits.data_ptr<float>();
   int64_t row = 0;
   const std::vector<int64_t>& eos = model_->config().eos_token_ids;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -201,8 +196,8 @@ std::vector<StepToken> Engine::step() {
     if (s.computed < int64_t(s.tokens.size())) continue;  // more prompt chunks to go
     StepToken t;
     t.seq_id = s.order;
-    t.token = device_argmax ? argmax_ids[size_t(row)]
-                            : s.sampler.sample(lp + row * vocab, vocab, s.tokens);
+    t.token = device_rows ? device_ids[size_t(row)]
+                          : s.sampler.sample(lp + row * vocab, vocab, s.tokens);
     ++row;
     s.tokens.push_back(t.token);
     const SamplingParams& p = s.sampler.params();

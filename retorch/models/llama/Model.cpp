@@ -258,14 +258,16 @@ LlamaForCausalLMImpl::LlamaForCausalLMImpl(LlamaConfig config, QEmbedding embed,
   eval();
 }
 
+// The table follows the model: one built before the model moved (an engine on the cpu, then one
+// on cuda) moves with it.
 const Tensor& LlamaForCausalLMImpl::cos_sin(int64_t max_pos) {
+  const Device device = norm_->parameters()[0].device();  // the model's device
   if (!cos_sin_.defined() || cos_sin_.size(0) <= max_pos) {
     int64_t n = std::max<int64_t>(256, cos_sin_.defined() ? 2 * cos_sin_.size(0) : 0);
     while (n <= max_pos) n *= 2;
-    const Device device = norm_->parameters()[0].device();  // the model's device
     cos_sin_ = rope_cos_sin_cache(config_, n);
-    if (!device.is_cpu()) cos_sin_ = cos_sin_.to(device, cos_sin_.dtype());
   }
+  if (cos_sin_.device() != device) cos_sin_ = cos_sin_.to(device, cos_sin_.dtype());
   return cos_sin_;
 }
 

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "retorch/core/Generator.h"
+#include "retorch/core/Tensor.h"
 
 namespace retorch::llama {
 
@@ -33,10 +34,20 @@ class Sampler {
   std::vector<float> process(const float* logits, int64_t vocab,
                              const std::vector<int64_t>& history) const;
   const SamplingParams& params() const { return params_; }
+  /// The uniform number in [0, 1) sample() draws for its next token (temperature > 0): the
+  /// generator's next double, so a caller drawing the token itself keeps the seed's sequence.
+  double uniform();
 
  private:
   SamplingParams params_;
   Generator gen_;
 };
+
+/// The next token of each row of `logits` ([rows, vocab] float32, on any device) for
+/// samplers[i] given histories[i]: what samplers[i]->sample() returns for that row, computed
+/// with tensor ops where the logits are (Note [Sampling where the logits are]), so that only a
+/// token a row comes back to the host.
+std::vector<int64_t> sample_rows(const Tensor& logits, const std::vector<Sampler*>& samplers,
+                                 const std::vector<const std::vector<int64_t>*>& histories);
 
 }  // namespace retorch::llama
