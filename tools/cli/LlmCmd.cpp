@@ -196,12 +196,14 @@ int run_bench_llm(const BenchLlmConfig& c) {
   Generator gen(1);
   Tensor ids = randint(3, cfg.vocab_size, {c.batch, c.prompt_len}, gen);
   SamplingParams sp;
-  sp.temperature = 0;
+  sp.temperature = c.temperature;
+  sp.top_p = c.top_p;
   sp.ignore_eos = true;
   sp.max_new_tokens = c.gen_len;
   for (int64_t b = 0; b < c.batch; ++b) {
     Tensor row = ids.select(0, b).contiguous();
     const int64_t* p = row.data_ptr<int64_t>();
+    sp.seed = uint64_t(b);
     engine.add_request(std::vector<int64_t>(p, p + c.prompt_len), sp);
   }
   while (engine.has_unfinished()) engine.step();

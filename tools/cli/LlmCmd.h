@@ -35,6 +35,8 @@ struct BenchLlmConfig {
   std::string kv_dtype = "float32";  // the KV cache: float32 or bfloat16
   std::string device = "cpu";        // where the model runs: cpu, cuda, cuda:N
   bool eager = false;                // no CUDA graphs of decode steps
+  double temperature = 0;            // 0: greedy
+  double top_p = 1;                  // 1: off
 };
 
 /// Runs `retorch generate`; returns the exit status.

@@ -178,6 +178,9 @@ int main(int argc, char** argv) {
   bench->add_option("--device", bc.device, "where the model runs: cpu, cuda, cuda:N")
       ->capture_default_str();
   bench->add_flag("--eager", bc.eager, "on cuda, no CUDA graphs of decode steps");
+  bench->add_option("--temperature", bc.temperature, "sampling temperature, 0 for greedy")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  bench->add_option("--top-p", bc.top_p, "nucleus sampling mass (1: off)")->capture_default_str();
 
   CLI11_PARSE(app, argc, argv);
   c.shuffle = !no_shuffle;

@@ -56,7 +56,7 @@ pytest) TAILN=40 step pytest 200 python3 -m pytest -q -p no:cacheprovider -n 8 -
   "tests/python/test_llama.py::test_sample_rows_on_cuda_run_on_the_device" \
   "tests/python/test_llama.py::test_sampled_generation_on_cuda_gives_the_cpu_tokens" ;;
 bench) step bench 75 python3 bench/bench_cuda.py ;;
-llm) step llm 150 python3 bench/bench_llm_cuda.py --retorch "$L/retorch" ;;
+llm) step llm 210 python3 bench/bench_llm_cuda.py --retorch "$L/retorch" ;;
 profile) TAILN=45 RETORCH_PROFILE=/tmp/llm.json step profile 60 "$L/retorch" \
   bench-llm --model 1b --format bf16 --device cuda --batch 1 --prompt-len 128 --gen-len 64 --eager ;;
 profileg) TAILN=45 RETORCH_PROFILE=/tmp/llmg.json step profileg 60 "$L/retorch" \
