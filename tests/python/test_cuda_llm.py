@@ -1,7 +1,8 @@
 """The CUDA backend's LLM kernels (16-bit-row projections and the decode GEMVs, the norm fused
-into them, fused RMSNorm and SiLU-and-mul, rotary embedding and the cache write, paged attention,
-row gathers) against torch on the cpu, on a machine with a CUDA device; skipped, never passed,
-without one. Each test also checks that the op ran on the device."""
+into them over 16-bit and block-quantized rows, fused RMSNorm and SiLU-and-mul, rotary embedding
+and the cache write, paged attention, row gathers) against torch on the cpu, on a machine with a
+CUDA device; skipped, never passed, without one. Each test also checks that the op ran on the
+device."""
 import numpy as np
 import pytest
 import torch
@@ -226,8 +227,69 @@ def test_rms_norm_linear_fuses_one_rows_norm_into_the_gemv(qtype, rows, swiglu):
         close(retorch.rms_norm_linear(x, res, nw, 1e-5, unaligned, qtype, k, b,
                                       silu_and_mul=swiglu)[0], want, 2e-2)
     assert ran_on_device("aten::rms_norm_linear")
+    assert fused_call(x[:1], res[:1], nw, packed, qtype, k, swiglu)
+    assert not fused_call(retorch.cat([x[:1]] * 3), retorch.cat([res[:1]] * 3), nw, packed,
+                          qtype, k, swiglu)  # 3 rows: the parts
     with pytest.raises(RuntimeError, match="silu_and_mul: expected an even last dim"):
         retorch.rms_norm_linear(x, None, nw, 1e-5, packed[:7], qtype, k, silu_and_mul=True)
+
+
+def fused_call(x, res, nw, w, qtype, k, swiglu):
+    """Whether rms_norm_linear ran as one kernel: its parts (fused_rms_norm, quantized_linear)
+    are not dispatched."""
+    from retorch.profiler import profile
+    with profile() as p:
+        retorch.rms_norm_linear(x, res, nw, 1e-5, w, qtype, k, silu_and_mul=swiglu)
+    names = {e["name"] for e in p.events()}
+    assert "aten::rms_norm_linear" in names
+    return "aten::quantized_linear" not in names and "aten::fused_rms_norm" not in names
+
+
+@pytest.mark.parametrize("name", ["Q8_0", "Q4_0", "Q4_K", "Q6_K"])
+@pytest.mark.parametrize("swiglu", [False, True])
+def test_rms_norm_linear_fuses_the_norm_over_block_quantized_rows(name, swiglu):
+    """One row over GGUF block rows runs the fused kernel too (QuantRows, Note [Quantized
+    decode projections]): the norm staged as float32 and the rows taken as the quantized GEMV
+    takes them, so against the parts on the device and torch's float64 over the dequantized
+    weight it is within a float32 sum's error of the magnitudes summed."""
+    from test_cuda_misc_ops import QTYPES, random_block_rows
+    qtype = QTYPES[name][0]
+    rng = np.random.default_rng(64)
+    n, k = 48, 512
+    raw = random_block_rows(rng, name, 2 * n, k)
+    w = retorch.tensor(raw.astype(np.int64)).to(retorch.uint8)
+    wd = torch.tensor(retorch.dequantize_blocks(w, qtype, k).numpy()).double()
+    w = w.to("cuda")
+    x, tx = pair((1, k), "float32", seed=65)
+    res, tres = pair((1, k), "float32", seed=66)
+    nw = retorch.tensor(1 + 0.1 * rng.standard_normal(k)).float().to("cuda")
+    b, tb = pair((2 * n,), "float32", seed=67)
+    h = tx.double() + tres.double()
+    normed = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-5) * \
+        torch.tensor(nw.cpu().numpy()).double()
+    bound = 1e-5 * (normed.abs() @ wd.abs().t()) + 1e-6  # of each projection
+    for bias in (b, None):
+        proj = normed @ wd.t() + (tb.double() if bias is not None else 0)
+        got, summed = retorch.rms_norm_linear(x, res, nw, 1e-5, w, qtype, k, bias,
+                                              silu_and_mul=swiglu)
+        n1, _ = retorch.fused_rms_norm(x, res, nw, 1e-5)
+        parts = torch.tensor(retorch.quantized_linear(n1, w, qtype, k, bias).cpu().numpy())
+        g = torch.tensor(got.cpu().numpy()).double()
+        for want in (proj, parts.double()):
+            if swiglu:  # silu(g) u moves by at most 1.1 |u| dg + (|silu(g)| + dg) du
+                gate, up = want[:, :n], want[:, n:]
+                err = 1.1 * up.abs() * bound[:, :n] + \
+                    (torch.nn.functional.silu(gate).abs() + bound[:, :n]) * bound[:, n:]
+                want = torch.nn.functional.silu(gate) * up
+            else:
+                err = bound
+            assert g.shape == want.shape and ((g - want).abs() <= err + 1e-6).all(), \
+                (g - want).abs().max()
+        close(summed, h, 1e-6)
+    got, same = retorch.rms_norm_linear(x, None, nw, 1e-5, w, qtype, k)
+    assert same.data_ptr() == x.data_ptr()
+    assert ran_on_device("aten::rms_norm_linear")
+    assert fused_call(x, res, nw, w, qtype, k, swiglu)
 
 
 CHAIN = r"""

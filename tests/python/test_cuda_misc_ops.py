@@ -344,14 +344,13 @@ QTYPES = {"F32": (0, 1, 4), "F16": (1, 1, 2), "BF16": (30, 1, 2), "Q8_0": (8, 32
           "Q4_0x16": (1002, 32, 18)}
 
 
-@pytest.mark.parametrize("name", sorted(QTYPES))
-def test_dequantize_blocks_and_quantized_linear_of_every_block_format(name):
+def random_block_rows(rng, name, rows, cols):
+    """[rows, row bytes] uint8 of format `name` (QTYPES): random bytes with finite fp16 scales
+    of a modest size in each block's scale bytes; 16-bit and F32 rows of normal values."""
     qtype, block, nbytes = QTYPES[name]
-    rng = np.random.default_rng(96)
-    rows, cols = 48, 512
     rb = cols // block * nbytes
     raw = rng.integers(0, 256, (rows, rb), dtype=np.uint8)
-    if block > 1:  # finite fp16 scales of a modest size in each block's scale bytes
+    if block > 1:
         scales = np.float16(rng.uniform(-0.05, 0.05, raw.shape[0] * (rb // nbytes))).view(np.uint8)
         at = {8: [0], 2: [0], 1002: [], 12: [0, 2], 14: [208]}[qtype]
         blocks = raw.reshape(rows, rb // nbytes, nbytes)
@@ -367,6 +366,15 @@ def test_dequantize_blocks_and_quantized_linear_of_every_block_format(name):
             rng.standard_normal((rows, cols))).view(np.uint8).reshape(rows, rb)
     else:
         raw = np.float32(rng.standard_normal((rows, cols))).view(np.uint8).reshape(rows, rb)
+    return raw
+
+
+@pytest.mark.parametrize("name", sorted(QTYPES))
+def test_dequantize_blocks_and_quantized_linear_of_every_block_format(name):
+    qtype = QTYPES[name][0]
+    rng = np.random.default_rng(96)
+    rows, cols = 48, 512
+    raw = random_block_rows(rng, name, rows, cols)
     w = retorch.tensor(raw.astype(np.int64)).to(retorch.uint8)
     want = retorch.dequantize_blocks(w, qtype, cols)  # the cpu's
     got = retorch.dequantize_blocks(w.to("cuda"), qtype, cols)

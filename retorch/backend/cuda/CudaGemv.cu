@@ -9,6 +9,7 @@
 
 #include "retorch/backend/cuda/CudaDevice.cuh"
 #include "retorch/backend/cuda/CudaLlm.h"
+#include "retorch/backend/cuda/CudaNormedGemv.cuh"
 
 namespace retorch::cuda_backend {
 
@@ -121,112 +122,28 @@ __global__ void __launch_bounds__(32 * kGemvWarps)
 // (Note [Rotary embedding layouts]) and writes them rotated as rotary_and_cache's kernel does:
 // query heads into q, key heads (rotated) and value heads (as they are) into the token's cache
 // rows; so a decode layer's attention half is this kernel, attention and the output projection.
-
-constexpr int kNormWarps = 8;  // units of work (a row or a pair of rows) a block takes at a time
+// The kernel (CudaNormedGemv.cuh) takes any kind of weight rows: HalfRows below for 16-bit rows,
+// QuantRows (CudaQuant.cu) for GGUF block rows, whose row is staged as float32.
 
 __device__ inline __nv_bfloat16 narrow(float v, __nv_bfloat16) { return __float2bfloat16_rn(v); }
 __device__ inline __half narrow(float v, __half) { return __float2half_rn(v); }
 
-// The weight rows a unit of normed_gemv_kernel's work reads: one row (kPlain), gate row u and up
-// row u + units (kSwiGlu), or the two dims of a q/k/v head that rotate together (kRotary: the
-// pair of Note [Rotary embedding layouts]; pass-through dims and value heads in consecutive
-// pairs); *rotated says whether the pair rotates, *head and *i locate it.
-template <NormedOut kOut>
-__device__ inline void unit_rows(int64_t unit, int64_t units, const RotaryWrite& rw, int64_t* r1,
-                                 int64_t* r2, int64_t* head, int64_t* i, bool* rotated) {
-  if (kOut == NormedOut::kPlain) {
-    *r1 = *r2 = unit;
-  } else if (kOut == NormedOut::kSwiGlu) {
-    *r1 = unit;
-    *r2 = unit + units;
-  } else {
-    *head = unit / (rw.d / 2);
-    *i = unit - *head * (rw.d / 2);
-    *rotated = *head < rw.hq + rw.hkv && *i < rw.half;
-    const int64_t base = *head * rw.d;
-    *r1 = base + (*rotated && !rw.interleaved ? *i : 2 * *i);
-    *r2 = base + (*rotated && !rw.interleaved ? *i + rw.half : 2 * *i + 1);
-  }
-}
-
-// Dims k1, k2 of a head (values a, b) rotated by position's cos/sin pair i as rotary_and_cache's
-// kernel rotates them (its rotated()), into q (query heads) or the slot's cache rows.
-template <typename C>
-__device__ inline void write_rotated(const RotaryWrite& rw, float* q, int64_t head, int64_t k1,
-                                     int64_t k2, int64_t i, bool rotated, int64_t position,
-                                     int64_t slot, float a, float b) {
-  float o1 = a, o2 = b;
-  if (rotated) {
-    const float* cs = rw.cos_sin + position * 2 * rw.half;
-    const float cv = cs[i], sv = cs[rw.half + i];
-    o1 = a * cv - b * sv;
-    o2 = b * cv + a * sv;
-  }
-  if (head < rw.hq) {
-    q[head * rw.d + k1] = o1;
-    q[head * rw.d + k2] = o2;
-    return;
-  }
-  const bool key = head < rw.hq + rw.hkv;
-  C* row = static_cast<C*>(key ? rw.kc : rw.vc) +
-           (slot * rw.hkv + head - rw.hq - (key ? 0 : rw.hkv)) * rw.d;
-  store(row + k1, o1);
-  store(row + k2, o2);
-}
-
-template <typename W, NormedOut kOut, typename C>
-__global__ void __launch_bounds__(32 * kNormWarps)
-    normed_gemv_kernel(const W* __restrict__ w, const float* __restrict__ x,
-                       const float* __restrict__ residual, const float* __restrict__ norm_w,
-                       float eps, float* __restrict__ sum_out, const float* __restrict__ bias,
-                       float* __restrict__ y, int64_t units, int64_t k, RotaryWrite rw) {
-  extern __shared__ uint4 staged[];  // the normalized row, k values of W
-  __shared__ float partial[kNormWarps];
-  constexpr bool kPairs = kOut != NormedOut::kPlain;
-  W* xs = reinterpret_cast<W*>(staged);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  int64_t r1 = 0, r2 = 0, head = 0, i = 0;
-  bool rotated = false;
-  for (int64_t unit = int64_t(blockIdx.x) * kNormWarps + warp; unit < units;
-       unit += int64_t(gridDim.x) * kNormWarps) {
-    unit_rows<kOut>(unit, units, rw, &r1, &r2, &head, &i, &rotated);
-    prefetch_rows(w, r1, 1, k, lane, 32);
-    if (kPairs) prefetch_rows(w, r2, 1, k, lane, 32);
-  }
-  wait_for_previous_kernel();
-  let_next_kernel_start();
-  float ss = 0.f;
-  for (int64_t j = threadIdx.x; j < k; j += blockDim.x) {
-    const float h = residual != nullptr ? x[j] + residual[j] : x[j];
-    ss = fmaf(h, h, ss);
-  }
-  for (int o = 16; o > 0; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  if (lane == 0) partial[warp] = ss;
-  __syncthreads();
-  float total = 0.f;
-#pragma unroll
-  for (int j = 0; j < kNormWarps; ++j) total += partial[j];
-  const float inv = 1.f / sqrtf(total / float(k) + eps);
-  const bool writes_sum = blockIdx.x == 0 && sum_out != nullptr;
-  for (int64_t j = threadIdx.x; j < k; j += blockDim.x) {
-    const float h = residual != nullptr ? x[j] + residual[j] : x[j];
-    if (writes_sum) sum_out[j] = h;
-    xs[j] = narrow((h * inv) * norm_w[j], W());
-  }
-  int64_t position = 0, slot = 0;
-  if (kOut == NormedOut::kRotary) {
-    position = rw.pos[0];
-    slot = rw.slots[0];
-    RT_DEVICE_CHECK(position >= 0 && position < rw.positions, "rotary_and_cache: a position");
-    RT_DEVICE_CHECK(slot >= 0 && slot < rw.cache_rows, "rotary_and_cache: a slot");
-  }
-  __syncthreads();
-  const int64_t chunks = k / 8;
-  for (int64_t unit = int64_t(blockIdx.x) * kNormWarps + warp; unit < units;
-       unit += int64_t(gridDim.x) * kNormWarps) {
-    unit_rows<kOut>(unit, units, rw, &r1, &r2, &head, &i, &rotated);
+// 16-bit weight rows for normed_gemv_kernel: the normalized row staged rounded to W (what the
+// one-row GEMV's registers held), a lane's dot product over 16-byte vectors in the GEMV's lane
+// order, two rows' in one loop.
+template <typename W>
+struct HalfRows {
+  using Staged = W;
+  const W* w;
+  int64_t k;
+  __device__ static W stage(float v) { return narrow(v, W()); }
+  __device__ void prefetch(int64_t row, int lane) const { prefetch_rows(w, row, 1, k, lane, 32); }
+  template <bool kPairs>
+  __device__ void dot(int64_t r1, int64_t r2, const uint4* staged, int lane, float* a_out,
+                      float* b_out) const {
     const uint4* wa = reinterpret_cast<const uint4*>(w + r1 * k);
     const uint4* wb = reinterpret_cast<const uint4*>(w + r2 * k);
+    const int64_t chunks = k / 8;
     float a = 0.f, b = 0.f;
 #pragma unroll 4
     for (int64_t c = lane; c < chunks; c += 32) {
@@ -241,21 +158,10 @@ __global__ void __launch_bounds__(32 * kNormWarps)
         for (int e = 0; e < 8; ++e) b = fmaf(xf[e], wf[e], b);
       }
     }
-    for (int o = 16; o > 0; o >>= 1) a += __shfl_xor_sync(0xffffffffu, a, o);
-    if (kPairs)
-      for (int o = 16; o > 0; o >>= 1) b += __shfl_xor_sync(0xffffffffu, b, o);
-    if (lane == 0) {
-      if (bias != nullptr) {
-        a += bias[r1];
-        if (kPairs) b += bias[r2];
-      }
-      if (kOut == NormedOut::kPlain) y[unit] = a;
-      else if (kOut == NormedOut::kSwiGlu) y[unit] = a / (1.f + expf(-a)) * b;
-      else write_rotated<C>(rw, y, head, r1 - head * rw.d, r2 - head * rw.d, i, rotated,
-                            position, slot, a, b);
-    }
+    *a_out = a;
+    *b_out = b;
   }
-}
+};
 
 // Two weights (k, k + 1) as the mma's operand register: the loaded word as it is; two float32
 // activations rounded to W and packed (the lower k in the low half).
@@ -413,29 +319,6 @@ void launch_typed(const void* w, const float* x, const float* bias, float* y, in
   RT_ERROR("cuda gemv: ", m, " rows (at most ", kFmaMaxRows, " without tensor cores)");
 }
 
-template <typename W>
-void launch_normed(const void* w, const float* x, const float* residual, const float* norm_w,
-                   float eps, float* sum_out, const float* bias, float* y, int64_t n, int64_t k,
-                   NormedOut out, const RotaryWrite& rw, StreamHandle s) {
-  static const int sms = [] {
-    int count = 0;
-    cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, current_device());
-    return count > 0 ? count : 1;
-  }();
-  const int64_t units = out == NormedOut::kPlain ? n : n / 2;
-  const int64_t blocks =
-      std::min<int64_t>((units + kNormWarps - 1) / kNormWarps, int64_t(sms) * 4);
-  const auto* wt = static_cast<const W*>(w);
-  auto run = [&](auto kernel) {
-    launch_dependent(kernel, dim3(unsigned(blocks)), dim3(32 * kNormWarps), size_t(k) * sizeof(W),
-                     s, wt, x, residual, norm_w, eps, sum_out, bias, y, units, k, rw);
-  };
-  if (out == NormedOut::kPlain) run(normed_gemv_kernel<W, NormedOut::kPlain, float>);
-  else if (out == NormedOut::kSwiGlu) run(normed_gemv_kernel<W, NormedOut::kSwiGlu, float>);
-  else if (rw.bfloat16_cache) run(normed_gemv_kernel<W, NormedOut::kRotary, __nv_bfloat16>);
-  else run(normed_gemv_kernel<W, NormedOut::kRotary, float>);
-}
-
 }  // namespace
 
 bool gemv_fits(const void* w, const float* x, int64_t m, int64_t n, int64_t k) {
@@ -464,10 +347,11 @@ void launch_normed_gemv_16bit(bool bfloat16, const void* w, const float* x, cons
                               const float* bias, float* y, int64_t n, int64_t k, NormedOut out,
                               const RotaryWrite& rw, StreamHandle s) {
   if (bfloat16)
-    launch_normed<__nv_bfloat16>(w, x, residual, norm_weight, eps, sum_out, bias, y, n, k, out,
-                                 rw, s);
+    launch_normed_rows(HalfRows<__nv_bfloat16>{static_cast<const __nv_bfloat16*>(w), k}, x,
+                       residual, norm_weight, eps, sum_out, bias, y, n, k, out, rw, s);
   else
-    launch_normed<__half>(w, x, residual, norm_weight, eps, sum_out, bias, y, n, k, out, rw, s);
+    launch_normed_rows(HalfRows<__half>{static_cast<const __half*>(w), k}, x, residual,
+                       norm_weight, eps, sum_out, bias, y, n, k, out, rw, s);
   check_launch("rms_norm_linear");
 }
 

@@ -3,8 +3,10 @@
 // the CUDA key (index_select and index_put_: CudaIndexOps.cpp).
 #include <optional>
 
+#include "retorch/backend/cpu/QuantBlocks.h"
 #include "retorch/backend/cuda/CudaLlm.h"
 #include "retorch/backend/cuda/CudaOps.h"
+#include "retorch/backend/cuda/CudaQuant.h"
 #include "retorch/core/Error.h"
 #include "retorch/core/TensorImpl.h"
 
@@ -143,11 +145,12 @@ void embedding(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
 
 // The arguments (input, residual?, norm_weight, eps, weight, qtype, in_features, bias?) that
 // rms_norm_linear and rms_norm_linear_rotary_and_cache start with, when the fused kernel of Note
-// [Normed decode projections] takes them: one float32 row on the device, 16-bit weight rows.
+// [Normed decode projections] takes them: one float32 row on the device, weight rows of BF16 or
+// F16, or of Q8_0, Q4_0, Q4_K or Q6_K blocks.
 struct NormedArgs {
   Tensor input, residual, norm_w, weight, bias;
   float eps = 0;
-  bool bfloat16 = false;
+  int64_t qtype = 0;
   int64_t k = 0;
 };
 
@@ -164,20 +167,28 @@ std::optional<NormedArgs> normed_args(const Stack& stack, size_t base) {
   const int64_t qtype = stack[base + 5].to_int();
   a.k = stack[base + 6].to_int();
   a.bias = optional(7);
-  a.bfloat16 = qtype == 30;
+  a.qtype = qtype;
   const Tensor& x = a.input;
   const auto dense = [&](const Tensor& t) {
     return is_device(t, kFloat) && t.is_contiguous() && t.device() == x.device();
   };
-  bool ok = (qtype == 30 || qtype == 1) && dense(x) && x.dim() >= 1 && x.size(-1) == a.k &&
-            x.numel() == a.k && dense(a.norm_w) && a.norm_w.dim() == 1 &&
-            a.norm_w.size(0) == a.k && is_device(a.weight, kByte) && a.weight.dim() == 2 &&
-            a.weight.is_contiguous() && a.weight.device() == x.device() &&
-            a.weight.size(1) == 2 * a.k && a.weight.storage_offset() % 2 == 0;
+  namespace q = cpu::quant;
+  const bool half = qtype == q::kBF16 || qtype == q::kF16;
+  const q::QTypeInfo* info = q::qtype_info(qtype);
+  bool ok = dense(x) && x.dim() >= 1 && x.size(-1) == a.k && x.numel() == a.k && a.k > 0 &&
+            dense(a.norm_w) && a.norm_w.dim() == 1 && a.norm_w.size(0) == a.k &&
+            is_device(a.weight, kByte) && a.weight.dim() == 2 && a.weight.is_contiguous() &&
+            a.weight.device() == x.device() && info != nullptr && a.k % info->block == 0 &&
+            a.weight.size(1) == q::row_bytes(*info, a.k);
   if (ok && a.residual.defined()) ok = dense(a.residual) && a.residual.sizes().equals(x.sizes());
   if (ok && a.bias.defined())
     ok = dense(a.bias) && a.bias.dim() == 1 && a.bias.size(0) == a.weight.size(0);
-  if (!ok || !normed_gemv_fits(device_ptr(a.weight), a.weight.size(0), a.k)) return std::nullopt;
+  if (ok && half)
+    ok = a.weight.storage_offset() % 2 == 0 &&
+         normed_gemv_fits(device_ptr(a.weight), a.weight.size(0), a.k);
+  else if (ok)
+    ok = normed_quantized_gemv_fits(qtype, a.weight.size(0), a.k);
+  if (!ok) return std::nullopt;
   return a;
 }
 
@@ -189,11 +200,18 @@ Tensor run_normed(const NormedArgs& a, NormedOut out, const RotaryWrite& rw, con
   const auto f32 = [](const Tensor& t) {
     return t.defined() ? static_cast<const float*>(device_ptr(t)) : nullptr;
   };
-  launch_normed_gemv_16bit(a.bfloat16, device_ptr(a.weight), f32(a.input), f32(a.residual),
-                           f32(a.norm_w), a.eps,
-                           a.residual.defined() ? static_cast<float*>(device_ptr(sum)) : nullptr,
-                           f32(a.bias), static_cast<float*>(device_ptr(y)), a.weight.size(0), a.k,
-                           out, rw, current_stream());
+  float* sum_out = a.residual.defined() ? static_cast<float*>(device_ptr(sum)) : nullptr;
+  float* yp = static_cast<float*>(device_ptr(y));
+  const int64_t n = a.weight.size(0);
+  if (a.qtype == cpu::quant::kBF16 || a.qtype == cpu::quant::kF16)
+    launch_normed_gemv_16bit(a.qtype == cpu::quant::kBF16, device_ptr(a.weight), f32(a.input),
+                             f32(a.residual), f32(a.norm_w), a.eps, sum_out, f32(a.bias), yp, n,
+                             a.k, out, rw, current_stream());
+  else
+    launch_normed_quantized_gemv(a.qtype, static_cast<const uint8_t*>(device_ptr(a.weight)),
+                                 a.weight.size(1), f32(a.input), f32(a.residual), f32(a.norm_w),
+                                 a.eps, sum_out, f32(a.bias), yp, n, a.k, out, rw,
+                                 current_stream());
   return sum;
 }
 
@@ -206,8 +224,8 @@ void run_parts(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
 }
 
 // rms_norm_linear(input, residual?, norm_weight, eps, weight, qtype, in_features, bias?,
-// silu_and_mul): one row over 16-bit weight rows runs the fused kernel of Note [Normed decode
-// projections]; anything else runs its parts.
+// silu_and_mul): one row over 16-bit or block-quantized weight rows runs the fused kernel of Note
+// [Normed decode projections]; anything else runs its parts.
 void rms_norm_linear(const OperatorHandle& h, DispatchKeySet ks, Stack* stack) {
   const OpSchema& s = h.schema();
   const size_t base = stack->size() - size_t(s.num_args);

@@ -7,6 +7,7 @@
 
 #include "retorch/backend/cpu/QuantBlocks.h"
 #include "retorch/backend/cuda/CudaDevice.cuh"
+#include "retorch/backend/cuda/CudaNormedGemv.cuh"
 #include "retorch/backend/cuda/CudaQuant.h"
 
 namespace retorch::cuda_backend {
@@ -174,7 +175,10 @@ __global__ void quantize_kernel(int64_t qtype, const float* x, int64_t rows, int
 // bytes, or a K-quant's 32), and multiplies them by the float32 activations of every row, which
 // are not rounded: the same products as the dequantized path, summed in another order. The
 // weight is read once, as the 16-bit GEMV reads its rows, and launched the same way (Note
-// [Dependent launches]).
+// [Dependent launches]). One row's RMSNorm fuses in as it does for 16-bit rows (Note [Normed
+// decode projections]): QuantRows stages the normalized row as float32 (the activations the
+// GEMV reads) and takes a weight row as the GEMV's warp does, in the same lane order, so the
+// fused sums are the parts' but for the norm's scale.
 
 constexpr int kQuantGemvWarps = 4;  // weight rows per block
 
@@ -206,6 +210,36 @@ __global__ void __launch_bounds__(32 * kQuantGemvWarps)
     if (lane == 0) y[m * n + row] = v + (bias != nullptr ? bias[row] : 0.f);
   }
 }
+
+// GGUF block rows for normed_gemv_kernel (CudaNormedGemv.cuh): rows of rb bytes, the staged row
+// float32, lane l taking values l, l + 32, ... as quantized_gemv_kernel does.
+template <int64_t QT>
+struct QuantRows {
+  using Staged = float;
+  const uint8_t* w;
+  int64_t rb;
+  int64_t k;
+  __device__ static float stage(float v) { return v; }
+  __device__ void prefetch(int64_t row, int lane) const {
+    prefetch_bytes(w + row * rb, rb, lane, 32);
+  }
+  template <bool kPairs>
+  __device__ void dot(int64_t r1, int64_t r2, const uint4* staged, int lane, float* a_out,
+                      float* b_out) const {
+    const float* xs = reinterpret_cast<const float*>(staged);
+    const uint8_t* wa = w + r1 * rb;
+    const uint8_t* wb = w + r2 * rb;
+    float a = 0.f, b = 0.f;
+#pragma unroll 4
+    for (int64_t j = lane; j < k; j += 32) {
+      const float xv = xs[j];
+      a = fmaf(value_at(QT, wa, j), xv, a);
+      if (kPairs) b = fmaf(value_at(QT, wb, j), xv, b);
+    }
+    *a_out = a;
+    *b_out = b;
+  }
+};
 
 template <int64_t QT>
 void launch_quantized_rows(const uint8_t* w, int64_t rb, const float* x, const float* bias,
@@ -246,6 +280,29 @@ void launch_quantized_gemv(int64_t qtype, const uint8_t* w, int64_t rb, const fl
     default: RT_ERROR("cuda quantized gemv: qtype ", qtype);
   }
   check_launch("quantized gemv");
+}
+
+bool normed_quantized_gemv_fits(int64_t qtype, int64_t n, int64_t k) {
+  return (qtype == kQ8_0 || qtype == kQ4_0 || qtype == kQ4_K || qtype == kQ6_K) && n > 0 &&
+         k > 0 && k <= kNormedQuantGemvMaxK;
+}
+
+void launch_normed_quantized_gemv(int64_t qtype, const uint8_t* w, int64_t rb, const float* x,
+                                  const float* residual, const float* norm_weight, float eps,
+                                  float* sum_out, const float* bias, float* y, int64_t n,
+                                  int64_t k, NormedOut out, const RotaryWrite& rw,
+                                  StreamHandle s) {
+  auto run = [&](auto rows) {
+    launch_normed_rows(rows, x, residual, norm_weight, eps, sum_out, bias, y, n, k, out, rw, s);
+  };
+  switch (qtype) {
+    case kQ8_0: run(QuantRows<kQ8_0>{w, rb, k}); break;
+    case kQ4_0: run(QuantRows<kQ4_0>{w, rb, k}); break;
+    case kQ4_K: run(QuantRows<kQ4_K>{w, rb, k}); break;
+    case kQ6_K: run(QuantRows<kQ6_K>{w, rb, k}); break;
+    default: RT_ERROR("cuda rms_norm_linear: qtype ", qtype);
+  }
+  check_launch("rms_norm_linear");
 }
 
 void launch_quantize(int64_t qtype, const float* x, int64_t rows, int64_t cols, uint8_t* blocks,

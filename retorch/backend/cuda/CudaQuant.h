@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 
+#include "retorch/backend/cuda/CudaLlm.h"
 #include "retorch/backend/cuda/CudaRuntime.h"
 
 namespace retorch::cuda_backend {
@@ -27,5 +28,16 @@ bool quantized_gemv_fits(int64_t qtype, int64_t m, int64_t n);
 void launch_quantized_gemv(int64_t qtype, const uint8_t* w, int64_t rb, const float* x,
                            const float* bias, float* y, int64_t m, int64_t n, int64_t k,
                            StreamHandle s);
+
+/// rms_norm_linear's one row over quantized rows of those qtypes, with the kernel of Note
+/// [Normed decode projections] (the arguments of launch_normed_gemv_16bit in CudaLlm.h; w as in
+/// launch_quantized_gemv); the staged row is float32, so k is at most kNormedQuantGemvMaxK.
+constexpr int64_t kNormedQuantGemvMaxK = 8192;  // the staged row's shared memory: 32 KB
+bool normed_quantized_gemv_fits(int64_t qtype, int64_t n, int64_t k);
+void launch_normed_quantized_gemv(int64_t qtype, const uint8_t* w, int64_t rb, const float* x,
+                                  const float* residual, const float* norm_weight, float eps,
+                                  float* sum_out, const float* bias, float* y, int64_t n,
+                                  int64_t k, NormedOut out, const RotaryWrite& rw,
+                                  StreamHandle s);
 
 }  // namespace retorch::cuda_backend
