@@ -181,6 +181,11 @@ std::vector<int64_t> sample_rows(const Tensor& logits, const std::vector<Sampler
     min_p = min_p || row[2] > 0;
     all_greedy = all_greedy && greedy;
   }
+  const auto host_ids = [rows](const Tensor& tokens) {  // one copy back, a token a row
+    const Tensor ids = tokens.to(Device(kCPU), kLong).contiguous();
+    return std::vector<int64_t>(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + rows);
+  };
+  if (all_greedy && !penalty) return host_ids(argmax(logits, 1));  // no parameters to send
   const Tensor params = host.to(dev);
   auto column = [&](int c) { return params.narrow(1, c, 1); };  // [rows, 1]
   Tensor x = logits;
@@ -230,8 +235,7 @@ std::vector<int64_t> sample_rows(const Tensor& logits, const std::vector<Sampler
     const Tensor drawn = where(lt(passed, double(vocab)), passed, last);
     tokens = where(gt(column(6).squeeze(1), 0), greedy, drawn);
   }
-  const Tensor ids = tokens.to(Device(kCPU), kLong).contiguous();
-  return std::vector<int64_t>(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + rows);
+  return host_ids(tokens);
 }
 
 }  // namespace retorch::llama
