@@ -174,18 +174,15 @@ std::vector<StepToken> Engine::step() {
   if (graphed) ++stats_.graph_replays;
   Tensor logits = graphed ? *graphed
                           : model_->forward(on_device(std::move(fb), options_.device), cache_);
-  // Rows on a device are sampled there (Note [Sampling where the logits are]): the host gets a
-  // token a row instead of 128 KB of logits for a 32k vocabulary.
-  const bool device_rows = !logits.device().is_cpu();
-  std::vector<int64_t> device_ids;
-  if (device_rows) device_ids = sample_rows(logits.to(kFloat), samplers, histories);
+  // Each row's token is drawn where its logits are (Note [Sampling where the logits are]): on a
+  // device the host gets a token a row instead of 128 KB of logits for a 32k vocabulary, and on
+  // the cpu the tensor path beats the host sampler a row at a time (bench/bench_sampling.py).
+  const std::vector<int64_t> ids = sample_rows(logits.to(kFloat), samplers, histories);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   ++stats_.forward_passes;
   (has_prompt ? stats_.prefill_seconds : stats_.decode_seconds) += secs;
 
   std::vector<StepToken> out;
-  int64_t vocab = logits.size(1);
-  const float* lp = device_rows ? nullptr : logits.data_ptr<float>();
   int64_t row = 0;
   const std::vector<int64_t>& eos = model_->config().eos_token_ids;
   for (size_t i = 0; i < batch.size(); ++i) {
@@ -196,9 +193,7 @@ std::vector<StepToken> Engine::step() {
     if (s.computed < int64_t(s.tokens.size())) continue;  // more prompt chunks to go
     StepToken t;
     t.seq_id = s.order;
-    t.token = device_rows ? device_ids[size_t(row)]
-                          : s.sampler.sample(lp + row * vocab, vocab, s.tokens);
-    ++row;
+    t.token = ids[size_t(row++)];
     s.tokens.push_back(t.token);
     const SamplingParams& p = s.sampler.params();
     auto in = [&](const std::vector<int64_t>& v) {
