@@ -124,6 +124,41 @@ def _install(ns, kind):
     def memory_summary(device=None, abbreviated=False):
         return _C._memory_summary(kind, _index(device))
 
+    def memory_stats(device=None):
+        """torch.cuda.memory_stats's keys for what the caching allocator counts ({} without the
+        device, as torch's before its first allocation)."""
+        i = _index(device)
+        if not is_available():
+            return {}
+        stat = {"allocated_bytes": ("allocated", "max_allocated"),
+                "reserved_bytes": ("reserved", "max_reserved")}
+        out = {}
+        for key, (current, peak) in stat.items():
+            out[f"{key}.all.current"] = _C._memory_stat(kind, current, i)
+            out[f"{key}.all.peak"] = _C._memory_stat(kind, peak, i)
+        return out
+
+    def get_device_properties(device=None):
+        """name, major, minor (the compute capability), total_memory, multi_processor_count and
+        L2_cache_size of the device; raises without one, as torch's does."""
+        return _C._device_properties(kind, _index(device))
+
+    def get_device_name(device=None):
+        return get_device_properties(device).name
+
+    def get_device_capability(device=None):
+        p = get_device_properties(device)
+        return p.major, p.minor
+
+    def mem_get_info(device=None):
+        """(free, total) bytes of the device's memory, as the driver reports them."""
+        return _C._mem_get_info(kind, _index(device))
+
+    def is_bf16_supported(including_emulation=True):
+        """Whether the current device computes in bfloat16 natively (compute capability 8.0 or
+        later); False without a device."""
+        return is_available() and get_device_capability()[0] >= 8
+
     class _KindStream(Stream):
         """A new stream of this device type (torch.cuda.Stream(device=None, priority=0))."""
 

@@ -123,6 +123,26 @@ void bind_device(py::module_& m) {
   m.def("_memory_summary", [](const std::string& t, int i) {
     return device_api::memory_summary(type_of(t), i);
   });
+  // torch.cuda.get_device_properties's object (torch._C._CudaDeviceProperties).
+  py::class_<DeviceProperties>(m, "_DeviceProperties")
+      .def_readonly("name", &DeviceProperties::name)
+      .def_readonly("major", &DeviceProperties::major)
+      .def_readonly("minor", &DeviceProperties::minor)
+      .def_readonly("multi_processor_count", &DeviceProperties::multi_processor_count)
+      .def_readonly("total_memory", &DeviceProperties::total_memory)
+      .def_readonly("L2_cache_size", &DeviceProperties::l2_cache_size)
+      .def("__repr__", [](const DeviceProperties& p) {
+        return "_CudaDeviceProperties(name='" + p.name + "', major=" + std::to_string(p.major) +
+               ", minor=" + std::to_string(p.minor) + ", total_memory=" +
+               std::to_string(p.total_memory / (1024 * 1024)) + "MB, multi_processor_count=" +
+               std::to_string(p.multi_processor_count) + ")";
+      });
+  m.def("_device_properties", [](const std::string& t, int i) {
+    return device_api::get_device_properties(type_of(t), i);
+  });
+  m.def("_mem_get_info", [](const std::string& t, int i) {
+    return device_api::mem_get_info(type_of(t), i);
+  });
 
   // Device routing (Note [Device routing]).
   m.def("set_device_fallback", py::overload_cast<const std::string&>(&set_device_fallback),

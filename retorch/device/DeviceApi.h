@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "retorch/core/Device.h"
 #include "retorch/core/Tensor.h"
@@ -81,6 +82,16 @@ class Event {
   std::shared_ptr<void> device_;  // the CUDA event, once recorded on a cuda stream
 };
 
+/// A device's properties as torch.cuda.get_device_properties shows them.
+struct DeviceProperties {
+  std::string name;
+  int major = 0;  // compute capability
+  int minor = 0;
+  int multi_processor_count = 0;
+  int64_t total_memory = 0;  // bytes
+  int64_t l2_cache_size = 0;
+};
+
 /// The generic forms behind the per-type namespaces below.
 namespace device_api {
 void check_index(DeviceType type, int index, const char* fn);
@@ -106,6 +117,10 @@ int64_t max_memory_reserved(DeviceType type, int index);
 void reset_peak_memory_stats(DeviceType type, int index);
 void empty_cache(DeviceType type);
 std::string memory_summary(DeviceType type, int index);
+/// The properties of a device (-1: the current one) and its free and total bytes (cudaMemGetInfo);
+/// both raise without the device, as PyTorch's do.
+DeviceProperties get_device_properties(DeviceType type, int index);
+std::pair<int64_t, int64_t> mem_get_info(DeviceType type, int index);
 }  // namespace device_api
 
 #define RETORCH_DEVICE_NAMESPACE(ns, kType)                                                    \
@@ -135,6 +150,12 @@ std::string memory_summary(DeviceType type, int index);
   inline void reset_peak_memory_stats(int i = -1) { device_api::reset_peak_memory_stats(kType, i); } \
   inline void empty_cache() { device_api::empty_cache(kType); }                                \
   inline std::string memory_summary(int i = -1) { return device_api::memory_summary(kType, i); } \
+  inline DeviceProperties get_device_properties(int i = -1) {                                  \
+    return device_api::get_device_properties(kType, i);                                        \
+  }                                                                                            \
+  inline std::pair<int64_t, int64_t> mem_get_info(int i = -1) {                                \
+    return device_api::mem_get_info(kType, i);                                                 \
+  }                                                                                            \
   }
 
 RETORCH_DEVICE_NAMESPACE(cuda, kCUDA)

@@ -46,6 +46,9 @@ TEST(CudaRuntime, WithoutADeviceQueriesAnswerZeroAndCallsFailClearly) {
                        {"cuda.set_device: CUDA is not available: ", cb::unavailable_reason()}));
   EXPECT_TRUE(contains(catch_error([] { cb::create_stream(); }).what(), {"cuda.Stream"}));
   EXPECT_TRUE(contains(catch_error([] { cb::synchronize(); }).what(), {"not available"}));
+  EXPECT_TRUE(contains(catch_error([] { cuda::get_device_properties(); }).what(),
+                       {"cuda.get_device_properties: no cuda device is available"}));
+  EXPECT_TRUE(contains(catch_error([] { cuda::mem_get_info(); }).what(), {"mem_get_info"}));
 }
 
 // The host side of the op kernels (Note [CUDA op kernels]), which runs without a device.
@@ -130,6 +133,20 @@ class CudaDevice : public ::testing::Test {
     if (cb::device_count() == 0) GTEST_SKIP() << "no CUDA device: " << cb::unavailable_reason();
   }
 };
+
+TEST_F(CudaDevice, PropertiesAndFreeMemoryDescribeTheDevice) {
+  const DeviceProperties p = cuda::get_device_properties(0);
+  EXPECT_FALSE(p.name.empty());
+  EXPECT_GE(p.major, 8);  // this build's oldest target, sm_80
+  EXPECT_GT(p.multi_processor_count, 0);
+  EXPECT_GT(p.l2_cache_size, 0);
+  const auto [free, total] = cuda::mem_get_info();
+  EXPECT_EQ(total, p.total_memory);
+  EXPECT_GT(free, 0);
+  EXPECT_LE(free, total);
+  EXPECT_TRUE(contains(catch_error([] { cuda::get_device_properties(99); }).what(),
+                       {"invalid device ordinal 99"}));
+}
 
 std::vector<float> to_host(const float* d, size_t n, cb::StreamHandle s = nullptr) {
   std::vector<float> h(n);

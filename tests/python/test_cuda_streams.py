@@ -183,3 +183,26 @@ def test_pinned_memory_and_copies_that_do_not_wait():
     assert next(iter(loader))[0].is_pinned()
     z = retorch.zeros(5, pin_memory=True)  # torch's factory keyword
     assert z.is_pinned() and z.tolist() == [0.0] * 5
+
+
+def test_device_properties_and_memory_queries_are_torchs():
+    """get_device_properties / name / capability, mem_get_info and is_bf16_supported answer as
+    torch.cuda does on the same GPU; memory_stats follows the caching allocator."""
+    p, tp = retorch.cuda.get_device_properties(0), torch.cuda.get_device_properties(0)
+    assert (p.name, p.major, p.minor, p.multi_processor_count, p.total_memory) == \
+        (tp.name, tp.major, tp.minor, tp.multi_processor_count, tp.total_memory)
+    assert retorch.cuda.get_device_name() == torch.cuda.get_device_name(0)
+    assert retorch.cuda.get_device_capability() == torch.cuda.get_device_capability(0)
+    assert retorch.cuda.is_bf16_supported() == torch.cuda.is_bf16_supported()
+    assert "_CudaDeviceProperties(name='" in repr(p)
+    free, total = retorch.cuda.mem_get_info()
+    assert total == torch.cuda.mem_get_info()[1] == p.total_memory and 0 < free <= total
+    before = retorch.cuda.memory_stats()["allocated_bytes.all.current"]
+    x = retorch.empty(1 << 20, device="cuda")  # 4 MiB
+    stats = retorch.cuda.memory_stats()
+    assert stats["allocated_bytes.all.current"] - before >= 4 << 20
+    assert stats["allocated_bytes.all.peak"] >= stats["allocated_bytes.all.current"]
+    assert stats["reserved_bytes.all.current"] >= stats["allocated_bytes.all.current"]
+    del x
+    with pytest.raises(ValueError, match="invalid device ordinal"):
+        retorch.cuda.get_device_properties(retorch.cuda.device_count())

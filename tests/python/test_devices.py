@@ -141,6 +141,13 @@ def test_device_api_answers_like_torch_without_a_gpu():
     retorch.cuda.reset_peak_memory_stats()
     retorch.cuda.empty_cache()
     assert "No cuda device" in retorch.cuda.memory_summary()
+    assert retorch.cuda.memory_stats() == {} and not retorch.cuda.is_bf16_supported()
+    for f in (retorch.cuda.get_device_properties, retorch.cuda.get_device_name,
+              retorch.cuda.get_device_capability, retorch.cuda.mem_get_info):
+        with pytest.raises(RuntimeError, match="no cuda device is available"):
+            f()
+    with pytest.raises(RuntimeError, match="mps.get_device_properties: no mps device"):
+        retorch.mps.get_device_properties()
 
 
 def test_streams_without_a_gpu_are_labels_with_torchs_api():

@@ -12,6 +12,7 @@
 
 #include "retorch/core/Device.h"
 #include "retorch/core/Error.h"
+#include "retorch/device/CudaBridge.h"
 
 namespace retorch {
 
@@ -287,5 +288,36 @@ void copy_async(void* dst, const void* src, size_t n, CopyKind kind, StreamHandl
 }
 
 }  // namespace cuda_backend
+
+namespace detail {
+
+CudaDeviceInfo cuda_backend_device_info(int index) {
+  const int d = cuda_backend::resolve(index, "get_device_properties");
+  cudaDeviceProp p{};
+  cuda_backend::check(cudaGetDeviceProperties(&p, d), "cudaGetDeviceProperties");
+  CudaDeviceInfo info;
+  info.name = p.name;
+  info.major = p.major;
+  info.minor = p.minor;
+  info.multi_processor_count = p.multiProcessorCount;
+  info.total_memory = int64_t(p.totalGlobalMem);
+  info.l2_cache_size = int64_t(p.l2CacheSize);
+  return info;
+}
+
+void cuda_backend_mem_get_info(int index, int64_t* free_bytes, int64_t* total_bytes) {
+  const int d = cuda_backend::resolve(index, "mem_get_info");
+  int previous = 0;
+  cuda_backend::check(cudaGetDevice(&previous), "cudaGetDevice");
+  if (previous != d) cuda_backend::check(cudaSetDevice(d), "cudaSetDevice");
+  size_t free = 0, total = 0;
+  const cudaError_t status = cudaMemGetInfo(&free, &total);
+  if (previous != d) cudaSetDevice(previous);
+  cuda_backend::check(status, "cudaMemGetInfo");
+  *free_bytes = int64_t(free);
+  *total_bytes = int64_t(total);
+}
+
+}  // namespace detail
 
 }  // namespace retorch

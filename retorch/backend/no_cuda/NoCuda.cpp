@@ -79,6 +79,12 @@ void cuda_backend_event_synchronize(void*) {}
 double cuda_backend_event_elapsed_ms(void*, void*) {
   RT_ERROR("CUDA is not available: this build has no CUDA backend");
 }
+CudaDeviceInfo cuda_backend_device_info(int) {
+  RT_ERROR("cuda.get_device_properties: CUDA is not available: this build has no CUDA backend");
+}
+void cuda_backend_mem_get_info(int, int64_t*, int64_t*) {
+  RT_ERROR("cuda.mem_get_info: CUDA is not available: this build has no CUDA backend");
+}
 
 }  // namespace detail
 }  // namespace retorch
