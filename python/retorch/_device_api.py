@@ -172,3 +172,4 @@ def _install(ns, kind):
             ns[name] = value
     ns["Stream"] = _KindStream
     ns["Event"] = Event
+    ns["OutOfMemoryError"] = _C.OutOfMemoryError  # torch.cuda.OutOfMemoryError

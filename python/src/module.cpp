@@ -72,6 +72,10 @@ using namespace retorch::python;
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "retorch: PyTorch's architecture in modern C++";
+  // torch.OutOfMemoryError (also torch.cuda.OutOfMemoryError): a RuntimeError.
+  static PyObject* out_of_memory =
+      PyErr_NewException("retorch.OutOfMemoryError", PyExc_RuntimeError, nullptr);
+  m.attr("OutOfMemoryError") = py::handle(out_of_memory);
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -82,6 +86,7 @@ PYBIND11_MODULE(_C, m) {
         case ErrorKind::kType: type = PyExc_TypeError; break;
         case ErrorKind::kValue: type = PyExc_ValueError; break;
         case ErrorKind::kNotImplemented: type = PyExc_NotImplementedError; break;
+        case ErrorKind::kOutOfMemory: type = out_of_memory; break;
         default: break;
       }
       PyErr_SetString(type, e.what());

@@ -97,8 +97,8 @@ class CachingCPUAllocator final : public Allocator {
         std::lock_guard<std::mutex> g(mu_);
         stats_.allocated_bytes -= sz;
         stats_.reserved_bytes -= sz;
-        RT_ERROR("DefaultCPUAllocator: not enough memory: you tried to allocate ", nbytes,
-                 " bytes.");
+        RT_ERROR_KIND(ErrorKind::kOutOfMemory, "DefaultCPUAllocator: not enough memory: you tried "
+                      "to allocate ", nbytes, " bytes.");
       }
     }
     notify(int64_t(sz), after);

@@ -6,8 +6,9 @@
 
 namespace retorch {
 
-/// Which Python exception an Error maps to.
-enum class ErrorKind { kRuntime, kIndex, kType, kValue, kNotImplemented };
+/// Which Python exception an Error maps to (kOutOfMemory: retorch.OutOfMemoryError, a
+/// RuntimeError, as torch.OutOfMemoryError / torch.cuda.OutOfMemoryError).
+enum class ErrorKind { kRuntime, kIndex, kType, kValue, kNotImplemented, kOutOfMemory };
 
 class Error : public std::exception {
  public:

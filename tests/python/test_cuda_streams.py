@@ -206,3 +206,6 @@ def test_device_properties_and_memory_queries_are_torchs():
     del x
     with pytest.raises(ValueError, match="invalid device ordinal"):
         retorch.cuda.get_device_properties(retorch.cuda.device_count())
+    with pytest.raises(retorch.cuda.OutOfMemoryError, match="CUDA out of memory"):
+        retorch.empty(1 << 50, dtype=retorch.uint8, device="cuda")  # 1 PiB
+    assert float(retorch.ones(3, device="cuda").sum()) == 3.0  # the device still works

@@ -150,6 +150,16 @@ def test_device_api_answers_like_torch_without_a_gpu():
         retorch.mps.get_device_properties()
 
 
+def test_out_of_memory_is_torchs_error_class():
+    assert retorch.cuda.OutOfMemoryError is retorch.OutOfMemoryError
+    assert issubclass(retorch.OutOfMemoryError, RuntimeError)
+    with pytest.raises(retorch.OutOfMemoryError, match="DefaultCPUAllocator: not enough memory"):
+        retorch.empty(1 << 58, dtype=retorch.uint8)
+    with pytest.raises(retorch.cuda.OutOfMemoryError):  # cuda here: host memory, the fallback's
+        retorch.empty(1 << 58, dtype=retorch.uint8, device="cuda")
+    assert float(retorch.ones(3).sum()) == 3.0
+
+
 def test_streams_without_a_gpu_are_labels_with_torchs_api():
     s1, s2 = retorch.cuda.Stream(), retorch.cuda.Stream(priority=-1)
     assert isinstance(s1, retorch.cuda.Stream)

@@ -232,9 +232,12 @@ class CachingAllocator final : public Allocator {
     }
     if (status != cudaSuccess) {
       cudaGetLastError();
-      RT_ERROR("CUDA out of memory: tried to allocate ", asked, " bytes (", size, " rounded); ",
-               stats_.allocated_bytes, " bytes allocated and ", stats_.reserved_bytes,
-               " reserved by retorch (", cudaGetErrorString(status), ")");
+      RT_ERROR_KIND(status == cudaErrorMemoryAllocation ? ErrorKind::kOutOfMemory
+                                                        : ErrorKind::kRuntime,
+                    "CUDA out of memory: tried to allocate ", asked, " bytes (", size,
+                    " rounded); ", stats_.allocated_bytes, " bytes allocated and ",
+                    stats_.reserved_bytes, " reserved by retorch (", cudaGetErrorString(status),
+                    ")");
     }
     return p;
   }
