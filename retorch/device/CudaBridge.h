@@ -7,6 +7,7 @@
 
 namespace retorch {
 class Allocator;
+struct DeviceProperties;  // DeviceApi.h
 }  // namespace retorch
 
 namespace retorch::detail {
@@ -30,17 +31,9 @@ void cuda_backend_nccl_broadcast(void* comm, void* data, size_t count, int dtype
 /// Waits for the device's work (cudaDeviceSynchronize).
 void cuda_backend_synchronize(int index);
 
-/// What cudaGetDeviceProperties reports of a device (-1: the current one) that
-/// torch.cuda.get_device_properties shows, and its free and total memory (cudaMemGetInfo).
-struct CudaDeviceInfo {
-  std::string name;
-  int major = 0;
-  int minor = 0;
-  int multi_processor_count = 0;
-  int64_t total_memory = 0;
-  int64_t l2_cache_size = 0;
-};
-CudaDeviceInfo cuda_backend_device_info(int index);
+/// What cudaGetDeviceProperties reports of a device that torch.cuda.get_device_properties
+/// shows, and its free and total memory (cudaMemGetInfo).
+DeviceProperties cuda_backend_device_properties(int index);
 void cuda_backend_mem_get_info(int index, int64_t* free_bytes, int64_t* total_bytes);
 
 /// Streams of a device (-1: the current one) by id (Note [CUDA streams]; 0: the legacy default

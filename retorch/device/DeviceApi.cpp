@@ -235,16 +235,7 @@ DeviceProperties get_device_properties(DeviceType type, int index) {
   check_index(type, index, "get_device_properties");
   RT_CHECK(type == kCUDA && device_available(kCUDA), device_type_name(type),
            ".get_device_properties: no ", device_type_name(type), " device is available");
-  const detail::CudaDeviceInfo info =
-      detail::cuda_backend_device_info(index < 0 ? current_device_index(type) : index);
-  DeviceProperties p;
-  p.name = info.name;
-  p.major = info.major;
-  p.minor = info.minor;
-  p.multi_processor_count = info.multi_processor_count;
-  p.total_memory = info.total_memory;
-  p.l2_cache_size = info.l2_cache_size;
-  return p;
+  return detail::cuda_backend_device_properties(index < 0 ? current_device_index(type) : index);
 }
 
 std::pair<int64_t, int64_t> mem_get_info(DeviceType type, int index) {

@@ -13,6 +13,7 @@
 #include "retorch/core/Device.h"
 #include "retorch/core/Error.h"
 #include "retorch/device/CudaBridge.h"
+#include "retorch/device/DeviceApi.h"
 
 namespace retorch {
 
@@ -291,11 +292,11 @@ void copy_async(void* dst, const void* src, size_t n, CopyKind kind, StreamHandl
 
 namespace detail {
 
-CudaDeviceInfo cuda_backend_device_info(int index) {
+DeviceProperties cuda_backend_device_properties(int index) {
   const int d = cuda_backend::resolve(index, "get_device_properties");
   cudaDeviceProp p{};
   cuda_backend::check(cudaGetDeviceProperties(&p, d), "cudaGetDeviceProperties");
-  CudaDeviceInfo info;
+  DeviceProperties info;
   info.name = p.name;
   info.major = p.major;
   info.minor = p.minor;

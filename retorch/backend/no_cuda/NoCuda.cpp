@@ -5,6 +5,7 @@
 
 #include "retorch/core/Error.h"
 #include "retorch/device/CudaBridge.h"
+#include "retorch/device/DeviceApi.h"
 
 namespace retorch {
 class Dispatcher;
@@ -79,7 +80,7 @@ void cuda_backend_event_synchronize(void*) {}
 double cuda_backend_event_elapsed_ms(void*, void*) {
   RT_ERROR("CUDA is not available: this build has no CUDA backend");
 }
-CudaDeviceInfo cuda_backend_device_info(int) {
+DeviceProperties cuda_backend_device_properties(int) {
   RT_ERROR("cuda.get_device_properties: CUDA is not available: this build has no CUDA backend");
 }
 void cuda_backend_mem_get_info(int, int64_t*, int64_t*) {
