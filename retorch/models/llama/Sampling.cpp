@@ -187,8 +187,10 @@ std::vector<int64_t> sample_rows(const Tensor& logits, const std::vector<Sampler
     const Tensor ids = tokens.to(Device(kCPU), kLong).contiguous();
     return std::vector<int64_t>(ids.data_ptr<int64_t>(), ids.data_ptr<int64_t>() + rows);
   };
-  if (all_greedy && !penalty) return host_ids(argmax(logits, 1));  // no parameters to send
-  const Tensor params = host.to(dev);
+  // The parameters go to the device only when a row needs them (greedy rows without a penalty
+  // need none); counts and indices below are float64, exact below 2^53, which keeps them on the
+  // device's floating kernels (its integer reductions would take the fallback).
+  const Tensor params = penalty || !all_greedy ? host.to(dev) : Tensor();
   auto column = [&](int c) { return params.narrow(1, c, 1); };  // [rows, 1]
   Tensor x = logits;
   if (penalty) {  // the host's v < 0 ? v * pen : v / pen over each row's distinct tokens
@@ -204,40 +206,34 @@ std::vector<int64_t> sample_rows(const Tensor& logits, const std::vector<Sampler
     const Tensor pen = column(3).to(kFloat), v = gather(x, 1, idx);
     x = scatter(x, 1, idx, where(lt(v, 0), v * pen, v / pen));
   }
-  Tensor tokens;  // float64: counts and indices below 2^53 are exact, and stay on the device's
-                 // floating kernels (its integer reductions would take the fallback)
-  if (all_greedy) {
-    tokens = argmax(x, 1);
-  } else {
-    const Tensor greedy = argmax(x, 1).to(kDouble);
-    x = x / column(0).to(kFloat);
-    const double inf = std::numeric_limits<double>::infinity();
-    if (top_k) {  // below the row's k-th largest: -inf (off: a threshold of -inf)
-      const Tensor values = std::get<0>(topk(x, max_k, 1, true, true));
-      const Tensor k = column(5);
-      const Tensor kth = gather(values, 1, (k - 1).clamp_min(0).to(kLong));
-      x = where(lt(x, where(gt(k, 0), kth, full({}, -inf, TensorOptions(kFloat).device(dev)))),
-                -inf, x);
-    }
-    if (top_p) {  // ascending; the low tail with cumulative probability <= 1 - top_p goes
-      auto [sorted, order] = sort(x, true, 1, false);
-      Tensor cum = cumsum(gather(row_probabilities(x), 1, order), 1);
-      Tensor drop = le(cum, column(1));
-      drop.narrow(1, vocab - 1, 1).fill_(false);  // the most likely token stays
-      x = scatter(x, 1, order, masked_fill(sorted, drop, -inf));
-    }
-    if (min_p) {
-      const Tensor p = row_probabilities(x);
-      x = where(lt(p, column(2) * amax(p, {1}, true)), -inf, x);
-    }
-    const Tensor p = row_probabilities(x);
-    const Tensor passed = sum(le(cumsum(p, 1), column(4)).to(kDouble), {1});
-    const Tensor index = arange(vocab, TensorOptions(kDouble).device(dev));
-    const Tensor last = amax(where(gt(p, 0), index, -1.0), {1});
-    const Tensor drawn = where(lt(passed, double(vocab)), passed, last);
-    tokens = where(gt(column(6).squeeze(1), 0), greedy, drawn);
+  if (all_greedy) return host_ids(argmax(x, 1));
+  const Tensor greedy = argmax(x, 1).to(kDouble);
+  x = x / column(0).to(kFloat);
+  const double inf = std::numeric_limits<double>::infinity();
+  if (top_k) {  // below the row's k-th largest: -inf (off: a threshold of -inf)
+    const Tensor values = std::get<0>(topk(x, max_k, 1, true, true));
+    const Tensor k = column(5);
+    const Tensor kth = gather(values, 1, (k - 1).clamp_min(0).to(kLong));
+    x = where(lt(x, where(gt(k, 0), kth, full({}, -inf, TensorOptions(kFloat).device(dev)))),
+              -inf, x);
   }
-  return host_ids(tokens);
+  if (top_p) {  // ascending; the low tail with cumulative probability <= 1 - top_p goes
+    auto [sorted, order] = sort(x, true, 1, false);
+    Tensor cum = cumsum(gather(row_probabilities(x), 1, order), 1);
+    Tensor drop = le(cum, column(1));
+    drop.narrow(1, vocab - 1, 1).fill_(false);  // the most likely token stays
+    x = scatter(x, 1, order, masked_fill(sorted, drop, -inf));
+  }
+  if (min_p) {
+    const Tensor p = row_probabilities(x);
+    x = where(lt(p, column(2) * amax(p, {1}, true)), -inf, x);
+  }
+  const Tensor p = row_probabilities(x);
+  const Tensor passed = sum(le(cumsum(p, 1), column(4)).to(kDouble), {1});
+  const Tensor index = arange(vocab, TensorOptions(kDouble).device(dev));
+  const Tensor last = amax(where(gt(p, 0), index, -1.0), {1});
+  const Tensor drawn = where(lt(passed, double(vocab)), passed, last);
+  return host_ids(where(gt(column(6).squeeze(1), 0), greedy, drawn));
 }
 
 }  // namespace retorch::llama
