@@ -135,3 +135,44 @@ def test_matmul(dt, shape):
     close_to(retorch.bmm(x, y), torch.bmm(tx, ty), dt, "bmm")
     close_to(retorch.bmm(x[::2], y[::2].transpose(1, 2).contiguous().transpose(1, 2)),
              torch.bmm(tx[::2], ty[::2]), dt, "bmm strided")
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("n", (9, 511, 512, 513, 4099))
+@pytest.mark.parametrize("fn", ["gelu", "gelu_tanh", "silu"])
+def test_activation_backward_chunks(dt, n, fn):
+    """16-bit activation backward runs the float32 vector chunks on widened values and rounds
+    once: within a 16-bit ulp of torch's float32 gradient of the same rounded values (torch
+    1.13 has no float16 gelu on the cpu, and rounds its bfloat16 silu's intermediates)."""
+    rng = np.random.default_rng(n)
+    x, g = (rng.standard_normal(n).astype(np.float32) * 3 for _ in range(2))
+    res = []
+    for L, dtype in ((torch, torch.float32), (retorch, getattr(retorch, dt))):
+        F = L.nn.functional
+        # the values rounded to the 16-bit dtype, then held in the computing dtype
+        xt = L.tensor(x).to(getattr(L, dt)).to(dtype).requires_grad_(True)
+        y = {"gelu": lambda: F.gelu(xt), "gelu_tanh": lambda: F.gelu(xt, approximate="tanh"),
+             "silu": lambda: F.silu(xt)}[fn]()
+        y.backward(L.tensor(g).to(getattr(L, dt)).to(dtype))
+        res.append(to_np(xt.grad.to(getattr(L, dt))))
+    t, r = res
+    ulp = 2.0 ** (-7 if dt == "bfloat16" else -10)
+    # near the derivative's zeros the float32 formulas cancel: float32 accuracy of the scale
+    np.testing.assert_allclose(r, t, rtol=ulp, atol=4e-6 * np.abs(t).max())
+
+
+@pytest.mark.parametrize("dt", HALF)
+@pytest.mark.parametrize("shape", [(1024, 4096), (3, 100, 40), (64, 9)])
+def test_converting_copies_of_transposed_tensors(dt, shape):
+    """A transposed tensor cast to or from float32 (autocast's weight casts and their gradients),
+    into a contiguous result and into its own layout: the values exactly, as torch's."""
+    v = values(int(np.prod(shape))).reshape(shape)
+    t = torch.from_numpy(v).to(getattr(torch, dt)).transpose(-2, -1)
+    r = retorch.tensor(v).to(getattr(retorch, dt)).transpose(-2, -1)
+    np.testing.assert_array_equal(retorch._to_copy(r, dtype=retorch.float32).numpy(),
+                                  t.to(torch.float32).numpy())
+    same = retorch.empty_strided(r.shape, r.stride(), dtype=retorch.float32).copy_(r)
+    np.testing.assert_array_equal(same.numpy(), t.to(torch.float32).numpy())
+    f = retorch.tensor(v).transpose(-2, -1)
+    np.testing.assert_array_equal(to_np(retorch._to_copy(f, dtype=getattr(retorch, dt))),
+                                  to_np(torch.from_numpy(v).transpose(-2, -1).to(getattr(torch, dt))))

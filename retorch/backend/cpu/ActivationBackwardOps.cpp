@@ -32,6 +32,13 @@ Tensor activation_backward(const char* name, const Tensor& grad_output, const Te
         if (!loops::binary_chunks<scalar_t>(data, st, n, chunk))
           binary_span<scalar_t, scalar_t>(data, st, n, g);
       });
+    } else if constexpr (!std::is_null_pointer_v<Chunk> && !loops::kVecFloat<scalar_t>) {
+      // float16/bfloat16 (autocast's activations): the float chunks, widened. 1M bfloat16
+      // gelu_backward took 2.5 ms through the scalar erf and exp.
+      iter.for_each([&](char** data, const int64_t* st, int64_t n) {
+        if (!loops::binary_chunks_widened<scalar_t>(data, st, n, chunk))
+          binary_span<scalar_t, scalar_t>(data, st, n, g);
+      });
     } else {
       binary_loop<scalar_t, scalar_t>(iter, g);
     }

@@ -37,6 +37,7 @@ dnnl::engine& cpu_engine() {
   return eng;
 }
 
+// t's layout for oneDNN, as bfloat16, or float32 for a float32 tensor (a product's dst).
 dnnl::memory::desc bf16_desc(const Tensor& t) {
   dnnl::memory::dims dims(t.sizes().begin(), t.sizes().end());
   dnnl::memory::dims strides(t.strides().begin(), t.strides().end());
@@ -47,7 +48,8 @@ dnnl::memory::desc bf16_desc(const Tensor& t) {
     if (dims[i] > 1) extent = std::max(extent, dims[i] * strides[i]);
   for (size_t i = 0; i < dims.size(); ++i)
     if (dims[i] == 1) strides[i] = extent;
-  return dnnl::memory::desc(dims, dnnl::memory::data_type::bf16, strides);
+  auto type = t.dtype() == kFloat ? dnnl::memory::data_type::f32 : dnnl::memory::data_type::bf16;
+  return dnnl::memory::desc(dims, type, strides);
 }
 
 }  // namespace

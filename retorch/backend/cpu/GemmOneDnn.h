@@ -9,8 +9,8 @@ namespace retorch::cpu {
 bool onednn_bf16_available();
 
 /// out[b] = a[b] @ b[b] for bfloat16 a [B,M,K], b [B,K,N] (any strides) and a contiguous
-/// bfloat16 out [B,M,N]; accumulates in float32 and rounds once. Returns false, touching
-/// nothing, when oneDNN is not available for it.
+/// bfloat16 or float32 out [B,M,N]; accumulates in float32 and rounds once. Returns false,
+/// touching nothing, when oneDNN is not available for it.
 bool onednn_bf16_gemm(const Tensor& a, const Tensor& b, Tensor& out);
 
 /// c = alpha * op(a) @ op(b) + beta * c for row-major float32 matrices on oneDNN's SGEMM, with

@@ -182,8 +182,23 @@ void gemm(const Tensor& a, const Tensor& b, Tensor& out, double alpha, double be
   }
   if (dt == kFloat) return blas_batched<float>(a, b, out, alpha, beta);
   if (dt == kDouble) return blas_batched<double>(a, b, out, alpha, beta);
-  // Note [bfloat16 GEMM]: native on CPUs with AVX-512 BF16.
+  // Note [bfloat16 GEMM]: native on CPUs with AVX-512 BF16. With alpha or beta (addmm, a
+  // linear layer's bias: what autocast's bfloat16 training runs), the product stays float32 and
+  // alpha * product + beta * out rounds once, as the widening path's SGEMM does.
   if (dt == kBFloat16 && alpha == 1 && beta == 0 && onednn_bf16_gemm(a, b, out)) return;
+  if (dt == kBFloat16 && onednn_bf16_available()) {
+    Tensor acc = make_empty(out.sizes(), kFloat, out.device());
+    if (onednn_bf16_gemm(a, b, acc)) {
+      const float* ap = acc.data_ptr<float>();
+      BFloat16* op = out.data_ptr<BFloat16>();
+      const float fa = float(alpha), fb = float(beta);
+      parallel_for(0, acc.numel(), 16384, [&](int64_t i0, int64_t i1) {
+        for (int64_t i = i0; i < i1; ++i)
+          op[i] = BFloat16(fa * ap[i] + (fb == 0 ? 0.f : fb * float(op[i])));
+      });
+      return;
+    }
+  }
   if (dt == kHalf || dt == kBFloat16) {  // Note [16-bit GEMM]
     Tensor acc = beta == 0 ? make_empty(out.sizes(), kFloat, out.device()) : widen_serial(out);
     blas_batched<float>(widen_serial(a), widen_serial(b), acc, alpha, beta);

@@ -168,6 +168,27 @@ bool binary_chunks(char** data, const int64_t* st, int64_t n, const Body& body) 
 
 template <typename T>
 constexpr bool kVecFloat = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+// binary_chunks for float16/bfloat16 spans: each chunk widened to float32, body's float form
+// run on it, the result rounded once (what the scalar loop's float opmath gives, a chunk at a
+// time). Contiguous spans only.
+template <typename T, typename Body>
+bool binary_chunks_widened(char** data, const int64_t* st, int64_t n, const Body& body) {
+  constexpr int64_t s = sizeof(T), kChunk = 512;
+  if (st[0] != s || st[1] != s || st[2] != s) return false;
+  auto* out = reinterpret_cast<T*>(data[0]);
+  const auto* a = reinterpret_cast<const T*>(data[1]);
+  const auto* b = reinterpret_cast<const T*>(data[2]);
+  alignas(64) float af[kChunk], bf[kChunk], of[kChunk];
+  for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
+    const int64_t m = std::min(kChunk, n - i0);
+    to_float(a + i0, af, m);
+    to_float(b + i0, bf, m);
+    if (!body(static_cast<const float*>(af), static_cast<const float*>(bf), of, m)) return false;
+    from_float(of, out + i0, m);
+  }
+  return true;
+}
 }  // namespace loops
 
 /// binary_loop for a function with a vector form (VecMath.h): float/double spans that
