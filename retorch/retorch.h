@@ -14,4 +14,5 @@
 #include "retorch/io/Checkpoint.h"
 #include "retorch/nn/nn.h"
 #include "retorch/optim/optim.h"
+#include "retorch/ops/Autocast.h"
 #include "retorch/ops/TensorOperators.h"

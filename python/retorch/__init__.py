@@ -97,6 +97,13 @@ def numel(t):
 
 
 from . import cuda, mps, xpu  # noqa: E402,F401  (torch.cuda, torch.mps, torch.xpu)
+from . import amp, cpu  # noqa: E402,F401  (torch.amp, torch.cpu.amp)
+from .amp import autocast  # noqa: E402,F401
+from .amp.autocast_mode import (is_autocast_enabled, set_autocast_enabled,  # noqa: E402,F401
+                                is_autocast_cpu_enabled, set_autocast_cpu_enabled,
+                                get_autocast_gpu_dtype, set_autocast_gpu_dtype,
+                                get_autocast_cpu_dtype, set_autocast_cpu_dtype,
+                                get_autocast_dtype, set_autocast_dtype)
 from ._C import Stream, Event  # noqa: E402,F401
 from ._C import (set_device_fallback, get_device_fallback, set_device_fallback_placement,  # noqa: E402,F401,E501
                  get_device_fallback_placement, set_device_fallback_order,

@@ -27,6 +27,7 @@ void bind_tokenizer(py::module_& m);
 void bind_llm(py::module_& m);
 void bind_device(py::module_& m);
 void bind_distributed(py::module_& m);
+void bind_autocast(py::module_& m);
 
 namespace {
 
@@ -152,6 +153,7 @@ PYBIND11_MODULE(_C, m) {
   bind_llm(m);
   bind_device(m);
   bind_distributed(m);
+  bind_autocast(m);
 
   // Grad modes.
   m.def("is_grad_enabled", &GradMode::is_enabled);

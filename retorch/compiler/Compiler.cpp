@@ -8,6 +8,7 @@
 #include <mutex>
 
 #include "retorch/autograd/GradMode.h"
+#include "retorch/ops/Autocast.h"
 #include "retorch/compiler/Backward.h"
 #include "retorch/compiler/CodeCache.h"
 #include "retorch/compiler/Nvrtc.h"
@@ -116,6 +117,7 @@ struct CompiledFunction::State {
   CompileOptions options;
   struct Entry {
     std::vector<Guard> guards;
+    uint32_t autocast = 0;  // autocast::state_key() when traced: its casts are in the graph
     CompiledGraphInfo info;
     jit::AttributeTable attrs;
     std::shared_ptr<Library> lib;
@@ -132,6 +134,7 @@ struct CompiledFunction::State {
   std::unique_ptr<Entry> build(const std::vector<Tensor>& inputs) {
     auto e = std::make_unique<Entry>();
     e->guards = guards_of(inputs);
+    e->autocast = autocast::state_key();
     auto [graph, attrs] = tracer(inputs);
     e->attrs = std::move(attrs);
     const bool debug = debug_enabled();
@@ -213,8 +216,9 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
   const State::Entry* entry = nullptr;
   {
     std::lock_guard<std::mutex> lock(s.mu);
+    const uint32_t autocast_key = autocast::state_key();
     for (const auto& e : s.entries)
-      if (guards_match(e->guards, inputs)) {
+      if (e->autocast == autocast_key && guards_match(e->guards, inputs)) {
         entry = e.get();
         break;
       }
@@ -235,6 +239,8 @@ std::vector<Tensor> CompiledFunction::operator()(const std::vector<Tensor>& inpu
   std::vector<IValue> ins;
   if (entry->has_self) ins.emplace_back();
   for (const Tensor& t : inputs) ins.emplace_back(t);
+  // The graph holds the casts autocast made while tracing: its ops are not cast again.
+  ExcludeDispatchKeyGuard no_autocast{DispatchKeySet(DispatchKey::Autocast)};
   std::vector<IValue> outs = entry->interp->run(ins);
   std::vector<Tensor> result;
   for (IValue& v : outs) {

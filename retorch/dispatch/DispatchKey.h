@@ -16,6 +16,7 @@ enum class DispatchKey : uint8_t {
   DeviceFallback = 10,
   Autograd = 20,
   Tracer = 30,
+  Autocast = 35,
   Profiler = 40,
   // Spare keys above everything, for tests and experiments with boxed fallbacks.
   TestingA = 60,

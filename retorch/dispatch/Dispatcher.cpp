@@ -17,6 +17,7 @@ std::string_view dispatch_key_name(DispatchKey k) {
     case DispatchKey::DeviceFallback: return "DeviceFallback";
     case DispatchKey::Autograd: return "Autograd";
     case DispatchKey::Tracer: return "Tracer";
+    case DispatchKey::Autocast: return "Autocast";
     case DispatchKey::Profiler: return "Profiler";
     case DispatchKey::TestingA: return "TestingA";
     case DispatchKey::TestingB: return "TestingB";

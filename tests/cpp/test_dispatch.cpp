@@ -25,6 +25,9 @@ static_assert(DispatchKeySet(DispatchKey::CPU).add(DispatchKey::CUDA).remove(Dis
               DispatchKeySet(DispatchKey::CUDA));
 // Priority order from DESIGN.md: Profiler > Tracer > Autograd > DeviceFallback > CUDA > CPU.
 static_assert(DispatchKey::Profiler > DispatchKey::Tracer);
+// Autocast casts above the tracer and autograd, so both record its casts (Note [Autocast]).
+static_assert(DispatchKey::Profiler > DispatchKey::Autocast);
+static_assert(DispatchKey::Autocast > DispatchKey::Tracer);
 static_assert(DispatchKey::Tracer > DispatchKey::Autograd);
 static_assert(DispatchKey::Autograd > DispatchKey::DeviceFallback);
 static_assert(DispatchKey::DeviceFallback > DispatchKey::CUDA);

@@ -339,6 +339,15 @@ def fallback_adapter(op, idx):
                   f'  return device_fallback_unboxed<{types}>({names});', '}']
 
 
+# ops.yaml's autocast policies as retorch::AutocastPolicy values (retorch/ops/Autocast.h).
+AUTOCAST_ENUM = {None: 'AutocastPolicy::kNone',
+                 'lower_precision_fp': 'AutocastPolicy::kLowerPrecision',
+                 'fp32': 'AutocastPolicy::kFloat32',
+                 'fp32_set_opt_dtype': 'AutocastPolicy::kFloat32OptDtype',
+                 'promote': 'AutocastPolicy::kPromote',
+                 'banned': 'AutocastPolicy::kBanned'}
+
+
 def gen_register(entries):
     schemas, adapters, regs = [], [], []
     idx = 0
@@ -371,6 +380,11 @@ def gen_register(entries):
                     name, lines = direct_adapter(op, key, fn)
                     adapters += lines
                     regs.append(f'    register_direct_kernel(h, DispatchKey::{key}, &{name});')
+            if e.autocast and op.kind == 'functional':
+                pol = [AUTOCAST_ENUM[e.autocast.get(d)] for d in ('cpu', 'cuda')]
+                darg = next((i for i, a in enumerate(op.args) if a.name == 'dtype'), -1)
+                regs.append(f'    h.set_kernel(DispatchKey::Autocast, make_autocast_kernel('
+                            f'{pol[0]}, {pol[1]}, {darg}));')
             if 'CPU' in e.dispatch and op.kind != 'out':
                 # Note [Unboxed device fallback]: the typed fast route of the device fallback.
                 name, lines = fallback_adapter(op, idx)
@@ -383,7 +397,8 @@ def gen_register(entries):
     c += '#include "retorch/generated/Functions.h"\n#include "retorch/generated/Kernels.h"\n'
     c += '#include "retorch/device/DeviceFallbackUnboxed.h"\n'
     c += '#include "retorch/dispatch/DirectKernel.h"\n'
-    c += '#include "retorch/dispatch/Dispatcher.h"\n#include "retorch/ops/OpHelpers.h"\n\n'
+    c += '#include "retorch/dispatch/Dispatcher.h"\n#include "retorch/ops/Autocast.h"\n'
+    c += '#include "retorch/ops/OpHelpers.h"\n\n'
     c += 'namespace retorch {\n\nnamespace {\n'
     c += 'const OpSchema kSchemas[] = {\n' + '\n'.join(schemas) + '\n};\n'
     c += '// Each op\'s handle, for its DeviceFallback kernel (set as the op registers).\n'

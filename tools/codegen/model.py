@@ -216,6 +216,16 @@ class Entry:
         # A Composite op's in-place variant written on its own (void fn(self, args...), writing
         # self through in-place ops), instead of the functional result copied into self.
         self.inplace_composite = d.get('inplace_composite')
+        # What torch.autocast does to the op's tensors on cpu and on cuda (Note [Autocast]):
+        # one policy for both, or {cpu: ..., cuda: ...}.
+        ac = d.get('autocast') or {}
+        self.autocast = ac if isinstance(ac, dict) else {'cpu': ac, 'cuda': ac}
+        for dev, pol in self.autocast.items():
+            assert dev in ('cpu', 'cuda') and pol in AUTOCAST_POLICIES, \
+                f'{self.name}: autocast {dev}: {pol} (devices cpu/cuda; policies {AUTOCAST_POLICIES})'
+        assert 'fp32_set_opt_dtype' not in self.autocast.values() or \
+            any(a.name == 'dtype' for a in self.args), \
+            f'{self.name}: fp32_set_opt_dtype needs a dtype argument'
         assert not self.inplace_composite or ('inplace' in self.variants and
                                               'Composite' in self.dispatch), \
             f'{self.name}: inplace_composite needs the inplace variant and a Composite kernel'
@@ -237,6 +247,10 @@ class Entry:
             ov = (self.overload + '_out') if self.overload else 'out'
             res.append(Op(self, self.name, ov, list(self.args) + [out], self.rets, 'out'))
         return res
+
+
+# PyTorch's CastPolicy names, as ops.yaml's `autocast:` spells them.
+AUTOCAST_POLICIES = ('lower_precision_fp', 'fp32', 'fp32_set_opt_dtype', 'promote', 'banned')
 
 
 def yaml_files(path):

@@ -1,12 +1,12 @@
 """retorch.cuda: torch.cuda's device API (see retorch/_device_api.py for its behaviour without a device)."""
-from ._device_api import _install
+from .._device_api import _install
 
 _install(globals(), "cuda")
 del _install
 
 import contextlib  # noqa: E402
 
-from . import _C  # noqa: E402
+from .. import _C  # noqa: E402
 
 CUDAGraph = _C.CUDAGraph
 
@@ -49,3 +49,6 @@ class graph:  # noqa: N801  (torch.cuda.graph)
         finally:
             self._context.close()
         return False
+
+
+from . import amp  # noqa: E402,F401  (torch.cuda.amp)
