@@ -11,6 +11,7 @@
 #include "retorch/device/CudaGraph.h"
 #include "retorch/device/DeviceApi.h"
 #include "retorch/device/DeviceFallback.h"
+#include "retorch/device/Nvtx.h"
 #include "retorch/io/Checkpoint.h"
 #include "retorch/nn/nn.h"
 #include "retorch/optim/optim.h"

@@ -99,6 +99,18 @@ def numel(t):
 from . import cuda, mps, xpu  # noqa: E402,F401  (torch.cuda, torch.mps, torch.xpu)
 from . import amp, cpu  # noqa: E402,F401  (torch.amp, torch.cpu.amp)
 from .amp import autocast  # noqa: E402,F401
+
+
+def seed():
+    """Seeds the default generator from a random number and returns that seed (torch.seed)."""
+    return _C.default_generator().seed()
+
+
+def initial_seed():
+    """The seed the default generator was last seeded with (torch.initial_seed)."""
+    return _C.default_generator().initial_seed()
+
+
 from .amp.autocast_mode import (is_autocast_enabled, set_autocast_enabled,  # noqa: E402,F401
                                 is_autocast_cpu_enabled, set_autocast_cpu_enabled,
                                 get_autocast_gpu_dtype, set_autocast_gpu_dtype,

@@ -7,7 +7,6 @@ device live in host memory), and random ops draw from the CPU generator, so seed
 Tensors and modules moved to the device still work: the device fallback runs their ops on the CPU.
 With the CUDA backend and a GPU, cuda streams are CUDA streams (Note [CUDA streams]).
 """
-import contextlib
 
 from . import _C
 
@@ -52,18 +51,28 @@ def _install(ns, kind):
     def default_stream(device=None):
         return _C._default_stream(kind, _index(device))
 
-    @contextlib.contextmanager
+    class StreamContext:
+        """Makes `stream` the current stream of its device for the block (torch.cuda's
+        StreamContext; None leaves the current one). Re-entrant and nestable."""
+
+        def __init__(self, stream):
+            self.stream = stream
+            self._prev = []
+
+        def __enter__(self):
+            if self.stream is not None:
+                self._prev.append(current_stream(self.stream.device.index))
+                _C._set_stream(self.stream)
+            return self.stream
+
+        def __exit__(self, *exc):
+            if self.stream is not None:
+                _C._set_stream(self._prev.pop())
+            return False
+
     def stream(s):
-        """Makes s the current stream for the block (None leaves the current one)."""
-        if s is None:
-            yield
-            return
-        prev = current_stream(s.device.index)
-        _C._set_stream(s)
-        try:
-            yield
-        finally:
-            _C._set_stream(prev)
+        """The block with s as the current stream: `with retorch.cuda.stream(s):`."""
+        return StreamContext(s)
 
     def set_stream(s):
         _C._set_stream(s)
@@ -89,6 +98,16 @@ def _install(ns, kind):
         _C._device_manual_seed(kind, int(seed))
 
     manual_seed_all = manual_seed
+
+    def seed():
+        """Seeds the device's generator (the cpu generator, see above) from a random number."""
+        _C.default_generator().seed()
+
+    seed_all = seed
+
+    def initial_seed():
+        """The seed the device's generator was last seeded with."""
+        return _C.default_generator().initial_seed()
 
     def get_rng_state(device=None):
         return _C._device_get_rng_state(kind, _index(device))

@@ -1,5 +1,6 @@
 // Python bindings of the device API (retorch.cuda / mps / xpu) and of device routing.
 #include "python/src/bindings.h"
+#include "retorch/device/Nvtx.h"
 
 namespace retorch::python {
 namespace {
@@ -99,6 +100,12 @@ void bind_device(py::module_& m) {
     return device_api::default_stream(type_of(t), i);
   });
   m.def("_set_stream", &device_api::set_stream);
+  m.def("_cuda_is_built", &detail::cuda_backend_built);
+  m.def("_nvtx_range_push", &cuda::nvtx::range_push);
+  m.def("_nvtx_range_pop", &cuda::nvtx::range_pop);
+  m.def("_nvtx_range_start", &cuda::nvtx::range_start);
+  m.def("_nvtx_range_end", &cuda::nvtx::range_end);
+  m.def("_nvtx_mark", &cuda::nvtx::mark);
   m.def("_device_manual_seed", [](const std::string& t, uint64_t s) {
     device_api::manual_seed(type_of(t), s);
   });

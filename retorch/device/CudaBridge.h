@@ -12,6 +12,8 @@ struct DeviceProperties;  // DeviceApi.h
 
 namespace retorch::detail {
 
+/// Whether this build has the CUDA backend (torch.backends.cuda.is_built()).
+bool cuda_backend_built();
 /// Whether this build has the CUDA backend and a device, and how many devices.
 bool cuda_backend_available();
 int cuda_backend_device_count();
@@ -35,6 +37,14 @@ void cuda_backend_synchronize(int index);
 /// shows, and its free and total memory (cudaMemGetInfo).
 DeviceProperties cuda_backend_device_properties(int index);
 void cuda_backend_mem_get_info(int index, int64_t* free_bytes, int64_t* total_bytes);
+
+/// NVTX ranges and marks for Nsight Systems (torch.cuda.nvtx): the push/pop depth, a start/end
+/// range id. Without the CUDA backend they raise.
+int cuda_backend_nvtx_range_push(const char* message);
+int cuda_backend_nvtx_range_pop();
+uint64_t cuda_backend_nvtx_range_start(const char* message);
+void cuda_backend_nvtx_range_end(uint64_t id);
+void cuda_backend_nvtx_mark(const char* message);
 
 /// Streams of a device (-1: the current one) by id (Note [CUDA streams]; 0: the legacy default
 /// stream): a pool stream for a priority, the thread's current stream and setting it, whether

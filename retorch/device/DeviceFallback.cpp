@@ -20,6 +20,7 @@
 #include "retorch/core/Error.h"
 #include "retorch/core/TensorImpl.h"
 #include "retorch/dispatch/Dispatcher.h"
+#include "retorch/dispatch/StackTensors.h"
 #include "retorch/profiler/Profiler.h"
 
 namespace retorch {
@@ -287,22 +288,6 @@ void warn_once(const OperatorHandle& op, Device asked, Device exec) {
 
 using Clock = std::chrono::steady_clock;
 
-// Calls f on every tensor a stack slot holds (a Tensor, or the defined ones of a list).
-template <typename F>
-void for_each_tensor(IValue& v, const F& f) {
-  if (v.is_tensor()) {
-    f(v.to_tensor());
-  } else if (v.is_tensor_list()) {
-    std::vector<Tensor> l = v.to_tensor_list();
-    for (auto& t : l) f(t);
-    v = IValue(std::move(l));
-  } else if (std::holds_alternative<std::vector<std::optional<Tensor>>>(v.payload())) {
-    std::vector<std::optional<Tensor>> l = v.to_optional_tensor_list();
-    for (auto& t : l)
-      if (t) f(*t);
-    v = IValue(std::move(l));
-  }
-}
 
 int64_t elapsed_ns(Clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();

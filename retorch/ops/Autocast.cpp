@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "retorch/core/Error.h"
+#include "retorch/dispatch/StackTensors.h"
 #include "retorch/generated/Functions.h"
 
 namespace retorch {
@@ -80,24 +81,10 @@ Tensor cast(const Tensor& t, ScalarType to, DeviceType dev) {
   return c;
 }
 
-// Calls f on every tensor argument of the call (in tensor lists too).
+// Calls f on every tensor argument of the call (in tensor lists too), which it may replace.
 template <typename F>
 void for_each_tensor(Stack& stack, size_t base, F&& f) {
-  for (size_t i = base; i < stack.size(); ++i) {
-    IValue& v = stack[i];
-    if (v.is_tensor()) {
-      f(v.to_tensor());
-    } else if (v.is_tensor_list()) {
-      std::vector<Tensor> l = v.to_tensor_list();
-      for (Tensor& t : l) f(t);
-      v = IValue(std::move(l));
-    } else if (std::holds_alternative<std::vector<std::optional<Tensor>>>(v.payload())) {
-      std::vector<std::optional<Tensor>> l = v.to_optional_tensor_list();
-      for (auto& t : l)
-        if (t) f(*t);
-      v = IValue(std::move(l));
-    }
-  }
+  for (size_t i = base; i < stack.size(); ++i) retorch::for_each_tensor(stack[i], f);
 }
 
 // The device type a call runs on: its first tensor's (None when it has no tensor).

@@ -30,3 +30,23 @@ def test_transposed_copies_match_torch(rng, dtype):
     if dtype in ("float32", "float64"):
         both(lambda L, x: x.amax(0), P(rng, (70, 90), dtype))
         both(lambda L, x: x.prod(0), P(rng, (40, 90), dtype, domain="unit"), rtol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16", "float16", "int32"])
+def test_copies_into_transposed_destinations_and_converting_ones_match_torch(rng, dtype):
+    """Copies into a transposed destination (the swapped views' tiled copy), converting copies
+    of transposed tensors (tiles, then a contiguous conversion) and .to() of a transposed tensor
+    (its layout kept, as torch's preserve_format): values and strides as torch's."""
+    other = "float64" if dtype != "float64" else "float32"
+    for shape in [(33, 70), (64, 2048), (3, 45, 64), (9, 4)]:
+        x = P(rng, shape, dtype)
+        both(lambda L, x: L.zeros(x.shape[:-2] + (x.shape[-1], x.shape[-2]),
+                                  dtype=x.dtype).transpose(-2, -1).copy_(x), x, view=True,
+             what=f"into transposed {shape}")
+        both(lambda L, x: L.zeros(x.shape[:-2] + (x.shape[-1], x.shape[-2]),
+                                  dtype=getattr(L, other)).transpose(-2, -1).copy_(x), x,
+             view=True, what=f"into transposed {other} {shape}")
+        both(lambda L, x: L.zeros(x.transpose(-2, -1).shape, dtype=getattr(L, other)).copy_(
+            x.transpose(-2, -1)), x, what=f"converting {shape}")
+        both(lambda L, x: x.transpose(-2, -1).to(getattr(L, other)), x, view=True,
+             what=f".to {shape}")

@@ -239,6 +239,50 @@ def test_rng_state_of_an_absent_device_drives_its_random_ops():
     assert retorch.rand(3).tolist() == c.tolist()
 
 
+def test_seeds_follow_torchs_api():
+    retorch.manual_seed(11)
+    assert retorch.initial_seed() == 11 and retorch.cuda.initial_seed() == 11
+    s = retorch.seed()
+    assert s == retorch.initial_seed() and s != 11  # a fresh random seed, as torch.seed()
+    retorch.cuda.seed()
+    assert retorch.cuda.initial_seed() not in (11, s)
+    retorch.cuda.seed_all()
+    a = retorch.rand(3, device="cuda")
+    retorch.cuda.manual_seed(retorch.cuda.initial_seed())
+    assert retorch.rand(3, device="cuda").tolist() == a.tolist()
+
+
+def test_stream_context_nests_and_restores():
+    s1, s2 = retorch.cuda.Stream(), retorch.cuda.Stream()
+    ctx = retorch.cuda.StreamContext(s1)
+    with ctx as entered:
+        assert entered == s1 and retorch.cuda.current_stream() == s1
+        with retorch.cuda.stream(s2):
+            assert retorch.cuda.current_stream() == s2
+            with ctx:  # re-entered
+                assert retorch.cuda.current_stream() == s1
+            assert retorch.cuda.current_stream() == s2
+        assert retorch.cuda.current_stream() == s1
+    assert retorch.cuda.current_stream() == retorch.cuda.default_stream()
+    with retorch.cuda.StreamContext(None) as none:
+        assert none is None and retorch.cuda.current_stream() == retorch.cuda.default_stream()
+
+
+def test_nvtx_reaches_nvtx_or_says_it_is_not_built():
+    """With the CUDA backend NVTX runs (no tool attached here: push and pop return NVTX's
+    NVTX_NO_PUSH_POP_TRACKING, -2, as torch's would); without it every call raises."""
+    if not retorch.backends.cuda.is_built():
+        with pytest.raises(RuntimeError, match="NVTX functions not installed"):
+            retorch.cuda.nvtx.range_push("outer")
+        return
+    assert retorch.cuda.nvtx.range_push("outer") == -2
+    assert retorch.cuda.nvtx.range_pop() == -2
+    with retorch.cuda.nvtx.range("step {}", 3):
+        retorch.cuda.nvtx.mark("here")
+    rid = retorch.cuda.nvtx.range_start("async")
+    retorch.cuda.nvtx.range_end(rid)
+
+
 def test_compat_matrix_doc_is_current():
     if not os.path.exists(CLI):
         pytest.skip("build/tools/retorch not built")

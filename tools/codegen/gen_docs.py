@@ -72,6 +72,20 @@ def backward_cell(e):
     return '—'
 
 
+AUTOCAST_SHORT = {'lower_precision_fp': 'lower', 'fp32': 'fp32', 'fp32_set_opt_dtype': 'fp32 dtype',
+                  'promote': 'promote', 'banned': 'error'}
+
+
+def autocast_cell(e):
+    """What autocast does to the op on cpu and cuda (docs/amp.md)."""
+    ac = e.autocast
+    if not ac:
+        return '—'
+    if ac.get('cpu') == ac.get('cuda'):
+        return AUTOCAST_SHORT[ac['cpu']]
+    return ', '.join(f'{d}: {AUTOCAST_SHORT[ac[d]]}' for d in ('cpu', 'cuda') if d in ac)
+
+
 def render(entries):
     sweep_kinds, named = test_index()
     rows, untested = [], []
@@ -87,7 +101,7 @@ def render(entries):
         dtypes = DTYPE_SETS.get(e.test.get('dtypes', 'all'), e.test.get('dtypes', 'all'))
         variants = ', '.join(v for v in e.variants if v != 'function')
         rows.append(f'| `{full}` | {variants} | {dtypes} | {forward_cell(e)} | {backward_cell(e)} '
-                    f'| {"<br>".join(tests) or "**none**"} |')
+                    f'| {autocast_cell(e)} | {"<br>".join(tests) or "**none**"} |')
     n_diff = sum(1 for e in entries if differentiable(e))
     head = [
         '# Operator coverage',
@@ -96,13 +110,15 @@ def render(entries):
         'tables of `tests/python/test_ops_*.py` (`make docs`; a test fails when this file is stale).',
         'Every test named here compares values (and gradients where the op is differentiable) with',
         'PyTorch 1.13 on CPU. "sweep" is the generated oracle sweep over dtypes, broadcasting,',
-        'non-contiguous and empty inputs plus float64 gradcheck.',
+        'non-contiguous and empty inputs plus float64 gradcheck. "autocast" is what',
+        'torch.autocast does to the op (docs/amp.md): lower (the region\'s dtype), fp32, fp32 dtype',
+        '(an unset dtype= becomes float32), promote (to the widest input), error.',
         '',
         f'{len(entries)} declarations; {n_diff} differentiable; '
         f'{len(entries) - len(untested)} with an oracle test.',
         '',
-        '| op | variants | dtypes (swept) | CPU forward | backward | tested by |',
-        '|---|---|---|---|---|---|',
+        '| op | variants | dtypes (swept) | CPU forward | backward | autocast | tested by |',
+        '|---|---|---|---|---|---|---|',
     ]
     return '\n'.join(head + rows) + '\n'
 

@@ -17,3 +17,8 @@ class _MatmulSettings:
 
 matmul = _MatmulSettings()
 
+
+
+def is_built():
+    """Whether this build of retorch has the CUDA backend (a GPU may still be absent)."""
+    return _C._cuda_is_built()

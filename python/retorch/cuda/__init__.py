@@ -51,4 +51,4 @@ class graph:  # noqa: N801  (torch.cuda.graph)
         return False
 
 
-from . import amp  # noqa: E402,F401  (torch.cuda.amp)
+from . import amp, nvtx  # noqa: E402,F401  (torch.cuda.amp, torch.cuda.nvtx)

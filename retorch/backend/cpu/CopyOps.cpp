@@ -131,6 +131,23 @@ Tensor copy_impl(const Tensor& self, const Tensor& src, bool check_overlap) {
     return self;
   }
   if (copy_transposed(self, src)) return self;
+  if (self.dim() >= 2 && self.stride(-2) == 1 && self.size(-2) > 1 && self.size(-1) > 1 &&
+      self.sizes().equals(src.sizes())) {
+    // Into a transposed destination (Python's .to() laying a result out like its transposed
+    // input): the copy of the two transposed views, whose destination is contiguous when self
+    // is a transposed contiguous tensor.
+    auto swap_last = [](const Tensor& t) {
+      std::vector<int64_t> sz = t.sizes().vec(), st = t.strides().vec();
+      std::swap(sz[sz.size() - 1], sz[sz.size() - 2]);
+      std::swap(st[st.size() - 1], st[st.size() - 2]);
+      return alias_with_geometry(t, sz, st, t.storage_offset());
+    };
+    Tensor self_t = swap_last(self);
+    if (self_t.is_contiguous()) {
+      copy_impl(self_t, swap_last(src), false);
+      return self;
+    }
+  }
   if (transposing(self, src)) {
     // A transposing copy that also converts (autocast's cast of a transposed weight gradient
     // in backward): the tiles in src's dtype, then a contiguous conversion. The element

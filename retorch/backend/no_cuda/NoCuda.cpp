@@ -15,6 +15,7 @@ namespace detail {
 void register_cuda_backend(Dispatcher&) {}
 
 /// Whether a CUDA device can be used by this build.
+bool cuda_backend_built() { return false; }
 bool cuda_backend_available() { return false; }
 /// Number of CUDA devices visible to this build.
 int cuda_backend_device_count() { return 0; }
@@ -86,6 +87,16 @@ DeviceProperties cuda_backend_device_properties(int) {
 void cuda_backend_mem_get_info(int, int64_t*, int64_t*) {
   RT_ERROR("cuda.mem_get_info: CUDA is not available: this build has no CUDA backend");
 }
+
+// As torch's CPU builds: NVTX is a CUDA build's.
+[[noreturn]] static void no_nvtx(const char* fn) {
+  RT_ERROR("cuda.nvtx.", fn, ": NVTX functions not installed: this build has no CUDA backend");
+}
+int cuda_backend_nvtx_range_push(const char*) { no_nvtx("range_push"); }
+int cuda_backend_nvtx_range_pop() { no_nvtx("range_pop"); }
+uint64_t cuda_backend_nvtx_range_start(const char*) { no_nvtx("range_start"); }
+void cuda_backend_nvtx_range_end(uint64_t) { no_nvtx("range_end"); }
+void cuda_backend_nvtx_mark(const char*) { no_nvtx("mark"); }
 
 }  // namespace detail
 }  // namespace retorch
