@@ -50,3 +50,15 @@ def test_copies_into_transposed_destinations_and_converting_ones_match_torch(rng
             x.transpose(-2, -1)), x, what=f"converting {shape}")
         both(lambda L, x: x.transpose(-2, -1).to(getattr(L, other)), x, view=True,
              what=f".to {shape}")
+
+
+def test_to_keeps_a_dense_layout_and_returns_self_when_nothing_changes():
+    import retorch
+    x = retorch.randn(4, 6, 5).permute(2, 0, 1)
+    assert x.to(retorch.float32) is x and x.to("cpu") is x
+    y = x.to(retorch.float64)
+    assert y.stride() == x.stride() and y.dtype == retorch.float64
+    assert y.tolist() == x.double().contiguous().tolist()
+    z = x.to(retorch.float64, copy=True)
+    assert z.stride() == x.stride()
+    assert x.to(retorch.float32, copy=True).data_ptr() != x.data_ptr()
