@@ -100,12 +100,16 @@ std::optional<DeviceType> call_device_type(const Stack& stack, size_t base) {
 }
 
 // PyTorch's promote policy: float32 if any eligible tensor is, else the lower-precision dtype.
-ScalarType widest(Stack& stack, size_t base, DeviceType dev, ScalarType lower) {
-  ScalarType to = lower;
-  for_each_tensor(stack, base, [&](Tensor& t) {
-    if (eligible(t, dev) && t.scalar_type() == kFloat) to = kFloat;
-  });
-  return to;
+ScalarType widest(const Stack& stack, size_t base, DeviceType dev, ScalarType lower) {
+  auto wide = [&](const Tensor& t) { return eligible(t, dev) && t.scalar_type() == kFloat; };
+  for (size_t i = base; i < stack.size(); ++i) {
+    const IValue& v = stack[i];
+    if (v.is_tensor() && wide(v.to_tensor())) return kFloat;
+    if (v.is_tensor_list())
+      for (const Tensor& t : v.to_tensor_list())
+        if (wide(t)) return kFloat;
+  }
+  return lower;
 }
 
 bool first_tensor_eligible(Stack& stack, size_t base, DeviceType dev) {
@@ -120,22 +124,20 @@ void apply_policy(const OperatorHandle& op, AutocastPolicy p, DeviceType dev, St
   switch (p) {
     case AutocastPolicy::kNone: return;
     case AutocastPolicy::kLowerPrecision:
-      for_each_tensor(stack, base, [&](Tensor& t) { t = cast(t, lower, dev); });
-      return;
     case AutocastPolicy::kFloat32:
-      for_each_tensor(stack, base, [&](Tensor& t) { t = cast(t, kFloat, dev); });
+    case AutocastPolicy::kPromote: {
+      ScalarType to = p == AutocastPolicy::kLowerPrecision ? lower
+                      : p == AutocastPolicy::kFloat32      ? kFloat
+                                                           : widest(stack, base, dev, lower);
+      for_each_tensor(stack, base, [&](Tensor& t) { t = cast(t, to, dev); });
       return;
+    }
     case AutocastPolicy::kFloat32OptDtype:
       // An explicit dtype wins; the op computes in float32 itself (no cast of the input).
       if (dtype_arg >= 0 && stack[base + size_t(dtype_arg)].is_none() &&
           first_tensor_eligible(stack, base, dev))
         stack[base + size_t(dtype_arg)] = IValue(kFloat);
       return;
-    case AutocastPolicy::kPromote: {
-      ScalarType to = widest(stack, base, dev, lower);
-      for_each_tensor(stack, base, [&](Tensor& t) { t = cast(t, to, dev); });
-      return;
-    }
     case AutocastPolicy::kBanned:
       RT_ERROR(op.qualified_name(), " is unsafe to autocast on ", device_type_name(dev),
                ": its gradients may not be representable in ", dtype_name(lower),
