@@ -48,7 +48,7 @@ pytest) TAILN=40 step pytest 200 python3 -m pytest -q -p no:cacheprovider -n 8 -
   tests/python/test_cuda_misc_ops.py tests/python/test_cuda_count.py \
   tests/python/test_cuda_gather.py tests/python/test_cuda_linalg.py \
   tests/python/test_compile_cuda.py \
-  tests/python/test_devices.py tests/python/test_autocast.py \
+  tests/python/test_devices.py tests/python/test_autocast.py tests/python/test_graphed_callables.py \
   tests/python/test_distributed.py tests/python/test_profiler.py \
   "tests/python/test_llama.py::test_generation_on_cuda_is_token_identical" \
   "tests/python/test_llama.py::test_decode_graphs_on_cuda_give_the_eager_tokens" \
