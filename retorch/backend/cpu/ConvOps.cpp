@@ -7,9 +7,11 @@
 #include <vector>
 
 #include "retorch/backend/cpu/Blas.h"
+#include "retorch/backend/cpu/ConvOneDnn.h"
 #include "retorch/backend/cpu/ConvDepthwise.h"
 #include "retorch/backend/cpu/ConvDirect.h"
 #include "retorch/backend/cpu/ConvRows.h"
+#include "retorch/backend/cpu/GemmOneDnn.h"
 #include "retorch/backend/cpu/Parallel.h"
 #include "retorch/core/Dtypes.h"
 #include "retorch/generated/Functions.h"
@@ -476,6 +478,34 @@ bool try_depthwise_weight_grad(const T* go, const T* x, T* gw, int64_t N, int64_
   }
 }
 
+// Where oneDNN's bfloat16 kernels beat the widening path (Note [bfloat16 convolution]): with
+// 8+ channels a group on both sides, and with any counts for one group but transposed.
+bool onednn_conv_pays(int64_t in_per_group, int64_t out_per_group, int64_t groups,
+                      bool transposed) {
+  if (in_per_group >= 8 && out_per_group >= 8) return true;
+  return !transposed && groups == 1;
+}
+
+// A bfloat16 convolution on oneDNN (Note [bfloat16 convolution]) of the 2-D views x and w into
+// a new tensor of out_shape; an undefined tensor when it does not apply (another dtype, no native
+// bfloat16) and the widening path runs.
+Tensor bf16_conv(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
+                 const std::vector<int64_t>& out_shape, const ConvGeometry& g) {
+  const bool with_bias = bias && bias->defined();
+  if (x.dtype() != kBFloat16 || w.dtype() != kBFloat16 || x.device().is_meta() ||
+      (with_bias && bias->dtype() != kBFloat16) || x.numel() == 0 || w.numel() == 0 ||
+      !onednn_bf16_available())
+    return Tensor();
+  const int64_t in_g = x.size(1) / g.groups, out_g = out_shape[1] / g.groups;
+  if (!onednn_conv_pays(in_g, out_g, g.groups, g.transposed)) return Tensor();
+  Tensor y = make_empty(out_shape, kBFloat16, x.device());
+  if (y.numel() == 0 ||
+      !onednn_bf16_conv(x.contiguous(), w.contiguous(), with_bias ? bias->contiguous() : Tensor(),
+                        y, g))
+    return Tensor();
+  return y;
+}
+
 }  // namespace
 
 Tensor convolution(const Tensor& input, const Tensor& weight, const std::optional<Tensor>& bias,
@@ -486,9 +516,7 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
   const bool one_d = weight.dim() == 3;
   auto s = as_2d(p.stride, 1), pd = as_2d(p.padding, 0), dl = as_2d(p.dilation, 1);
   auto op = as_2d(p.output_padding, 0);
-  ScalarType ct = compute_type(input.dtype());
-  Tensor x = as_2d(input).to(ct).contiguous(), w = as_2d(weight).to(ct).contiguous();
-  Tensor b = bias && bias->defined() ? bias->to(ct).contiguous() : Tensor();
+  Tensor x = as_2d(input), w = as_2d(weight);
   const int64_t N = x.size(0), kh = w.size(2), kw = w.size(3);
   Window g{};
   int64_t out_ch = 0;
@@ -509,6 +537,14 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
     g = {out_ch, H, W, kh, kw, pd[0], pd[1], s[0], s[1], dl[0], dl[1], x.size(2), x.size(3)};
     out_shape = {N, out_ch, H, W};
   }
+  const ConvGeometry geometry{s[0], s[1], pd[0], pd[1], dl[0], dl[1], op[0], op[1], groups,
+                              transposed};
+  if (Tensor y = bf16_conv(x, w, bias, out_shape, geometry); y.defined())
+    return one_d ? y.squeeze(2) : y;  // See Note [bfloat16 convolution]
+  ScalarType ct = compute_type(input.dtype());
+  x = x.to(ct).contiguous();
+  w = w.to(ct).contiguous();
+  Tensor b = bias && bias->defined() ? bias->to(ct).contiguous() : Tensor();
   Tensor y = make_empty(out_shape, ct, input.device());
   if (y.numel() > 0 && !y.device().is_meta()) {  // See Note [Meta through CPU kernels]
     RT_DISPATCH_ALL(ct, "convolution", [&] {
@@ -559,7 +595,7 @@ Tensor convolution_backward_weight(const Tensor& grad_output, const Tensor& inpu
   const Tensor& go_t = transposed ? input : grad_output;
   const Tensor& x_t = transposed ? grad_output : input;
   ScalarType ct = compute_type(input.dtype());
-  Tensor go = as_2d(go_t).to(ct).contiguous(), x = as_2d(x_t).to(ct).contiguous();
+  Tensor go = as_2d(go_t).contiguous(), x = as_2d(x_t).contiguous();
   std::vector<int64_t> ws = weight_size.vec();
   if (d == 1) ws.insert(ws.begin() + 2, 1);
   const int64_t O = ws[0], N = x.size(0);
@@ -569,7 +605,17 @@ Tensor convolution_backward_weight(const Tensor& grad_output, const Tensor& inpu
   Window g{x.size(1), x.size(2), x.size(3), ws[2], ws[3], pd[0], pd[1], s[0], s[1], dl[0], dl[1],
            go.size(2), go.size(3)};
   Tensor gw = make_empty(ws, ct, input.device());
-  if (!gw.device().is_meta())  // See Note [Meta through CPU kernels]
+  const ConvGeometry geometry{s[0], s[1], pd[0], pd[1], dl[0], dl[1], 0, 0, groups, false};
+  // See Note [bfloat16 convolution]
+  const bool on_onednn = input.dtype() == kBFloat16 && !gw.device().is_meta() &&
+                         gw.numel() > 0 && go.numel() > 0 && x.numel() > 0 &&
+                         onednn_conv_pays(ws[1], O / groups, groups, false) &&
+                         onednn_bf16_conv_weight_grad(go, x, gw, geometry);
+  if (!on_onednn) {  // the widening path (float32 for 16-bit inputs; contiguous stays so)
+    go = go.to(ct);
+    x = x.to(ct);
+  }
+  if (!on_onednn && !gw.device().is_meta())  // See Note [Meta through CPU kernels]
   RT_DISPATCH_FLOATING(ct, op, [&] {
     if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>) {
       if (g.rows() == 0 || g.cols() == 0 || N == 0 || O == 0) {

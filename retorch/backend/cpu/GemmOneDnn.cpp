@@ -12,7 +12,6 @@
 
 #ifdef RETORCH_HAVE_ONEDNN
 #include <oneapi/dnnl/dnnl.h>
-#include <oneapi/dnnl/dnnl.hpp>
 #endif
 #ifdef _OPENMP
 #include <omp.h>
@@ -30,12 +29,19 @@ namespace retorch::cpu {
 // from re-creating primitives.
 
 #ifdef RETORCH_HAVE_ONEDNN
-namespace {
-
-dnnl::engine& cpu_engine() {
+dnnl::engine& onednn_engine() {
   static dnnl::engine eng(dnnl::engine::kind::cpu, 0);
   return eng;
 }
+
+void onednn_use_threads() {
+#ifdef _OPENMP
+  const int n = get_num_threads();
+  if (!omp_in_parallel() && omp_get_max_threads() != n) omp_set_num_threads(n);
+#endif
+}
+
+namespace {
 
 // t's layout for oneDNN, as bfloat16, or float32 for a float32 tensor (a product's dst).
 dnnl::memory::desc bf16_desc(const Tensor& t) {
@@ -83,10 +89,7 @@ bool onednn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha
                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
 #ifdef RETORCH_HAVE_ONEDNN
   if (!onednn_enabled()) return false;
-#ifdef _OPENMP
-  const int n = get_num_threads();
-  if (!omp_in_parallel() && omp_get_max_threads() != n) omp_set_num_threads(n);
-#endif
+  onednn_use_threads();
   return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, a, lda, b, ldb, beta, c,
                     ldc) == dnnl_success;
 #else
@@ -117,7 +120,7 @@ bool onednn_bf16_gemm(const Tensor& a, const Tensor& b, Tensor& out) {
 #ifdef RETORCH_HAVE_ONEDNN
   if (!onednn_bf16_available()) return false;
   try {
-    dnnl::engine& eng = cpu_engine();
+    dnnl::engine& eng = onednn_engine();
     dnnl::memory::desc ad = bf16_desc(a), bd = bf16_desc(b), od = bf16_desc(out);
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, od), eng);
     dnnl::stream s(eng);
@@ -154,7 +157,7 @@ bool onednn_bf16_linear(const float* x, int64_t M, int64_t K, const uint16_t* w,
   if (!onednn_bf16_available()) return false;
   using dt = dnnl::memory::data_type;
   try {
-    dnnl::engine& eng = cpu_engine();
+    dnnl::engine& eng = onednn_engine();
     dnnl::memory::desc src({M, K}, dt::bf16, {K, 1});
     dnnl::memory::desc wei({K, N}, dt::bf16, {1, K});
     dnnl::memory::desc dst({M, N}, dt::f32, {N, 1});

@@ -2,11 +2,22 @@
 #pragma once
 #include "retorch/core/Tensor.h"
 
+#ifdef RETORCH_HAVE_ONEDNN
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
 namespace retorch::cpu {
 
 /// Whether bfloat16 products run on oneDNN: built with it (Debian's libdnnl-dev), the CPU has a
 /// native bfloat16 matmul for it (AVX-512 BF16 or AMX), and RETORCH_ONEDNN is not "0".
 bool onednn_bf16_available();
+
+#ifdef RETORCH_HAVE_ONEDNN
+/// The cpu engine every oneDNN primitive of retorch runs on (GemmOneDnn.cpp, ConvOneDnn.cpp).
+dnnl::engine& onednn_engine();
+/// Gives oneDNN's OpenMP pool get_num_threads() threads (outside a parallel region).
+void onednn_use_threads();
+#endif
 
 /// out[b] = a[b] @ b[b] for bfloat16 a [B,M,K], b [B,K,N] (any strides) and a contiguous
 /// bfloat16 or float32 out [B,M,N]; accumulates in float32 and rounds once. Returns false,
