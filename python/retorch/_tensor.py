@@ -34,8 +34,10 @@ def _dtype_of(name):
 def _conversion(name):
     dt = _dtype_of(name)
 
-    def convert(self, memory_format=None):
-        return self if self.dtype == dt else self.to(dt)
+    def convert(self, memory_format=_C.preserve_format):
+        if memory_format == _C.preserve_format:
+            return self if self.dtype == dt else self.to(dt)
+        return self.to(dt, memory_format=memory_format)
     convert.__name__ = name
     convert.__doc__ = f"self.to({dt})"
     return convert

@@ -62,3 +62,15 @@ def test_to_keeps_a_dense_layout_and_returns_self_when_nothing_changes():
     z = x.to(retorch.float64, copy=True)
     assert z.stride() == x.stride()
     assert x.to(retorch.float32, copy=True).data_ptr() != x.data_ptr()
+
+
+def test_dtype_conversion_methods_take_a_memory_format_as_torchs():
+    import retorch
+    import torch
+    for lib in (retorch, torch):
+        x = lib.randn(2, 3, 4, 5)
+        for name in ("float", "double", "bfloat16", "half"):
+            y = getattr(x, name)(memory_format=lib.channels_last)
+            assert y.stride() == (60, 1, 15, 3), (lib.__name__, name, y.stride())
+            assert getattr(x, name)().stride() == (60, 20, 5, 1)
+        assert x.float() is x
