@@ -1,5 +1,5 @@
-"""Mixed precision on the cpu: a training step (forward, backward, SGD) of an MLP and of a small
-ConvNet in float32 and under autocast("cpu") (bfloat16 matmuls and convolutions, float32
+"""Mixed precision on the cpu: a training step (forward, backward, SGD) of an MLP, a small ConvNet
+and conv-batchnorm blocks in float32 and under autocast("cpu") (bfloat16 matmuls and convolutions, float32
 weights and loss), retorch against torch in the same run, ms per step (median of 15).
 
   PYTHONPATH=python /usr/bin/python3 bench/bench_amp.py
@@ -26,8 +26,20 @@ def convnet(lib, _):
                          nn.Flatten(), nn.Linear(64 * 8 * 8, 10))
 
 
+def bn_convnet(lib, _):
+    """Conv-BatchNorm-ReLU blocks, one with stride 2, global average pool: a small ResNet stem."""
+    nn = lib.nn
+
+    def block(cin, cout, stride):
+        return [nn.Conv2d(cin, cout, 3, stride=stride, padding=1, bias=False),
+                nn.BatchNorm2d(cout), nn.ReLU()]
+    return nn.Sequential(*block(3, 32, 1), *block(32, 64, 2), *block(64, 64, 1),
+                         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
+
+
 CASES = [("MLP 1024 -> 4096 -> 1024, batch 256", mlp, 1024, (256, 1024)),
-         ("ConvNet 32x32x3, batch 64", convnet, None, (64, 3, 32, 32))]
+         ("ConvNet 32x32x3, batch 64", convnet, None, (64, 3, 32, 32)),
+         ("Conv-BN-ReLU x3 32x32x3, batch 64", bn_convnet, None, (64, 3, 32, 32))]
 
 
 def step_ms(lib, build, width, shape, amp, steps=15):

@@ -98,6 +98,32 @@ def test_batch_norm_backward_fused(rng):
                                             retorch.zeros(3), retorch.ones(3))
 
 
+def test_batch_norm_bfloat16_planes_in_spans(rng):
+    """Note [16-bit batch norm planes]: bfloat16 planes longer than a span (and a tail), forward
+    and both fused backward passes, against torch's float32 batch norm of the same values."""
+    shape = (3, 4, 37, 41)
+    x = torch.from_numpy(rng.standard_normal(shape).astype("float32") * 3 + 1).bfloat16()
+    g = torch.from_numpy(rng.standard_normal(shape).astype("float32")).bfloat16()
+    w = torch.from_numpy(rng.standard_normal(4).astype("float32"))
+    out, mean, invstd = torch.native_batch_norm(x.float(), w, None, None, None, True, 0.1, 1e-5)
+    gi, gw, gb = torch.ops.aten.native_batch_norm_backward(
+        g.float(), x.float(), w, None, None, mean, invstd, True, 1e-5, [True, True, True])
+    rx, rg = (retorch.from_numpy(t.float().numpy()).bfloat16() for t in (x, g))
+    rw = retorch.from_numpy(w.numpy())
+    rout, rmean, rinv = retorch.native_batch_norm(rx, rw, None, None, None, True, 0.1, 1e-5)
+    assert str(rout.dtype) == "torch.bfloat16"
+    tl = {"rtol": 1e-2, "atol": 2e-2}
+    np.testing.assert_allclose(rout.float().numpy(), out.numpy(), **tl)
+    np.testing.assert_allclose(rmean.float().numpy(), mean.numpy(), **tl)
+    np.testing.assert_allclose(rinv.float().numpy(), invstd.numpy(), **tl)
+    sum_dy, sum_dy_xmu = retorch._batch_norm_backward_reduce(rg, rx, rmean, rinv)
+    np.testing.assert_allclose(sum_dy.float().numpy(), gb.numpy(), rtol=1e-2, atol=1.0)
+    np.testing.assert_allclose((sum_dy_xmu.float() * rinv.float()).numpy(), gw.numpy(),
+                               rtol=1e-2, atol=1.0)
+    rgi = retorch._batch_norm_backward_elemt(rg, rx, rmean, rinv, rw, sum_dy, sum_dy_xmu)
+    np.testing.assert_allclose(rgi.float().numpy(), gi.numpy(), **tl)
+
+
 def test_batch_norm(rng):
     for dt in FLOATS:
         for shape in [(4, 3), (4, 3, 5), (2, 3, 4, 5)]:

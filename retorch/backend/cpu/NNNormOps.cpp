@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "retorch/backend/cpu/Convert16.h"
 #include "retorch/backend/cpu/Parallel.h"
 #include "retorch/backend/cpu/ReduceUtils.h"
 #include "retorch/core/Dtypes.h"
@@ -81,6 +82,78 @@ void affine_rows(const scalar_t* x, scalar_t* y, int64_t R, int64_t C,
       for (int64_t c = 0; c < C; ++c) yr[c] = scalar_t(op_t(xr[c]) * sc[c] + sh[c]);
     }
   });
+}
+
+// Note [16-bit batch norm planes]
+// The NCHW loops below read a plane at a time; float16/bfloat16 planes are widened a block at a
+// time into float32 buffers (Note [16-bit float loops]) so the loops vectorize: converting an
+// element at a time, bfloat16 batch norm took 4-6x float32's time (an autocast ConvNet's
+// 64x32x32x32: 0.94 ms forward against 0.24). The arithmetic is the same float32 opmath.
+
+/// Elements a span of the 16-bit planes: a 32x32 plane in one (4 KB of float32 on the stack).
+constexpr int64_t kBnBlock = 1024;
+
+/// f(v, i, m) over spans of p[0, n): v points at m values as op_t, starting at element i.
+template <typename scalar_t, typename F>
+void read_spans(const scalar_t* p, int64_t n, const F& f) {
+  if constexpr (is_float16_v<scalar_t>) {
+    alignas(64) float v[kBnBlock];
+    for (int64_t i = 0; i < n; i += kBnBlock) {
+      const int64_t m = std::min(kBnBlock, n - i);
+      to_float(p + i, v, m);
+      f(static_cast<const float*>(v), i, m);
+    }
+  } else {
+    f(p, int64_t(0), n);
+  }
+}
+
+/// f(u, v, i, m) over spans of a[0, n) and b[0, n) together.
+template <typename scalar_t, typename F>
+void read_spans(const scalar_t* a, const scalar_t* b, int64_t n, const F& f) {
+  if constexpr (is_float16_v<scalar_t>) {
+    alignas(64) float u[kBnBlock], v[kBnBlock];
+    for (int64_t i = 0; i < n; i += kBnBlock) {
+      const int64_t m = std::min(kBnBlock, n - i);
+      to_float(a + i, u, m);
+      to_float(b + i, v, m);
+      f(static_cast<const float*>(u), static_cast<const float*>(v), i, m);
+    }
+  } else {
+    f(a, b, int64_t(0), n);
+  }
+}
+
+/// out[i] = f(x[i]) over a plane of n values, f computing in opmath (rounded once into scalar_t).
+template <typename scalar_t, typename F>
+void map_plane(const scalar_t* x, scalar_t* out, int64_t n, const F& f) {
+  if constexpr (is_float16_v<scalar_t>) {
+    alignas(64) float o[kBnBlock];
+    read_spans(x, n, [&](const float* v, int64_t i, int64_t m) {
+      _Pragma("omp simd")
+      for (int64_t j = 0; j < m; ++j) o[j] = f(v[j]);
+      from_float(o, out + i, m);
+    });
+  } else {
+    _Pragma("omp simd")
+    for (int64_t i = 0; i < n; ++i) out[i] = scalar_t(f(x[i]));
+  }
+}
+
+/// out[i] = f(a[i], b[i]) over a plane of n values, as map_plane.
+template <typename scalar_t, typename F>
+void map_plane(const scalar_t* a, const scalar_t* b, scalar_t* out, int64_t n, const F& f) {
+  if constexpr (is_float16_v<scalar_t>) {
+    alignas(64) float o[kBnBlock];
+    read_spans(a, b, n, [&](const float* u, const float* v, int64_t i, int64_t m) {
+      _Pragma("omp simd")
+      for (int64_t j = 0; j < m; ++j) o[j] = f(u[j], v[j]);
+      from_float(o, out + i, m);
+    });
+  } else {
+    _Pragma("omp simd")
+    for (int64_t i = 0; i < n; ++i) out[i] = scalar_t(f(a[i], b[i]));
+  }
 }
 
 }  // namespace
@@ -224,24 +297,30 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(
       parallel_for(0, C, 1, [&](int64_t cb, int64_t ce) {
         for (int64_t c = cb; c < ce; ++c) {
           double s = 0;
-          for (int64_t n = 0; n < N; ++n) {
-            const scalar_t* row = xp + (n * C + c) * S;
+          for (int64_t n = 0; n < N; ++n) {  // Note [16-bit batch norm planes]
             op_t acc = 0;
-            _Pragma("omp simd reduction(+ : acc)")
-            for (int64_t i = 0; i < S; ++i) acc += op_t(row[i]);
+            read_spans(xp + (n * C + c) * S, S, [&](const auto* v, int64_t, int64_t len) {
+              op_t part = 0;  // (locals: a captured reduction variable is not kept in registers)
+              _Pragma("omp simd reduction(+ : part)")
+              for (int64_t i = 0; i < len; ++i) part += op_t(v[i]);
+              acc += part;
+            });
             s += double(acc);
           }
           double m = count > 0 ? s / double(count) : std::nan("");
           double ss = 0;
+          const op_t mf = op_t(m);
           for (int64_t n = 0; n < N; ++n) {
-            const scalar_t* row = xp + (n * C + c) * S;
             op_t acc = 0;
-            op_t mf = op_t(m);
-            _Pragma("omp simd reduction(+ : acc)")
-            for (int64_t i = 0; i < S; ++i) {
-              op_t d = op_t(row[i]) - mf;
-              acc += d * d;
-            }
+            read_spans(xp + (n * C + c) * S, S, [&, mf](const auto* v, int64_t, int64_t len) {
+              op_t part = 0;
+              _Pragma("omp simd reduction(+ : part)")
+              for (int64_t i = 0; i < len; ++i) {
+                const op_t d = op_t(v[i]) - mf;
+                part += d * d;
+              }
+              acc += part;
+            });
             ss += double(acc);
           }
           double var = count > 0 ? ss / double(count) : std::nan("");
@@ -260,12 +339,10 @@ std::tuple<Tensor, Tensor, Tensor> native_batch_norm(
                  [&](int64_t b0, int64_t e0) {
       for (int64_t nc = b0; nc < e0; ++nc) {
         size_t c = size_t(nc % C);
-        op_t scale = op_t(invstd[c] * w[c]);
-        op_t shift = op_t(b[c] - mean[c] * invstd[c] * w[c]);
-        const scalar_t* xr = xp + nc * S;
-        scalar_t* yr = yp + nc * S;
-        _Pragma("omp simd")
-        for (int64_t i = 0; i < S; ++i) yr[i] = scalar_t(op_t(xr[i]) * scale + shift);
+        const op_t scale = op_t(invstd[c] * w[c]);
+        const op_t shift = op_t(b[c] - mean[c] * invstd[c] * w[c]);
+        map_plane(xp + nc * S, yp + nc * S, S,
+                  [=](op_t v) { return v * scale + shift; });
       }
     });
   });
@@ -354,15 +431,20 @@ std::tuple<Tensor, Tensor> batch_norm_backward_reduce(const Tensor& grad_out, co
       for (int64_t c = cb; c < ce; ++c) {
         double s1 = 0, s2 = 0;
         const op_t m = op_t(a.mean[size_t(c)]);
-        for (int64_t n = 0; n < a.N; ++n) {
-          const scalar_t* g = dy + (n * a.C + c) * a.S;
-          const scalar_t* xr = x + (n * a.C + c) * a.S;
+        for (int64_t n = 0; n < a.N; ++n) {  // Note [16-bit batch norm planes]
+          const int64_t at = (n * a.C + c) * a.S;
           op_t acc1 = 0, acc2 = 0;
-          _Pragma("omp simd reduction(+ : acc1, acc2)")
-          for (int64_t i = 0; i < a.S; ++i) {
-            acc1 += op_t(g[i]);
-            acc2 += op_t(g[i]) * (op_t(xr[i]) - m);
-          }
+          read_spans(dy + at, x + at, a.S,
+                     [&, m](const auto* g, const auto* xr, int64_t, int64_t len) {
+            op_t p1 = 0, p2 = 0;
+            _Pragma("omp simd reduction(+ : p1, p2)")
+            for (int64_t i = 0; i < len; ++i) {
+              p1 += op_t(g[i]);
+              p2 += op_t(g[i]) * (op_t(xr[i]) - m);
+            }
+            acc1 += p1;
+            acc2 += p2;
+          });
           s1 += double(acc1);
           s2 += double(acc2);
         }
@@ -428,12 +510,9 @@ Tensor batch_norm_backward_elemt(const Tensor& grad_out, const Tensor& input, co
         const op_t m = op_t(a.mean[c]), grad_mean = op_t(s1[c] / M);
         const op_t proj = op_t(s2[c] / M * a.invstd[c] * a.invstd[c]);
         const op_t scale = op_t(a.invstd[c] * w[c]);
-        const scalar_t* g = dy + nc * a.S;
-        const scalar_t* xr = x + nc * a.S;
-        scalar_t* o = gi + nc * a.S;
-        _Pragma("omp simd")
-        for (int64_t i = 0; i < a.S; ++i)
-          o[i] = scalar_t((op_t(g[i]) - grad_mean - (op_t(xr[i]) - m) * proj) * scale);
+        map_plane(dy + nc * a.S, x + nc * a.S, gi + nc * a.S, a.S, [=](op_t g, op_t xv) {
+          return (g - grad_mean - (xv - m) * proj) * scale;
+        });
       }
     });
   });
