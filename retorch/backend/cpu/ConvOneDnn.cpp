@@ -27,9 +27,9 @@ namespace retorch::cpu {
 // 0.91; 32 -> 1: 1.64 against 2.18, 2.06 against 2.17). So a convolution runs on oneDNN with 8+
 // channels a group on both sides, or with one group unless transposed (ConvOps.cpp's
 // onednn_conv_pays); the rest widen.
-// A geometry oneDNN refuses (it throws while building the primitive) returns false and the
-// widening path runs: a transposed convolution whose output padding exceeds its padding needs a
-// negative right padding, which oneDNN 2.6 takes for some kernels only.
+// A geometry oneDNN refuses (it throws while building the primitive: a transposed convolution
+// whose output padding exceeds its padding asks for a negative right padding, say) returns
+// false and the widening path runs.
 
 #ifdef RETORCH_HAVE_ONEDNN
 namespace {
@@ -37,21 +37,16 @@ namespace {
 using dt = dnnl::memory::data_type;
 using dims = dnnl::memory::dims;
 
-// The memory descriptor of PyTorch's layout of t as bfloat16 (or float32) with the given dims
-// and strides in elements.
-dnnl::memory::desc plain(const dims& d, const dims& strides, dt type) {
-  return dnnl::memory::desc(d, type, strides);
-}
-
 dims contiguous_strides(const dims& d) {
   dims s(d.size(), 1);
   for (size_t i = d.size() - 1; i > 0; --i) s[i - 1] = s[i] * d[i];
   return s;
 }
 
+// A contiguous NCHW tensor's descriptor.
 dnnl::memory::desc activations(const Tensor& t, dt type) {
   dims d(t.sizes().begin(), t.sizes().end());
-  return plain(d, contiguous_strides(d), type);
+  return dnnl::memory::desc(d, type, contiguous_strides(d));
 }
 
 // The weight of a convolution (O, C/g, kh, kw) or a transposed one (C, O/g, kh, kw) as oneDNN's
@@ -71,7 +66,7 @@ dnnl::memory::desc weights(const Tensor& w, const ConvGeometry& g, dt type) {
     d.erase(d.begin());
     s.erase(s.begin());
   }
-  return plain(d, s, type);
+  return dnnl::memory::desc(d, type, s);
 }
 
 dnnl::memory::desc any_like(const dnnl::memory::desc& d) {
