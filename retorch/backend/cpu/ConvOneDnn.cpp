@@ -83,57 +83,72 @@ dnnl::memory staged(const dnnl::memory& user, const dnnl::memory::desc& want, dn
 
 void* data(const Tensor& t) { return const_cast<void*>(t.impl()->data()); }
 
+// The window of g in oneDNN's terms: strides, dilations (0 for none), left and right paddings.
+struct Window {
+  dims strides, dilation, left, right;
+};
+Window window_of(const ConvGeometry& g) {
+  // A transposed convolution's output padding widens its output: less padding on the right.
+  // (A plain one's window count is floor((H + 2p - k) / s) + 1 with either right padding.)
+  return {{g.sh, g.sw}, {g.dh - 1, g.dw - 1}, {g.ph, g.pw}, {g.ph - g.oph, g.pw - g.opw}};
+}
+
+// Runs f() on oneDNN: false when its native bfloat16 is not available or it refuses the call.
+template <typename F>
+bool on_onednn(const F& f) {
+  if (!onednn_bf16_available()) return false;
+  onednn_use_threads();
+  try {
+    f();
+    return true;
+  } catch (const dnnl::error&) {
+    return false;  // the widening path runs and writes all of the result
+  }
+}
+
 }  // namespace
 #endif
 
 bool onednn_bf16_conv(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
                       const ConvGeometry& g) {
 #ifdef RETORCH_HAVE_ONEDNN
-  if (!onednn_bf16_available()) return false;
-  onednn_use_threads();
-  try {
+  return on_onednn([&] {
     dnnl::engine& eng = onednn_engine();
-    const dims strides{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pl{g.ph, g.pw};
-    const dims pr{g.ph - g.oph, g.pw - g.opw};
-    dnnl::memory::desc xd = activations(x, dt::bf16), wd = weights(w, g, dt::bf16);
-    dnnl::memory::desc yd = activations(y, dt::bf16);
-    dnnl::memory::desc bd = bias.defined() ? dnnl::memory::desc({y.size(1)}, dt::bf16, {1})
-                                           : dnnl::memory::desc();
+    const Window win = window_of(g);
+    const dnnl::memory::desc xd = activations(x, dt::bf16), wd = weights(w, g, dt::bf16);
+    const dnnl::memory::desc yd = activations(y, dt::bf16);
+    // A zero descriptor is oneDNN's "no bias".
+    const dnnl::memory::desc bd = bias.defined() ? dnnl::memory::desc({y.size(1)}, dt::bf16, {1})
+                                                 : dnnl::memory::desc();
     dnnl::stream s(eng);
     dnnl::memory xm(xd, eng, data(x)), wm(wd, eng, data(w)), ym(yd, eng, y.impl()->data());
-    auto run = [&](auto pd, auto prim_of) {
+    auto run = [&](const auto& pd, const dnnl::primitive& prim) {
       dnnl::memory xs = staged(xm, pd.src_desc(), s), ws = staged(wm, pd.weights_desc(), s);
       dnnl::memory ys = pd.dst_desc() == yd ? ym : dnnl::memory(pd.dst_desc(), eng);
       std::unordered_map<int, dnnl::memory> args{
           {DNNL_ARG_SRC, xs}, {DNNL_ARG_WEIGHTS, ws}, {DNNL_ARG_DST, ys}};
       if (bias.defined()) args.insert({DNNL_ARG_BIAS, dnnl::memory(bd, eng, data(bias))});
-      prim_of(pd).execute(s, args);
+      prim.execute(s, args);
       if (ys != ym) dnnl::reorder(ys, ym).execute(s, ys, ym);
       s.wait();
     };
     const auto prop = dnnl::prop_kind::forward_training;
     if (!g.transposed) {
       using conv = dnnl::convolution_forward;
-      auto d = bias.defined()
-                   ? conv::desc(prop, dnnl::algorithm::convolution_direct, any_like(xd),
-                                any_like(wd), bd, any_like(yd), strides, dil, pl, pr)
-                   : conv::desc(prop, dnnl::algorithm::convolution_direct, any_like(xd),
-                                any_like(wd), any_like(yd), strides, dil, pl, pr);
-      run(conv::primitive_desc(d, eng), [](const conv::primitive_desc& pd) { return conv(pd); });
+      conv::primitive_desc pd(
+          conv::desc(prop, dnnl::algorithm::convolution_direct, any_like(xd), any_like(wd), bd,
+                     any_like(yd), win.strides, win.dilation, win.left, win.right),
+          eng);
+      run(pd, conv(pd));
     } else {
       using deconv = dnnl::deconvolution_forward;
-      auto d = bias.defined()
-                   ? deconv::desc(prop, dnnl::algorithm::deconvolution_direct, any_like(xd),
-                                  any_like(wd), bd, any_like(yd), strides, dil, pl, pr)
-                   : deconv::desc(prop, dnnl::algorithm::deconvolution_direct, any_like(xd),
-                                  any_like(wd), any_like(yd), strides, dil, pl, pr);
-      run(deconv::primitive_desc(d, eng),
-          [](const deconv::primitive_desc& pd) { return deconv(pd); });
+      deconv::primitive_desc pd(
+          deconv::desc(prop, dnnl::algorithm::deconvolution_direct, any_like(xd), any_like(wd),
+                       bd, any_like(yd), win.strides, win.dilation, win.left, win.right),
+          eng);
+      run(pd, deconv(pd));
     }
-    return true;
-  } catch (const dnnl::error&) {
-    return false;  // the widening path runs and writes all of y
-  }
+  });
 #else
   (void)x, (void)w, (void)bias, (void)y, (void)g;
   return false;
@@ -143,23 +158,21 @@ bool onednn_bf16_conv(const Tensor& x, const Tensor& w, const Tensor& bias, Tens
 bool onednn_bf16_conv_weight_grad(const Tensor& go, const Tensor& x, Tensor& gw,
                                   const ConvGeometry& g) {
 #ifdef RETORCH_HAVE_ONEDNN
-  if (!onednn_bf16_available()) return false;
-  onednn_use_threads();
-  try {
+  return on_onednn([&] {
     dnnl::engine& eng = onednn_engine();
-    const dims strides{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pl{g.ph, g.pw};
-    dnnl::memory::desc xd = activations(x, dt::bf16), god = activations(go, dt::bf16);
-    dnnl::memory::desc gwd = weights(gw, g, dt::f32);
-    // The forward's window count is floor((H + 2p - k) / s) + 1, as PyTorch's: pr = pl.
+    const Window win = window_of(g);
+    const dnnl::memory::desc xd = activations(x, dt::bf16), god = activations(go, dt::bf16);
+    const dnnl::memory::desc gwd = weights(gw, g, dt::f32);
     using conv = dnnl::convolution_forward;
     using bwd = dnnl::convolution_backward_weights;
     const auto algo = dnnl::algorithm::convolution_direct;
     const dnnl::memory::desc hint_w(gwd.dims(), dt::bf16, dnnl::memory::format_tag::any);
     conv::primitive_desc hint(conv::desc(dnnl::prop_kind::forward_training, algo, any_like(xd),
-                                         hint_w, any_like(god), strides, dil, pl, pl),
+                                         hint_w, any_like(god), win.strides, win.dilation,
+                                         win.left, win.right),
                               eng);
-    bwd::primitive_desc pd(bwd::desc(algo, any_like(xd), any_like(gwd), any_like(god), strides,
-                                     dil, pl, pl),
+    bwd::primitive_desc pd(bwd::desc(algo, any_like(xd), any_like(gwd), any_like(god),
+                                     win.strides, win.dilation, win.left, win.right),
                            eng, hint);
     dnnl::stream s(eng);
     dnnl::memory xm(xd, eng, data(x)), gom(god, eng, data(go)), gwm(gwd, eng, gw.impl()->data());
@@ -170,10 +183,7 @@ bool onednn_bf16_conv_weight_grad(const Tensor& go, const Tensor& x, Tensor& gw,
                     {{DNNL_ARG_SRC, xs}, {DNNL_ARG_DIFF_DST, gos}, {DNNL_ARG_DIFF_WEIGHTS, gws}});
     if (gws != gwm) dnnl::reorder(gws, gwm).execute(s, gws, gwm);
     s.wait();
-    return true;
-  } catch (const dnnl::error&) {
-    return false;  // the widening path runs and writes all of gw
-  }
+  });
 #else
   (void)go, (void)x, (void)gw, (void)g;
   return false;
