@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "retorch/backend/cpu/Blas.h"
-#include "retorch/backend/cpu/ConvOneDnn.h"
 #include "retorch/backend/cpu/ConvDepthwise.h"
 #include "retorch/backend/cpu/ConvDirect.h"
+#include "retorch/backend/cpu/ConvOneDnn.h"
 #include "retorch/backend/cpu/ConvRows.h"
 #include "retorch/backend/cpu/GemmOneDnn.h"
 #include "retorch/backend/cpu/Parallel.h"
