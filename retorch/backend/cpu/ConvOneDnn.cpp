@@ -1,4 +1,4 @@
-// bfloat16 convolutions (forward, transposed, weight gradient) on oneDNN's native kernels.
+// Convolutions on oneDNN (forward, transposed, weight gradient): bfloat16 and strided float32.
 #include "retorch/backend/cpu/ConvOneDnn.h"
 
 #include <unordered_map>
@@ -7,7 +7,7 @@
 
 namespace retorch::cpu {
 
-// Note [bfloat16 convolution]
+// Note [oneDNN convolution]
 // Without oneDNN's bfloat16 convolution, bfloat16 convolutions widen to float32 and run the
 // float32 kernels (ConvOps.cpp), rounding once: exact, at float32 speed, plus the conversions.
 // With AVX-512 BF16 (onednn_bf16_available: the check of Note [bfloat16 GEMM]) oneDNN's jit
@@ -24,12 +24,19 @@ namespace retorch::cpu {
 // groups of 4 channels 7.4 against 0.55, the input gradient of a 3-channel image 1.67 against
 // 0.86 (1.56 against 1.21 for 3 output channels). With one group it wins forward and for the
 // weight gradient whatever the counts (3 -> 32 channels: 0.55 against 1.21 and 0.52 against
-// 0.91; 32 -> 1: 1.64 against 2.18, 2.06 against 2.17). So a convolution runs on oneDNN with 8+
-// channels a group on both sides, or with one group unless transposed (ConvOps.cpp's
+// 0.91; 32 -> 1: 1.64 against 2.18, 2.06 against 2.17). So a bfloat16 convolution runs on oneDNN
+// with 8+ channels a group on both sides, or with one group unless transposed (ConvOps.cpp's
 // onednn_conv_pays); the rest widen.
+// float32: retorch's direct kernels (Note [Direct convolution]) take stride 1 only; a strided
+// convolution ran im2col and per-sample SGEMMs, behind PyTorch's oneDNN (64x32x32x32 -> 64, 3x3
+// stride 2: 5.1 ms forward, 4.8 input gradient, 5.6 weight gradient against 3.2, -, 3.7). On
+// oneDNN: 3.4, 3.4, 3.6; 128 -> 256 on 28x28: 12.7 -> 8.6 forward. A strided 1x1 convolution
+// (a ResNet shortcut) is a subsampled GEMM that the im2col path does better (64 -> 128 on 56x56:
+// 3.2 ms against oneDNN's 4.5), so float32 goes to oneDNN for strided windows larger than 1x1,
+// one group, 8+ channels.
 // A geometry oneDNN refuses (it throws while building the primitive: a transposed convolution
 // whose output padding exceeds its padding asks for a negative right padding, say) returns
-// false and the widening path runs.
+// false and retorch's kernels run.
 
 #ifdef RETORCH_HAVE_ONEDNN
 namespace {
@@ -93,10 +100,14 @@ Window window_of(const ConvGeometry& g) {
   return {{g.sh, g.sw}, {g.dh - 1, g.dw - 1}, {g.ph, g.pw}, {g.ph - g.oph, g.pw - g.opw}};
 }
 
-// Runs f() on oneDNN: false when its native bfloat16 is not available or it refuses the call.
+// oneDNN's type of a float32 or bfloat16 tensor.
+dt type_of(const Tensor& t) { return t.dtype() == kBFloat16 ? dt::bf16 : dt::f32; }
+
+// Runs f() on oneDNN: false when it is not available for x's dtype (bfloat16: native only) or
+// it refuses the call.
 template <typename F>
-bool on_onednn(const F& f) {
-  if (!onednn_bf16_available()) return false;
+bool on_onednn(const Tensor& x, const F& f) {
+  if (x.dtype() == kBFloat16 ? !onednn_bf16_available() : !onednn_enabled()) return false;
   onednn_use_threads();
   try {
     f();
@@ -109,16 +120,17 @@ bool on_onednn(const F& f) {
 }  // namespace
 #endif
 
-bool onednn_bf16_conv(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
-                      const ConvGeometry& g) {
+bool onednn_conv(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
+                 const ConvGeometry& g) {
 #ifdef RETORCH_HAVE_ONEDNN
-  return on_onednn([&] {
+  return on_onednn(x, [&] {
+    const dt type = type_of(x);
     dnnl::engine& eng = onednn_engine();
     const Window win = window_of(g);
-    const dnnl::memory::desc xd = activations(x, dt::bf16), wd = weights(w, g, dt::bf16);
-    const dnnl::memory::desc yd = activations(y, dt::bf16);
+    const dnnl::memory::desc xd = activations(x, type), wd = weights(w, g, type);
+    const dnnl::memory::desc yd = activations(y, type);
     // A zero descriptor is oneDNN's "no bias".
-    const dnnl::memory::desc bd = bias.defined() ? dnnl::memory::desc({y.size(1)}, dt::bf16, {1})
+    const dnnl::memory::desc bd = bias.defined() ? dnnl::memory::desc({y.size(1)}, type, {1})
                                                  : dnnl::memory::desc();
     dnnl::stream s(eng);
     dnnl::memory xm(xd, eng, data(x)), wm(wd, eng, data(w)), ym(yd, eng, y.impl()->data());
@@ -155,18 +167,19 @@ bool onednn_bf16_conv(const Tensor& x, const Tensor& w, const Tensor& bias, Tens
 #endif
 }
 
-bool onednn_bf16_conv_weight_grad(const Tensor& go, const Tensor& x, Tensor& gw,
-                                  const ConvGeometry& g) {
+bool onednn_conv_weight_grad(const Tensor& go, const Tensor& x, Tensor& gw,
+                             const ConvGeometry& g) {
 #ifdef RETORCH_HAVE_ONEDNN
-  return on_onednn([&] {
+  return on_onednn(x, [&] {
+    const dt type = type_of(x);
     dnnl::engine& eng = onednn_engine();
     const Window win = window_of(g);
-    const dnnl::memory::desc xd = activations(x, dt::bf16), god = activations(go, dt::bf16);
+    const dnnl::memory::desc xd = activations(x, type), god = activations(go, type);
     const dnnl::memory::desc gwd = weights(gw, g, dt::f32);
     using conv = dnnl::convolution_forward;
     using bwd = dnnl::convolution_backward_weights;
     const auto algo = dnnl::algorithm::convolution_direct;
-    const dnnl::memory::desc hint_w(gwd.dims(), dt::bf16, dnnl::memory::format_tag::any);
+    const dnnl::memory::desc hint_w(gwd.dims(), type, dnnl::memory::format_tag::any);
     conv::primitive_desc hint(conv::desc(dnnl::prop_kind::forward_training, algo, any_like(xd),
                                          hint_w, any_like(god), win.strides, win.dilation,
                                          win.left, win.right),

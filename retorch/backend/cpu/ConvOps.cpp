@@ -478,30 +478,36 @@ bool try_depthwise_weight_grad(const T* go, const T* x, T* gw, int64_t N, int64_
   }
 }
 
-// Where oneDNN's bfloat16 kernels beat the widening path (Note [bfloat16 convolution]): with
-// 8+ channels a group on both sides, and with any counts for one group but transposed.
-bool onednn_conv_pays(int64_t in_per_group, int64_t out_per_group, int64_t groups,
-                      bool transposed) {
-  if (in_per_group >= 8 && out_per_group >= 8) return true;
-  return !transposed && groups == 1;
+// Where oneDNN's kernels beat retorch's (Note [oneDNN convolution]): bfloat16 with 8+ channels a
+// group on both sides, or with any counts for one group but transposed; float32 strided windows
+// larger than 1x1 (the direct kernels take stride 1 only) of one group and 8+ channels.
+bool onednn_conv_pays(ScalarType dt, int64_t in_per_group, int64_t out_per_group, int64_t groups,
+                      bool transposed, bool strided_window) {
+  const bool wide = in_per_group >= 8 && out_per_group >= 8;
+  if (dt == kFloat) return strided_window && groups == 1 && wide;
+  return dt == kBFloat16 && (wide || (!transposed && groups == 1));
 }
 
-// A bfloat16 convolution on oneDNN (Note [bfloat16 convolution]) of the 2-D views x and w into
-// a new tensor of out_shape; an undefined tensor when it does not apply (another dtype, no native
-// bfloat16) and the widening path runs.
-Tensor bf16_conv(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
-                 const std::vector<int64_t>& out_shape, const ConvGeometry& g) {
+// A window that is strided and not a single tap (float32's oneDNN case above).
+bool strided_window(int64_t sh, int64_t sw, int64_t kh, int64_t kw) {
+  return (sh > 1 || sw > 1) && kh * kw > 1;
+}
+
+// A convolution on oneDNN (Note [oneDNN convolution]) of the 2-D views x and w into a new tensor
+// of out_shape; an undefined tensor when it does not apply and retorch's kernels run.
+Tensor onednn_convolution(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
+                          const std::vector<int64_t>& out_shape, const ConvGeometry& g) {
   const bool with_bias = bias && bias->defined();
-  if (x.dtype() != kBFloat16 || w.dtype() != kBFloat16 || x.device().is_meta() ||
-      (with_bias && bias->dtype() != kBFloat16) || x.numel() == 0 || w.numel() == 0 ||
-      !onednn_bf16_available())
+  const ScalarType dt = x.dtype();
+  if (w.dtype() != dt || (with_bias && bias->dtype() != dt) || x.device().is_meta() ||
+      x.numel() == 0 || w.numel() == 0 ||
+      !onednn_conv_pays(dt, x.size(1) / g.groups, out_shape[1] / g.groups, g.groups,
+                        g.transposed, strided_window(g.sh, g.sw, w.size(2), w.size(3))))
     return Tensor();
-  const int64_t in_g = x.size(1) / g.groups, out_g = out_shape[1] / g.groups;
-  if (!onednn_conv_pays(in_g, out_g, g.groups, g.transposed)) return Tensor();
-  Tensor y = make_empty(out_shape, kBFloat16, x.device());
+  Tensor y = make_empty(out_shape, dt, x.device());
   if (y.numel() == 0 ||
-      !onednn_bf16_conv(x.contiguous(), w.contiguous(), with_bias ? bias->contiguous() : Tensor(),
-                        y, g))
+      !onednn_conv(x.contiguous(), w.contiguous(), with_bias ? bias->contiguous() : Tensor(), y,
+                   g))
     return Tensor();
   return y;
 }
@@ -539,8 +545,8 @@ Tensor convolution(const Tensor& input, const Tensor& weight, const std::optiona
   }
   const ConvGeometry geometry{s[0], s[1], pd[0], pd[1], dl[0], dl[1], op[0], op[1], groups,
                               transposed};
-  if (Tensor y = bf16_conv(x, w, bias, out_shape, geometry); y.defined())
-    return one_d ? y.squeeze(2) : y;  // See Note [bfloat16 convolution]
+  if (Tensor y = onednn_convolution(x, w, bias, out_shape, geometry); y.defined())
+    return one_d ? y.squeeze(2) : y;  // See Note [oneDNN convolution]
   ScalarType ct = compute_type(input.dtype());
   x = x.to(ct).contiguous();
   w = w.to(ct).contiguous();
@@ -606,11 +612,12 @@ Tensor convolution_backward_weight(const Tensor& grad_output, const Tensor& inpu
            go.size(2), go.size(3)};
   Tensor gw = make_empty(ws, ct, input.device());
   const ConvGeometry geometry{s[0], s[1], pd[0], pd[1], dl[0], dl[1], 0, 0, groups, false};
-  // See Note [bfloat16 convolution]
-  const bool on_onednn = input.dtype() == kBFloat16 && !gw.device().is_meta() &&
-                         gw.numel() > 0 && go.numel() > 0 && x.numel() > 0 &&
-                         onednn_conv_pays(ws[1], O / groups, groups, false) &&
-                         onednn_bf16_conv_weight_grad(go, x, gw, geometry);
+  // See Note [oneDNN convolution]
+  const bool on_onednn =
+      !gw.device().is_meta() && gw.numel() > 0 && go.numel() > 0 && x.numel() > 0 &&
+      onednn_conv_pays(input.dtype(), ws[1], O / groups, groups, false,
+                       strided_window(s[0], s[1], ws[2], ws[3])) &&
+      onednn_conv_weight_grad(go, x, gw, geometry);
   if (!on_onednn) {  // the widening path (float32 for 16-bit inputs; contiguous stays so)
     go = go.to(ct);
     x = x.to(ct);

@@ -61,15 +61,17 @@ dnnl::memory::desc bf16_desc(const Tensor& t) {
 }  // namespace
 #endif
 
-namespace {
 bool onednn_enabled() {
+#ifdef RETORCH_HAVE_ONEDNN
   static const bool on = [] {
     const char* env = std::getenv("RETORCH_ONEDNN");
     return !(env && std::strcmp(env, "0") == 0);
   }();
   return on;
+#else
+  return false;
+#endif
 }
-}  // namespace
 
 // Note [oneDNN SGEMM]
 // Float32 products of at least kOneDnnWork (4M) multiply-adds with both sides 32+ wide run

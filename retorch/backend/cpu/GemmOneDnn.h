@@ -8,6 +8,9 @@
 
 namespace retorch::cpu {
 
+/// Whether oneDNN is built in and not turned off (RETORCH_ONEDNN=0).
+bool onednn_enabled();
+
 /// Whether bfloat16 products run on oneDNN: built with it (Debian's libdnnl-dev), the CPU has a
 /// native bfloat16 matmul for it (AVX-512 BF16 or AMX), and RETORCH_ONEDNN is not "0".
 bool onednn_bf16_available();

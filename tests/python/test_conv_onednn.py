@@ -1,6 +1,7 @@
-"""bfloat16 convolutions (Note [bfloat16 convolution]: oneDNN's kernels where the CPU has AVX-512
-BF16, the widened float32 kernels elsewhere and for few-channel groups): forward, transposed and
-weight gradients against torch's float32 convolution of the same bfloat16 values, rounded once."""
+"""Convolutions on oneDNN (Note [oneDNN convolution]): bfloat16 ones (oneDNN's kernels where the
+CPU has AVX-512 BF16, the widened float32 kernels elsewhere and for few-channel groups) against
+torch's float32 convolution of the same bfloat16 values, rounded once; strided float32 ones
+against torch's. Forward, transposed and weight gradients."""
 import numpy as np
 import pytest
 import torch
@@ -82,3 +83,33 @@ def test_channels_last_inputs_give_the_same_values():
     rw, tw = bf16_pair(32, 16, 3, 3, seed=1)
     got = RF.conv2d(rx.to(memory_format=retorch.channels_last), rw, None, 1, 1)
     close(got, TF.conv2d(tx.float(), tw.float(), None, 1, 1))
+
+
+# float32 (N, C, H, W, O, kernel, stride, padding, dilation, groups): strided windows on oneDNN,
+# strided 1x1 and few channels on retorch's kernels.
+F32_CASES = [
+    (4, 16, 15, 15, 32, 3, 2, 1, 1, 1),
+    (2, 8, 12, 13, 8, 5, 3, 2, 1, 1),
+    (2, 16, 11, 11, 16, 3, 2, 1, 2, 1),
+    (2, 16, 12, 12, 24, 1, 2, 0, 1, 1),
+    (2, 4, 12, 12, 16, 3, 2, 1, 1, 1),
+    (2, 16, 12, 12, 16, 3, 2, 1, 1, 2),
+]
+
+
+@pytest.mark.parametrize("case", F32_CASES)
+def test_strided_float32_convolutions_match_torch(case):
+    n, c, h, w_, o, k, s, p, d, g = case
+    rng = np.random.default_rng(7)
+    x, w, b = (rng.standard_normal(shape).astype(np.float32)
+               for shape in ((n, c, h, w_), (o, c // g, k, k), (o,)))
+    tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
+    rx, rw, rb = (retorch.tensor(a).requires_grad_(True) for a in (x, w, b))
+    ty = TF.conv2d(tx, tw, tb, s, p, d, g)
+    ry = RF.conv2d(rx, rw, rb, s, p, d, g)
+    go = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
+    ty.backward(torch.tensor(go))
+    ry.backward(retorch.tensor(go))
+    for got, want in ((ry, ty), (rx.grad, tx.grad), (rw.grad, tw.grad), (rb.grad, tb.grad)):
+        np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-4,
+                                   atol=1e-4)
