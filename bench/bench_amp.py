@@ -58,19 +58,12 @@ def step_ms(lib, build, width, shape, amp, steps=15):
         loss.backward()
         opt.step()
 
-    for _ in range(3):
-        step()
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
-        step()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+    return median_ms(step, steps, warmup=3)
 
 
-def median_ms(fn, reps=25):
-    fn()
-    fn()
+def median_ms(fn, reps=25, warmup=2):
+    for _ in range(warmup):
+        fn()
     times = []
     for _ in range(reps):
         t0 = time.perf_counter()

@@ -103,14 +103,14 @@ Window window_of(const ConvGeometry& g) {
 // oneDNN's type of a float32 or bfloat16 tensor.
 dt type_of(const Tensor& t) { return t.dtype() == kBFloat16 ? dt::bf16 : dt::f32; }
 
-// Runs f() on oneDNN: false when it is not available for x's dtype (bfloat16: native only) or
-// it refuses the call.
+// Runs f(type, engine, window) on oneDNN for x's dtype and g's window: false when oneDNN is not
+// available for the dtype (bfloat16: natively only) or refuses the call.
 template <typename F>
-bool on_onednn(const Tensor& x, const F& f) {
+bool on_onednn(const Tensor& x, const ConvGeometry& g, const F& f) {
   if (x.dtype() == kBFloat16 ? !onednn_bf16_available() : !onednn_enabled()) return false;
   onednn_use_threads();
   try {
-    f();
+    f(type_of(x), onednn_engine(), window_of(g));
     return true;
   } catch (const dnnl::error&) {
     return false;  // the widening path runs and writes all of the result
@@ -123,10 +123,7 @@ bool on_onednn(const Tensor& x, const F& f) {
 bool onednn_conv(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y,
                  const ConvGeometry& g) {
 #ifdef RETORCH_HAVE_ONEDNN
-  return on_onednn(x, [&] {
-    const dt type = type_of(x);
-    dnnl::engine& eng = onednn_engine();
-    const Window win = window_of(g);
+  return on_onednn(x, g, [&](dt type, dnnl::engine& eng, const Window& win) {
     const dnnl::memory::desc xd = activations(x, type), wd = weights(w, g, type);
     const dnnl::memory::desc yd = activations(y, type);
     // A zero descriptor is oneDNN's "no bias".
@@ -170,10 +167,7 @@ bool onednn_conv(const Tensor& x, const Tensor& w, const Tensor& bias, Tensor& y
 bool onednn_conv_weight_grad(const Tensor& go, const Tensor& x, Tensor& gw,
                              const ConvGeometry& g) {
 #ifdef RETORCH_HAVE_ONEDNN
-  return on_onednn(x, [&] {
-    const dt type = type_of(x);
-    dnnl::engine& eng = onednn_engine();
-    const Window win = window_of(g);
+  return on_onednn(x, g, [&](dt type, dnnl::engine& eng, const Window& win) {
     const dnnl::memory::desc xd = activations(x, type), god = activations(go, type);
     const dnnl::memory::desc gwd = weights(gw, g, dt::f32);
     using conv = dnnl::convolution_forward;
