@@ -1,6 +1,6 @@
 """Mixed precision on the cpu: a training step (forward, backward, SGD) of an MLP, a small ConvNet
-and conv-batchnorm blocks in float32 and under autocast("cpu") (bfloat16 matmuls and convolutions, float32
-weights and loss), retorch against torch in the same run, ms per step (median of 15); then the
+and conv-batchnorm blocks in float32 and under autocast("cpu") (bfloat16 matmuls and
+convolutions, float32 weights and loss), retorch against torch in the same run, ms per step (median of 15); then the
 bfloat16 kernels those steps run against float32's (`--kernels` alone prints only them).
 
   PYTHONPATH=python /usr/bin/python3 bench/bench_amp.py [--kernels]
@@ -97,7 +97,7 @@ def kernel_cases(lib):
                 (f"conv weight grad {label}", (go, x, w), wgrad)]
     x = lib.tensor(g.standard_normal((64, 32, 32, 32))).float()
     bn = (x, lib.ones(32), lib.zeros(32), lib.zeros(32), lib.ones(32))
-    a, b = lib.tensor(g.standard_normal((8, 8))).float(), lib.tensor(g.standard_normal((8, 8))).float()
+    a, b = (lib.tensor(g.standard_normal((8, 8))).float() for _ in range(2))
     return conv(64, 3, 32, 32, 1) + conv(64, 32, 16, 64, 1) + conv(64, 32, 32, 64, 2) + [
         ("max_pool2d 2x2, 64x32x32x32", (x,), lambda x: F.max_pool2d(x, 2)),
         ("batch_norm (training), 64x32x32x32", bn,

@@ -98,9 +98,11 @@ def test_batch_norm_backward_fused(rng):
                                             retorch.zeros(3), retorch.ones(3))
 
 
-def test_batch_norm_bfloat16_planes_in_spans(rng):
-    """Note [16-bit batch norm planes]: bfloat16 planes longer than a span (and a tail), forward
-    and both fused backward passes, against torch's float32 batch norm of the same values."""
+@pytest.mark.parametrize("channels_last", [False, True])
+def test_batch_norm_bfloat16_planes_in_spans(rng, channels_last):
+    """Note [16-bit batch norm planes]: bfloat16 planes longer than a span (and a tail), or
+    channels-last rows in blocks, forward and both fused backward passes, against torch's
+    float32 batch norm of the same values."""
     shape = (3, 4, 37, 41)
     x = torch.from_numpy(rng.standard_normal(shape).astype("float32") * 3 + 1).bfloat16()
     g = torch.from_numpy(rng.standard_normal(shape).astype("float32")).bfloat16()
@@ -109,6 +111,8 @@ def test_batch_norm_bfloat16_planes_in_spans(rng):
     gi, gw, gb = torch.ops.aten.native_batch_norm_backward(
         g.float(), x.float(), w, None, None, mean, invstd, True, 1e-5, [True, True, True])
     rx, rg = (retorch.from_numpy(t.float().numpy()).bfloat16() for t in (x, g))
+    if channels_last:
+        rx, rg = (t.contiguous(memory_format=retorch.channels_last) for t in (rx, rg))
     rw = retorch.from_numpy(w.numpy())
     rout, rmean, rinv = retorch.native_batch_norm(rx, rw, None, None, None, True, 0.1, 1e-5)
     assert str(rout.dtype) == "torch.bfloat16"
@@ -122,6 +126,9 @@ def test_batch_norm_bfloat16_planes_in_spans(rng):
                                rtol=1e-2, atol=1.0)
     rgi = retorch._batch_norm_backward_elemt(rg, rx, rmean, rinv, rw, sum_dy, sum_dy_xmu)
     np.testing.assert_allclose(rgi.float().numpy(), gi.numpy(), **tl)
+    if channels_last:
+        assert rout.is_contiguous(memory_format=retorch.channels_last)
+        assert rgi.is_contiguous(memory_format=retorch.channels_last)
 
 
 def test_batch_norm(rng):
