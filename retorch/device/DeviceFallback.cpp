@@ -288,7 +288,6 @@ void warn_once(const OperatorHandle& op, Device asked, Device exec) {
 
 using Clock = std::chrono::steady_clock;
 
-
 int64_t elapsed_ns(Clock::time_point t0) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count();
 }

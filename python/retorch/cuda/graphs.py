@@ -169,11 +169,6 @@ class _CudaGraphs:
         return out, g.replay
 
 
-def _empty_like(t):
-    from .. import empty_like
-    return empty_like(t)
-
-
 def _grads(outputs, inputs, grad_outputs, allow_unused):
     """d(outputs)/d(inputs that require grad), one entry per input (None where it needs none)."""
     wanted = [i for i in inputs if i.requires_grad]
@@ -221,7 +216,7 @@ def _make_graphed(callables, sample_args, num_warmup_iters, allow_unused_input, 
         for c, args, surface in zip(callables, sample_args, surfaces):
             for _ in range(num_warmup_iters):
                 outputs = _flatten(c(*args), "the outputs")[0]
-                _grads(outputs, surface, [_empty_like(o) for o in outputs if o.requires_grad],
+                _grads(outputs, surface, [_C.empty_like(o) for o in outputs if o.requires_grad],
                        allow_unused_input)
                 del outputs
     forwards, static_outputs, specs = [], [], []
@@ -233,7 +228,7 @@ def _make_graphed(callables, sample_args, num_warmup_iters, allow_unused_input, 
         specs.append(spec)
     backwards, static_grad_outputs, static_grad_inputs = [], [], []
     for surface, outs in reversed(list(zip(surfaces, static_outputs))):
-        grad_outs = tuple(_empty_like(o) if o.requires_grad else None for o in outs)
+        grad_outs = tuple(_C.empty_like(o) if o.requires_grad else None for o in outs)
         grad_ins, replay = graphs.capture(lambda s=surface, o=outs, g=grad_outs: _grads(
             o, s, [x for x in g if x is not None], allow_unused_input))
         backwards.append(replay)

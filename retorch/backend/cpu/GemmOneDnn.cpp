@@ -104,8 +104,7 @@ bool onednn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha
 bool onednn_bf16_available() {
 #ifdef RETORCH_HAVE_ONEDNN
   static const bool ok = [] {
-    const char* env = std::getenv("RETORCH_ONEDNN");
-    if (env && std::strcmp(env, "0") == 0) return false;
+    if (!onednn_enabled()) return false;
     try {
       return dnnl::get_effective_cpu_isa() >= dnnl::cpu_isa::avx512_core_bf16;
     } catch (const dnnl::error&) {

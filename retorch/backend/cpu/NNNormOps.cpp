@@ -91,34 +91,60 @@ void for_row_blocks(int64_t R, int64_t C, const F& f) {
   });
 }
 
-/// gi[r, c] = (dy - gm[c] - (x - m[c]) * pr[c]) * sc[c] over NHWC rows: batch norm's input
-/// gradient (the mean of dy, the mean, the projection and the scale per channel).
-template <typename scalar_t, typename op_t>
-void bn_input_grad_rows(const scalar_t* dy, const scalar_t* x, scalar_t* gi, int64_t R, int64_t C,
-                        const op_t* mp, const op_t* gmp, const op_t* prp, const op_t* scp) {
+/// out[r, c] = f(c, x[r, c]) over an R x C row-major matrix, f computing in opmath (rounded once
+/// into scalar_t); 16-bit rows widen a block of whole rows at a time.
+template <typename scalar_t, typename F>
+void map_rows(const scalar_t* x, scalar_t* out, int64_t R, int64_t C, const F& f) {
+  if constexpr (is_float16_v<scalar_t>) {  // Note [16-bit batch norm planes]
+    for_row_blocks(R, C, [&](int64_t r0, int64_t r1, float* u, float*) {
+      const int64_t n = (r1 - r0) * C;
+      to_float(x + r0 * C, u, n);
+      for (int64_t r = 0; r < r1 - r0; ++r) {
+        float* ur = u + r * C;
+        _Pragma("omp simd")
+        for (int64_t c = 0; c < C; ++c) ur[c] = f(c, ur[c]);
+      }
+      from_float(u, out + r0 * C, n);
+    });
+  } else {
+    parallel_for(0, R, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)),
+                 [&](int64_t b, int64_t e) {
+      for (int64_t r = b; r < e; ++r) {
+        const scalar_t* xr = x + r * C;
+        scalar_t* o = out + r * C;
+        _Pragma("omp simd")
+        for (int64_t c = 0; c < C; ++c) o[c] = scalar_t(f(c, xr[c]));
+      }
+    });
+  }
+}
+
+/// out[r, c] = f(c, a[r, c], b[r, c]) over R x C row-major matrices, as map_rows.
+template <typename scalar_t, typename F>
+void map_rows(const scalar_t* a, const scalar_t* b, scalar_t* out, int64_t R, int64_t C,
+              const F& f) {
   if constexpr (is_float16_v<scalar_t>) {  // Note [16-bit batch norm planes]
     for_row_blocks(R, C, [&](int64_t r0, int64_t r1, float* u, float* v) {
       const int64_t n = (r1 - r0) * C;
-      to_float(dy + r0 * C, u, n);
-      to_float(x + r0 * C, v, n);
+      to_float(a + r0 * C, u, n);
+      to_float(b + r0 * C, v, n);
       for (int64_t r = 0; r < r1 - r0; ++r) {
-        float* g = u + r * C;
-        const float* xr = v + r * C;
+        float* ur = u + r * C;
+        const float* vr = v + r * C;
         _Pragma("omp simd")
-        for (int64_t c = 0; c < C; ++c) g[c] = (g[c] - gmp[c] - (xr[c] - mp[c]) * prp[c]) * scp[c];
+        for (int64_t c = 0; c < C; ++c) ur[c] = f(c, ur[c], vr[c]);
       }
-      from_float(u, gi + r0 * C, n);
+      from_float(u, out + r0 * C, n);
     });
   } else {
     parallel_for(0, R, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)),
                  [&](int64_t b0, int64_t e0) {
       for (int64_t r = b0; r < e0; ++r) {
-        const scalar_t* g = dy + r * C;
-        const scalar_t* xr = x + r * C;
-        scalar_t* o = gi + r * C;
+        const scalar_t* ar = a + r * C;
+        const scalar_t* br = b + r * C;
+        scalar_t* o = out + r * C;
         _Pragma("omp simd")
-        for (int64_t c = 0; c < C; ++c)
-          o[c] = scalar_t((op_t(g[c]) - gmp[c] - (op_t(xr[c]) - mp[c]) * prp[c]) * scp[c]);
+        for (int64_t c = 0; c < C; ++c) o[c] = scalar_t(f(c, ar[c], br[c]));
       }
     });
   }
@@ -130,28 +156,7 @@ void affine_rows(const scalar_t* x, scalar_t* y, int64_t R, int64_t C,
                  const std::vector<op_t>& scale, const std::vector<op_t>& shift) {
   const op_t* sc = scale.data();
   const op_t* sh = shift.data();
-  if constexpr (is_float16_v<scalar_t>) {  // Note [16-bit batch norm planes]
-    for_row_blocks(R, C, [&](int64_t r0, int64_t r1, float* u, float*) {
-      const int64_t n = (r1 - r0) * C;
-      to_float(x + r0 * C, u, n);
-      for (int64_t r = 0; r < r1 - r0; ++r) {
-        float* ur = u + r * C;
-        _Pragma("omp simd")
-        for (int64_t c = 0; c < C; ++c) ur[c] = ur[c] * sc[c] + sh[c];
-      }
-      from_float(u, y + r0 * C, n);
-    });
-    return;
-  }
-  parallel_for(0, R, std::max<int64_t>(1, 16384 / std::max<int64_t>(C, 1)),
-               [&](int64_t b, int64_t e) {
-    for (int64_t r = b; r < e; ++r) {
-      const scalar_t* xr = x + r * C;
-      scalar_t* yr = y + r * C;
-      _Pragma("omp simd")
-      for (int64_t c = 0; c < C; ++c) yr[c] = scalar_t(op_t(xr[c]) * sc[c] + sh[c]);
-    }
-  });
+  map_rows(x, y, R, C, [=](int64_t c, op_t v) { return v * sc[c] + sh[c]; });
 }
 
 /// f(v, i, m) over spans of p[0, n): v points at m values as op_t, starting at element i.
@@ -549,7 +554,10 @@ Tensor batch_norm_backward_elemt(const Tensor& grad_out, const Tensor& input, co
         pr[c] = op_t(s2[c] / M * a.invstd[c] * a.invstd[c]);
         sc[c] = op_t(a.invstd[c] * w[c]);
       }
-      bn_input_grad_rows(dy, x, gi, a.N * a.S, C, m.data(), gm.data(), pr.data(), sc.data());
+      const op_t *mp = m.data(), *gmp = gm.data(), *prp = pr.data(), *scp = sc.data();
+      map_rows(dy, x, gi, a.N * a.S, C, [=](int64_t c, op_t g, op_t xv) {
+        return (g - gmp[c] - (xv - mp[c]) * prp[c]) * scp[c];
+      });
       return;
     }
     parallel_for(0, a.N * a.C, std::max<int64_t>(1, 16384 / std::max<int64_t>(a.S, 1)),
