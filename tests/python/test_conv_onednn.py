@@ -113,3 +113,34 @@ def test_strided_float32_convolutions_match_torch(case):
     for got, want in ((ry, ty), (rx.grad, tx.grad), (rw.grad, tw.grad), (rb.grad, tb.grad)):
         np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-4,
                                    atol=1e-4)
+
+
+THREADS_SCRIPT = r"""
+import ctypes, numpy as np, retorch
+gomp = ctypes.CDLL("libgomp.so.1")
+retorch.set_num_threads(2)
+x = retorch.randn(64, 256)
+w = np.random.default_rng(0).standard_normal((96, 256)).astype(np.float32)
+w_bytes = (w.view(np.uint32) >> 16).astype(np.uint16).view(np.uint8)  # bfloat16 rows
+for run in (lambda: retorch.mm(x.bfloat16(), retorch.tensor(w).bfloat16().t()),
+            lambda: retorch.quantized_linear(x, retorch.tensor(w_bytes), 30, 256)):
+    gomp.omp_set_num_threads(1)  # as `import torch` does where torch picks one thread
+    run()
+    print(gomp.omp_get_max_threads())
+"""
+
+
+@pytest.mark.skipif("avx512_bf16" not in open("/proc/cpuinfo").read(),
+                    reason="bfloat16 products run on oneDNN only with AVX-512 BF16")
+def test_onednn_products_run_on_retorchs_thread_count():
+    """OpenMP's thread count belongs to whoever set it last (PyTorch sets its own on import):
+    the bfloat16 products (a bfloat16 mm, a bfloat16 model's linear layer at prefill size) give
+    oneDNN retorch's count first, as the convolutions and SGEMM did."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ)
+    env.pop("RETORCH_ONEDNN", None)
+    out = subprocess.run([sys.executable, "-c", THREADS_SCRIPT], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["2", "2"]

@@ -120,6 +120,7 @@ bool onednn_bf16_available() {
 bool onednn_bf16_gemm(const Tensor& a, const Tensor& b, Tensor& out) {
 #ifdef RETORCH_HAVE_ONEDNN
   if (!onednn_bf16_available()) return false;
+  onednn_use_threads();
   try {
     dnnl::engine& eng = onednn_engine();
     dnnl::memory::desc ad = bf16_desc(a), bd = bf16_desc(b), od = bf16_desc(out);
@@ -156,6 +157,7 @@ bool onednn_bf16_linear(const float* x, int64_t M, int64_t K, const uint16_t* w,
                         float* out) {
 #ifdef RETORCH_HAVE_ONEDNN
   if (!onednn_bf16_available()) return false;
+  onednn_use_threads();
   using dt = dnnl::memory::data_type;
   try {
     dnnl::engine& eng = onednn_engine();

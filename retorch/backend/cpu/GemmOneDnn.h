@@ -18,7 +18,9 @@ bool onednn_bf16_available();
 #ifdef RETORCH_HAVE_ONEDNN
 /// The cpu engine every oneDNN primitive of retorch runs on (GemmOneDnn.cpp, ConvOneDnn.cpp).
 dnnl::engine& onednn_engine();
-/// Gives oneDNN's OpenMP pool get_num_threads() threads (outside a parallel region).
+/// Gives oneDNN's OpenMP pool get_num_threads() threads (outside a parallel region). Every
+/// entry point calls it first: OpenMP's count is whoever set it last (`import torch` sets
+/// PyTorch's own, one thread on some machines).
 void onednn_use_threads();
 #endif
 
