@@ -78,9 +78,10 @@ def bench_torch(cfg, fmt, P, G):
         model = transformers.LlamaForCausalLM(config).eval()
         if fmt == "bf16":
             model.to(torch.bfloat16)
-        # torch's CPU bfloat16 GEMM is a scalar loop without AVX-512 BF16 (~5 GFLOP/s here):
-        # its prefill rate is measured on 64 tokens, or a 1B model would take minutes.
-        Pt = P if fmt == "f32" else min(P, 64)
+        # torch's CPU bfloat16 GEMM is a scalar loop without AVX-512 BF16 (~5 GFLOP/s there):
+        # its prefill rate is then measured on 64 tokens, or a 1B model would take minutes.
+        native = "avx512_bf16" in open("/proc/cpuinfo").read()
+        Pt = P if fmt == "f32" or native else min(P, 64)
         ids = torch.randint(3, cfg["vocab_size"], (1, Pt))
         gen = dict(do_sample=False, pad_token_id=0, eos_token_id=None)
         model.generate(ids[:, :8], max_new_tokens=2, **gen)  # warm-up
@@ -102,11 +103,19 @@ def main():
     ap.add_argument("--no-torch", action="store_true")
     ap.add_argument("--kv-dtype", default="float32", choices=["float32", "bfloat16"],
                     help="retorch's KV cache (the +KV bound counts its bytes)")
+    ap.add_argument("--matmul-precision", default="highest", choices=["highest", "medium"],
+                    help="retorch.set_float32_matmul_precision: medium rounds a bfloat16 "
+                         "model's prefill activations once, as PyTorch's bfloat16 model does")
     a = ap.parse_args()
+    unknown = set(a.formats.split(",")) - set(QTYPES)
+    if unknown:
+        ap.error(f"unknown formats {sorted(unknown)}; choose from {', '.join(QTYPES)}")
     torch.set_num_threads(retorch.get_num_threads() if hasattr(retorch, "get_num_threads") else 2)
     bw, peak = copy_bandwidth(), gemm_peak()
+    retorch.set_float32_matmul_precision(a.matmul_precision)  # (after the float32 peak)
     print(f"copy bandwidth {bw / 1e9:.1f} GB/s, float32 GEMM peak {peak / 1e9:.1f} GFLOP/s, "
-          f"torch {torch.__version__} threads {torch.get_num_threads()}, KV cache {a.kv_dtype}")
+          f"torch {torch.__version__} threads {torch.get_num_threads()}, KV cache {a.kv_dtype}, "
+          f"retorch float32 matmul precision {a.matmul_precision}")
     print(f"{'model':6} {'format':6} | {'prefill tok/s':>13} {'torch':>7} {'ratio':>6} "
           f"{'% peak':>6} | {'decode tok/s':>12} {'torch':>7} {'ratio':>6} {'% bound':>7} "
           f"{'+KV':>5} | {'after ' + str(SHORT):>9} {'% bound':>7}")

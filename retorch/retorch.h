@@ -3,6 +3,7 @@
 #include "retorch/autograd/Engine.h"
 #include "retorch/autograd/GradMode.h"
 #include "retorch/autograd/Node.h"
+#include "retorch/core/MatmulPrecision.h"
 #include "retorch/core/Tensor.h"
 #include "retorch/core/TensorFactory.h"
 #include "retorch/generated/Functions.h"

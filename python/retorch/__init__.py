@@ -101,6 +101,20 @@ from . import amp, cpu  # noqa: E402,F401  (torch.amp, torch.cpu.amp)
 from .amp import autocast  # noqa: E402,F401
 
 
+def set_float32_matmul_precision(precision):
+    """torch.set_float32_matmul_precision: "highest" (the default), "high" (CUDA products may
+    round to TF32) or "medium" (cpu ones to bfloat16 too, where the CPU multiplies bfloat16
+    natively; Note [float32 matmul precision]). Another string warns and changes nothing, as
+    torch's does."""
+    if not isinstance(precision, str):
+        raise RuntimeError("set_float32_matmul_precision expects a str, but got "
+                           f"{type(precision).__name__}")
+    if not _C._set_float32_matmul_precision(precision):
+        import warnings
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      "setFloat32MatmulPrecision call has no effect.")
+
+
 def seed():
     """Seeds the default generator from a random number and returns that seed (torch.seed)."""
     return _C.default_generator().seed()

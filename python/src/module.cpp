@@ -3,6 +3,7 @@
 #include "retorch/backend/cpu/CpuIsa.h"
 #include "retorch/backend/cpu/Parallel.h"
 #include "retorch/core/Allocator.h"
+#include "retorch/core/MatmulPrecision.h"
 #include "retorch/core/PrintOptions.h"
 #include "retorch/device/DeviceApi.h"
 #include "retorch/dispatch/Dispatcher.h"
@@ -215,6 +216,9 @@ PYBIND11_MODULE(_C, m) {
   m.def("_cpu_isa_supported",
         []() { return std::string(cpu::cpu_isa_name(cpu::cpu_isa_supported())); });
   m.def("_set_cpu_isa", &cpu::set_cpu_isa);
+  m.def("get_float32_matmul_precision", &float32_matmul_precision_name);
+  m.def("_set_float32_matmul_precision",
+        [](const std::string& p) { return set_float32_matmul_precision(p); });
   m.def("_cuda_matmul_allow_tf32", []() { return cuda::matmul::allow_tf32(); });
   m.def("_set_cuda_matmul_allow_tf32", &cuda::matmul::set_allow_tf32);
   m.def("_cpu_memory_stats", []() {

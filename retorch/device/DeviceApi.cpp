@@ -10,6 +10,7 @@
 #include "retorch/core/Allocator.h"
 #include "retorch/core/Error.h"
 #include "retorch/core/Generator.h"
+#include "retorch/core/MatmulPrecision.h"
 #include "retorch/core/TensorImpl.h"
 #include "retorch/device/DeviceFallback.h"
 #include "retorch/profiler/Profiler.h"
@@ -286,11 +287,12 @@ Tensor pin_memory(const Tensor& t) {
 }
 
 namespace cuda::matmul {
-namespace {
-std::atomic<bool> g_allow_tf32{false};
+// Note [float32 matmul precision]: the precision setting seen from CUDA's side.
+void set_allow_tf32(bool allow) {
+  set_float32_matmul_precision(allow ? Float32MatmulPrecision::kHigh
+                                     : Float32MatmulPrecision::kHighest);
 }
-void set_allow_tf32(bool allow) { g_allow_tf32.store(allow, std::memory_order_relaxed); }
-bool allow_tf32() { return g_allow_tf32.load(std::memory_order_relaxed); }
+bool allow_tf32() { return float32_matmul_precision() != Float32MatmulPrecision::kHighest; }
 }  // namespace cuda::matmul
 
 }  // namespace retorch

@@ -177,6 +177,7 @@ Tensor pin_memory(const Tensor& t);
 
 /// Whether float32 matrix products on CUDA may round their inputs to TF32 (cuBLAS's fast TF32
 /// mode): PyTorch's torch.backends.cuda.matmul.allow_tf32, false by default as since 1.12.
+/// It reads and sets set_float32_matmul_precision (Note [float32 matmul precision]).
 namespace cuda::matmul {
 void set_allow_tf32(bool allow);
 bool allow_tf32();

@@ -7,7 +7,9 @@
 #include <cstring>
 #include <vector>
 
+#include "retorch/backend/cpu/Convert16.h"
 #include "retorch/backend/cpu/Parallel.h"
+#include "retorch/core/MatmulPrecision.h"
 #include "retorch/core/Half.h"
 
 #ifdef RETORCH_HAVE_ONEDNN
@@ -101,6 +103,59 @@ bool onednn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha
 #endif
 }
 
+// Note [float32 matmul precision] on the cpu: c = alpha * bf16(a) @ bf16(b) + beta * c, the
+// operands rounded once into packed copies (each side's rows or columns as stored, so a
+// transposed operand is not transposed), oneDNN's bfloat16 matmul accumulating in float32 with
+// alpha as its output scale and beta as a sum post-op. BLAS's row-major arguments, as
+// onednn_sgemm's.
+bool onednn_bf16_rounded_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                               const float* a, int64_t lda, const float* b, int64_t ldb,
+                               float beta, float* c, int64_t ldc) {
+#ifdef RETORCH_HAVE_ONEDNN
+  if (!onednn_bf16_available()) return false;
+  onednn_use_threads();
+  using dt = dnnl::memory::data_type;
+  // A stored matrix of `rows` rows of `cols` elements, `ld` apart, rounded into rows x cols.
+  auto rounded = [](const float* p, int64_t rows, int64_t cols, int64_t ld) {
+    std::vector<uint16_t> r(size_t(rows * cols));
+    parallel_for(0, rows, std::max<int64_t>(1, (1 << 16) / std::max<int64_t>(cols, 1)),
+                 [&](int64_t i0, int64_t i1) {
+                   for (int64_t i = i0; i < i1; ++i)
+                     from_float(p + i * ld, reinterpret_cast<BFloat16*>(r.data() + i * cols),
+                                cols);
+                 });
+    return r;
+  };
+  try {
+    dnnl::engine& eng = onednn_engine();
+    std::vector<uint16_t> ar = ta ? rounded(a, K, M, lda) : rounded(a, M, K, lda);
+    std::vector<uint16_t> br = tb ? rounded(b, N, K, ldb) : rounded(b, K, N, ldb);
+    dnnl::memory::desc ad({M, K}, dt::bf16, ta ? dnnl::memory::dims{1, M} : dnnl::memory::dims{K, 1});
+    dnnl::memory::desc bd({K, N}, dt::bf16, tb ? dnnl::memory::dims{1, K} : dnnl::memory::dims{N, 1});
+    dnnl::memory::desc cd({M, N}, dt::f32, {ldc, 1});
+    dnnl::primitive_attr attr;
+    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+    if (beta != 0.0f) {
+      dnnl::post_ops ops;
+      ops.append_sum(beta);
+      attr.set_post_ops(ops);
+    }
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(ad, bd, cd), attr, eng);
+    dnnl::stream s(eng);
+    dnnl::memory am(ad, eng, ar.data()), bm(bd, eng, br.data()), cm(cd, eng, c);
+    dnnl::matmul(pd).execute(s, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+    s.wait();
+    return true;
+  } catch (const dnnl::error&) {
+    return false;  // c untouched: the float32 path runs instead
+  }
+#else
+  (void)ta, (void)tb, (void)M, (void)N, (void)K, (void)alpha, (void)a, (void)lda, (void)b;
+  (void)ldb, (void)beta, (void)c, (void)ldc;
+  return false;
+#endif
+}
+
 bool onednn_bf16_available() {
 #ifdef RETORCH_HAVE_ONEDNN
   static const bool ok = [] {
@@ -168,10 +223,15 @@ bool onednn_bf16_linear(const float* x, int64_t M, int64_t K, const uint16_t* w,
     dnnl::post_ops ops;
     ops.append_sum(1.0f);
     add.set_post_ops(ops);
+    // Note [float32 matmul precision]: "medium" rounds the activations once (hi alone).
+    const bool once = float32_matmul_precision() == Float32MatmulPrecision::kMedium;
     dnnl::matmul::primitive_desc first(dnnl::matmul::desc(src, wei, dst), eng);
-    dnnl::matmul::primitive_desc second(dnnl::matmul::desc(src, wei, dst), add, eng);
-    std::vector<uint16_t> hi(size_t(M * K)), lo(size_t(M * K));
+    std::vector<uint16_t> hi(size_t(M * K)), lo(once ? 0 : size_t(M * K));
     parallel_for(0, M * K, 1 << 16, [&](int64_t i0, int64_t i1) {
+      if (once) {
+        from_float(x + i0, reinterpret_cast<BFloat16*>(hi.data() + i0), i1 - i0);
+        return;
+      }
       for (int64_t i = i0; i < i1; ++i) {
         const float v = x[i];
         const uint16_t h = detail::float_to_bf16(v);
@@ -183,11 +243,15 @@ bool onednn_bf16_linear(const float* x, int64_t M, int64_t K, const uint16_t* w,
     dnnl::stream s(eng);
     dnnl::memory wm(wei, eng, const_cast<uint16_t*>(w));
     dnnl::memory om(dst, eng, out);
-    dnnl::memory hm(src, eng, hi.data()), lm(src, eng, lo.data());
+    dnnl::memory hm(src, eng, hi.data());
     dnnl::matmul(first).execute(s,
                                 {{DNNL_ARG_SRC, hm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, om}});
-    dnnl::matmul(second).execute(s,
-                                 {{DNNL_ARG_SRC, lm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, om}});
+    if (!once) {
+      dnnl::matmul::primitive_desc second(dnnl::matmul::desc(src, wei, dst), add, eng);
+      dnnl::memory lm(src, eng, lo.data());
+      dnnl::matmul(second).execute(
+          s, {{DNNL_ARG_SRC, lm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, om}});
+    }
     s.wait();
     return true;
   } catch (const dnnl::error&) {

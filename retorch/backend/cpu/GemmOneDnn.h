@@ -35,9 +35,18 @@ bool onednn_bf16_gemm(const Tensor& a, const Tensor& b, Tensor& out);
 bool onednn_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha, const float* a,
                   int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+/// c = alpha * a @ b + beta * c as onednn_sgemm, with a and b rounded to bfloat16 once and
+/// multiplied on oneDNN's bfloat16 matmul (float32 accumulation): float32_matmul_precision
+/// "medium" (Note [float32 matmul precision]). Returns false, touching nothing, without
+/// AVX-512 BF16.
+bool onednn_bf16_rounded_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K, float alpha,
+                               const float* a, int64_t lda, const float* b, int64_t ldb,
+                               float beta, float* c, int64_t ldc);
+
 /// out [M, N] = x [M, K] @ w.T for float32 x and bfloat16 w [N, K] (contiguous rows), on
 /// oneDNN's bfloat16 matmul with x split into two bfloat16 terms (Note [Split bfloat16
-/// activations]): within ~2^-17 of x's magnitude per product. Returns false, touching nothing,
+/// activations]): within ~2^-17 of x's magnitude per product; with float32_matmul_precision
+/// "medium", x rounded once. Returns false, touching nothing,
 /// when oneDNN's native bfloat16 matmul is not available.
 bool onednn_bf16_linear(const float* x, int64_t M, int64_t K, const uint16_t* w, int64_t N,
                         float* out);
