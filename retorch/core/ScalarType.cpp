@@ -1,6 +1,7 @@
 // dtype names, default dtype, type promotion; Device parsing; Scalar printing; errors.
 #include <atomic>
 #include <iostream>
+#include <iterator>
 
 #include "retorch/core/Device.h"
 #include "retorch/core/Error.h"
@@ -39,6 +40,13 @@ std::string_view legacy_type_name(ScalarType t) {
     case kBFloat16: return "torch.BFloat16Tensor";
     default: return "torch.UndefinedTensor";
   }
+}
+
+std::string_view scalar_type_name(ScalarType t) {
+  constexpr std::string_view names[] = {"Byte", "Char", "Short", "Int",  "Long",
+                                        "Half", "Float", "Double", "Bool", "BFloat16"};
+  const auto i = size_t(t);
+  return i < std::size(names) ? names[i] : "Undefined";
 }
 
 ScalarType promote_types(ScalarType a, ScalarType b) {

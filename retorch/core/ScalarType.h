@@ -56,6 +56,9 @@ constexpr bool is_reduced_float(ScalarType t) { return t == kHalf || t == kBFloa
 std::string_view dtype_name(ScalarType t);
 /// Legacy tensor type name used in error messages: "torch.FloatTensor".
 std::string_view legacy_type_name(ScalarType t);
+/// c10's name of the dtype ("Float", "Short", "BFloat16"), as PyTorch's messages and the
+/// JIT's types print it.
+std::string_view scalar_type_name(ScalarType t);
 /// PyTorch's promote_types table.
 ScalarType promote_types(ScalarType a, ScalarType b);
 /// Default floating dtype (float32 unless changed).

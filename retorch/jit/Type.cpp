@@ -5,21 +5,11 @@
 
 namespace retorch::jit {
 
-namespace {
-
-constexpr std::string_view kDtypeNames[] = {"Byte", "Char",  "Short",  "Int",  "Long",
-                                            "Half", "Float", "Double", "Bool", "BFloat16"};
-
-}  // namespace
-
-std::string_view dtype_type_name(ScalarType t) {
-  const auto i = size_t(t);
-  return i < std::size(kDtypeNames) ? kDtypeNames[i] : "Undefined";
-}
+std::string_view dtype_type_name(ScalarType t) { return scalar_type_name(t); }
 
 std::optional<ScalarType> dtype_from_type_name(std::string_view name) {
-  for (size_t i = 0; i < std::size(kDtypeNames); ++i)
-    if (kDtypeNames[i] == name) return ScalarType(i);
+  for (int i = 0; i < int(ScalarType::NumOptions); ++i)
+    if (scalar_type_name(ScalarType(i)) == name) return ScalarType(i);
   return std::nullopt;
 }
 

@@ -1,4 +1,6 @@
 // View kernels (device-independent): new geometry over the same storage, no copies.
+#include <string>
+
 #include "retorch/core/Shape.h"
 #include "retorch/generated/Functions.h"
 #include "retorch/generated/Kernels.h"
@@ -9,8 +11,13 @@ namespace {
 
 // A view of self with the given geometry, remembering the root of self's chain of views
 // (TensorImpl::view_base; Note [In-place on views]). detach() is an alias, not such a view.
-Tensor make_view(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset) {
-  Tensor v = alias_with_geometry(self, sizes, strides, offset);
+// dtype, when given, reads the memory as that type (view.dtype); offset counts its elements.
+Tensor make_view(const Tensor& self, IntArrayRef sizes, IntArrayRef strides, int64_t offset,
+                 ScalarType dtype = ScalarType::Undefined) {
+  Tensor v(make_intrusive<TensorImpl>(self.impl()->storage(),
+                                      dtype == ScalarType::Undefined ? self.dtype() : dtype,
+                                      self.device()));
+  v.impl()->set_sizes_and_strides(sizes, strides, offset);
   TensorImpl* root = self.impl()->view_base();
   v.impl()->set_view_base(root ? intrusive_ptr<TensorImpl>(root) : self.impl_ptr());
   return v;
@@ -29,6 +36,35 @@ Tensor view(const Tensor& self, IntArrayRef size) {
            "one dimension spans across two contiguous subspaces). Use .reshape(...) instead. "
            "(input shape ", self.sizes(), ", strides ", self.strides(), ", requested ", size, ")");
   return make_view(self, shape, *strides, self.storage_offset());
+}
+
+Tensor view_dtype(const Tensor& self, ScalarType dtype) {
+  const int64_t from = int64_t(element_size(self.dtype())), to = int64_t(element_size(dtype));
+  DimVector sizes(self.sizes()), strides(self.strides());
+  if (from == to) return make_view(self, sizes, strides, self.storage_offset(), dtype);
+  const std::string_view a = scalar_type_name(self.dtype()), b = scalar_type_name(dtype);
+  RT_CHECK(self.dim() > 0, "self.dim() cannot be 0 to view ", a, " as ", b,
+           " (different element sizes)");
+  const auto check = [&](bool ok, const std::string& what, int64_t got) {
+    RT_CHECK(ok, what, " to view ", a, " as ", b, " (different element sizes), but got ", got);
+  };
+  const size_t last = size_t(self.dim() - 1);
+  check(strides[last] == 1, "self.stride(-1) must be 1", strides[last]);
+  if (to < from) {  // each element becomes from / to of them
+    for (size_t d = 0; d < last; ++d) strides[d] *= from / to;
+    sizes[last] *= from / to;
+    return make_view(self, sizes, strides, self.storage_offset() * (from / to), dtype);
+  }
+  const int64_t ratio = to / from;
+  const std::string by = " must be divisible by " + std::to_string(ratio);
+  check(sizes[last] % ratio == 0, "self.size(-1)" + by, sizes[last]);
+  check(self.storage_offset() % ratio == 0, "self.storage_offset()" + by, self.storage_offset());
+  for (size_t d = 0; d < last; ++d) {
+    check(strides[d] % ratio == 0, "self.stride(" + std::to_string(d) + ")" + by, strides[d]);
+    strides[d] /= ratio;
+  }
+  sizes[last] /= ratio;
+  return make_view(self, sizes, strides, self.storage_offset() / ratio, dtype);
 }
 
 Tensor permute(const Tensor& self, IntArrayRef dims) {

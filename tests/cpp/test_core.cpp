@@ -291,6 +291,20 @@ TEST(ViewTest, ViewOfNonViewableTensorErrors) {
   EXPECT_EQ(shape(u.view({2, 3, 4})), (std::vector<int64_t>{2, 3, 4}));
 }
 
+TEST(ViewTest, ViewAsAnotherDtypeSharesTheBytes) {
+  Tensor a = zeros({2, 4});
+  Tensor b = a.view(kByte);  // Tensor::view(ScalarType), PyTorch's view.dtype
+  EXPECT_EQ(shape(b), (std::vector<int64_t>{2, 16}));
+  EXPECT_EQ(storage_ptr(b), storage_ptr(a));
+  a.select(0, 1).select(0, 0).fill_(1.0);  // 0x3F800000: bytes 00 00 80 3F
+  EXPECT_EQ(b.select(0, 1).slice(0, 0, 4).to(kLong).sum().item<int64_t>(), 0x80 + 0x3F);
+  Tensor w = a.view(kDouble);
+  EXPECT_EQ(shape(w), (std::vector<int64_t>{2, 2}));
+  EXPECT_EQ(scalar_type_name(w.dtype()), "Double");
+  Error e = catch_error([&] { a.t().view(kShort); });
+  EXPECT_TRUE(contains(e.message(), {"self.stride(-1) must be 1 to view Float as Short"}));
+}
+
 // ---------------------------------------------------------------- version counter
 
 TEST(VersionCounterTest, InPlaceOpsBumpVersion) {
