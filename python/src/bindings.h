@@ -29,9 +29,59 @@ template <typename... Ts>
 py::object named_result(py::handle type, std::tuple<Ts...>&& r) {
   return std::apply([&](auto&&... e) { return type(py::cast(std::move(e))...); }, std::move(r));
 }
+
+// Note [One Python object per tensor]
+// As in PyTorch, a TensorImpl has at most one live Python object: every Tensor handed to Python
+// whose impl already has one gets that object back, so `x.add_(1) is x`, `x.contiguous() is x`
+// for a contiguous x, `p.requires_grad_() is p` for a Parameter, `w.grad is w.grad`, and
+// attributes set on a tensor stay with it. The impl keeps a borrowed pointer to its object
+// (TensorImpl::pyobj): set when the caster below makes an owning object or Tensor.__init__ runs
+// (the newest object wins: a Parameter made over a C++ module's tensor becomes its object),
+// cleared by the Tensor type's dealloc when that object goes (tensor.cpp). An object being
+// destroyed (no references left) is never handed out again.
+
+/// The live Python object of t's TensorImpl, or null.
+inline PyObject* object_of(const Tensor& t) {
+  if (!t.defined()) return nullptr;
+  auto* o = static_cast<PyObject*>(t.impl()->pyobj());
+  return o && Py_REFCNT(o) > 0 ? o : nullptr;
+}
 }  // namespace retorch::python
 
 namespace pybind11::detail {
+
+/// Tensor <-> Python: pybind11's class caster, reusing a tensor's live object (Note [One Python
+/// object per tensor]).
+template <>
+class type_caster<retorch::Tensor> : public type_caster_base<retorch::Tensor> {
+  using base = type_caster_base<retorch::Tensor>;
+
+  static handle remember(handle h, const retorch::Tensor& t) {
+    if (h && t.defined()) t.impl()->set_pyobj(h.ptr());
+    return h;
+  }
+
+ public:
+  static handle cast(const retorch::Tensor& t, return_value_policy policy, handle parent) {
+    if (PyObject* o = retorch::python::object_of(t)) return handle(o).inc_ref();
+    const bool owning = policy != return_value_policy::reference &&
+                        policy != return_value_policy::reference_internal;
+    handle h = base::cast(t, policy, parent);
+    return owning ? remember(h, t) : h;
+  }
+  static handle cast(retorch::Tensor&& t, return_value_policy policy, handle parent) {
+    if (PyObject* o = retorch::python::object_of(t)) return handle(o).inc_ref();
+    retorch::TensorImpl* impl = t.defined() ? t.impl() : nullptr;
+    handle h = base::cast(std::move(t), policy, parent);
+    if (h && impl) impl->set_pyobj(h.ptr());
+    return h;
+  }
+  static handle cast(const retorch::Tensor* t, return_value_policy policy, handle parent) {
+    if (t)
+      if (PyObject* o = retorch::python::object_of(*t)) return handle(o).inc_ref();
+    return base::cast(t, policy, parent);
+  }
+};
 
 /// Scalar <-> Python bool / int / float (and one-element tensors).
 template <>

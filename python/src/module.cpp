@@ -136,7 +136,7 @@ PYBIND11_MODULE(_C, m) {
       .def("__repr__", [](const autograd::Node& n) { return "<" + n.name() + " object>"; });
   bind_autograd_function(m);
 
-  py::class_<Tensor> cls(m, "Tensor");
+  py::class_<Tensor> cls(m, "Tensor", py::dynamic_attr());  // attributes, as torch's
   bind_tensor(m, cls);
   bind_generated(m, cls);
   bind_memory_format(m, cls);

@@ -216,10 +216,32 @@ void set_item(const Tensor& self, py::handle index, py::handle value) {
 void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
   // Tensor(t) is another handle on t's TensorImpl: nn.Parameter (a Python subclass) and the
   // modules wrapping C++ tensors rely on sharing the impl, grad and version counter included.
-  cls.def(py::init([](const Tensor& t) { return t; }))
-      .def(py::init([](bool v) { return scalar_to_tensor(Scalar(v)); }))
-      .def(py::init([](int64_t v) { return scalar_to_tensor(Scalar(v)); }))
-      .def(py::init([](double v) { return scalar_to_tensor(Scalar(v)); }));
+  // Each __init__ makes the new object its tensor's object (Note [One Python object per tensor]).
+  auto init = [](py::detail::value_and_holder& v_h, Tensor t) {
+    t.impl()->set_pyobj(v_h.inst);
+    v_h.value_ptr() = new Tensor(std::move(t));
+  };
+  cls.def("__init__", [init](py::detail::value_and_holder& v_h, const Tensor& t) { init(v_h, t); },
+          py::detail::is_new_style_constructor())
+      .def("__init__", [init](py::detail::value_and_holder& v_h, bool v) {
+            init(v_h, scalar_to_tensor(Scalar(v)));
+          }, py::detail::is_new_style_constructor())
+      .def("__init__", [init](py::detail::value_and_holder& v_h, int64_t v) {
+            init(v_h, scalar_to_tensor(Scalar(v)));
+          }, py::detail::is_new_style_constructor())
+      .def("__init__", [init](py::detail::value_and_holder& v_h, double v) {
+            init(v_h, scalar_to_tensor(Scalar(v)));
+          }, py::detail::is_new_style_constructor());
+  // ... and its dealloc forgets it, first thing.
+  static destructor pybind_dealloc = reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_dealloc;
+  reinterpret_cast<PyTypeObject*>(cls.ptr())->tp_dealloc = [](PyObject* self) {
+    auto v_h = reinterpret_cast<py::detail::instance*>(self)->get_value_and_holder(nullptr, false);
+    if (v_h && v_h.holder_constructed()) {
+      const Tensor& t = *v_h.value_ptr<Tensor>();
+      if (t.defined() && t.impl()->pyobj() == self) t.impl()->set_pyobj(nullptr);
+    }
+    pybind_dealloc(self);
+  };
   py::implicitly_convertible<py::bool_, Tensor>();
   py::implicitly_convertible<py::int_, Tensor>();
   py::implicitly_convertible<py::float_, Tensor>();

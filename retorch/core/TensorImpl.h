@@ -85,6 +85,11 @@ class TensorImpl : public intrusive_target {
   TensorImpl* view_base() const { return view_base_.get(); }
   void set_view_base(intrusive_ptr<TensorImpl> base) { view_base_ = std::move(base); }
 
+  /// The Python object wrapping this tensor, if Python made one and it is alive (a borrowed
+  /// pointer, set and cleared by the Python bindings: Note [One Python object per tensor]).
+  void* pyobj() const { return pyobj_; }
+  void set_pyobj(void* o) { pyobj_ = o; }
+
   AutogradMeta* autograd_meta() const { return autograd_meta_.get(); }
   /// Creates the autograd slot on first use.
   AutogradMeta& ensure_autograd_meta();
@@ -102,6 +107,7 @@ class TensorImpl : public intrusive_target {
   int64_t required_bytes_ = 0;  // bytes of storage the view touches (from offset 0)
   std::unique_ptr<AutogradMeta, AutogradMetaDeleter> autograd_meta_;
   intrusive_ptr<TensorImpl> view_base_;
+  void* pyobj_ = nullptr;
   DispatchKeySet key_set_;
   ScalarType dtype_;
   Device device_;
@@ -110,7 +116,7 @@ class TensorImpl : public intrusive_target {
 };
 
 // See Note [Version counter]. Kept small: one TensorImpl per op output.
-static_assert(sizeof(TensorImpl) <= 184, "TensorImpl grew; keep hot fields compact");
+static_assert(sizeof(TensorImpl) <= 192, "TensorImpl grew; keep hot fields compact");
 
 /// Contiguous (row-major) strides for sizes.
 DimVector contiguous_strides(IntArrayRef sizes);
