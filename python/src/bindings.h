@@ -50,6 +50,25 @@ inline PyObject* object_of(const Tensor& t) {
 
 namespace pybind11::detail {
 
+/// dtype <-> Python: one object per dtype, made once (Note [dtype objects]).
+template <>
+class type_caster<retorch::ScalarType> : public type_caster_base<retorch::ScalarType> {
+  using base = type_caster_base<retorch::ScalarType>;
+
+ public:
+  static handle cast(retorch::ScalarType t, return_value_policy, handle parent) {
+    static PyObject* objects[int(retorch::ScalarType::NumOptions) + 1] = {};
+    const int i = int(t);
+    if (i < 0 || i > int(retorch::ScalarType::NumOptions))
+      return base::cast(t, return_value_policy::copy, parent);
+    if (!objects[i]) objects[i] = base::cast(t, return_value_policy::copy, parent).ptr();
+    return handle(objects[i]).inc_ref();  // the cache's reference is kept for good
+  }
+  static handle cast(const retorch::ScalarType* t, return_value_policy p, handle parent) {
+    return t ? cast(*t, p, parent) : none().release();
+  }
+};
+
 /// Tensor <-> Python: pybind11's class caster, reusing a tensor's live object (Note [One Python
 /// object per tensor]).
 template <>

@@ -94,3 +94,16 @@ def test_many_objects_come_and_go():
     del pieces
     gc.collect()
     assert all(p.sum().item() == 4000 for p in base.split(2)) and len(ids) == 4
+
+
+def test_dtypes_are_single_objects_as_torchs():
+    import copy
+    import pickle
+    for L in (retorch, torch):
+        x = L.ones(2)
+        assert x.dtype is L.float32 and L.float is L.float32 and L.short is L.int16
+        assert pickle.loads(pickle.dumps(L.bfloat16)) is L.bfloat16
+        assert copy.deepcopy(L.int8) is L.int8
+        assert {L.float32: 1}.get(x.dtype) == 1 and L.float32 != L.float64
+        assert (L.float32 == 6) is False and L.float32 in [L.float64, L.float]
+        assert (x + 1).dtype is L.float32 and x.to(L.float64).dtype is L.double
