@@ -161,12 +161,20 @@ _composites.install(Tensor, linalg)
 from ._math_extras import *  # noqa: E402,F401,F403  (acosh, copysign, frexp, windows, ...)
 from . import _math_extras  # noqa: E402
 _math_extras.install(Tensor)
+from ._api_extras import *  # noqa: E402,F401,F403  (addmm_, cumsum_, nextafter, angle, ...)
+from ._api_runtime import *  # noqa: E402,F401,F403  (deterministic flags, asarray, ...)
+from ._api_runtime import _range as range  # noqa: E402,F401,A001  (torch.range, deprecated)
+from ._api_math import *  # noqa: E402,F401,F403  (the *_copy views, matrix_exp, gradient, ...)
+from . import _api_extras, _api_math  # noqa: E402
+_api_extras.install(Tensor)
+_api_math.install(Tensor, linalg)
 concat = concatenate = cat  # noqa: E305  (torch's aliases)
 from ._dtypes import finfo, iinfo, promote_types, result_type, can_cast  # noqa: E402,F401
 from .linalg import _einsum as einsum, _tensordot as tensordot, _cdist as cdist  # noqa: E402,F401,E501
 from .linalg import _multi_head_attention_forward as multi_head_attention_forward  # noqa: E402,F401,E501
 from . import optim  # noqa: E402,F401  (torch.optim)
 from . import nn  # noqa: E402,F401  (torch.nn)
+from .nn._torch_aliases import *  # noqa: E402,F401,F403  (torch.conv3d, torch.max_pool3d, ...)
 from . import jit  # noqa: E402,F401  (torch.jit.trace)
 from ._compile import compile  # noqa: E402,F401  (torch.compile)
 from . import compiler  # noqa: E402,F401  (torch.compiler: benchmark)

@@ -374,6 +374,13 @@ def lcm(input, other):
 
 
 def renorm(input, p, dim, maxnorm):
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm:g}")
+    if input.dim() < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.dim()} "
+                           "dimensions")
     dims = [d for d in range(input.dim()) if d != dim % input.dim()]
     from .linalg import vector_norm
     norms = vector_norm(input, ord=p, dim=dims, keepdim=True)

@@ -108,12 +108,20 @@ def unflatten(self, dim, sizes):
 
 
 def _inplace_view(view):
-    """t_(), transpose_(), squeeze_(), unsqueeze_(): swap in the view's geometry in place."""
-    def fn(self, *args):
+    """t_(), transpose_(), squeeze_(), unsqueeze_(), as_strided_(): swap in the view's geometry
+    in place. The swap is not recorded by autograd, so a tensor that requires grad is refused
+    rather than left with a backward of the old shape."""
+    def fn(self, *args, **kwargs):
+        if self.requires_grad and _C.is_grad_enabled():
+            if self.is_leaf:
+                raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                                   "in-place operation.")
+            raise RuntimeError(f"{view}_: retorch does not record in-place geometry changes for "
+                               f"autograd; use the out-of-place {view}() here")
         prev = _C.is_grad_enabled()
         _C._set_grad_enabled(False)
         try:
-            self.data = getattr(self, view)(*args)
+            self.data = getattr(self, view)(*args, **kwargs)
         finally:
             _C._set_grad_enabled(prev)
         return self

@@ -1,5 +1,5 @@
 """retorch.nn: torch.nn's modules, parameters, functional forms, init and utils."""
-from .parameter import Parameter  # noqa: F401
+from .parameter import Parameter, UninitializedParameter, UninitializedBuffer  # noqa: F401
 from .modules import *  # noqa: F401,F403
 from .modules import Module  # noqa: F401
 from . import functional  # noqa: F401

@@ -127,6 +127,12 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
 
 
 def channel_shuffle(input, groups):
+    if input.dim() <= 2:
+        raise RuntimeError("channel_shuffle expects input with > 2 dims, but got input with "
+                           f"sizes {list(input.shape)}")
+    if groups <= 0:
+        raise RuntimeError("Number of groups to divide channels in must be positive. Value of "
+                           f"groups:{groups}")
     n, c = input.shape[0], input.shape[1]
     if c % groups:
         raise RuntimeError(f"Number of channels must be divisible by groups. Got {c} channels "

@@ -454,3 +454,4 @@ def bilinear(input1, input2, weight, bias=None):
 
 from ._functional_extra import *  # noqa: E402,F401,F403  (in-place forms, LP/unpool, more losses)
 from ._functional_3d import *  # noqa: E402,F401,F403  (conv3d, 3-d pools)
+from ._functional_more import *  # noqa: E402,F401,F403  (dropout3d, fractional pools, ...)

@@ -15,3 +15,6 @@ from .misc import *  # noqa: F401,F403
 from .cpp import *  # noqa: F401,F403
 from .extra import *  # noqa: F401,F403
 from .volumetric import *  # noqa: F401,F403
+from .lazy import *  # noqa: F401,F403
+from .more import *  # noqa: F401,F403
+from .adaptive import *  # noqa: F401,F403

@@ -1,17 +1,14 @@
 """torch.nn modules over the functions of nn/_functional_extra.py and im2col/col2im: Unfold,
 Fold, LP pooling, max unpooling, ChannelShuffle, the Gaussian NLL, multilabel and
-triplet-with-distance losses, and LazyLinear (in_features taken from the first input)."""
-import math
+triplet-with-distance losses."""
 
-from ... import _C
 from .. import functional as F
-from ..parameter import Parameter
 from .loss import _Loss, _WeightedLoss
 from .module import Module
 
 __all__ = ["Unfold", "Fold", "LPPool1d", "LPPool2d", "MaxUnpool1d", "MaxUnpool2d",
            "ChannelShuffle", "GaussianNLLLoss", "MultiLabelSoftMarginLoss",
-           "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss", "LazyLinear"]
+           "MultiLabelMarginLoss", "TripletMarginWithDistanceLoss"]
 
 
 class Unfold(Module):
@@ -131,40 +128,3 @@ class TripletMarginWithDistanceLoss(_Loss):
         return F.triplet_margin_with_distance_loss(
             anchor, positive, negative, distance_function=self.distance_function,
             margin=self.margin, swap=self.swap, reduction=self.reduction)
-
-
-class LazyLinear(Module):
-    """Linear whose in_features come from the first input: until then weight is an empty
-    Parameter (torch's UninitializedParameter), and the first forward initializes it the way
-    Linear.reset_parameters does."""
-
-    def __init__(self, out_features, bias=True, device=None, dtype=None):
-        super().__init__()
-        self.in_features, self.out_features = 0, out_features
-        self._factory = {k: v for k, v in (("device", device), ("dtype", dtype)) if v is not None}
-        self.weight = Parameter(_C.empty([0], **self._factory))
-        self.bias = Parameter(_C.empty([0], **self._factory)) if bias else None
-        if not bias:
-            self.register_parameter("bias", None)
-
-    def has_uninitialized_params(self):
-        return self.in_features == 0
-
-    def forward(self, input):
-        if self.has_uninitialized_params():
-            from .. import init
-            from ... import no_grad
-            self.in_features = input.shape[-1]
-            with no_grad():
-                w = _C.empty([self.out_features, self.in_features], **self._factory)
-                init.kaiming_uniform_(w, a=math.sqrt(5))
-                self.weight = Parameter(w)
-                if self.bias is not None:
-                    bound = 1 / math.sqrt(self.in_features) if self.in_features > 0 else 0
-                    self.bias = Parameter(_C.empty([self.out_features],
-                                                   **self._factory).uniform_(-bound, bound))
-        return F.linear(input, self.weight, self.bias)
-
-    def extra_repr(self):
-        return (f"in_features={self.in_features}, out_features={self.out_features}, "
-                f"bias={self.bias is not None}")

@@ -25,7 +25,7 @@ class _Pad(Module):
         return F.pad(input, self.padding, self._mode)
 
     def extra_repr(self):
-        return f"{self.padding}" + (f", value={self.value}" if self._mode == "constant" else "")
+        return f"padding={self.padding}, value={self.value}"
 
 
 class ConstantPad1d(_Pad):
@@ -39,6 +39,9 @@ class ConstantPad2d(_Pad):
 class _FixedPad(_Pad):
     def __init__(self, padding):
         super().__init__(padding, 0.0)
+
+    def extra_repr(self):
+        return f"{self.padding}"
 
 
 class ZeroPad1d(_FixedPad):

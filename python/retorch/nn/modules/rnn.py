@@ -9,7 +9,8 @@ from ..utils.rnn import PackedSequence
 from .linear import _factory
 from .module import Module
 
-__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
+__all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
+           "GRUCell"]
 
 _GATES = {"LSTM": 4, "GRU": 3, "RNN_TANH": 1, "RNN_RELU": 1}
 
@@ -140,20 +141,26 @@ class GRU(RNNBase):
         return out, h
 
 
-class _CellBase(Module):
-    def __init__(self, input_size, hidden_size, bias, gates, device, dtype):
+class RNNCellBase(Module):
+    """The parameters of RNNCell, LSTMCell and GRUCell: num_chunks gate blocks of hidden_size
+    rows in weight_ih, weight_hh, bias_ih and bias_hh."""
+
+    def __init__(self, input_size, hidden_size, bias, num_chunks, device=None, dtype=None):
         super().__init__()
         kw = _factory(device, dtype)
         self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
-        self.weight_ih = Parameter(_C.empty((gates * hidden_size, input_size), **kw))
-        self.weight_hh = Parameter(_C.empty((gates * hidden_size, hidden_size), **kw))
+        self.weight_ih = Parameter(_C.empty((num_chunks * hidden_size, input_size), **kw))
+        self.weight_hh = Parameter(_C.empty((num_chunks * hidden_size, hidden_size), **kw))
         if bias:
-            self.bias_ih = Parameter(_C.empty(gates * hidden_size, **kw))
-            self.bias_hh = Parameter(_C.empty(gates * hidden_size, **kw))
+            self.bias_ih = Parameter(_C.empty(num_chunks * hidden_size, **kw))
+            self.bias_hh = Parameter(_C.empty(num_chunks * hidden_size, **kw))
         else:
             self.register_parameter("bias_ih", None)
             self.register_parameter("bias_hh", None)
-        stdv = 1.0 / math.sqrt(hidden_size)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        stdv = 1.0 / math.sqrt(self.hidden_size) if self.hidden_size > 0 else 0
         for w in self.parameters():
             init.uniform_(w, -stdv, stdv)
 
@@ -175,15 +182,18 @@ class _CellBase(Module):
 
     def extra_repr(self):
         s = f"{self.input_size}, {self.hidden_size}"
-        if not self.bias:
-            s += ", bias=False"
+        if self.bias is not True:
+            s += f", bias={self.bias}"
+        if getattr(self, "nonlinearity", "tanh") != "tanh":
+            s += f", nonlinearity={self.nonlinearity}"
         return s
 
 
-class RNNCell(_CellBase):
+class RNNCell(RNNCellBase):
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
                  dtype=None):
-        super().__init__(input_size, hidden_size, bias, 1, device, dtype)
+        super().__init__(input_size, hidden_size, bias, num_chunks=1, device=device,
+                         dtype=dtype)
         if nonlinearity not in ("tanh", "relu"):
             raise ValueError(f"Unknown nonlinearity: {nonlinearity}")
         self.nonlinearity = nonlinearity
@@ -195,9 +205,10 @@ class RNNCell(_CellBase):
         return h if batched else h.squeeze(0)
 
 
-class LSTMCell(_CellBase):
+class LSTMCell(RNNCellBase):
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
-        super().__init__(input_size, hidden_size, bias, 4, device, dtype)
+        super().__init__(input_size, hidden_size, bias, num_chunks=4, device=device,
+                         dtype=dtype)
 
     def forward(self, input, hx=None):
         h0, c0 = hx if hx is not None else (None, None)
@@ -213,9 +224,10 @@ class LSTMCell(_CellBase):
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
-class GRUCell(_CellBase):
+class GRUCell(RNNCellBase):
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
-        super().__init__(input_size, hidden_size, bias, 3, device, dtype)
+        super().__init__(input_size, hidden_size, bias, num_chunks=3, device=device,
+                         dtype=dtype)
 
     def forward(self, input, hx=None):
         input, hx, batched = self._batched(input, hx, "GRUCell")

@@ -1,16 +1,12 @@
 """The 3-d (volumetric) layers of torch.nn over nn/_functional_3d.py: Conv3d, ConvTranspose3d,
-LazyConv3d, the 3-d max/avg/adaptive pools, BatchNorm3d and InstanceNorm3d."""
-import math
+the 3-d max/avg/adaptive pools, BatchNorm3d and InstanceNorm3d."""
 
-from ... import _C
 from .. import functional as F
-from .. import init
-from ..parameter import Parameter
 from .conv import _ConvNd, _ConvTransposeNd
 from .normalization import _BatchNorm, _InstanceNorm
 from .pooling import AvgPool2d, _AdaptivePool, _MaxPoolNd
 
-__all__ = ["Conv3d", "ConvTranspose3d", "LazyConv3d", "MaxPool3d", "AvgPool3d",
+__all__ = ["Conv3d", "ConvTranspose3d", "MaxPool3d", "AvgPool3d",
            "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "BatchNorm3d", "InstanceNorm3d"]
 
 
@@ -41,57 +37,6 @@ class ConvTranspose3d(_ConvTransposeNd):
         return F.conv_transpose3d(input, self.weight, self.bias, self.stride, self.padding,
                                   self._output_padding(input, output_size), self.groups,
                                   self.dilation)
-
-
-class LazyConv3d(Conv3d):
-    """Conv3d whose in_channels come from the first input: until then weight is an empty
-    Parameter (torch's UninitializedParameter); the first forward sizes and initializes it the
-    way Conv3d.reset_parameters does and the module becomes a Conv3d, as torch's does."""
-
-    def __init__(self, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1,
-                 bias=True, padding_mode="zeros", device=None, dtype=None):
-        self._lazy_factory = {"device": device,
-                              "dtype": dtype if dtype is not None else _C.get_default_dtype()}
-        # in_channels = groups passes _ConvNd's divisibility checks; the real count comes later.
-        super().__init__(groups, out_channels, kernel_size, stride, padding, dilation, groups,
-                         bias, padding_mode, device, dtype)
-        self.in_channels = 0
-        self.weight = Parameter(_C.empty([0], **self._lazy_factory))
-        if self.bias is not None:
-            self.bias = Parameter(_C.empty([0], **self._lazy_factory))
-
-    def has_uninitialized_params(self):
-        return self.in_channels == 0
-
-    def reset_parameters(self):
-        if not self.has_uninitialized_params():
-            super().reset_parameters()
-
-    def forward(self, input):
-        if self.has_uninitialized_params():
-            self._materialize(input)  # self is a Conv3d from here on
-        return Conv3d.forward(self, input)
-
-    def _materialize(self, input):
-        from ... import no_grad
-        channels = input.shape[1] if input.dim() == 5 else input.shape[0]
-        if channels % self.groups:
-            raise ValueError(f"LazyConv3d: in_channels ({channels}) of input "
-                             f"{list(input.shape)} must be divisible by groups ({self.groups})")
-        self.in_channels = channels
-        kw = self._lazy_factory
-        with no_grad():
-            self.weight = Parameter(_C.empty([self.out_channels, channels // self.groups] +
-                                             list(self.kernel_size), **kw))
-            if self.bias is not None:
-                self.bias = Parameter(_C.empty([self.out_channels], **kw))
-            init.kaiming_uniform_(self.weight, a=math.sqrt(5))
-            if self.bias is not None:
-                fan_in = (channels // self.groups) * math.prod(self.kernel_size)
-                bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
-                init.uniform_(self.bias, -bound, bound)
-        del self._lazy_factory
-        self.__class__ = Conv3d
 
 
 class MaxPool3d(_MaxPoolNd):
