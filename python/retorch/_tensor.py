@@ -34,9 +34,11 @@ def _dtype_of(name):
 def _conversion(name):
     dt = _dtype_of(name)
 
-    def convert(self, memory_format=_C.preserve_format):
-        if memory_format == _C.preserve_format:
-            return self if self.dtype == dt else self.to(dt)
+    preserve = _C.preserve_format
+
+    def convert(self, memory_format=preserve):
+        if memory_format is preserve or memory_format == preserve:
+            return self if self.dtype is dt else self.to(dt)
         return self.to(dt, memory_format=memory_format)
     convert.__name__ = name
     convert.__doc__ = f"self.to({dt})"
