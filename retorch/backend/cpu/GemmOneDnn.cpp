@@ -130,8 +130,9 @@ bool onednn_bf16_rounded_sgemm(bool ta, bool tb, int64_t M, int64_t N, int64_t K
     dnnl::engine& eng = onednn_engine();
     std::vector<uint16_t> ar = ta ? rounded(a, K, M, lda) : rounded(a, M, K, lda);
     std::vector<uint16_t> br = tb ? rounded(b, N, K, ldb) : rounded(b, K, N, ldb);
-    dnnl::memory::desc ad({M, K}, dt::bf16, ta ? dnnl::memory::dims{1, M} : dnnl::memory::dims{K, 1});
-    dnnl::memory::desc bd({K, N}, dt::bf16, tb ? dnnl::memory::dims{1, K} : dnnl::memory::dims{N, 1});
+    using dims = dnnl::memory::dims;
+    dnnl::memory::desc ad({M, K}, dt::bf16, ta ? dims{1, M} : dims{K, 1});
+    dnnl::memory::desc bd({K, N}, dt::bf16, tb ? dims{1, K} : dims{N, 1});
     dnnl::memory::desc cd({M, N}, dt::f32, {ldc, 1});
     dnnl::primitive_attr attr;
     if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
@@ -219,10 +220,6 @@ bool onednn_bf16_linear(const float* x, int64_t M, int64_t K, const uint16_t* w,
     dnnl::memory::desc src({M, K}, dt::bf16, {K, 1});
     dnnl::memory::desc wei({K, N}, dt::bf16, {1, K});
     dnnl::memory::desc dst({M, N}, dt::f32, {N, 1});
-    dnnl::primitive_attr add;
-    dnnl::post_ops ops;
-    ops.append_sum(1.0f);
-    add.set_post_ops(ops);
     // Note [float32 matmul precision]: "medium" rounds the activations once (hi alone).
     const bool once = float32_matmul_precision() == Float32MatmulPrecision::kMedium;
     dnnl::matmul::primitive_desc first(dnnl::matmul::desc(src, wei, dst), eng);
@@ -246,7 +243,11 @@ bool onednn_bf16_linear(const float* x, int64_t M, int64_t K, const uint16_t* w,
     dnnl::memory hm(src, eng, hi.data());
     dnnl::matmul(first).execute(s,
                                 {{DNNL_ARG_SRC, hm}, {DNNL_ARG_WEIGHTS, wm}, {DNNL_ARG_DST, om}});
-    if (!once) {
+    if (!once) {  // lo's product added into hi's (a sum post-op)
+      dnnl::primitive_attr add;
+      dnnl::post_ops ops;
+      ops.append_sum(1.0f);
+      add.set_post_ops(ops);
       dnnl::matmul::primitive_desc second(dnnl::matmul::desc(src, wei, dst), add, eng);
       dnnl::memory lm(src, eng, lo.data());
       dnnl::matmul(second).execute(
