@@ -6,6 +6,8 @@ import math
 import warnings
 
 from .. import _C
+from .._tensor import _TYPE_NAMES as _TENSOR_TYPES
+from ._functional_more import _unpool_output_size
 
 __all__ = ["elu_", "celu_", "selu_", "leaky_relu_", "hardtanh_", "threshold_", "rrelu_",
            "max_pool1d_with_indices", "max_pool2d_with_indices",
@@ -101,21 +103,53 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
 
 
 def _max_unpool(input, indices, kernel_size, stride, padding, output_size, n):
+    """max_unpool1d/2d with torch's checks and messages: torch runs the 1-d op as the 2-d one on
+    (..., L, 1), so a 1-d call reports the 2-d op's dims and sizes."""
     k = _pair(kernel_size, n)
     s = _pair(stride if stride is not None else kernel_size, n)
     p = _pair(padding, n)
-    spatial = tuple(input.shape[-n:])
-    default = tuple((spatial[i] - 1) * s[i] - 2 * p[i] + k[i] for i in range(n))
-    if output_size is None:
-        size = default
-    else:
-        size = tuple(output_size)[-n:]
-    lead = tuple(input.shape[:-n])
-    flat_in = input.reshape(lead + (-1,))
-    flat_idx = indices.reshape(lead + (-1,))
-    out = _C.zeros(lead + (math.prod(size),), dtype=input.dtype).to(input.device)
-    out = out.scatter(-1, flat_idx, flat_in)
-    return out.reshape(lead + size)
+    size = _unpool_output_size(input, k, s, p, output_size)
+    if n == 1:
+        input, indices, size = input.unsqueeze(-1), indices.unsqueeze(-1), size + [1]
+    _check_unpool2d(input, indices, size)
+    lead = tuple(input.shape[:-2])
+    out = _C.zeros(lead + (math.prod(size),), dtype=input.dtype, device=input.device)
+    plane = (input.shape[-2] * input.shape[-1],)
+    out = out.scatter(-1, indices.reshape(lead + plane), input.reshape(lead + plane))
+    return out.reshape(lead + tuple(size[:n]))
+
+
+def _type_name(dtype):
+    """c10's name of a dtype ("Float"), as torch's messages print it."""
+    return _TENSOR_TYPES[dtype][:-len("Tensor")]
+
+
+def _check_unpool2d(input, indices, size):
+    """torch's max_unpool2d checks on (C, H, W) or (N, C, H, W) input, in torch's order."""
+    if indices.dtype != _C.int64:
+        raise RuntimeError("elements in indices should be type int64 but got: "
+                           f"{_type_name(indices.dtype)}")
+    if input.dim() not in (3, 4):
+        raise RuntimeError("Input to max_unpooling2d should be a 3d or 4d Tensor, but got a "
+                           f"tensor with {input.dim()} dimensions.")
+    if tuple(indices.shape) != tuple(input.shape):
+        raise RuntimeError("Expected shape of indices to be same as that of the input tensor "
+                           f"({list(input.shape)}) but got indices tensor with shape: "
+                           f"{list(indices.shape)}")
+    for d in range(1, input.dim()):
+        if input.shape[d] == 0:
+            raise RuntimeError("max_unpooling2d_forward_out_cpu(): Expected input to have "
+                               "non-zero size for non-batch dimensions, but got "
+                               f"{list(input.shape)} with dimension {d} being empty.")
+    if input.device.type == "cpu" and input.dtype not in (_C.float32, _C.float64):
+        raise RuntimeError(f"\"max_unpool2d\" not implemented for '{_type_name(input.dtype)}'")
+    # torch's kernel reports the last out-of-range index it meets, in memory order.
+    plane = size[0] * size[1]
+    bad = ((indices < 0) | (indices >= plane)).reshape(-1)
+    if indices.numel() and bad.any().item():
+        last = int(_C.nonzero(bad)[-1, 0].item())
+        raise RuntimeError(f"Found an invalid max index: {indices.reshape(-1)[last].item()} "
+                           f"(output volumes are of size {size[0]}x{size[1]}")
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):

@@ -44,7 +44,6 @@ def _unpool_output_size(input, kernel_size, stride, padding, output_size):
                2 * padding[d] for d in range(n)]
     if output_size is None:
         return default
-    output_size = list(output_size)
     if len(output_size) == n + 2:
         output_size = output_size[2:]
     if len(output_size) != n:
@@ -53,9 +52,10 @@ def _unpool_output_size(input, kernel_size, stride, padding, output_size):
     for d in range(n):
         low, high = default[d] - stride[d], default[d] + stride[d]
         if not low < output_size[d] < high:
-            raise ValueError(f'invalid output_size "{tuple(output_size)}" (dim {d} must be '
+            # Printed as given (a list, tuple or Size), as torch does.
+            raise ValueError(f'invalid output_size "{output_size}" (dim {d} must be '
                              f"between {low} and {high})")
-    return output_size
+    return list(output_size)
 
 
 def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):

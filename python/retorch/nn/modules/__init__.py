@@ -18,3 +18,4 @@ from .volumetric import *  # noqa: F401,F403
 from .lazy import *  # noqa: F401,F403
 from .more import *  # noqa: F401,F403
 from .adaptive import *  # noqa: F401,F403
+from .sync_batchnorm import *  # noqa: F401,F403
