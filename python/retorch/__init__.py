@@ -165,9 +165,11 @@ from ._api_extras import *  # noqa: E402,F401,F403  (addmm_, cumsum_, nextafter,
 from ._api_runtime import *  # noqa: E402,F401,F403  (deterministic flags, asarray, ...)
 from ._api_runtime import _range as range  # noqa: E402,F401,A001  (torch.range, deprecated)
 from ._api_math import *  # noqa: E402,F401,F403  (the *_copy views, matrix_exp, gradient, ...)
-from . import _api_extras, _api_math  # noqa: E402
+from ._api_legacy import *  # noqa: E402,F401,F403  (FloatTensor, poisson, index_reduce, ...)
+from . import _api_extras, _api_math, _api_legacy  # noqa: E402
 _api_extras.install(Tensor)
 _api_math.install(Tensor, linalg)
+_api_legacy.install(Tensor)
 concat = concatenate = cat  # noqa: E305  (torch's aliases)
 from ._dtypes import finfo, iinfo, promote_types, result_type, can_cast  # noqa: E402,F401
 from .linalg import _einsum as einsum, _tensordot as tensordot, _cdist as cdist  # noqa: E402,F401,E501

@@ -175,25 +175,76 @@ def unsafe_split_with_sizes(input, split_sizes, dim=0):
     return tuple(input.split_with_sizes(list(split_sizes), dim))
 
 
-def resize_as_(self, the_template, memory_format=None):
-    """self resized to the_template's shape, contiguous. Shrinking keeps self's storage, so
-    views still alias it; growing moves self to new memory (the old elements first, the new
-    ones uninitialized, as torch's), which views made earlier no longer share."""
+def _contiguous_strides(shape):
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return strides[::-1]
+
+
+def _extent(shape, strides):
+    """How many storage elements from the offset a geometry reaches."""
+    if any(n == 0 for n in shape):
+        return 0
+    return 1 + sum((n - 1) * s for n, s in zip(shape, strides))
+
+
+def _resize(self, shape, strides=None):
+    """torch's resize_: self takes `shape` (with `strides`, contiguous by default; an unchanged
+    shape without strides keeps self as it is) over the same storage from the same offset, so
+    it reads the storage's first elements whatever self's old strides were. Within the storage
+    views still alias self; growing past it moves self to new memory holding the old elements
+    first (the rest uninitialized, as torch's), which views made earlier no longer share."""
     if self.requires_grad:
         raise RuntimeError("cannot resize variables that require grad")
-    shape = list(the_template.shape)
-    if shape == list(self.shape):
+    shape = list(shape)
+    if strides is None:
+        if shape == list(self.shape):
+            return self
+        strides = _contiguous_strides(shape)
+    offset = self.storage_offset()
+    try:
+        # as_strided checks the geometry against the storage's size, which Python cannot read.
+        self.data = self.as_strided(shape, strides, offset)
         return self
-    n = math.prod(shape)
-    strides = [math.prod(shape[i + 1:]) for i in range(len(shape))]
-    if n <= self.numel() and self.is_contiguous():
-        self.data = self.as_strided(shape, strides, self.storage_offset())
-        return self
-    grown = _C.empty([n], dtype=self.dtype, device=self.device)
-    keep = min(n, self.numel())
-    grown[:keep] = self.reshape(-1)[:keep]
-    self.data = grown.reshape(shape)
+    except RuntimeError:
+        pass
+    old = _extent(list(self.shape), list(self.stride()))
+    grown = _C.empty([_extent(shape, strides)], dtype=self.dtype, device=self.device)
+    keep = min(grown.numel(), old)
+    grown[:keep] = self.as_strided([old], [1], offset)[:keep]
+    self.data = grown.as_strided(shape, strides, 0)
     return self
+
+
+def _format_strides(name, shape, memory_format):
+    """The strides a resize to `shape` in memory_format gets (None: keep an unchanged shape's)."""
+    if memory_format is None:
+        return None
+    if not isinstance(memory_format, _C.memory_format):
+        raise TypeError(f"{name}(): argument 'memory_format' must be torch.memory_format, not "
+                        f"{type(memory_format).__name__}")
+    if memory_format == _C.contiguous_format:
+        return _contiguous_strides(shape)
+    if memory_format == _C.channels_last:
+        if len(shape) != 4:
+            raise RuntimeError("required rank 4 tensor to use channels_last format")
+        n, c, h, w = shape
+        return [h * w * c, 1, w * c, c]
+    raise RuntimeError("Unsupported memory formatPreserve")
+
+
+def resize_as_(self, the_template, memory_format=None):
+    """self resized to the_template's shape (see _resize); preserve_format takes the
+    template's channels-last layout when it has one."""
+    shape = list(the_template.shape)
+    if memory_format == _C.preserve_format:
+        stride = list(the_template.stride())
+        channels_last = len(shape) == 4 and stride != _contiguous_strides(shape) and \
+            stride == _format_strides("resize_as_", shape, _C.channels_last)
+        memory_format = _C.channels_last if channels_last else _C.contiguous_format
+    return _resize(self, shape, _format_strides("resize_as_", shape, memory_format))
 
 
 # ---------------------------------------------------------------- per-element Python calls

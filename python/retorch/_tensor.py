@@ -2,13 +2,13 @@
 and the operators pybind11 does not derive (unary +, reflected @, in-place **, %, //)."""
 from . import _C
 
+# The legacy type names (x.type(), retorch.FloatTensor, ...).
 _TYPE_NAMES = {
     _C.float32: "FloatTensor", _C.float64: "DoubleTensor", _C.float16: "HalfTensor",
     _C.bfloat16: "BFloat16Tensor", _C.int64: "LongTensor", _C.int32: "IntTensor",
     _C.int16: "ShortTensor", _C.int8: "CharTensor", _C.uint8: "ByteTensor",
     _C.bool: "BoolTensor",
 }
-_BY_TYPE_NAME = {v: k for k, v in _TYPE_NAMES.items()}
 
 # Aliases torch.Tensor has for methods retorch already generates.
 _ALIASES = {
@@ -73,18 +73,6 @@ def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
     from . import tensor
     return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
                   requires_grad=requires_grad)
-
-
-def type_(self, dtype=None, non_blocking=False):
-    """No argument: the legacy type name ('torch.FloatTensor'); else a conversion."""
-    if dtype is None:
-        return "torch." + _TYPE_NAMES[self.dtype]
-    if isinstance(dtype, str):
-        key = dtype.rsplit(".", 1)[-1]
-        if key not in _BY_TYPE_NAME:
-            raise ValueError(f"invalid type: '{dtype}'")
-        dtype = _BY_TYPE_NAME[key]
-    return self.to(dtype)
 
 
 def movedim(self, source, destination):
@@ -184,7 +172,6 @@ def install(Tensor):
     for fn in (new_zeros, new_ones, new_empty, new_full, new_tensor, movedim, unflatten):
         setattr(Tensor, fn.__name__, fn)
     Tensor.moveaxis = movedim
-    Tensor.type = type_
     Tensor.ravel = lambda self: self.reshape(-1)
     Tensor.fliplr = lambda self: self.flip([1])
     Tensor.flipud = lambda self: self.flip([0])
