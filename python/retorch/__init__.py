@@ -30,6 +30,26 @@ _memory_format.install_like(globals())
 _NP_DEFAULT_INT = {"i", "u"}
 
 
+# The integer range each Python number must fit to become an element of that dtype, as torch
+# checks (c10's overflows: an unsigned type also takes negatives down to -max, wrapping them).
+_INT_RANGES = {"uint8": (-255, 255), "int8": (-128, 127), "int16": (-2 ** 15, 2 ** 15 - 1),
+               "int32": (-2 ** 31, 2 ** 31 - 1), "int64": (-2 ** 63, 2 ** 63 - 1)}
+
+
+def _check_no_overflow(arr, dtype):
+    """torch.tensor(python_data, dtype=<integer type>): a number outside the type's range (or a
+    NaN) is an error, not a wrapped value."""
+    if arr.dtype.kind == "u" and arr.dtype.itemsize == 8:  # past int64: numpy chose uint64
+        raise RuntimeError("Overflow when unpacking long")
+    name = str(dtype).rsplit(".", 1)[-1] if dtype is not None else None
+    bounds = _INT_RANGES.get(name)
+    if bounds is None or arr.size == 0 or arr.dtype.kind == "b":
+        return
+    nan = arr.dtype.kind == "f" and _builtins.bool(_np.isnan(arr).any())  # (bool: a dtype here)
+    if nan or arr.min() < bounds[0] or arr.max() > bounds[1]:
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+
+
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """Copies data (nested lists, numbers, numpy arrays, tensors) into a new tensor."""
     if isinstance(data, Tensor):
@@ -40,6 +60,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
         if arr.dtype == object:
             raise RuntimeError("Could not infer dtype of " + type(data).__name__)
         if not from_numpy_array and not isinstance(data, _np.generic):
+            _check_no_overflow(arr, dtype)
             if arr.dtype.kind == "f":
                 arr = arr.astype(_np.float64)
                 target = get_default_dtype()

@@ -199,3 +199,25 @@ def test_pickled_module_keeps_parameters():
     assert m2[0].weight.tolist() == m[0].weight.tolist()
     x = retorch.randn(4, 3)
     assert m2(x).tolist() == m(x).tolist()
+
+
+OVERFLOW_CASES = [([200], "int8"), ([300], "uint8"), ([-1], "uint8"), ([-256], "uint8"),
+                  ([1e10], "int32"), ([2 ** 63], "int64"), ([1.5], "int64"), ([255.9], "uint8"),
+                  ([float("nan")], "int32"), ([[1, 2], [3, 400]], "int8"), ([70000.0], "float16"),
+                  ([True], "int8"), ([], "int8")]
+
+
+@pytest.mark.parametrize("data,dt", OVERFLOW_CASES)
+def test_tensor_from_python_numbers_checks_integer_overflow_as_torch(data, dt):
+    """torch.tensor(python data, dtype=<integer type>) refuses numbers the type cannot hold
+    (an unsigned type takes negatives down to -max, wrapped); numpy arrays convert unchecked."""
+    outcome = []
+    for lib in (torch, retorch):
+        try:
+            outcome.append(lib.tensor(data, dtype=getattr(lib, dt)).tolist())
+        except RuntimeError as e:
+            outcome.append(str(e))
+    assert outcome[0] == outcome[1]
+    arr = np.array([200])
+    assert retorch.tensor(arr, dtype=retorch.int8).tolist() == \
+        torch.tensor(arr, dtype=torch.int8).tolist()
