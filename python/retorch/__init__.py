@@ -198,6 +198,9 @@ from .linalg import _multi_head_attention_forward as multi_head_attention_forwar
 from . import optim  # noqa: E402,F401  (torch.optim)
 from . import nn  # noqa: E402,F401  (torch.nn)
 from .nn._torch_aliases import *  # noqa: E402,F401,F403  (torch.conv3d, torch.max_pool3d, ...)
+from .storage import *  # noqa: E402,F401,F403  (TypedStorage, UntypedStorage, FloatStorage, ...)
+from . import storage as _storage  # noqa: E402
+_storage.install(Tensor)
 from . import jit  # noqa: E402,F401  (torch.jit.trace)
 from ._compile import compile  # noqa: E402,F401  (torch.compile)
 from . import compiler  # noqa: E402,F401  (torch.compiler: benchmark)

@@ -1,6 +1,6 @@
 """torch's process-wide switches and tensor makers retorch lacked, in Python: deterministic
 algorithms, flush-denormal, inter-op threads, layout/strided, asarray, frombuffer, the
-deprecated range, vander, ger, fill, typename and is_storage."""
+deprecated range, vander, ger, fill and typename (is_storage: storage.py)."""
 import math
 import warnings
 
@@ -14,7 +14,7 @@ __all__ = ["layout", "strided", "use_deterministic_algorithms",
            "are_deterministic_algorithms_enabled", "is_deterministic_algorithms_warn_only_enabled",
            "set_deterministic_debug_mode", "get_deterministic_debug_mode", "set_flush_denormal",
            "get_num_interop_threads", "set_num_interop_threads", "asarray", "frombuffer",
-           "typename", "is_storage", "vander", "ger", "fill"]
+           "typename", "vander", "ger", "fill"]
 
 
 class layout:  # noqa: N801  (torch.layout)
@@ -261,7 +261,3 @@ def typename(obj):
         return prefix + obj.__name__
     return prefix + obj.__class__.__name__
 
-
-def is_storage(obj):
-    """False: retorch has no Python storage objects (tensors own their storage)."""
-    return False

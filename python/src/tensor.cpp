@@ -418,6 +418,15 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
       .def("__gt__", [](const Tensor& a, const Tensor& b) { return a.gt(b); }, py::is_operator())
       .def("__ge__", [](const Tensor& a, const Tensor& b) { return a.ge(b); }, py::is_operator());
 
+  // The bytes of t's whole storage as a 1-D uint8 tensor at offset 0, sharing it: what
+  // Tensor.storage() and untyped_storage() wrap (python/retorch/storage.py).
+  m.def("_storage_bytes", [](const Tensor& t) {
+    const Storage& s = t.impl()->storage();
+    Tensor bytes(make_intrusive<TensorImpl>(s, kByte, t.device()));
+    const int64_t n = int64_t(s->nbytes());
+    bytes.impl()->set_sizes_and_strides({n}, {1}, 0);
+    return bytes;
+  });
   m.def("from_numpy", &from_numpy, "Tensor sharing memory with a numpy array");
   m.def("_to_numpy", &to_numpy);
 }
