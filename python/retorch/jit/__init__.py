@@ -4,9 +4,12 @@ import os
 
 from .. import _C
 from .._C import Tensor
+from ._api import (ignore, unused, export, is_scripting, is_tracing, Final, annotate,  # noqa: F401
+                   script_if_tracing, Attribute, interface, Error, _tracing)
 
 __all__ = ["trace", "script", "save", "load", "TracerWarning", "ScriptFunction", "TracedModule",
-           "LoadedModule", "run_passes"]
+           "LoadedModule", "run_passes", "ignore", "unused", "export", "is_scripting", "is_tracing",
+           "Final", "annotate", "script_if_tracing", "Attribute", "interface", "Error"]
 
 # Frames in files under this directory are retorch's own: source locations skip them.
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -114,7 +117,8 @@ def trace(func, example_inputs):
     returns_tuple = []
 
     def run(args):
-        flat, is_tuple = _flatten(func(*args))
+        with _tracing():  # is_tracing() is True inside func
+            flat, is_tuple = _flatten(func(*args))
         returns_tuple.append(is_tuple)
         return flat
 

@@ -1,4 +1,6 @@
 """retorch.nn.init: torch.nn.init's initializers over the C++ ones (in place, no autograd)."""
+import warnings
+
 from .. import _C
 from ..autograd import no_grad
 
@@ -57,6 +59,8 @@ def dirac_(tensor, groups=1):
     dims = tensor.dim()
     if dims not in (3, 4, 5):
         raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    if tensor.shape[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
     out_per_group = tensor.shape[0] // groups
     min_dim = min(out_per_group, tensor.shape[1])
     with no_grad():
@@ -112,12 +116,29 @@ def sparse_(tensor, sparsity, std=0.01):
     return tensor
 
 
+def _make_deprecate(meth):
+    """The deprecated name without the trailing underscore: warns, then calls meth."""
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args, **kwargs):
+        warnings.warn(f"nn.init.{old_name} is now deprecated in favor of nn.init.{new_name}.",
+                      stacklevel=2)
+        return meth(*args, **kwargs)
+    deprecated_init.__doc__ = f"""{old_name}(...): deprecated; use nn.init.{new_name}."""
+    deprecated_init.__name__ = old_name
+    return deprecated_init
+
+
 # Deprecated names torch still exports.
-uniform = uniform_
-normal = normal_
-constant = constant_
-xavier_uniform = xavier_uniform_
-xavier_normal = xavier_normal_
-kaiming_uniform = kaiming_uniform_
-kaiming_normal = kaiming_normal_
-orthogonal = orthogonal_
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)

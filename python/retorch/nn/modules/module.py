@@ -84,11 +84,11 @@ class Module:
 
     @staticmethod
     def _add_hook(hooks, hook, prepend):
-        key = next(_hook_ids)
-        hooks[key] = hook
+        handle = RemovableHandle(hooks)  # stored under handle.id, as torch's Module does
+        hooks[handle.id] = hook
         if prepend:
-            hooks.move_to_end(key, last=False)
-        return RemovableHandle(lambda: hooks.pop(key, None))
+            hooks.move_to_end(handle.id, last=False)
+        return handle
 
     # Registration -----------------------------------------------------------------------------
     def register_buffer(self, name, tensor, persistent=True):
@@ -525,5 +525,3 @@ def _parse_to(args, kwargs):
         device = _C.device(device)
     return device, dtype
 
-
-_hook_ids = itertools.count()
