@@ -248,6 +248,7 @@ _accept_pin_memory(globals(), ("empty", "empty_strided", "zeros", "ones", "full"
 from . import utils  # noqa: E402,F401  (torch.utils.data, torch.utils.dlpack)
 from .utils.dlpack import from_dlpack  # noqa: E402,F401
 from . import random  # noqa: E402,F401  (torch.random: seeding, rng state, fork_rng)
+from .random import manual_seed  # noqa: E402,F401  (torch's is torch.random's: negative seeds too)
 from . import testing  # noqa: E402,F401  (torch.testing: assert_close, make_tensor)
 from . import multiprocessing  # noqa: E402,F401  (torch.multiprocessing: spawn; no shared tensors)
 
