@@ -254,3 +254,4 @@ __all__ += _py_all
 from ._lbfgs import LBFGS  # noqa: E402,F401
 __all__.append("LBFGS")
 from . import lr_scheduler  # noqa: E402,F401
+from . import swa_utils  # noqa: E402,F401

@@ -9,3 +9,4 @@ from .weight_norm import weight_norm, remove_weight_norm  # noqa: F401
 from . import clip_grad as convert_parameters  # noqa: F401  (torch's module name for the vectors)
 from . import parametrize, parametrizations  # noqa: F401
 from .spectral_norm import spectral_norm, remove_spectral_norm  # noqa: F401
+from . import prune  # noqa: F401
