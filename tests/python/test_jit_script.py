@@ -171,3 +171,11 @@ def test_passes_on_scripted_and_traced_programs():
     _close(t(x), want)
     with pytest.raises(RuntimeError, match="unknown pass 'nope'"):
         jit.run_passes(t, ["nope"])
+
+
+@pytest.mark.parametrize("obj", [retorch.nn.Linear(2, 2), retorch.nn.Linear, 3])
+def test_script_of_a_module_or_non_function_says_what_to_use(obj):
+    """Only functions are scripted here: a module (torch scripts its forward) gets a clear
+    NotImplementedError naming jit.trace, not a TypeError from deep inside inspect."""
+    with pytest.raises(NotImplementedError, match="retorch.jit.trace"):
+        retorch.jit.script(obj)

@@ -155,6 +155,10 @@ def script(fn):
     the file and line."""
     from . import _script
 
+    if not callable(fn) or isinstance(fn, type) or not hasattr(fn, "__code__"):  # a Module
+        raise NotImplementedError(
+            f"retorch.jit.script: scripting a {type(fn).__name__} is not supported; script a "
+            "function, or record a module with retorch.jit.trace(module, example_inputs)")
     text = _script.graph_text(fn)
     graph = _C._jit._parse_ir(text)
     return ScriptedFunction(_C._jit.ScriptFunction(graph), False, getattr(fn, "__name__", "fn"))
