@@ -97,24 +97,31 @@ def unflatten(self, dim, sizes):
     return self.reshape(shape[:d] + list(sizes) + shape[d + 1:])
 
 
+def _swap_in(self, make_view, op, instead="the out-of-place form"):
+    """self takes the geometry (and memory) of make_view()'s result in place, through
+    Tensor.data. Autograd does not record the swap, so a tensor that requires grad is refused
+    rather than left with a backward of the old shape; the view is made with grad off."""
+    if self.requires_grad and _C.is_grad_enabled():
+        if self.is_leaf:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        raise RuntimeError(f"{op}: retorch does not record in-place geometry changes for "
+                           f"autograd; use {instead} here")
+    prev = _C.is_grad_enabled()
+    _C._set_grad_enabled(False)
+    try:
+        self.data = make_view()
+    finally:
+        _C._set_grad_enabled(prev)
+    return self
+
+
 def _inplace_view(view):
     """t_(), transpose_(), squeeze_(), unsqueeze_(), as_strided_(): swap in the view's geometry
-    in place. The swap is not recorded by autograd, so a tensor that requires grad is refused
-    rather than left with a backward of the old shape."""
+    in place (_swap_in)."""
     def fn(self, *args, **kwargs):
-        if self.requires_grad and _C.is_grad_enabled():
-            if self.is_leaf:
-                raise RuntimeError("a leaf Variable that requires grad is being used in an "
-                                   "in-place operation.")
-            raise RuntimeError(f"{view}_: retorch does not record in-place geometry changes for "
-                               f"autograd; use the out-of-place {view}() here")
-        prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-        try:
-            self.data = getattr(self, view)(*args, **kwargs)
-        finally:
-            _C._set_grad_enabled(prev)
-        return self
+        return _swap_in(self, lambda: getattr(self, view)(*args, **kwargs), view + "_",
+                        f"the out-of-place {view}()")
     fn.__name__ = view + "_"
     return fn
 

@@ -1,6 +1,8 @@
 """Storages, as torch's: Tensor.storage() (TypedStorage), untyped_storage() (UntypedStorage), the
 legacy FloatStorage & co., and Tensor.set_ onto a tensor or a storage."""
 from . import _C
+from ._api_extras import _contiguous_strides
+from ._tensor import _swap_in
 
 __all__ = ["UntypedStorage", "TypedStorage", "is_storage", "FloatStorage", "DoubleStorage",
            "HalfStorage", "BFloat16Storage", "LongStorage", "IntStorage", "ShortStorage",
@@ -197,45 +199,22 @@ def _set_(self, source=None, storage_offset=0, size=None, stride=None):
     """Tensor.set_: self becomes a view of source's memory (a tensor: its geometry too; a
     storage: `size` and `stride` from `storage_offset` elements, the whole storage by default);
     set_() leaves self empty."""
-    if self.requires_grad and _C.is_grad_enabled():
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
-                           "operation." if self.is_leaf else
-                           "set_: retorch does not record set_ for autograd")
     if source is None:
-        view = _C.empty([0], dtype=self.dtype, device=self.device)
-    elif isinstance(source, _C.Tensor):
+        return _swap_in(self, lambda: _C.empty([0], dtype=self.dtype, device=self.device),
+                        "set_")
+    if isinstance(source, _C.Tensor):
         if source.dtype is not self.dtype:
             raise RuntimeError(f"set_: expected source of dtype {self.dtype}, got "
                                f"{source.dtype}")
-        view = source
-    else:
-        untyped = source.untyped() if isinstance(source, TypedStorage) else source
-        if isinstance(source, TypedStorage) and source.dtype is not self.dtype:
-            raise RuntimeError(f"set_: expected a storage of dtype {self.dtype}, got "
-                               f"{source.dtype}")
-        elements = TypedStorage(wrap_storage=untyped, dtype=self.dtype)._elements()
-        if size is None:
-            size, stride = [elements.numel() - storage_offset], [1]
-        size = list(size)
-        if stride is None:
-            stride, acc = [0] * len(size), 1
-            for d in range(len(size) - 1, -1, -1):
-                stride[d], acc = acc, acc * max(size[d], 1)
-        view = elements.as_strided(size, list(stride), storage_offset)
-    with _NoGrad():
-        self.data = view
-    return self
-
-
-class _NoGrad:
-    """Grad mode off for the swap (autograd imports this module's package first)."""
-
-    def __enter__(self):
-        self._prev = _C.is_grad_enabled()
-        _C._set_grad_enabled(False)
-
-    def __exit__(self, *exc):
-        _C._set_grad_enabled(self._prev)
+        return _swap_in(self, lambda: source, "set_")
+    untyped = source.untyped() if isinstance(source, TypedStorage) else source
+    if isinstance(source, TypedStorage) and source.dtype is not self.dtype:
+        raise RuntimeError(f"set_: expected a storage of dtype {self.dtype}, got "
+                           f"{source.dtype}")
+    elements = TypedStorage(wrap_storage=untyped, dtype=self.dtype)._elements()
+    size = [elements.numel() - storage_offset] if size is None else list(size)
+    stride = _contiguous_strides(size) if stride is None else list(stride)
+    return _swap_in(self, lambda: elements.as_strided(size, stride, storage_offset), "set_")
 
 
 def install(Tensor):
