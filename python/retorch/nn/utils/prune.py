@@ -192,13 +192,16 @@ class Identity(BasePruningMethod):
         return super(Identity, cls).apply(module, name)
 
 
-class RandomUnstructured(BasePruningMethod):
-    """Prunes `amount` (a count, or a fraction) of the entries, chosen at random."""
+class _Unstructured(BasePruningMethod):
+    """Prunes `amount` (a count, or a fraction) of the entries with the lowest scores."""
     PRUNING_TYPE = "unstructured"
 
     def __init__(self, amount):
         _validate_pruning_amount_init(amount)
         self.amount = amount
+
+    def _scores(self, t):
+        raise NotImplementedError
 
     def compute_mask(self, t, default_mask):
         tensor_size = t.nelement()
@@ -206,33 +209,27 @@ class RandomUnstructured(BasePruningMethod):
         _validate_pruning_amount(nparams_toprune, tensor_size)
         mask = default_mask.clone(memory_format=_C.contiguous_format)
         if nparams_toprune != 0:
-            prob = _C.rand_like(t)
-            topk = _C.topk(prob.view(-1), k=nparams_toprune)
+            topk = _C.topk(self._scores(t).view(-1), k=nparams_toprune, largest=False)
             mask.view(-1)[topk.indices] = 0
         return mask
+
+
+class RandomUnstructured(_Unstructured):
+    """Prunes `amount` (a count, or a fraction) of the entries, chosen at random."""
+
+    def _scores(self, t):
+        return -_C.rand_like(t)  # the largest draws go, as torch's topk of rand
 
     @classmethod
     def apply(cls, module, name, amount):
         return super(RandomUnstructured, cls).apply(module, name, amount=amount)
 
 
-class L1Unstructured(BasePruningMethod):
+class L1Unstructured(_Unstructured):
     """Prunes `amount` of the entries with the smallest absolute values."""
-    PRUNING_TYPE = "unstructured"
 
-    def __init__(self, amount):
-        _validate_pruning_amount_init(amount)
-        self.amount = amount
-
-    def compute_mask(self, t, default_mask):
-        tensor_size = t.nelement()
-        nparams_toprune = _compute_nparams_toprune(self.amount, tensor_size)
-        _validate_pruning_amount(nparams_toprune, tensor_size)
-        mask = default_mask.clone(memory_format=_C.contiguous_format)
-        if nparams_toprune != 0:
-            topk = _C.topk(_C.abs(t).view(-1), k=nparams_toprune, largest=False)
-            mask.view(-1)[topk.indices] = 0
-        return mask
+    def _scores(self, t):
+        return _C.abs(t)
 
     @classmethod
     def apply(cls, module, name, amount, importance_scores=None):
