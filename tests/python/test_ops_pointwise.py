@@ -41,8 +41,9 @@ CUSTOM = {
     "test_activation_backward_ops": ["sigmoid_backward", "tanh_backward", "silu_backward",
                                      "gelu_backward", "hardtanh_backward", "hardswish_backward",
                                      "hardsigmoid_backward", "leaky_relu_backward",
-                                     "_log_sigmoid_backward", "logsigmoid", "elu_backward",
+                                     "log_sigmoid_backward", "logsigmoid", "elu_backward",
                                      "elu", "selu", "celu"],
+    "test_log_sigmoid_forward": ["log_sigmoid_forward"],
     "test_softmax_backward_ops": ["_softmax_backward_data", "_log_softmax_backward_data"],
     "test_signbit": ["signbit"],
     "test_sum_mean_dtype": ["sum", "sum.dim_IntList", "mean", "mean.dim"],
@@ -691,10 +692,12 @@ def test_threshold_backward(rng):
     gradcheck(tb(0.1), g, x)
 
 
-def _torch_log_sigmoid_backward(L, g, x):
+def _log_sigmoid_backward(L, g, x):
+    """log_sigmoid_backward with the buffer log_sigmoid_forward saves; torch's refuses mixed
+    dtypes (retorch's promotes), so both get them promoted."""
     dt = L.result_type(g, x)
     g, x = g.to(dt), x.to(dt)
-    return L.ops.aten.log_sigmoid_backward(g, x, L.ops.aten.log_sigmoid_forward(x)[1])
+    return aten(L, "log_sigmoid_backward")(g, x, aten(L, "log_sigmoid_forward")(x)[1])
 
 
 # name -> (the op with its extra arguments as f(L, g, x), the saved tensor's domain)
@@ -715,10 +718,7 @@ ACTIVATION_BACKWARDS = {
         g, 1.6732632423543772, 1.0507009873554805, 1.0, False, x), None),
     "elu_backward celu result": (lambda L, g, y: aten(L, "elu_backward")(
         g, 0.5, 1.0, 2.0, True, y), "unit"),
-    # torch's takes the buffer its forward saves, and refuses mixed dtypes (ours promotes)
-    "_log_sigmoid_backward": (
-        lambda L, g, x: (_torch_log_sigmoid_backward(L, g, x) if is_torch(L)
-                         else L._log_sigmoid_backward(g, x)), None),
+    "log_sigmoid_backward": (_log_sigmoid_backward, None),
 }
 
 
@@ -746,9 +746,34 @@ def test_activation_backward_ops(rng, name):
     if name not in ("silu_backward", "hardsigmoid_backward"):  # torch 1.13 has no derivative
         grads(f, g, x, what=f"{name} double backward")
     gradcheck(f, g, x)
-    if name.startswith(("silu", "gelu", "sigmoid", "tanh", "_log_sigmoid")) or \
+    if name.startswith(("silu", "gelu", "sigmoid", "tanh", "log_sigmoid")) or \
             name == "elu_backward selu":  # smooth (away from 0): a third order too
         gradgradcheck(f, g, x)
+
+
+def test_log_sigmoid_forward(rng):
+    """log_sigmoid_forward's output and buffer against torch.ops.aten's, values and strides
+    (the buffer is laid out as the output), across dtypes, layouts, large and NaN values; only
+    the output is differentiable, its node named as torch's; logsigmoid's gradient reads the
+    buffer."""
+    f = lambda L, x: aten(L, "log_sigmoid_forward")(x)
+    for dt in ("float32", "float64"):  # float16/bfloat16: HALF_CASES
+        for lay in LAYOUTS:
+            both(f, P(rng, (3, 1100), dt, lay), what=f"{dt} {lay}", view=True)
+    x = np.array([-200, -90, -20, -1e-3, 0, 1e-3, 20, 90, 200, np.nan, np.inf, -np.inf],
+                 np.float32)
+    both(f, pair_from_values(x, "float32"), what="extremes")
+    both(f, P(rng, (0, 3)), what="empty")
+    both(f, P(rng, ()), what="0-dim")
+    raises_like_torch(f, P(rng, (3,), "int64"), what="integers")
+    for L in (torch, retorch):
+        x = L.tensor([-1.0, 0.5, 3.0], requires_grad=True)
+        out, buf = aten(L, "log_sigmoid_forward")(x)
+        assert (out.requires_grad, buf.requires_grad) == (True, False)
+        assert out.grad_fn.name() == "LogSigmoidBackward0"
+        assert L.nn.functional.logsigmoid(x).grad_fn.name() == "LogSigmoidBackward0"
+    grads(lambda L, x: aten(L, "log_sigmoid_forward")(x)[0], P(rng, (4, 5), "float64"))
+    gradcheck(lambda L, x: L.nn.functional.logsigmoid(x), P(rng, (4, 5), "float64"))
 
 
 @pytest.mark.parametrize("name", ["_softmax_backward_data", "_log_softmax_backward_data"])
@@ -1013,6 +1038,7 @@ for _n in ("_softmax_backward_data", "_log_softmax_backward_data"):
 HALF_CASES["threshold"] = (lambda L, x: act(L, "threshold")(x, 0.25, -2.0), {})
 HALF_CASES["softmin"] = (lambda L, x: act(L, "softmin")(x, 1), {})
 HALF_CASES["prelu"] = (lambda L, x, y: L.prelu(x, y[0, :1]), {}, 2)
+HALF_CASES["log_sigmoid_forward"] = (lambda L, x: aten(L, "log_sigmoid_forward")(x), {})
 CUSTOM["test_half_bfloat16_audit"] = sorted(HALF_CASES)
 
 # Pointwise and reduction ops without a float16/bfloat16 meaning (integer-only, or factories).

@@ -34,7 +34,9 @@ class NodeInfo:
     def __init__(self, entry, index):
         self.e = entry
         self.op = entry.ops()[0]
-        self.name = model.camel(entry.name) + 'Backward' + str(index)
+        # PyTorch drops a `_forward` suffix: log_sigmoid_forward's node is LogSigmoidBackward0.
+        stem = entry.name[:-len('_forward')] if entry.name.endswith('_forward') else entry.name
+        self.name = model.camel(stem) + 'Backward' + str(index)
         formulas = {}
         for k, v in entry.derivatives.items():
             formulas[k.strip()] = str(v)

@@ -137,21 +137,23 @@ Tensor gelu_backward(const Tensor& grad_output, const Tensor& self,
       });
 }
 
-// logsigmoid's: g * sigmoid(-x), the sigmoid through the vector functions a chunk at a time.
-Tensor log_sigmoid_backward(const Tensor& grad_output, const Tensor& self) {
-  return activation_backward("_log_sigmoid_backward", grad_output, self,
-      [](auto g, auto x) {
-        using T = decltype(g);
-        return g / (T(1) + std::exp(x));
-      },
-      [](const auto* g, const auto* x, auto* out, int64_t m) {
-        using T = std::remove_cv_t<std::remove_pointer_t<decltype(g)>>;
-        alignas(64) T s[512];
-        for (int64_t j = 0; j < m; ++j) s[j] = -x[j];
-        if (!vec_unary(VecFn::kSigmoid, s, s, m)) return false;
-        for (int64_t j = 0; j < m; ++j) out[j] = g[j] * s[j];
-        return true;
-      });
+// logsigmoid's: g * sigmoid(-x), from the forward's buffer b = exp(-|x|) as PyTorch's kernel
+// computes it, b / (1 + b) at and above 0 and 1 - b / (1 + b) below (no exp: computing the
+// sigmoid again took 1.66x PyTorch's time on 1M floats).
+Tensor log_sigmoid_backward(const Tensor& grad_output, const Tensor& self, const Tensor& buffer) {
+  Tensor out;
+  TensorIterator iter(out, {grad_output, self, buffer}, {.name = "log_sigmoid_backward_cpu"});
+  RT_CHECK(is_floating_type(iter.common_dtype()), "\"log_sigmoid_backward_cpu\" not implemented "
+           "for '", dtype_name(iter.common_dtype()), "'");
+  RT_DISPATCH_FLOATING(iter.common_dtype(), "log_sigmoid_backward_cpu", [&] {
+    using op_t = opmath_t<scalar_t>;
+    ternary_loop<scalar_t, scalar_t, scalar_t, scalar_t>(iter, [](op_t g, op_t x, op_t b) {
+      const op_t z = b / (op_t(1) + b);
+      return (x < op_t(0) ? op_t(1) - z : z) * g;
+    });
+  });
+  iter.finish();
+  return out;
 }
 
 // elu's: g * scale above 0; elsewhere (NaN included, as PyTorch's vector loop decides it),

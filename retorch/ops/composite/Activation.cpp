@@ -151,10 +151,15 @@ Tensor threshold(const Tensor& self, const Scalar& threshold, const Scalar& valu
   return where(self <= th, v, self);  // NaN is not <= threshold: it passes through
 }
 
-Tensor logsigmoid(const Tensor& self) {
+Tensor logsigmoid(const Tensor& self) { return std::get<0>(retorch::log_sigmoid_forward(self)); }
+
+std::tuple<Tensor, Tensor> log_sigmoid_forward(const Tensor& self) {
   check_floating("log_sigmoid_cpu", self);
-  // -softplus(-x): softplus's threshold makes it exact (= x) for very negative x.
-  return in_opmath(self, [](const Tensor& x) { return retorch::softplus(x.neg()).neg(); });
+  // -softplus(-x): softplus's threshold makes it exact (= x) for very negative x. Both
+  // contiguous, as PyTorch's.
+  Tensor out = in_opmath(self, [](const Tensor& x) { return retorch::softplus(x.neg()).neg(); });
+  Tensor buffer = in_opmath(self, [](const Tensor& x) { return x.abs().neg().exp(); });
+  return {out.contiguous(), buffer.contiguous()};
 }
 
 Tensor softmin(const Tensor& self, int64_t dim, std::optional<ScalarType> dtype) {

@@ -50,8 +50,11 @@ Tensor elu_backward(const Tensor& grad_output, const Scalar& alpha, const Scalar
   return where(self_or_result.gt(Scalar(0)), grad_output * scale, below);
 }
 
-Tensor _log_sigmoid_backward(const Tensor& grad_output, const Tensor& self) {
-  return grad_output * self.neg().sigmoid();
+// sigmoid(-x) from the buffer b = exp(-|x|): b / (1 + b) above 0, 1 - b / (1 + b) below, as
+// PyTorch's kernels compute it.
+Tensor log_sigmoid_backward(const Tensor& grad_output, const Tensor& self, const Tensor& buffer) {
+  const Tensor z = buffer / (buffer + 1);
+  return grad_output * where(self.lt(Scalar(0)), z.neg().add(1), z);
 }
 
 Tensor hardtanh_backward(const Tensor& grad_output, const Tensor& self, const Scalar& min_val,
