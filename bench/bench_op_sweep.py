@@ -71,6 +71,10 @@ def cases(L, a_np, b_np):
         "binary_cross_entropy": lambda: F.binary_cross_entropy(a, b),
         "kl_div": lambda: F.kl_div(a.log(), b, reduction="sum"),
         "cosine_similarity(1)": lambda: F.cosine_similarity(a2, b2),
+        "igamma": lambda: L.igamma(a * 10, b * 10), "igammac": lambda: L.igammac(a * 10, b * 10),
+        "special.bessel_j0": lambda: L.special.bessel_j0(a * 10),
+        "special.bessel_y1": lambda: L.special.bessel_y1(a * 10),
+        "special.ndtri": lambda: L.special.ndtri(a),
     })
     c.update(index_and_random_cases(L, a, a2))
     c.update(nn_shaped_cases(L, a))

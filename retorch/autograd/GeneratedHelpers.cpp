@@ -86,6 +86,9 @@ void check_inplace(const Tensor& self, bool requires_grad, const char* op) {
 }
 
 void raise_not_implemented(const char* op, const char* arg) {
+  if (arg == nullptr)
+    detail::throw_error(ErrorKind::kNotImplemented,
+                        detail::str_cat("the derivative for '", op, "' is not implemented."));
   detail::throw_error(ErrorKind::kNotImplemented,
                       detail::str_cat("the derivative for '", op, "' with respect to '", arg,
                                       "' is not implemented."));

@@ -88,5 +88,7 @@ std::string describe_call(std::string name, const Ts&... ts) {
 }
 [[noreturn]] void raise_not_implemented(const char* op, const char* arg);
 inline Tensor not_implemented(const char* op, const char* arg) { raise_not_implemented(op, arg); }
+/// PyTorch's own form: "the derivative for '<what>' is not implemented."
+inline Tensor not_implemented(const char* what) { raise_not_implemented(what, nullptr); }
 
 }  // namespace retorch::autograd::generated

@@ -87,6 +87,8 @@ def make_values(rng, shape, dtype, domain=None, distinct=False, special=False):
             arr = rng.uniform(0.5, 2.5, shape)
         elif domain == "unit":
             arr = rng.uniform(-0.9, 0.9, shape)
+        elif domain == "probability":
+            arr = rng.uniform(0.05, 0.95, shape)
         elif domain == "small":
             arr = rng.uniform(-1.0, 1.0, shape)
         elif domain == "nonzero":

@@ -44,6 +44,7 @@ CUSTOM = {
                                      "log_sigmoid_backward", "logsigmoid", "elu_backward",
                                      "elu", "selu", "celu"],
     "test_log_sigmoid_forward": ["log_sigmoid_forward"],
+    "test_igamma_ops": ["igamma", "igammac"],
     "test_softmax_backward_ops": ["_softmax_backward_data", "_log_softmax_backward_data"],
     "test_signbit": ["signbit"],
     "test_sum_mean_dtype": ["sum", "sum.dim_IntList", "mean", "mean.dim"],
@@ -751,6 +752,45 @@ def test_activation_backward_ops(rng, name):
         gradgradcheck(f, g, x)
 
 
+IGAMMA_OPS = {
+    "igamma": lambda L, a, x: L.igamma(a, x), "igammac": lambda L, a, x: L.igammac(a, x),
+    "igamma_": lambda L, a, x: a.clone().igamma_(x),
+    "igammac_": lambda L, a, x: a.clone().igammac_(x),
+    "igamma out=": lambda L, a, x: L.igamma(a, x, out=L.empty(0, dtype=a.dtype)),
+    "Tensor.igammac": lambda L, a, x: a.igammac(x)}
+
+
+@pytest.mark.parametrize("name", sorted(IGAMMA_OPS))
+def test_igamma_ops(rng, name):
+    """torch.igamma / igammac (what torch.special.gammainc / gammaincc are) in every form:
+    values across layouts, dtypes and broadcasting (each regime's values are in
+    test_special_swa_prune.py), promotion of an integer operand, integers refused, the gradient
+    with respect to other and the refused one with respect to self, both as torch's."""
+    f = IGAMMA_OPS[name]
+    pos = {"domain": "positive"}
+    for dt in ("float32", "float64"):
+        for lay in LAYOUTS:
+            both(f, P(rng, (3, 700), dt, lay, **pos), P(rng, (3, 700), dt, lay, **pos),
+                 what=f"{name} {dt} {lay}")
+    both(f, P(rng, (4, 5), "float64", **pos), P(rng, (5,), "float64", **pos), what="broadcast")
+    if not name.endswith("_"):
+        both(f, P(rng, (5,), "float32", **pos), P(rng, (4, 5), "float64", **pos), what="promote")
+        both(f, I([1, 2, 3], "int64"), P(rng, (3,), "float32", **pos), what="int and float")
+    raises_like_torch(f, I([1, 2], "int64"), I([1, 2], "int64"), what="integers")
+    raises_like_torch(f, P(rng, (3,), **pos), P(rng, (4,), **pos), what="shape mismatch")
+    both(f, I([-1.0, 0.0, 0.0, 2.0, np.inf, np.nan, 3.0], "float64"),
+         I([1.0, 0.0, 2.0, 0.0, 1.0, 1.0, np.inf], "float64"), what="boundaries")
+    if name in ("igamma", "igammac"):
+        a, x = P(rng, (3, 4), "float64", **pos), P(rng, (3, 4), "float64", **pos)
+        grads(lambda L, a, x: f(L, a.detach(), x), a, x, what="grad other")
+        gradcheck(lambda L, x: f(L, a.r, x), x)
+        for L in (torch, retorch):
+            y = f(L, L.tensor([2.0, 3.0], requires_grad=True), L.tensor([1.5, 2.5]))
+            with pytest.raises(NotImplementedError,
+                               match=f"the derivative for '{name}: input' is not implemented"):
+                y.sum().backward()
+
+
 def test_log_sigmoid_forward(rng):
     """log_sigmoid_forward's output and buffer against torch.ops.aten's, values and strides
     (the buffer is laid out as the output), across dtypes, layouts, large and NaN values; only
@@ -989,6 +1029,13 @@ HALF_CASES = {
     "erfinv": (lambda L, x: L.erfinv(x), {"domain": "unit"}),
     "erfc": (lambda L, x: L.erfc(x), {}), "i0": (lambda L, x: L.i0(x), {}),
     "special_i1": (lambda L, x: L.special.i1(x), {}), "sinc": (lambda L, x: L.sinc(x), {}),
+    "igamma": (lambda L, x, y: L.igamma(x, y), {"domain": "positive"}, 2),
+    "igammac": (lambda L, x, y: L.igammac(x, y), {"domain": "positive"}, 2),
+    "special_bessel_j0": (lambda L, x: L.special.bessel_j0(x), {}),
+    "special_bessel_j1": (lambda L, x: L.special.bessel_j1(x), {}),
+    "special_bessel_y0": (lambda L, x: L.special.bessel_y0(x), {"domain": "positive"}),
+    "special_bessel_y1": (lambda L, x: L.special.bessel_y1(x), {"domain": "positive"}),
+    "special_ndtri": (lambda L, x: L.special.ndtri(x), {"domain": "probability"}),
     "logit": (lambda L, x: L.logit(x, 0.1), {"domain": "unit"}),
     "xlogy.Tensor": (lambda L, x, y: L.xlogy(x, y), {"domain": "positive"}, 2),
     "xlogy.Scalar_Self": (lambda L, x: L.xlogy(2.5, x), {"domain": "positive"}),

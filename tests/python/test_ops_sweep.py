@@ -294,6 +294,8 @@ def torch_out_function(e):
     path = hint(e, "torch")
     if path and path.startswith("torch.nn.functional."):
         return getattr(torch._C._nn, e["base"])
+    if path and path.startswith("torch.special."):  # these take out= as they are
+        return resolve(path)
     return getattr(torch, e["base"])
 
 

@@ -1,10 +1,10 @@
 """retorch.special: torch.special's functions, as aliases of retorch ops or composed of them."""
 from .. import _C
-from ._normal import ndtr, log_ndtr, ndtri, erfcx, entr, xlog1py, multigammaln, round  # noqa: F401
-from ._gamma import gammainc, gammaincc, zeta  # noqa: F401
-from ._bessel import (i0e, i1e, bessel_j0, bessel_j1, bessel_y0, bessel_y1,  # noqa: F401
-                      modified_bessel_i0, modified_bessel_i1, modified_bessel_k0,
-                      modified_bessel_k1, scaled_modified_bessel_k0, scaled_modified_bessel_k1,
+from ._common import tensor_arg
+from ._normal import ndtr, log_ndtr, erfcx, entr, xlog1py, multigammaln, round  # noqa: F401
+from ._gamma import zeta  # noqa: F401
+from ._bessel import (i0e, i1e, modified_bessel_i0, modified_bessel_i1,  # noqa: F401
+                      modified_bessel_k0, modified_bessel_k1, scaled_modified_bessel_k0, scaled_modified_bessel_k1,
                       spherical_bessel_j0, airy_ai)
 from ._polynomials import (chebyshev_polynomial_t, chebyshev_polynomial_u,  # noqa: F401
                            chebyshev_polynomial_v, chebyshev_polynomial_w,
@@ -45,3 +45,25 @@ xlogy = _C.xlogy
 softmax = _C.softmax
 log_softmax = _C.log_softmax
 logsumexp = _C.logsumexp
+ndtri = _C.special_ndtri
+bessel_j0 = _C.special_bessel_j0
+bessel_j1 = _C.special_bessel_j1
+bessel_y0 = _C.special_bessel_y0
+bessel_y1 = _C.special_bessel_y1
+
+
+def _tensors_call(op, name, input, other, out):
+    """op(input, other[, out=out]) with torch's message for a non-tensor operand."""
+    tensor_arg(name, input, "input", 1)
+    tensor_arg(name, other, "other", 2)
+    return op(input, other) if out is None else op(input, other, out=out)
+
+
+def gammainc(input, other, *, out=None):
+    """The regularized lower incomplete gamma function P(input, other): retorch.igamma."""
+    return _tensors_call(_C.igamma, "special_gammainc", input, other, out)
+
+
+def gammaincc(input, other, *, out=None):
+    """The regularized upper incomplete gamma function Q(input, other): retorch.igammac."""
+    return _tensors_call(_C.igammac, "special_gammaincc", input, other, out)

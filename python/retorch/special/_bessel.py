@@ -1,17 +1,12 @@
-"""Bessel-family special functions: i0e, i1e, the Bessel functions J0, J1, Y0, Y1, the
-modified ones I0, I1, K0, K1 (and scaled K), spherical j0 and Airy Ai, as vectorized ports of
-torch's Cephes kernels (every branch is evaluated, then where() picks, in torch's order)."""
+"""Bessel-family special functions: i0e, i1e, the modified Bessel functions I0, I1, K0, K1 (and
+scaled K), spherical j0 and Airy Ai, as vectorized ports of torch's Cephes kernels (every branch
+is evaluated, then where() picks, in torch's order). J0, J1, Y0 and Y1 are ops
+(special_bessel_j0 and kin)."""
 import math
 
 from .. import _C
 from . import _bessel_tables as T
 from ._common import any_true, chbevl, const, polevl, select, unary_op
-
-_TWO_OVER_PI = 0.636619772367581343075535053490057448
-_SQRT_2_OVER_PI = 0.797884560802865355879892119868763737
-_PI_4 = 0.785398163397448309615660845819875721
-_3PI_4 = 2.356194490192344928846982537459627163
-
 
 def _i0e(x):
     a = _C.abs(x)
@@ -97,63 +92,6 @@ def _scaled_k1(x):
     return _k_small_large(x, small * _C.exp(x), large)
 
 
-def _hankel_asymptotic(x, w, tables, phase, cos_first):
-    """The large-x form (P cos(x - phase) - 5/x Q sin(x - phase)) sqrt(2/(pi x)) of J (and,
-    with sin and cos swapped and a plus sign, of Y), P and Q rational in w = 25/x^2."""
-    pp, pq, qp, qq = tables
-    p = polevl(w, pp) / polevl(w, pq)
-    q = 5.0 / x * (polevl(w, qp) / polevl(w, qq))
-    s, c = _C.sin(x - phase), _C.cos(x - phase)
-    r = p * c - q * s if cos_first else p * s + q * c
-    return r * _SQRT_2_OVER_PI / _C.sqrt(x)
-
-
-_J0_PQ = (T.J0_PP, T.J0_PQ, T.J0_QP, T.J0_QQ)
-_J1_PQ = (T.J1_PP, T.J1_PQ, T.J1_QP, T.J1_QQ)
-
-
-def _bessel_j0(x):
-    a = _C.abs(x)
-    a2 = a * a
-    small = (a2 - 5.78318596294678452118e+00) * (a2 - 3.04712623436620863991e+01) * \
-        polevl(a2, T.J0_RP) / polevl(a2, T.J0_RQ)
-    small = select(small, a < 0.00001, 1.0 - a2 / 4.0)
-    large = _hankel_asymptotic(a, 25.0 / a2, _J0_PQ, _PI_4, True)
-    return select(large, a <= 5.0, small)
-
-
-def _bessel_j1(x):
-    a = _C.abs(x)
-    x2 = x * x
-    small = polevl(x2, T.J1_RP) / polevl(x2, T.J1_RQ) * x * \
-        (x2 - 1.46819706421238932572e+01) * (x2 - 4.92184563216946036703e+01)
-    large = _hankel_asymptotic(a, (5.0 / a) * (5.0 / a), _J1_PQ, _3PI_4, True)
-    large = select(large, x < 0, -large)
-    return select(large, a <= 5.0, small)
-
-
-def _y_frame(x, small, large):
-    r = select(large, x <= 5.0, small)
-    r = select(r, x < 0, math.nan)
-    return select(r, x == 0, -math.inf)
-
-
-def _bessel_y0(x):
-    x2 = x * x
-    small = polevl(x2, T.Y0_YP) / polevl(x2, T.Y0_YQ) + \
-        _TWO_OVER_PI * _C.log(x) * _bessel_j0(x)
-    large = _hankel_asymptotic(x, 25.0 / x2, _J0_PQ, _PI_4, False)
-    return _y_frame(x, small, large)
-
-
-def _bessel_y1(x):
-    x2 = x * x
-    small = x * (polevl(x2, T.Y1_YP) / polevl(x2, T.Y1_YQ)) + \
-        _TWO_OVER_PI * (_bessel_j1(x) * _C.log(x) - 1.0 / x)
-    large = _hankel_asymptotic(x, (5.0 / x) * (5.0 / x), _J1_PQ, _3PI_4, False)
-    return _y_frame(x, small, large)
-
-
 _SPHERICAL_J0_SERIES = (1.0 / 6227020800.0, -1.0 / 39916800.0, 1.0 / 362880.0, -1.0 / 5040.0,
                         1.0 / 120.0, -1.0 / 6.0, 1.0)
 
@@ -214,10 +152,6 @@ def _airy_ai(x):
     return select(r, _C.isinf(x), math.nan)
 
 
-bessel_j0 = unary_op("bessel_j0", _bessel_j0)
-bessel_j1 = unary_op("bessel_j1", _bessel_j1)
-bessel_y0 = unary_op("bessel_y0", _bessel_y0)
-bessel_y1 = unary_op("bessel_y1", _bessel_y1)
 modified_bessel_i0 = unary_op("modified_bessel_i0", _modified_i0)
 modified_bessel_i1 = unary_op("modified_bessel_i1", _modified_i1)
 modified_bessel_k0 = unary_op("modified_bessel_k0", _modified_k0)
