@@ -116,14 +116,17 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("index", [](const Device& d) -> py::object {
         return d.index < 0 ? py::none() : py::cast(int(d.index));
       })
-      .def("__eq__", [](const Device& a, const Device& b) { return a == b; })
+      // devices only, as torch's: device("cpu") == "cpu" is False
+      .def("__eq__", [](const Device& a, py::handle b) {
+        return py::isinstance<Device>(b) && a == b.cast<Device>();
+      })
       .def("__hash__", [](const Device& d) { return int(d.type) * 256 + d.index; })
       .def("__str__", &Device::str)
       .def("__repr__", [](const Device& d) {
         return "device(type='" + std::string(device_type_name(d.type)) + "'" +
                (d.index >= 0 ? ", index=" + std::to_string(d.index) : std::string()) + ")";
       });
-  py::implicitly_convertible<py::str, Device>();
+  // (a device string converts in type_caster<Device>: Note [Fast caster failure])
 
   py::class_<Generator>(m, "Generator")
       .def(py::init<>())

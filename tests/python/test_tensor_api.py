@@ -221,3 +221,46 @@ def test_tensor_from_python_numbers_checks_integer_overflow_as_torch(data, dt):
     arr = np.array([200])
     assert retorch.tensor(arr, dtype=retorch.int8).tolist() == \
         torch.tensor(arr, dtype=torch.int8).tolist()
+
+
+def _outcome(f):
+    try:
+        return ("ok", f())
+    except Exception as e:  # noqa: BLE001 - the class is what is compared
+        return ("raises", type(e).__name__)
+
+
+ARGUMENT_CASES = {
+    # Note [Fast caster failure]: each overload set still takes what it took, as torch does
+    "to str": lambda L, x: x.to("cpu").dtype, "to str dtype": lambda L, x: x.to("cpu", L.float64),
+    "to device": lambda L, x: x.to(L.device("cpu")), "to dtype": lambda L, x: x.to(L.int32),
+    "to tensor": lambda L, x: x.to(L.zeros(1, dtype=L.float64)),
+    "to device kw": lambda L, x: x.to(device="cpu", dtype=L.float16),
+    "device == str": lambda L, x: L.device("cpu") == "cpu",
+    "device == other str": lambda L, x: L.device("cpu") == "cuda",
+    "device in factory": lambda L, x: L.zeros(2, device="cpu"),
+    "mul int": lambda L, x: x.mul(2), "mul float": lambda L, x: x * 2.5,
+    "mul bool": lambda L, x: x.mul(True), "rsub": lambda L, x: 1 - x,
+    "add tensor": lambda L, x: L.add(x, x), "where scalar": lambda L, x: L.where(x > 1, x, 0.0),
+    "view dtype": lambda L, x: x.view(L.int32), "view sizes": lambda L, x: x.view(3, 1),
+    "mul str": lambda L, x: x.mul("2"), "to list": lambda L, x: x.to([1]),
+    "dtype as str": lambda L, x: x.to(L.zeros(1), "float32"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ARGUMENT_CASES))
+def test_overload_arguments_as_torch(name):
+    """Tensors, dtypes and devices (objects and strings) reach the overload torch picks for
+    them, and arguments no overload takes raise where torch's raise."""
+    f = ARGUMENT_CASES[name]
+    got = _outcome(lambda: f(retorch, retorch.tensor([1.0, 2.0, 3.0])))
+    want = _outcome(lambda: f(torch, torch.tensor([1.0, 2.0, 3.0])))
+    assert got[0] == want[0], f"{name}: retorch {got}, torch {want}"
+    if want[0] == "raises":
+        return
+    g, w = got[1], want[1]
+    if isinstance(w, torch.Tensor):
+        assert str(g.dtype).replace("retorch", "torch") == str(w.dtype)
+        np.testing.assert_array_equal(g.float().numpy(), w.float().numpy())
+    else:
+        assert str(g).replace("retorch", "torch") == str(w), name
