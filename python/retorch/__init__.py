@@ -61,21 +61,25 @@ def tensor(data, dtype=None, device=None, requires_grad=False):
             raise RuntimeError("Could not infer dtype of " + type(data).__name__)
         if not from_numpy_array and not isinstance(data, _np.generic):
             _check_no_overflow(arr, dtype)
-            if arr.dtype.kind == "f":
-                arr = arr.astype(_np.float64)
+            kind = arr.dtype.kind
+            if kind == "f":
+                if arr.dtype != _np.float64:
+                    arr = arr.astype(_np.float64)
                 target = get_default_dtype()
-            elif arr.dtype.kind in _NP_DEFAULT_INT:
-                arr = arr.astype(_np.int64)
+            elif kind in _NP_DEFAULT_INT:
+                if arr.dtype != _np.int64:
+                    arr = arr.astype(_np.int64)
                 target = int64
-            elif arr.dtype.kind == "b":
+            elif kind == "b":
                 target = bool
             else:
                 raise TypeError("tensor(): unsupported data type " + str(arr.dtype))
         else:
             target = None
-        t = from_numpy(_np.asarray(arr, order="C")).clone()
-        if dtype is None and target is not None and t.dtype != target:
-            t = t.to(target)
+        want = dtype if dtype is not None else target
+        src = from_numpy(_np.asarray(arr, order="C"))
+        # one copy, converting on the way (a clone and then to() took twice the time)
+        t = src.clone() if want is None or want is src.dtype else _C._to_copy(src, dtype=want)
     if dtype is not None and t.dtype != dtype:
         t = t.to(dtype)
     if device is not None:
