@@ -1,7 +1,8 @@
 // One-pass backward kernels of the activations (sigmoid, tanh, silu, gelu, hardtanh, hardswish,
-// hardsigmoid, leaky_relu, logsigmoid, elu): out = f(grad_output, x) in opmath, rounded once. Written
-// of primitives (composite/ActivationBackward.cpp, the other backends' form) they took three to
-// seven passes over fresh temporaries: 1.2-7.9x PyTorch's time on 1M floats. silu's sigmoid and
+// hardsigmoid, leaky_relu, elu; logsigmoid's also reads its forward's buffer): out =
+// f(grad_output, x) in opmath, rounded once. Written of primitives
+// (composite/ActivationBackward.cpp, the other backends' form) they took three to seven passes
+// over fresh temporaries: 1.2-7.9x PyTorch's time on 1M floats. silu's sigmoid and
 // gelu's erf, exp and tanh run through the vector functions an L1-sized chunk at a time.
 #include <cmath>
 

@@ -734,44 +734,37 @@ void igammac_out(const Tensor& self, const Tensor& other, Tensor& out) {
                 [](auto a, auto x) { return incomplete_gamma<decltype(a), false>(a, x); });
 }
 
-void special_bessel_j0_out(const Tensor& self, Tensor& out) {
+namespace {
+
+// special_bessel_*: f(x, sc) (bessel_j0 & co.) with its Hankel phase, evaluated at |x| for J.
+template <typename F>
+void bessel_out(const char* name, const Tensor& self, Tensor& out, bool absolute, double phase,
+                const F& f) {
   cephes_unary(
-      "special_bessel_j0", self, out,
-      [](auto x) { return bessel_j0(x, SinCos<decltype(x)>{kPi4}); },
-      [](const auto* x, auto* y, int64_t n) {
-        return bessel_span(x, y, n, true, kPi4,
-                           [](auto v, const auto& sc) { return bessel_j0(v, sc); });
-      });
+      name, self, out, [&](auto x) { return f(x, SinCos<decltype(x)>{phase}); },
+      [&](const auto* x, auto* y, int64_t n) { return bessel_span(x, y, n, absolute, phase, f); });
+}
+
+}  // namespace
+
+void special_bessel_j0_out(const Tensor& self, Tensor& out) {
+  bessel_out("special_bessel_j0", self, out, true, kPi4,
+             [](auto x, const auto& sc) { return bessel_j0(x, sc); });
 }
 
 void special_bessel_j1_out(const Tensor& self, Tensor& out) {
-  cephes_unary(
-      "special_bessel_j1", self, out,
-      [](auto x) { return bessel_j1(x, SinCos<decltype(x)>{k3Pi4}); },
-      [](const auto* x, auto* y, int64_t n) {
-        return bessel_span(x, y, n, true, k3Pi4,
-                           [](auto v, const auto& sc) { return bessel_j1(v, sc); });
-      });
+  bessel_out("special_bessel_j1", self, out, true, k3Pi4,
+             [](auto x, const auto& sc) { return bessel_j1(x, sc); });
 }
 
 void special_bessel_y0_out(const Tensor& self, Tensor& out) {
-  cephes_unary(
-      "special_bessel_y0", self, out,
-      [](auto x) { return bessel_y0(x, SinCos<decltype(x)>{kPi4}); },
-      [](const auto* x, auto* y, int64_t n) {
-        return bessel_span(x, y, n, false, kPi4,
-                           [](auto v, const auto& sc) { return bessel_y0(v, sc); });
-      });
+  bessel_out("special_bessel_y0", self, out, false, kPi4,
+             [](auto x, const auto& sc) { return bessel_y0(x, sc); });
 }
 
 void special_bessel_y1_out(const Tensor& self, Tensor& out) {
-  cephes_unary(
-      "special_bessel_y1", self, out,
-      [](auto x) { return bessel_y1(x, SinCos<decltype(x)>{k3Pi4}); },
-      [](const auto* x, auto* y, int64_t n) {
-        return bessel_span(x, y, n, false, k3Pi4,
-                           [](auto v, const auto& sc) { return bessel_y1(v, sc); });
-      });
+  bessel_out("special_bessel_y1", self, out, false, k3Pi4,
+             [](auto x, const auto& sc) { return bessel_y1(x, sc); });
 }
 
 void special_ndtri_out(const Tensor& self, Tensor& out) {
