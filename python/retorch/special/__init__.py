@@ -4,8 +4,8 @@ from ._common import tensor_arg
 from ._normal import ndtr, log_ndtr, erfcx, entr, xlog1py, multigammaln, round  # noqa: F401
 from ._gamma import zeta  # noqa: F401
 from ._bessel import (i0e, i1e, modified_bessel_i0, modified_bessel_i1,  # noqa: F401
-                      modified_bessel_k0, modified_bessel_k1, scaled_modified_bessel_k0, scaled_modified_bessel_k1,
-                      spherical_bessel_j0, airy_ai)
+                      modified_bessel_k0, modified_bessel_k1, scaled_modified_bessel_k0,
+                      scaled_modified_bessel_k1, spherical_bessel_j0, airy_ai)
 from ._polynomials import (chebyshev_polynomial_t, chebyshev_polynomial_u,  # noqa: F401
                            chebyshev_polynomial_v, chebyshev_polynomial_w,
                            shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u,
