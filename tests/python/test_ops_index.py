@@ -14,6 +14,7 @@ CUSTOM = {
     "test_index_put": ["index_put"],
     "test_getitem": ["index.Tensor"],
     "test_setitem": ["index_put"],
+    "test_setitem_whole_mask": ["index_put"],
     "test_masked_select": ["masked_select"],
     "test_masked_scatter": ["masked_scatter"],
     "test_index_fill": ["index_fill.int_Scalar", "index_fill.int_Tensor"],
@@ -225,6 +226,41 @@ def test_setitem(rng):
           P(rng, (2, 4)))
     grads(lambda L, x, v: (lambda y: (y.__setitem__((slice(None), [1]), v), y)[1])(x * 1),
           P(rng, (3, 4)), P(rng, (3, 1)))
+
+
+def test_setitem_whole_mask(rng):
+    """x[mask] = value with a mask over leading dims of x and one value runs masked_fill (as
+    torch's index_put_): the same values, errors and gradients as torch's, for numbers, 0-dim
+    and one-element values (of x's dtype or another), across dtypes and layouts; other masks,
+    several values and accumulation keep the general path."""
+    def setm(val):
+        def f(L, x, m):
+            y = x.clone()
+            y[m] = val(L, x) if callable(val) else val
+            return y
+        return f
+
+    for dt in ("float32", "float64", "int64", "bool", "bfloat16"):
+        for lay in LAYOUTS:
+            x, m = P(rng, (33, 40), dt, lay), P(rng, (33, 40), "bool", lay)
+            v = True if dt == "bool" else 3
+            both(setm(v), x, m, what=f"{dt} {lay} number")
+            both(setm(lambda L, x: L.tensor(v).to(x.dtype)), x, m, what=f"{dt} {lay} 0-dim")
+            both(setm(lambda L, x: L.ones(1).to(x.dtype)), x, m, what=f"{dt} {lay} one element")
+    x = P(rng, (3, 4))
+    both(setm(lambda L, x: L.tensor(2.0, dtype=L.float64)), x, P(rng, (3, 4), "bool"),
+         what="value of another dtype")
+    both(setm(1.5), x, P(rng, (3,), "bool"), what="mask of the leading dim")
+    both(setm(lambda L, x: L.tensor(7, dtype=L.int64)), P(rng, (3, 4, 5)),
+         P(rng, (3, 4), "bool"), what="mask of leading dims, an integer value")
+    both(setm(1.5), x, I([[True, False, True, False]], "bool"), what="broadcast mask shape")
+    both(setm(1.5), x, I(True, "bool"), what="0-dim mask")
+    both(setm(lambda L, x: L.ones(2)), x, P(rng, (3, 4), "bool"), what="two values")
+    both(lambda L, x, m: x.clone().index_put_((m,), L.tensor(1.0), True), x,
+         P(rng, (3, 4), "bool"), what="accumulate")
+    both(setm(0.0), P(rng, (0, 4)), P(rng, (0, 4), "bool"), what="empty")
+    grads(lambda L, x, v, m: (lambda y: (y.__setitem__(m, v), y)[1])(x * 1), P(rng, (3, 4)),
+          P(rng, ()), P(rng, (3, 4), "bool"), what="grads")
 
 
 # ---------------------------------------------------------------- masked_* / index_* / take / put

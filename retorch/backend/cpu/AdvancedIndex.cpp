@@ -209,15 +209,28 @@ Tensor index(const Tensor& self, ArrayRef<std::optional<Tensor>> indices) {
 
 void index_put_out(const Tensor& self, ArrayRef<std::optional<Tensor>> indices,
                    const Tensor& values, bool accumulate, Tensor& out) {
-  RT_CHECK(values.dtype() == self.dtype(), "Index put requires the source and destination "
-           "dtypes match, got ", self.dtype(), " for the destination and ",
-           values.dtype(), " for the source.");
   if (!out.defined()) {
     out = self.clone();
   } else if (!out.is_same(self)) {
     detail::resize_output(out, self.sizes(), "index_put");
     out.copy_(self);
   }
+  // One boolean mask over leading dims of self and one value (x[x < 0] = 0): masked_fill's
+  // one pass, as PyTorch's index_put_ takes it (a value of another dtype is cast, as there), not
+  // nonzero's index list and a scattered write (1M floats 2.6 ms, masked_fill_ 0.05).
+  if (!accumulate && indices.size() == 1 && indices[0].has_value() &&
+      indices[0]->dtype() == kBool && indices[0]->device() == out.device() &&
+      indices[0]->dim() >= 1 && indices[0]->dim() <= out.dim() &&
+      out.sizes().slice(0, size_t(indices[0]->dim())).equals(indices[0]->sizes()) &&
+      values.numel() == 1) {
+    DimVector shape(indices[0]->sizes().begin(), indices[0]->sizes().end());
+    shape.resize(size_t(out.dim()), 1);
+    out.masked_fill_(indices[0]->view(shape).expand(out.sizes()), values.reshape({}));
+    return;
+  }
+  RT_CHECK(values.dtype() == self.dtype(), "Index put requires the source and destination "
+           "dtypes match, got ", self.dtype(), " for the destination and ",
+           values.dtype(), " for the source.");
   IndexPlan p = make_plan(out, indices, "index_put");
   RT_CHECK(is_expandable_to(values.sizes(), p.result_shape), "shape mismatch: value tensor of "
            "shape ", values.sizes(), " cannot be broadcast to indexing result of shape ",
