@@ -22,7 +22,10 @@ def _rand(shape, like):
     return _C.rand(list(shape), dtype=like.dtype, device=like.device)
 
 
-class Normal(Distribution):
+class _LocScale(Distribution):
+    """The real-valued loc-scale families (Normal, Laplace, Cauchy): loc and scale broadcast
+    together, loc the mode (and, where it exists, the mean). Each family keeps its own expand,
+    so a subclass that does not override it is refused as in torch."""
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.real
     has_rsample = True
@@ -31,9 +34,6 @@ class Normal(Distribution):
         self.loc, self.scale = broadcast_all(loc, scale)
         super().__init__(_batch_shape(self.loc, loc, scale), validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
-        return self._expand_params(Normal, batch_shape, ("loc", "scale"), _instance)
-
     @property
     def mean(self):
         return self.loc
@@ -41,6 +41,11 @@ class Normal(Distribution):
     @property
     def mode(self):
         return self.loc
+
+
+class Normal(_LocScale):
+    def expand(self, batch_shape, _instance=None):
+        return self._expand_params(Normal, batch_shape, ("loc", "scale"), _instance)
 
     @property
     def stddev(self):
@@ -74,25 +79,9 @@ class Normal(Distribution):
         return 0.5 + 0.5 * math.log(2 * math.pi) + _C.log(self.scale)
 
 
-class Laplace(Distribution):
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(_batch_shape(self.loc, loc, scale), validate_args=validate_args)
-
+class Laplace(_LocScale):
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Laplace, batch_shape, ("loc", "scale"), _instance)
-
-    @property
-    def mean(self):
-        return self.loc
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):
@@ -232,25 +221,13 @@ class Exponential(Distribution):
         return 1.0 - _C.log(self.rate)
 
 
-class Cauchy(Distribution):
-    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
-    support = constraints.real
-    has_rsample = True
-
-    def __init__(self, loc, scale, validate_args=None):
-        self.loc, self.scale = broadcast_all(loc, scale)
-        super().__init__(_batch_shape(self.loc, loc, scale), validate_args=validate_args)
-
+class Cauchy(_LocScale):
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Cauchy, batch_shape, ("loc", "scale"), _instance)
 
     @property
     def mean(self):
         return _C.full(list(self._extended_shape()), math.nan, dtype=self.loc.dtype)
-
-    @property
-    def mode(self):
-        return self.loc
 
     @property
     def variance(self):
