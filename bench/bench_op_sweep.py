@@ -75,6 +75,9 @@ def cases(L, a_np, b_np):
         "special.bessel_j0": lambda: L.special.bessel_j0(a * 10),
         "special.bessel_y1": lambda: L.special.bessel_y1(a * 10),
         "special.ndtri": lambda: L.special.ndtri(a),
+        "special.i0e": lambda: L.special.i0e(a * 10),
+        "special.modified_bessel_k1": lambda: L.special.modified_bessel_k1(a * 10),
+        "special.legendre_polynomial_p(5)": lambda: L.special.legendre_polynomial_p(a, 5),
     })
     c.update(index_and_random_cases(L, a, a2))
     c.update(nn_shaped_cases(L, a))

@@ -117,6 +117,7 @@ Tensor logcumsumexp_backward(const Tensor& grad, const Tensor& self, const Tenso
 // ---- pointwise (issue 3)
 /// d i1(x) = i0(x) - i1(x) / x, with the limit 1/2 at x = 0.
 Tensor i1_backward(const Tensor& grad, const Tensor& self, const Tensor& result);
+Tensor i1e_backward(const Tensor& grad, const Tensor& self, const Tensor& result);
 /// d sinc(x) = (cos(pi x) pi x - sin(pi x)) / (pi x^2), 0 at x = 0.
 Tensor sinc_backward(const Tensor& grad, const Tensor& self);
 Tensor logit_backward(const Tensor& grad, const Tensor& self, std::optional<double> eps);

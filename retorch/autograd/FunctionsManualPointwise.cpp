@@ -1,6 +1,7 @@
 // Backward helpers of the special functions and pointwise misc ops, written in retorch ops so
 // they differentiate again.
 #include <cmath>
+#include <limits>
 
 #include "retorch/autograd/FunctionsManual.h"
 
@@ -16,6 +17,20 @@ Tensor i1_backward(const Tensor& grad, const Tensor& self, const Tensor& result)
   const Tensor xs = where(zero, Scalar(1), self);
   const Tensor d = self.i0() - result / xs;
   return grad * where(zero, Scalar(0.5), d);
+}
+
+// PyTorch's i1e_backward: d/dx i1e(x) = i0e(x) - i1e(x) (sign(x) + 1/x), whose limit at 0 is
+// 1/2; |x| up to the dtype's epsilon takes the limit (Note [Safe division at removable
+// singularities]).
+Tensor i1e_backward(const Tensor& grad, const Tensor& self, const Tensor& result) {
+  const double eps = self.dtype() == kDouble ? std::numeric_limits<double>::epsilon()
+                     : self.dtype() == kHalf ? 0.0009765625
+                     : self.dtype() == kBFloat16 ? 0.0078125
+                                                 : double(std::numeric_limits<float>::epsilon());
+  const Tensor not_tiny = self.abs() > eps;
+  const Tensor xs = where(not_tiny, self, Scalar(eps));
+  const Tensor d = special_i0e(xs) - result * (xs.sign() + xs.reciprocal());
+  return grad * where(not_tiny, d, Scalar(0.5));
 }
 
 Tensor sinc_backward(const Tensor& grad, const Tensor& self) {

@@ -1,4 +1,5 @@
-"""Oracle tests for special functions (gamma family, erfinv, i0/i1, sinc, logit, xlogy, igamma)."""
+"""Oracle tests for special functions (gamma family, erfinv, the Bessel functions, sinc, logit,
+xlogy, igamma, the orthogonal polynomials)."""
 import numpy as np
 import pytest
 import torch
@@ -7,6 +8,12 @@ import retorch
 from custom_helpers import I, P, both, gradcheck, gradgradcheck, grads, raises_like_torch
 from oracle import DTYPES, FLOATS, pair_from_values
 from test_ops_pointwise import LAYOUTS
+
+POLYNOMIALS = ["chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+               "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+               "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+               "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+               "laguerre_polynomial_l", "legendre_polynomial_p"]
 
 # test name -> the ops.yaml entries it covers (checked by test_op_coverage.py).
 CUSTOM = {
@@ -18,6 +25,15 @@ CUSTOM = {
     "test_special_accuracy": ["lgamma", "digamma", "polygamma", "erfinv", "erfc", "i0",
                               "special_i1", "sinc"],
     "test_igamma_ops": ["igamma", "igammac"],
+    "test_scaled_bessel_gradients": ["special_i0e", "special_i1e"],
+    "test_polynomial_ops": ["special_chebyshev_polynomial_t", "special_chebyshev_polynomial_u",
+                            "special_chebyshev_polynomial_v", "special_chebyshev_polynomial_w",
+                            "special_shifted_chebyshev_polynomial_t",
+                            "special_shifted_chebyshev_polynomial_u",
+                            "special_shifted_chebyshev_polynomial_v",
+                            "special_shifted_chebyshev_polynomial_w",
+                            "special_hermite_polynomial_h", "special_hermite_polynomial_he",
+                            "special_laguerre_polynomial_l", "special_legendre_polynomial_p"],
 }
 
 
@@ -127,7 +143,7 @@ def test_special_accuracy():
     """Dense grids against torch in float64 (1e-9 relative), and float32 results against torch
     computed in float64 and rounded once (torch's own float32 kernels are off by up to 8e-4 near
     the poles of polygamma; retorch evaluates in double, see Note [Special functions in
-    double])."""
+    double]); i0 and i1, which compute as torch's, against torch's float32 kernels."""
     x = np.concatenate([np.linspace(-20, 20, 4001) + 0.0123, np.geomspace(1e-6, 1e5, 300)])
     u = np.linspace(-0.9999, 0.9999, 2001)
     fns = [(f"polygamma({n})", (lambda n: lambda L, t: L.polygamma(n, t))(n), x)
@@ -140,8 +156,13 @@ def test_special_accuracy():
         got = f(retorch, retorch.from_numpy(grid)).numpy()
         np.testing.assert_allclose(got, want, rtol=1e-9, atol=0, err_msg=name)
         g32 = grid.astype(np.float32)
-        want32 = f(torch, torch.from_numpy(g32).double()).float().numpy()
         got32 = f(retorch, retorch.from_numpy(g32)).numpy()
+        if name in ("i0", "i1"):
+            # These sum torch's Chebyshev series in float, as torch's float32 kernels do.
+            want32 = f(torch, torch.from_numpy(g32)).numpy()
+            np.testing.assert_allclose(got32, want32, rtol=1e-6, atol=1e-30, err_msg=name)
+            continue
+        want32 = f(torch, torch.from_numpy(g32).double()).float().numpy()
         np.testing.assert_allclose(got32, want32, rtol=2.4e-7, atol=1e-30, err_msg=name)
 
 
@@ -242,3 +263,53 @@ def test_igamma_ops(rng, name):
             with pytest.raises(NotImplementedError,
                                match=f"the derivative for '{name}: input' is not implemented"):
                 y.sum().backward()
+
+
+def test_scaled_bessel_gradients(rng):
+    """i0e and i1e differentiate as torch's (to second order), with torch's node names and the
+    limit 1/2 of i1e's derivative at 0; the modified Bessel functions I and K do not."""
+    x = P(rng, (2, 3), "float64")
+    for name in ("i0e", "i1e"):
+        f = (lambda n: lambda L, t: getattr(L.special, n)(t))(name)
+        gradcheck(f, x)
+        gradgradcheck(f, x)
+        grads(f, I([0.0, 1e-9, -2.5, 9.0, -40.0], "float32"), what=name + " at 0 and far")
+        grads(f, I([0.0, 1e-20, -3.0], "float64"), what=name + " float64 at 0")
+        for L in (torch, retorch):
+            y = getattr(L.special, name)(L.tensor([0.5], requires_grad=True))
+            assert y.grad_fn.name() == "Special" + name.upper() + "Backward0", L
+    for name in ("modified_bessel_i0", "modified_bessel_k1", "scaled_modified_bessel_k0"):
+        for L in (torch, retorch):
+            y = getattr(L.special, name)(L.tensor([0.5, 2.5], requires_grad=True))
+            assert not y.requires_grad and y.grad_fn is None, (name, L)
+
+
+def test_polynomial_ops(rng):
+    """The orthogonal polynomials (every regime's values are in test_special_swa_prune.py):
+    layouts, broadcasting, dtype promotion (integers compute in the default dtype), a number for
+    either argument, out=, both numbers refused, and results that do not require grad, as
+    torch's."""
+    for name in POLYNOMIALS:
+        def f(L, x, n, name=name):
+            return getattr(L.special, name)(x, n)
+        for dt in ("float32", "float64"):
+            for lay in LAYOUTS:
+                x = P(rng, (3, 70), dt, lay, domain="unit")
+                n = pair_from_values(np.floor(rng.uniform(-1, 12, (3, 70))), dt, lay)
+                both(f, x, n, what=f"{name} {dt} {lay}")
+        n = pair_from_values(np.array([0.0, 1.0, 3.0, 7.0, 10.0]), "float64")
+        both(f, P(rng, (4, 1), "float64", domain="unit"), n, what=f"{name} broadcast")
+        both(f, P(rng, (5,), "float32", domain="unit"), n, what=f"{name} promote")
+        both(f, I([0, 1, 2], "int64"), I([2, 3, 4], "int64"), what=f"{name} integers")
+        both(lambda L, x: getattr(L.special, name)(x, 5), P(rng, (6,), domain="unit"),
+             what=f"{name} (x, 5)")
+        both(lambda L, x: getattr(L.special, name)(x, 2.5), I([1, 2], "int64"),
+             what=f"{name} (int x, 2.5)")
+        both(lambda L, n: getattr(L.special, name)(0.25, n), n, what=f"{name} (0.25, n)")
+        both(lambda L, x, n: getattr(L.special, name)(x, n, out=L.empty(0, dtype=x.dtype)),
+             P(rng, (5,), "float64", domain="unit"), n, what=f"{name} out=")
+        for L in (torch, retorch):
+            with pytest.raises(TypeError):
+                getattr(L.special, name)(0.5, 3)
+            y = getattr(L.special, name)(L.tensor([0.5, -0.25], requires_grad=True), 4)
+            assert not y.requires_grad, (name, L)

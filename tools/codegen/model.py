@@ -278,4 +278,6 @@ def load(path):
 
 
 def camel(name):
-    return ''.join(p[:1].upper() + p[1:] for p in name.strip('_').split('_'))
+    # As PyTorch's node names, str.title() per word: a letter after a digit is capitalized too
+    # (log1p -> Log1P, max_pool2d -> MaxPool2D, special_i0e -> SpecialI0E).
+    return ''.join(p.title() for p in name.strip('_').split('_'))

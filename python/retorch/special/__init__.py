@@ -3,9 +3,7 @@ from .. import _C
 from ._common import tensor_arg
 from ._normal import ndtr, log_ndtr, erfcx, entr, xlog1py, multigammaln, round  # noqa: F401
 from ._gamma import zeta  # noqa: F401
-from ._bessel import (i0e, i1e, modified_bessel_i0, modified_bessel_i1,  # noqa: F401
-                      modified_bessel_k0, modified_bessel_k1, scaled_modified_bessel_k0,
-                      scaled_modified_bessel_k1, spherical_bessel_j0, airy_ai)
+from ._bessel import spherical_bessel_j0, airy_ai  # noqa: F401
 from ._polynomials import (chebyshev_polynomial_t, chebyshev_polynomial_u,  # noqa: F401
                            chebyshev_polynomial_v, chebyshev_polynomial_w,
                            shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u,
@@ -50,6 +48,14 @@ bessel_j0 = _C.special_bessel_j0
 bessel_j1 = _C.special_bessel_j1
 bessel_y0 = _C.special_bessel_y0
 bessel_y1 = _C.special_bessel_y1
+i0e = _C.special_i0e
+i1e = _C.special_i1e
+modified_bessel_i0 = _C.special_modified_bessel_i0
+modified_bessel_i1 = _C.special_modified_bessel_i1
+modified_bessel_k0 = _C.special_modified_bessel_k0
+modified_bessel_k1 = _C.special_modified_bessel_k1
+scaled_modified_bessel_k0 = _C.special_scaled_modified_bessel_k0
+scaled_modified_bessel_k1 = _C.special_scaled_modified_bessel_k1
 
 
 def _tensors_call(op, name, input, other, out):

@@ -1,5 +1,5 @@
 """Shared plumbing for retorch.special: argument checks and promotion, float64 evaluation,
-polynomial and Chebyshev series, masked loops, and the autograd node factory.
+polynomial series, masked loops, and the autograd node factory.
 
 The kernels run without a graph (a where() that discards a branch's inf or NaN is harmless
 there); gradients come from torch's derivative formulas, as in derivatives.yaml."""
@@ -89,18 +89,6 @@ def polevl(x, coefs):
     for c in coefs[1:]:
         r = r * x + c
     return r
-
-
-def chbevl(x, coefs):
-    """Clenshaw summation of a Chebyshev series (Cephes chbevl)."""
-    b0 = const(x, coefs[0])
-    b1 = const(x, 0.0)
-    b2 = b1
-    for c in coefs[1:]:
-        b2 = b1
-        b1 = b0
-        b0 = x * b1 - b2 + c
-    return 0.5 * (b0 - b2)
 
 
 def select(result, mask, value):

@@ -1,4 +1,4 @@
-// Special-function kernels: lgamma, digamma/polygamma, erfinv, erfc, i0/i1, sinc, logit, xlogy.
+// Special-function kernels: lgamma, digamma/polygamma, erfinv, erfc, sinc, logit, xlogy.
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -95,50 +95,6 @@ double erfinv_d(double x) {
     y -= f / d;
   }
   return std::copysign(y, x);
-}
-
-// Modified Bessel functions of the first kind. The power series has only positive terms (no
-// cancellation); beyond |x| = 700 its terms overflow, and the asymptotic expansion is exact to
-// double precision there anyway.
-double i0_d(double x) {
-  const double ax = std::fabs(x);
-  if (std::isnan(x)) return x;
-  if (ax > 700) {
-    // e^x / sqrt(2 pi x) * (1 + 1/(8x) + 9/(2 (8x)^2) + ...)
-    const double z = 1 / (8 * ax);
-    const double s = 1 + z * (1 + z * (4.5 + z * 37.5));
-    return std::exp(ax) / std::sqrt(2 * kPi * ax) * s;
-  }
-  const double q = ax * ax / 4;
-  double term = 1, sum = 1;
-  for (int k = 1; k < 1000; ++k) {
-    term *= q / (double(k) * double(k));
-    sum += term;
-    if (term < sum * 1e-17) break;
-  }
-  return sum;
-}
-
-double i1_d(double x) {
-  const double ax = std::fabs(x);
-  if (std::isnan(x)) return x;
-  double r;
-  if (ax > 700) {
-    // e^x / sqrt(2 pi x) * (1 - 3/(8x) - 15/(2 (8x)^2) - ...)
-    const double z = 1 / (8 * ax);
-    const double s = 1 - z * (3 + z * (7.5 + z * 52.5));
-    r = std::exp(ax) / std::sqrt(2 * kPi * ax) * s;
-  } else {
-    const double q = ax * ax / 4;
-    double term = ax / 2, sum = term;
-    for (int k = 1; k < 1000; ++k) {
-      term *= q / (double(k) * double(k + 1));
-      sum += term;
-      if (term < sum * 1e-17) break;
-    }
-    r = sum;
-  }
-  return x < 0 ? -r : r;
 }
 
 double sinc_d(double x) {
@@ -375,7 +331,6 @@ void erfinv_out(const Tensor& self, Tensor& out) {
       return false;
   });
 }
-void i0_out(const Tensor& self, Tensor& out) { special_unary("i0", self, out, i0_d); }
 // sin(pi x) / (pi x) in double (Note [Special functions in double]), float32 and float64 spans
 // with the vector sin in double (5.2 -> ~1 ms on 1M floats, where libm's sin per element took
 // 1.4x PyTorch's float time).
@@ -397,12 +352,6 @@ void erfc_out(const Tensor& self, Tensor& out) {
                   else
                     return false;
                 });
-}
-
-Tensor special_i1(const Tensor& self) {
-  Tensor out;
-  special_unary("special_i1", self, out, i1_d);
-  return out;
 }
 
 void polygamma_out(int64_t n, const Tensor& self, Tensor& out) {
