@@ -24,7 +24,6 @@ _install_indexing(Tensor)
 from . import _tensor  # noqa: E402
 _tensor.install(Tensor)
 from . import _memory_format  # noqa: E402
-_memory_format.install(Tensor)
 _memory_format.install_like(globals())
 
 _NP_DEFAULT_INT = {"i", "u"}

@@ -1,5 +1,9 @@
 // torch.memory_format objects and the memory_format= arguments of is_contiguous, contiguous,
-// clone, empty and empty_like (the generated bindings know no memory formats).
+// clone, empty, empty_like and Tensor.to (the generated bindings know no memory formats).
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include "python/src/bindings.h"
 
 namespace retorch::python {
@@ -20,6 +24,151 @@ Tensor restride_like(const Tensor& result, const Tensor& self) {
   DimVector want = memory_format_strides(self, MemoryFormat::Preserve);
   if (result.strides().equals(want)) return result;
   return retorch::empty_strided(result.sizes(), want, result.options()).copy_(result);
+}
+
+
+// Tensor.to's arguments, read as torch's three signatures: (device=None, dtype=None,
+// non_blocking=False, copy=False), (dtype, non_blocking=False, copy=False) and (other,
+// non_blocking=False, copy=False), each with a keyword-only memory_format=preserve_format.
+struct ToArgs {
+  enum Form { kDevice, kDtype, kOther } form = kDevice;
+  std::optional<Device> device;
+  std::optional<ScalarType> dtype;
+  std::optional<Tensor> other;
+  bool non_blocking = false, copy = false;
+  MemoryFormat memory_format = MemoryFormat::Preserve;
+};
+
+[[noreturn]] void bad_to_args(const py::args& args, const py::kwargs& kwargs) {
+  std::string got;
+  for (py::handle a : args) got += std::string(got.empty() ? "" : ", ") + Py_TYPE(a.ptr())->tp_name;
+  for (auto kv : kwargs)
+    got += std::string(got.empty() ? "" : ", ") + py::str(kv.first).cast<std::string>() + "=" +
+           Py_TYPE(kv.second.ptr())->tp_name;
+  throw py::type_error(
+      "to() received an invalid combination of arguments - got (" + got + "), but expected one "
+      "of:\n * (torch.device device, torch.dtype dtype, bool non_blocking, bool copy, *, "
+      "torch.memory_format memory_format)\n * (torch.dtype dtype, bool non_blocking, bool copy, "
+      "*, torch.memory_format memory_format)\n * (Tensor tensor, bool non_blocking, bool copy, "
+      "*, torch.memory_format memory_format)");
+}
+
+template <typename T>
+bool load(py::handle h, T& out) {
+  py::detail::make_caster<T> c;
+  if (!c.load(h, false)) return false;
+  out = py::detail::cast_op<T>(c);
+  return true;
+}
+
+// None, a device or a device string (an invalid string raises the parser's error, as torch's
+// RuntimeError), or an int (cuda:<int>).
+bool load_device(py::handle h, std::optional<Device>& out) {
+  if (h.is_none()) return out.reset(), true;
+  if (PyUnicode_Check(h.ptr())) return out = Device(h.cast<std::string>()), true;
+  if (PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr()))
+    return out = Device(kCUDA, int8_t(h.cast<int>())), true;
+  Device d = kCPU;
+  if (!load(h, d)) return false;
+  return out = d, true;
+}
+
+ToArgs parse_to(const py::args& args, const py::kwargs& kwargs) {
+  ToArgs a;
+  const size_t n = args.size();
+  // The positional slots of the form, after its first argument.
+  std::vector<const char*> slots;
+  if (n > 0) {
+    py::handle first = args[0];
+    ScalarType dt;
+    if (py::isinstance<Tensor>(first)) {
+      a.form = ToArgs::kOther;
+      a.other = first.cast<Tensor>();
+      slots = {"non_blocking", "copy"};
+    } else if (load(first, dt)) {
+      a.form = ToArgs::kDtype;
+      a.dtype = dt;
+      slots = {"non_blocking", "copy"};
+    } else if (load_device(first, a.device)) {
+      slots = {"dtype", "non_blocking", "copy"};
+    } else {
+      bad_to_args(args, kwargs);
+    }
+  }
+  if (n > slots.size() + 1) bad_to_args(args, kwargs);
+  auto set = [&](const std::string& name, py::handle v) {
+    bool ok = false;
+    if (name == "non_blocking" || name == "copy") {
+      ok = PyBool_Check(v.ptr());
+      if (ok) (name == "copy" ? a.copy : a.non_blocking) = v.ptr() == Py_True;
+    } else if (name == "dtype" && a.form == ToArgs::kDevice) {
+      ScalarType dt;
+      ok = v.is_none() || load(v, dt);
+      if (ok && !v.is_none()) a.dtype = dt;
+    } else if (name == "device" && a.form == ToArgs::kDevice && n == 0) {
+      ok = load_device(v, a.device);
+    } else if (name == "memory_format") {
+      ok = v.is_none() || load(v, a.memory_format);
+    }
+    if (!ok) bad_to_args(args, kwargs);
+  };
+  for (size_t i = 1; i < n; ++i) set(slots[i - 1], args[i]);
+  for (auto kv : kwargs) {
+    const std::string name = py::str(kv.first);
+    // A keyword may not repeat a positional argument.
+    for (size_t i = 1; i < n; ++i)
+      if (name == slots[i - 1]) bad_to_args(args, kwargs);
+    set(name, kv.second);
+  }
+  return a;
+}
+
+Tensor call_to(const Tensor& self, const ToArgs& a) {
+  switch (a.form) {
+    case ToArgs::kDtype: return self.to(*a.dtype, a.non_blocking, a.copy);
+    case ToArgs::kOther: return self.to(*a.other, a.non_blocking, a.copy);
+    default: return self.to(a.device, a.dtype, a.non_blocking, a.copy);
+  }
+}
+
+// The dim order in which a dense, non-contiguous tensor (a transposed or channels-last one) is
+// contiguous, or empty.
+std::vector<int64_t> dense_order(const Tensor& t) {
+  if (t.dim() < 2 || t.is_contiguous()) return {};
+  std::vector<int64_t> order(size_t(t.dim()));
+  for (int64_t d = 0; d < t.dim(); ++d) order[size_t(d)] = d;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t x, int64_t y) { return t.stride(x) > t.stride(y); });
+  if (!t.permute(order).is_contiguous()) return {};
+  return order;
+}
+
+// Tensor.to: the op (to.dtype, to.device or to.other, as called), its result laid out as
+// memory_format asks; preserve_format keeps a dense input's strides, copying it once.
+Tensor tensor_to(const Tensor& self, const py::args& args, const py::kwargs& kwargs) {
+  const ToArgs a = parse_to(args, kwargs);
+  if (a.memory_format != MemoryFormat::Preserve) {
+    // As torch: nothing to convert and already laid out as asked (by the format it suggests)
+    // returns self; else a copy in that format.
+    const Tensor out = call_to(self, a);
+    if (!out.is_same(self)) return out.contiguous(a.memory_format);
+    return self.suggest_memory_format() == a.memory_format ? self : self.clone(a.memory_format);
+  }
+  if (!self.is_contiguous()) {
+    const std::vector<int64_t> order = dense_order(self);
+    if (!order.empty()) {
+      // Convert the contiguous permuted view, then permute back (restriding a contiguous
+      // result would cost a second, strided copy).
+      const Tensor src = self.permute(order);
+      const Tensor out = call_to(src, a);
+      if (out.is_same(src)) return self;
+      std::vector<int64_t> inverse(order.size());
+      for (size_t i = 0; i < order.size(); ++i) inverse[size_t(order[i])] = int64_t(i);
+      return out.permute(inverse);
+    }
+  }
+  Tensor out = call_to(self, a);
+  return out.is_same(self) ? self : restride_like(out, self);
 }
 
 }  // namespace
@@ -73,6 +222,8 @@ void bind_memory_format(py::module_& m, py::class_<Tensor>& cls) {
       }, py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
       py::arg("requires_grad") = false, py::arg("memory_format"));
   m.def("_restride_like", &restride_like);
+  py::delattr(cls, "to");
+  cls.def("to", &tensor_to);
 }
 
 }  // namespace retorch::python

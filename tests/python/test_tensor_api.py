@@ -245,6 +245,9 @@ ARGUMENT_CASES = {
     "view dtype": lambda L, x: x.view(L.int32), "view sizes": lambda L, x: x.view(3, 1),
     "mul str": lambda L, x: x.mul("2"), "to list": lambda L, x: x.to([1]),
     "dtype as str": lambda L, x: x.to(L.zeros(1), "float32"),
+    "python float type": lambda L, x: L.zeros(2, dtype=float),
+    "python int type": lambda L, x: L.full((2,), 3, dtype=int),
+    "python bool type": lambda L, x: L.ones(2, dtype=bool), "sum python type": lambda L, x: x.sum(dtype=int),
 }
 
 
@@ -264,3 +267,79 @@ def test_overload_arguments_as_torch(name):
         np.testing.assert_array_equal(g.float().numpy(), w.float().numpy())
     else:
         assert str(g).replace("retorch", "torch") == str(w), name
+
+
+TO_CASES = {
+    "nothing": ((), {}), "same dtype": (("float32",), {}), "dtype": (("float64",), {}),
+    "dtype copy": (("float32", False, True), {}), "dtype copy kw": (("float32",), {"copy": True}),
+    "dtype kw": ((), {"dtype": "int32"}), "str": (("cpu",), {}),
+    "str dtype": (("cpu", "float16"), {}), "str dtype kw": (("cpu",), {"dtype": "float16"}),
+    "device kw": ((), {"device": "cpu"}), "device dtype kw": ((), {"device": "cpu", "dtype": "int64"}),
+    "None": ((None,), {}), "None dtype": ((None, "float64"), {}),
+    "device non_blocking": (("cpu", None, True), {}), "other": (("other",), {}),
+    "other copy": (("other", False, True), {}), "format": ((), {"memory_format": "channels_last"}),
+    "format contiguous": ((), {"memory_format": "contiguous_format"}),
+    "format None": ((), {"memory_format": None}),
+    "dtype format": (("float64",), {"memory_format": "channels_last"}),
+    "dtype preserve": (("float64",), {"memory_format": "preserve_format"}),
+    "bad string": (("foo",), {}), "bad string kw": ((), {"device": "foo"}),
+    "int copy": (("float64",), {"copy": 1}), "extra": (("float64", False, False, False), {}),
+    "twice": (("cpu",), {"device": "cpu"}), "dtype twice": (("float64", False), {"non_blocking": True}),
+    "unknown kw": ((), {"dtypes": "float64"}), "list": (([1],), {}),
+    "format positional": (("float64", False, False, "channels_last"), {}),
+    "other dtype kw": (("other",), {"dtype": "float64"}), "python type": ((float,), {}),
+    "python type kw": ((), {"dtype": int}), "python bool type": (("cpu", bool), {}),
+}
+
+
+def _to_args(L, values, x):
+    def one(v):
+        if v == "other":
+            return L.zeros(1, dtype=L.float64)
+        if isinstance(v, str) and hasattr(L, v) and v not in ("cpu",):
+            return getattr(L, v)
+        return v
+    return tuple(one(v) for v in values[0]), {k: one(v) for k, v in values[1].items()}
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "channels_last", "sliced"])
+@pytest.mark.parametrize("name", sorted(TO_CASES))
+def test_to_arguments_as_torch(name, layout):
+    """Tensor.to reads its arguments as torch's three signatures do: the same result (dtype,
+    device, values, strides, and whether it is the input itself) or the same error class (a bad
+    device string raises RuntimeError, a bad combination TypeError)."""
+    def run(L):
+        x = L.arange(24, dtype=L.float32).reshape(2, 3, 2, 2)
+        if layout == "transposed":
+            x = x.transpose(1, 3)
+        elif layout == "channels_last":
+            x = x.contiguous(memory_format=L.channels_last)
+        elif layout == "sliced":
+            x = x[:, ::2]
+        args, kwargs = _to_args(L, TO_CASES[name], x)
+        y = x.to(*args, **kwargs)
+        return y, y is x
+    got, want = _outcome(lambda: run(retorch)), _outcome(lambda: run(torch))
+    assert got[0] == want[0], f"{name}: retorch {got}, torch {want}"
+    if want[0] == "raises":
+        assert got[1] == want[1], name
+        return
+    (g, g_same), (w, w_same) = got[1], want[1]
+    assert g_same == w_same, name
+    assert str(g.dtype).replace("retorch", "torch") == str(w.dtype), name
+    assert str(g.device) == str(w.device), name
+    assert g.stride() == w.stride(), (name, g.stride(), w.stride())
+    np.testing.assert_array_equal(g.float().numpy(), w.float().numpy())
+
+
+def test_to_differentiates_and_traces():
+    """Tensor.to records the op that was called: gradients flow back through a dtype change of a
+    transposed tensor, and a traced function replays the conversion."""
+    x = retorch.randn(3, 4, dtype=retorch.float64, requires_grad=True)
+    y = x.t().to(retorch.float32)
+    assert y.stride() == (1, 4) and y.dtype == retorch.float32
+    (y * y).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x.detach().numpy(), rtol=1e-6)
+    traced = retorch.jit.trace(lambda t: t.to(retorch.float64) * 2, retorch.ones(2))
+    out = traced(retorch.tensor([1.5, 2.0]))
+    assert out.dtype == retorch.float64 and out.tolist() == [3.0, 4.0]
