@@ -49,9 +49,20 @@ def _check_no_overflow(arr, dtype):
         raise RuntimeError(f"value cannot be converted to type {name} without overflow")
 
 
+_INT64_LIMIT = 1 << 63
+_FLOAT32_MAX, _INF = 3.4028234663852886e38, _builtins.float("inf")  # (larger: a float32 inf)
+
+
 def tensor(data, dtype=None, device=None, requires_grad=False):
     """Copies data (nested lists, numbers, numpy arrays, tensors) into a new tensor."""
-    if isinstance(data, Tensor):
+    kind = type(data)  # (float, int and bool are retorch's dtypes in this module)
+    if dtype is None and ((kind is _builtins.float and not _FLOAT32_MAX < _builtins.abs(data) < _INF) or
+                          kind is _builtins.bool or
+                          (kind is _builtins.int and -_INT64_LIMIT <= data < _INT64_LIMIT)):
+        # A Python number: a 0-dim tensor straight away (numpy's way took 3.9 us, torch 1.5).
+        t = _C.full([], data, dtype=get_default_dtype() if kind is _builtins.float else
+                    (bool if kind is _builtins.bool else int64))
+    elif isinstance(data, Tensor):
         t = data.detach().clone()
     else:
         from_numpy_array = isinstance(data, _np.ndarray)

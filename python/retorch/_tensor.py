@@ -183,10 +183,6 @@ def install(Tensor):
     Tensor.fliplr = lambda self: self.flip([1])
     Tensor.flipud = lambda self: self.flip([0])
     Tensor.square = lambda self: self.pow(2)
-    Tensor.T = property(lambda self: self.permute(list(range(self.dim() - 1, -1, -1))))
-    Tensor.mT = property(lambda self: self.transpose(-2, -1))
-    Tensor.H = Tensor.T
-    Tensor.mH = Tensor.mT
     Tensor.is_cpu = property(lambda self: self.device.type == "cpu")
     Tensor.is_complex = lambda self: False
     Tensor.is_signed = lambda self: self.dtype not in (_C.uint8, _C.bool)

@@ -1,5 +1,8 @@
 """The Tensor API a torch program touches (attributes, conversions, factories, printing,
 iteration, numpy interop, errors), each case run on torch and retorch and compared."""
+import math
+import warnings
+
 import numpy as np
 import pytest
 import torch
@@ -343,3 +346,61 @@ def test_to_differentiates_and_traces():
     traced = retorch.jit.trace(lambda t: t.to(retorch.float64) * 2, retorch.ones(2))
     out = traced(retorch.tensor([1.5, 2.0]))
     assert out.dtype == retorch.float64 and out.tolist() == [3.0, 4.0]
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int32", "int64", "float16",
+                                   "bfloat16", "float32", "float64"])
+def test_tolist_as_torch(dtype):
+    """tolist gives torch's nested lists of Python numbers (bool, int or float, exact values)
+    for every dtype, shape and layout: 0-dim gives a number, empty dims empty lists."""
+    base = np.array([[0.0, -1.5, 2.25, 3.0], [70000.0, -0.0, 1e-3, 127.0], [1.0, 0.5, -7.0, 2.0]])
+    cases = {"matrix": lambda L, t: t, "transposed": lambda L, t: t.t(),
+             "sliced": lambda L, t: t[:, ::2], "0-dim": lambda L, t: t[1, 2],
+             "empty": lambda L, t: t[:0], "empty inner": lambda L, t: t[:, :0],
+             "3-d": lambda L, t: t.reshape(2, 3, 2), "vector": lambda L, t: t[0]}
+    for name, f in cases.items():
+        tt = f(torch, torch.tensor(base).to(getattr(torch, dtype)))
+        rt = f(retorch, retorch.tensor(base).to(getattr(retorch, dtype)))
+        want, got = tt.tolist(), rt.tolist()
+        assert got == want, (dtype, name, got, want)
+        assert repr(got) == repr(want), (dtype, name)  # the same Python types (bool, int, float)
+    x = retorch.tensor([1.0, 2.0], requires_grad=True)
+    assert (x * 2).tolist() == [2.0, 4.0]
+
+
+def test_tensor_of_a_python_number_as_torch():
+    """tensor(number): the default dtype for floats, int64 for ints, bool for bools, a 0-dim
+    tensor, an int out of int64's range refused, and dtype= / requires_grad= honoured."""
+    for v in [1.5, 2, True, False, -3, 2 ** 62, -2 ** 63, 2 ** 63, math.inf, 1e300]:
+        got = _outcome(lambda: retorch.tensor(v))
+        want = _outcome(lambda: torch.tensor(v))
+        assert got[0] == want[0], v
+        if want[0] == "raises":
+            assert got[1] == want[1], v
+            continue
+        assert str(got[1].dtype).replace("retorch", "torch") == str(want[1].dtype), v
+        assert got[1].shape == () and got[1].item() == want[1].item(), v
+    assert retorch.tensor(1.5, dtype=retorch.int32).item() == torch.tensor(1.5, dtype=torch.int32).item()
+    assert retorch.tensor(3, dtype=retorch.float64).dtype == retorch.float64
+    y = retorch.tensor(2.0, requires_grad=True)
+    assert y.requires_grad and y.is_leaf
+    retorch.set_default_dtype(retorch.float64)
+    try:
+        assert retorch.tensor(0.25).dtype == retorch.float64
+    finally:
+        retorch.set_default_dtype(retorch.float32)
+
+
+@pytest.mark.parametrize("attr", ["T", "mT", "H", "mH"])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3), (2, 3, 4)])
+def test_transpose_properties_as_torch(attr, shape):
+    """x.T reverses every dim, x.H too but only for matrices, x.mT and x.mH swap the last two
+    dims of (batches of) matrices: the same views, strides and errors as torch's."""
+    def run(L):
+        x = L.arange(24.0)[:math.prod(shape)].reshape(shape)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # T's deprecation warning for other ranks
+            y = getattr(x, attr)
+        return tuple(y.shape), y.stride(), y.tolist()
+    got, want = _outcome(lambda: run(retorch)), _outcome(lambda: run(torch))
+    assert got == want, (got, want)
