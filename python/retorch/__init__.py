@@ -23,8 +23,6 @@ from ._indexing import unique, nonzero, install as _install_indexing  # noqa: E4
 _install_indexing(Tensor)
 from . import _tensor  # noqa: E402
 _tensor.install(Tensor)
-from . import _memory_format  # noqa: E402
-_memory_format.install_like(globals())
 
 _NP_DEFAULT_INT = {"i", "u"}
 
@@ -182,7 +180,8 @@ def set_rng_state(new_state):
     _C._device_set_rng_state("cpu", new_state, -1)
 
 
-Size = tuple
+from ._size import Size  # noqa: E402
+_C._set_size_type(Size)
 
 # torch.linalg; einsum/tensordot take varargs / int dims in Python like torch's wrappers.
 from . import linalg  # noqa: E402,F401

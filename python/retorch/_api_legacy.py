@@ -10,6 +10,7 @@ import numpy as np
 
 from . import _C
 from ._api_extras import _CPP_NAMES, _format_strides, _resize, _type_name
+from ._size import Size
 from ._tensor import _TYPE_NAMES
 from .autograd.function import Function
 from .functional import broadcast_tensors
@@ -140,7 +141,7 @@ def _legacy_new(dtype, device, kind, args, kwargs):
     if "data" in named:
         return _from_data(named["data"], dtype, device)
     if named:
-        args = (tuple(named["size"]),) if "size" in named else (named["other"],)
+        args = (Size(named["size"]),) if "size" in named else (named["other"],)
     if not args:
         return _C.empty([0], dtype=dtype, device=device)
     first = args[0]
@@ -157,12 +158,9 @@ def _legacy_new(dtype, device, kind, args, kwargs):
         return first.view_as(first)  # an alias, as torch's
     if len(args) == 1 and not isinstance(first, bool) and _as_int(first) is not None:
         return _sized(dtype, device, [_as_int(first)])
-    if len(args) == 1 and isinstance(first, tuple) and \
-            all(_as_int(v) is not None and not isinstance(v, bool) for v in first):
-        # retorch's Size is a plain tuple, so a tuple of ints reads as a size: then
-        # x.new(x.shape) and FloatTensor(x.size()) do what torch's do (torch would read a
-        # literal tuple as data).
-        return _sized(dtype, device, [_as_int(v) for v in first])
+    if len(args) == 1 and isinstance(first, Size):
+        # A Size reads as sizes (x.new(x.shape), FloatTensor(x.size())); another tuple as data.
+        return _sized(dtype, device, list(first))
     if len(args) == 1:
         if isinstance(first, str):
             raise TypeError("new(): invalid data type 'str'")

@@ -49,26 +49,6 @@ def _size_args(size):
     return tuple(size[0]) if len(size) == 1 and isinstance(size[0], (tuple, list)) else size
 
 
-def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
-    return _C.zeros(_size_args(size), dtype=dtype or self.dtype, device=device or self.device,
-                    requires_grad=requires_grad)
-
-
-def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
-    return _C.ones(_size_args(size), dtype=dtype or self.dtype, device=device or self.device,
-                   requires_grad=requires_grad)
-
-
-def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
-    return _C.empty(_size_args(size), dtype=dtype or self.dtype, device=device or self.device,
-                    requires_grad=requires_grad)
-
-
-def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
-    return _C.full(tuple(size), fill_value, dtype=dtype or self.dtype,
-                   device=device or self.device, requires_grad=requires_grad)
-
-
 def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
     from . import tensor
     return tensor(data, dtype=dtype or self.dtype, device=device or self.device,
@@ -176,7 +156,7 @@ def install(Tensor):
     for alias, target in _ALIASES.items():
         if hasattr(Tensor, target) and not hasattr(Tensor, alias):
             setattr(Tensor, alias, getattr(Tensor, target))
-    for fn in (new_zeros, new_ones, new_empty, new_full, new_tensor, movedim, unflatten):
+    for fn in (new_tensor, movedim, unflatten):
         setattr(Tensor, fn.__name__, fn)
     Tensor.moveaxis = movedim
     Tensor.ravel = lambda self: self.reshape(-1)

@@ -131,17 +131,29 @@ py::object return_type(const char* name, std::initializer_list<const char*> fiel
   return py::module_::import("retorch.return_types").attr("_make")(name, names);
 }
 
+// An element of a size: an int (not a bool), or an object with __index__ (a 0-dim integer
+// tensor, numpy's integers); anything else is a TypeError, as torch's.
+static int64_t size_element(py::handle h) {
+  if (PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr())) return h.cast<int64_t>();
+  if (!PyBool_Check(h.ptr()) && !PyFloat_Check(h.ptr()) && PyIndex_Check(h.ptr()))
+    return py::reinterpret_steal<py::int_>(PyNumber_Index(h.ptr())).cast<int64_t>();
+  throw py::type_error(std::string("argument 'size' must be tuple of ints, but found element "
+                                   "of type ") + Py_TYPE(h.ptr())->tp_name);
+}
+
 std::vector<int64_t> pyargs_to_ints(const py::args& args) {
   std::vector<int64_t> out;
-  if (args.size() == 1 && !PyLong_Check(args[0].ptr())) {
-    for (py::handle h : args[0]) out.push_back(h.cast<int64_t>());
+  if (args.size() == 1 && !PyLong_Check(args[0].ptr()) && !PyIndex_Check(args[0].ptr())) {
+    if (!PyTuple_Check(args[0].ptr()) && !PyList_Check(args[0].ptr()) &&
+        !py::hasattr(args[0], "__iter__"))
+      throw py::type_error(std::string("argument 'size' must be tuple of ints, not ") +
+                           Py_TYPE(args[0].ptr())->tp_name);
+    if (PyUnicode_Check(args[0].ptr()))
+      throw py::type_error("argument 'size' must be tuple of ints, not str");
+    for (py::handle h : args[0]) out.push_back(size_element(h));
     return out;
   }
-  for (py::handle h : args) {
-    if (!PyLong_Check(h.ptr()) || PyBool_Check(h.ptr()))
-      throw py::type_error("expected ints as size arguments");
-    out.push_back(h.cast<int64_t>());
-  }
+  for (py::handle h : args) out.push_back(size_element(h));
   return out;
 }
 

@@ -1,5 +1,6 @@
 // torch.memory_format objects and the memory_format= arguments of is_contiguous, contiguous,
-// clone, empty, empty_like and Tensor.to (the generated bindings know no memory formats).
+// clone, empty, the *_like factories and Tensor.to (the generated bindings know no memory
+// formats).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -171,6 +172,32 @@ Tensor tensor_to(const Tensor& self, const py::args& args, const py::kwargs& kwa
   return out.is_same(self) ? self : restride_like(out, self);
 }
 
+// zeros_like & co.: the op (a contiguous result), laid out as memory_format asks (preserve
+// format: as the input), requires_grad set on the final tensor (a leaf).
+template <typename Make>
+Tensor like(const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device,
+            bool requires_grad, std::optional<MemoryFormat> format, const Make& make) {
+  const MemoryFormat f = format.value_or(MemoryFormat::Preserve);
+  Tensor out = make(TensorOptions().dtype(dtype).device(device));
+  if (f == MemoryFormat::Preserve) out = restride_like(out, self);
+  else if (f != MemoryFormat::Contiguous) out = out.contiguous(f);
+  if (requires_grad) out.set_requires_grad(true);
+  return out;
+}
+
+template <typename Make>
+void def_like(py::module_& m, const char* name, const Make& make) {
+  py::delattr(m, name);
+  m.def(name, [make](const Tensor& self, std::optional<ScalarType> dtype,
+                     std::optional<Device> device, bool requires_grad,
+                     std::optional<MemoryFormat> format) {
+        return like(self, dtype, device, requires_grad, format,
+                    [&](const TensorOptions& o) { return make(self, o); });
+      }, py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(),
+      py::arg("device") = py::none(), py::arg("requires_grad") = false,
+      py::arg("memory_format") = MemoryFormat::Preserve);
+}
+
 }  // namespace
 
 void bind_memory_format(py::module_& m, py::class_<Tensor>& cls) {
@@ -222,6 +249,48 @@ void bind_memory_format(py::module_& m, py::class_<Tensor>& cls) {
       }, py::kw_only(), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
       py::arg("requires_grad") = false, py::arg("memory_format"));
   m.def("_restride_like", &restride_like);
+  // torch's *_like factories default to preserve_format (the generated ones make contiguous).
+  def_like(m, "zeros_like", [](const Tensor& t, const TensorOptions& o) { return zeros_like(t, o); });
+  def_like(m, "ones_like", [](const Tensor& t, const TensorOptions& o) { return ones_like(t, o); });
+  def_like(m, "rand_like", [](const Tensor& t, const TensorOptions& o) { return rand_like(t, o); });
+  def_like(m, "randn_like", [](const Tensor& t, const TensorOptions& o) { return randn_like(t, o); });
+  // x.new_zeros(*size) & co.: x's dtype and device unless given.
+  auto new_like = [](auto make) {
+    return [make](const Tensor& self, const py::args& size, std::optional<ScalarType> dtype,
+                  std::optional<Device> device, bool requires_grad) {
+      const std::vector<int64_t> sizes = pyargs_to_ints(size);
+      return make(IntArrayRef(sizes), TensorOptions()
+                                          .dtype(dtype.value_or(self.dtype()))
+                                          .device(device.value_or(self.device()))
+                                          .requires_grad(requires_grad));
+    };
+  };
+  for (auto [name, fn] : {std::pair{"new_zeros", +[](IntArrayRef s, const TensorOptions& o) {
+                            return zeros(s, o); }},
+                          std::pair{"new_ones", +[](IntArrayRef s, const TensorOptions& o) {
+                            return ones(s, o); }},
+                          std::pair{"new_empty", +[](IntArrayRef s, const TensorOptions& o) {
+                            return empty(s, o); }}})
+    cls.def(name, new_like(fn), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
+            py::arg("requires_grad") = false);
+  cls.def("new_full", [](const Tensor& self, IntArrayRef size, const Scalar& fill_value,
+                         std::optional<ScalarType> dtype, std::optional<Device> device,
+                         bool requires_grad) {
+        return full(size, fill_value, TensorOptions()
+                                          .dtype(dtype.value_or(self.dtype()))
+                                          .device(device.value_or(self.device()))
+                                          .requires_grad(requires_grad));
+      }, py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
+      py::arg("device") = py::none(), py::arg("requires_grad") = false);
+  py::delattr(m, "full_like");
+  m.def("full_like", [](const Tensor& self, const Scalar& fill_value,
+                        std::optional<ScalarType> dtype, std::optional<Device> device,
+                        bool requires_grad, std::optional<MemoryFormat> format) {
+        return like(self, dtype, device, requires_grad, format,
+                    [&](const TensorOptions& o) { return full_like(self, fill_value, o); });
+      }, py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
+      py::arg("device") = py::none(), py::arg("requires_grad") = false,
+      py::arg("memory_format") = MemoryFormat::Preserve);
   py::delattr(cls, "to");
   cls.def("to", &tensor_to);
 }

@@ -279,6 +279,25 @@ Tensor matrix_transpose(const Tensor& t, const char* name) {
   return t.transpose(-2, -1);
 }
 
+// retorch.Size (python/retorch/_size.py, a tuple subclass the package registers at import);
+// x.shape and x.size() make its instances as tuples are made, without calling into Python.
+PyTypeObject* size_type = nullptr;
+
+py::object sizes_object(IntArrayRef sizes) {
+  PyTypeObject* type = size_type ? size_type : &PyTuple_Type;
+  PyObject* o = type->tp_alloc(type, Py_ssize_t(sizes.size()));
+  if (!o) throw py::error_already_set();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    PyObject* v = PyLong_FromLongLong(sizes[i]);
+    if (!v) {
+      Py_DECREF(o);
+      throw py::error_already_set();
+    }
+    PyTuple_SET_ITEM(o, Py_ssize_t(i), v);
+  }
+  return py::reinterpret_steal<py::object>(o);
+}
+
 }  // namespace
 
 void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
@@ -314,7 +333,12 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
   py::implicitly_convertible<py::int_, Tensor>();
   py::implicitly_convertible<py::float_, Tensor>();
 
-  cls.def_property_readonly("shape", [](const Tensor& t) { return py::cast(t.sizes()); })
+  m.def("_set_size_type", [](py::type t) {
+    RT_CHECK(PyType_IsSubtype(reinterpret_cast<PyTypeObject*>(t.ptr()), &PyTuple_Type),
+             "_set_size_type: expected a tuple subclass");
+    size_type = reinterpret_cast<PyTypeObject*>(t.release().ptr());  // kept for good
+  });
+  cls.def_property_readonly("shape", [](const Tensor& t) { return sizes_object(t.sizes()); })
       .def_property_readonly("T", [](const Tensor& t) { return reversed_dims(t, "T"); })
       .def_property_readonly("H", [](const Tensor& t) { return reversed_dims(t, "H"); })
       .def_property_readonly("mT", [](const Tensor& t) { return matrix_transpose(t, "mT"); })
@@ -337,7 +361,7 @@ void bind_tensor(py::module_& m, py::class_<Tensor>& cls) {
                     [](Tensor& t, const Tensor& v) { t.set_data(v); })
       .def("size", [](const Tensor& t, std::optional<int64_t> d) -> py::object {
             if (d) return py::cast(t.size(*d));
-            return py::cast(t.sizes());
+            return sizes_object(t.sizes());
           }, py::arg("dim") = py::none())
       .def("stride", [](const Tensor& t, std::optional<int64_t> d) -> py::object {
             if (d) return py::cast(t.stride(*d));

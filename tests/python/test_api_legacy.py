@@ -123,12 +123,14 @@ def test_legacy_alias_shares_memory_and_grad():
         assert plain_t[0].item() == 7.0
 
 
-def test_retorch_tuple_of_ints_is_a_size():
-    # retorch.Size is tuple, so a tuple of ints reads as a size (torch reads a plain tuple as
-    # data and only torch.Size as a size); other tuples stay data.
-    assert retorch.FloatTensor((2, 3)).shape == (2, 3)
-    assert retorch.FloatTensor((1.5, 2)).tolist() == [1.5, 2.0]
-    assert torch.FloatTensor(torch.Size([2, 3])).shape == (2, 3)
+def test_only_a_size_reads_as_sizes():
+    # As torch: a Size (x.shape, x.size()) gives a tensor of those sizes, a plain tuple is data.
+    for m in (torch, retorch):
+        assert m.FloatTensor(m.Size([2, 3])).shape == (2, 3)
+        assert m.FloatTensor(m.zeros(4, 1).shape).shape == (4, 1)
+        assert m.zeros(1).new(m.zeros(2, 5).size()).shape == (2, 5)
+        assert m.FloatTensor((2, 3)).tolist() == [2.0, 3.0]
+        assert m.FloatTensor((1.5, 2)).tolist() == [1.5, 2.0]
 
 
 COMBINATION = "new\\(\\) received an invalid combination of arguments - got "

@@ -1,6 +1,8 @@
 """The Tensor API a torch program touches (attributes, conversions, factories, printing,
 iteration, numpy interop, errors), each case run on torch and retorch and compared."""
+import copy
 import math
+import pickle
 import warnings
 
 import numpy as np
@@ -403,4 +405,70 @@ def test_transpose_properties_as_torch(attr, shape):
             y = getattr(x, attr)
         return tuple(y.shape), y.stride(), y.tolist()
     got, want = _outcome(lambda: run(retorch)), _outcome(lambda: run(torch))
+    assert got == want, (got, want)
+
+
+FACTORY_CASES = {
+    "new_zeros ints": lambda L, x: x.new_zeros(2, 3), "new_zeros tuple": lambda L, x: x.new_zeros((2, 3)),
+    "new_ones list": lambda L, x: x.new_ones([4]), "new_zeros 0-dim": lambda L, x: x.new_zeros(()),
+    "new_empty dtype": lambda L, x: x.new_empty(3, dtype=L.int32).fill_(5),
+    "new_full": lambda L, x: x.new_full((2,), 7), "new_full dtype": lambda L, x: x.new_full([2], 1.5, dtype=L.float16),
+    "new_zeros grad": lambda L, x: x.new_zeros(2, requires_grad=True),
+    "new_ones device": lambda L, x: x.new_ones(2, device="cpu"),
+    "zeros_like": lambda L, x: L.zeros_like(x), "ones_like dtype": lambda L, x: L.ones_like(x, dtype=L.int64),
+    "full_like": lambda L, x: L.full_like(x, 2.5), "zeros_like grad": lambda L, x: L.zeros_like(x, requires_grad=True),
+    "zeros_like contiguous": lambda L, x: L.zeros_like(x, memory_format=L.contiguous_format),
+    "ones_like channels_last": lambda L, x: L.ones_like(x, memory_format=L.channels_last),
+    "full_like None format": lambda L, x: L.full_like(x, 1, memory_format=None),
+    "rand_like": lambda L, x: L.rand_like(x).ge(0), "randn_like dtype": lambda L, x: L.randn_like(x, dtype=L.float64).isfinite(),
+    "new_zeros bad": lambda L, x: x.new_zeros("a"), "zeros_like bad format": lambda L, x: L.zeros_like(x, memory_format=1),
+}
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "transposed", "channels_last"])
+@pytest.mark.parametrize("name", sorted(FACTORY_CASES))
+def test_new_and_like_factories_as_torch(name, layout):
+    """x.new_zeros & co. take x's dtype and device unless given; zeros_like & co. lay their result
+    out as memory_format asks (preserve_format by default) and leave requires_grad on a leaf."""
+    def run(L):
+        x = L.arange(24, dtype=L.float32).reshape(2, 3, 2, 2)
+        if layout == "transposed":
+            x = x.transpose(1, 3)
+        elif layout == "channels_last":
+            x = x.contiguous(memory_format=L.channels_last)
+        y = FACTORY_CASES[name](L, x)
+        return y
+    got, want = _outcome(lambda: run(retorch)), _outcome(lambda: run(torch))
+    assert got[0] == want[0], f"{name}: retorch {got}, torch {want}"
+    if want[0] == "raises":
+        assert got[1] == want[1], name
+        return
+    g, w = got[1], want[1]
+    assert str(g.dtype).replace("retorch", "torch") == str(w.dtype), name
+    assert tuple(g.shape) == tuple(w.shape) and g.stride() == w.stride(), (name, g.stride(), w.stride())
+    assert g.requires_grad == w.requires_grad and g.is_leaf == w.is_leaf, name
+    np.testing.assert_array_equal(g.detach().float().numpy(), w.detach().float().numpy())
+
+
+SIZE_CASES = {
+    "repr": lambda L, s: repr(s), "str": lambda L, s: str(s), "numel": lambda L, s: s.numel(),
+    "slice": lambda L, s: (type(s[1:]).__name__, repr(s[1:])), "index": lambda L, s: s[-1],
+    "reversed slice": lambda L, s: repr(s[::-1]), "add tuple": lambda L, s: repr(s + (5,)),
+    "radd tuple": lambda L, s: type((5,) + s).__name__, "mul": lambda L, s: repr(s * 2),
+    "rmul": lambda L, s: repr(2 * s), "eq tuple": lambda L, s: s == (2, 3, 4),
+    "hash": lambda L, s: hash(s) == hash((2, 3, 4)), "pickle": lambda L, s: repr(pickle.loads(pickle.dumps(s))),
+    "copy": lambda L, s: repr(copy.copy(s)), "empty": lambda L, s: repr(L.Size()),
+    "from list": lambda L, s: repr(L.Size([1, 2])), "from 0-dim tensor": lambda L, s: repr(L.Size([L.tensor(3)])),
+    "float refused": lambda L, s: L.Size([2.5]), "size()": lambda L, s: repr(L.zeros(s).size()),
+    "0-dim shape": lambda L, s: repr(L.zeros(()).shape), "isinstance tuple": lambda L, s: isinstance(s, tuple),
+    "as a size argument": lambda L, s: repr(L.ones(2, 3).view(s[:2][::-1]).shape),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SIZE_CASES))
+def test_size_as_torch(name):
+    """x.shape and x.size() are Size objects: tuples that print as torch.Size([...]), have numel(),
+    and stay Sizes when sliced, added to or repeated, as torch's."""
+    got = _outcome(lambda: SIZE_CASES[name](retorch, retorch.zeros(2, 3, 4).shape))
+    want = _outcome(lambda: SIZE_CASES[name](torch, torch.zeros(2, 3, 4).shape))
     assert got == want, (got, want)
