@@ -156,8 +156,14 @@ void bind_jit(py::module_& m) {
     o.attributes = std::move(attributes);
     o.input_names = std::move(input_names);
     o.self_type = std::move(self_type);
-    o.source_location = [package_dir] { return user_frame_location(package_dir); };
+    // The hooks take the GIL: a traced graph run inside the trace (a traced function called
+    // by the function being traced) releases it, and its ops reach the tracer from there.
+    o.source_location = [package_dir] {
+      py::gil_scoped_acquire gil;
+      return user_frame_location(package_dir);
+    };
     o.warn = [warning_class](const std::string& msg) {
+      py::gil_scoped_acquire gil;
       // Raises (error_already_set) when warnings are turned into errors.
       py::module_::import("warnings").attr("warn")(msg, warning_class, 1);
     };

@@ -256,3 +256,17 @@ def test_bad_inputs():
     tf = retorch.jit.trace(lambda x, y: x + y, (retorch.ones(2), retorch.ones(2)))
     with pytest.raises(RuntimeError, match="takes 2 inputs but 1 were given"):
         tf(retorch.ones(2))
+
+
+def test_trace_through_a_traced_function_and_module():
+    """A traced function or module called by the function being traced records its ops inline
+    (it ran without the GIL, and the tracer's hooks crashed reaching Python from there)."""
+    f = retorch.jit.trace(lambda x: x * 2 + 1, retorch.ones(3))
+    lin = retorch.nn.Linear(3, 2).requires_grad_(False)  # (its weights become constants)
+    m = retorch.jit.trace(lin, retorch.ones(1, 3))
+    outer = retorch.jit.trace(lambda x: m(f(x).relu().unsqueeze(0)).sum(), retorch.ones(3))
+    x = retorch.tensor([-1.0, 0.5, 2.0])
+    want = lin((x * 2 + 1).relu().unsqueeze(0)).sum()
+    assert abs(outer(x).item() - want.item()) < 1e-6
+    kinds = str(outer.graph)
+    assert "aten::relu" in kinds and "aten::mul" in kinds
