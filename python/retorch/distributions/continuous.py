@@ -6,6 +6,7 @@ from numbers import Number
 from .. import _C
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .gamma import Chi2
 from .utils import (_finfo, _standard_normal, broadcast_all, clamp_probs, lazy_property,
                     logits_to_probs, probs_to_logits)
@@ -43,7 +44,9 @@ class _LocScale(Distribution):
         return self.loc
 
 
-class Normal(_LocScale):
+class Normal(_LocScale, ExponentialFamily):
+    _mean_carrier_measure = 0
+
     def expand(self, batch_shape, _instance=None):
         return self._expand_params(Normal, batch_shape, ("loc", "scale"), _instance)
 
@@ -77,6 +80,15 @@ class Normal(_LocScale):
 
     def entropy(self):
         return 0.5 + 0.5 * math.log(2 * math.pi) + _C.log(self.scale)
+
+    @property
+    def _natural_params(self):
+        # t(x) = (x, x^2): eta = (loc / var, -1 / (2 var))
+        var = self.scale.pow(2)
+        return (self.loc / var, -0.5 * var.reciprocal())
+
+    def _log_normalizer(self, x, y):
+        return -0.25 * x.pow(2) / y + 0.5 * _C.log(-math.pi / y)
 
 
 class Laplace(_LocScale):
@@ -172,10 +184,11 @@ class Uniform(Distribution):
         return _C.log(self.high - self.low)
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     arg_constraints = {"rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(self, rate, validate_args=None):
         self.rate, = broadcast_all(rate)
@@ -219,6 +232,13 @@ class Exponential(Distribution):
 
     def entropy(self):
         return 1.0 - _C.log(self.rate)
+
+    @property
+    def _natural_params(self):
+        return (-self.rate,)
+
+    def _log_normalizer(self, x):
+        return -_C.log(-x)
 
 
 class Cauchy(_LocScale):
@@ -308,12 +328,13 @@ class StudentT(Distribution):
                 + 0.5 * self.df.log() + lbeta)
 
 
-class ContinuousBernoulli(Distribution):
+class ContinuousBernoulli(ExponentialFamily):
     """The continuous relaxation of Bernoulli on [0, 1] (Loaiza-Ganem & Cunningham), with
     torch's Taylor expansions inside the unstable region lims around probs = 0.5."""
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, lims=(0.499, 0.501), validate_args=None):
         if (probs is None) == (logits is None):
@@ -425,3 +446,16 @@ class ContinuousBernoulli(Distribution):
         log_probs0 = _C.log1p(-self.probs)
         log_probs1 = _C.log(self.probs)
         return self.mean * (log_probs0 - log_probs1) - self._cont_bern_log_norm() - log_probs0
+
+    @property
+    def _natural_params(self):
+        return (self.logits,)
+
+    def _log_normalizer(self, x):
+        # log((e^x - 1) / x), by its Taylor series where x is near 0 (torch compares the
+        # logits with lims - 0.5 here)
+        outside = _C.le(x, self._lims[0] - 0.5) | _C.gt(x, self._lims[1] - 0.5)
+        cut = _C.where(outside, x, _C.full_like(x, self._lims[0] - 0.5))
+        exact = _C.log(_C.abs(_C.expm1(cut))) - _C.log(_C.abs(cut))
+        taylor = 0.5 * x + x.pow(2) / 24.0 - x.pow(4) / 2880.0
+        return _C.where(outside, exact, taylor)

@@ -1,17 +1,18 @@
-"""Discrete families of retorch.distributions: Bernoulli, Categorical, OneHotCategorical,
-Geometric, Poisson, Binomial, NegativeBinomial and Multinomial, as torch.distributions."""
+"""Discrete families of retorch.distributions: Bernoulli, Categorical, OneHotCategorical (and its
+straight-through variant), Geometric, Poisson, Binomial, NegativeBinomial and Multinomial."""
 import math
 from numbers import Number
 
 from .. import _C
 from . import constraints
 from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .gamma import Gamma
 from .utils import (_finfo, _numel, _size, broadcast_all, lazy_property, logits_to_probs,
                     probs_to_logits)
 
-__all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "Geometric", "Poisson", "Binomial",
-           "NegativeBinomial", "Multinomial"]
+__all__ = ["Bernoulli", "Categorical", "OneHotCategorical", "OneHotCategoricalStraightThrough",
+           "Geometric", "Poisson", "Binomial", "NegativeBinomial", "Multinomial"]
 
 
 def _no_grad():
@@ -59,9 +60,10 @@ class _Binary(Distribution):
         return self._param.new(*args, **kwargs)
 
 
-class Bernoulli(_Binary):
+class Bernoulli(_Binary, ExponentialFamily):
     support = constraints.boolean
     has_enumerate_support = True
+    _mean_carrier_measure = 0
 
     def __init__(self, probs=None, logits=None, validate_args=None):
         scalar, _ = self._set_param(probs, logits)
@@ -100,6 +102,13 @@ class Bernoulli(_Binary):
     def entropy(self):
         from ..nn.functional import binary_cross_entropy_with_logits
         return binary_cross_entropy_with_logits(self.logits, self.probs, reduction="none")
+
+    @property
+    def _natural_params(self):
+        return (_C.log(self.probs) - _C.log1p(-self.probs),)
+
+    def _log_normalizer(self, x):
+        return _C.log1p(_C.exp(x))
 
     def enumerate_support(self, expand=True):
         values = _C.arange(2, dtype=self._param.dtype)
@@ -255,6 +264,17 @@ class OneHotCategorical(Distribution):
         return values.expand((n,) + self.batch_shape + (n,)) if expand else values
 
 
+class OneHotCategoricalStraightThrough(OneHotCategorical):
+    """OneHotCategorical whose rsample passes gradients straight through the one-hot draw to
+    probs (Bengio et al., 2013): the value is the draw, the gradient that of probs."""
+    has_rsample = True
+
+    def rsample(self, sample_shape=()):
+        draw = self.sample(sample_shape)
+        probs = self._categorical.probs
+        return draw + (probs - probs.detach())
+
+
 class Geometric(_Binary):
     """Failures before the first success, each trial succeeding with probs."""
     support = constraints.nonnegative_integer
@@ -307,7 +327,7 @@ class Geometric(_Binary):
                                                 reduction="none") / self.probs
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     arg_constraints = {"rate": constraints.nonnegative}
     support = constraints.nonnegative_integer
 
@@ -341,6 +361,13 @@ class Poisson(Distribution):
             self._validate_sample(value)
         rate, value = broadcast_all(self.rate, value)
         return _C.xlogy(value, rate) - rate - (value + 1).lgamma()
+
+    @property
+    def _natural_params(self):
+        return (_C.log(self.rate),)
+
+    def _log_normalizer(self, x):
+        return _C.exp(x)
 
 
 def _clamp_by_zero(x):

@@ -5,7 +5,7 @@ from numbers import Number, Real
 from .. import _C
 from ..autograd.function import Function
 from . import constraints
-from .distribution import Distribution
+from .exp_family import ExponentialFamily
 from .utils import _finfo, broadcast_all
 
 __all__ = ["Gamma", "Chi2", "Beta", "Dirichlet"]
@@ -112,10 +112,11 @@ def _standard_gamma(concentration):
     return _StandardGamma.apply(concentration)
 
 
-class Gamma(Distribution):
+class Gamma(ExponentialFamily):
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True
+    _mean_carrier_measure = 0
 
     def __init__(self, concentration, rate, validate_args=None):
         self.concentration, self.rate = broadcast_all(concentration, rate)
@@ -156,6 +157,14 @@ class Gamma(Distribution):
         return (self.concentration - _C.log(self.rate) + _C.lgamma(self.concentration)
                 + (1.0 - self.concentration) * _C.digamma(self.concentration))
 
+    @property
+    def _natural_params(self):
+        # t(x) = (log x, x): eta = (concentration - 1, -rate)
+        return (self.concentration - 1, -self.rate)
+
+    def _log_normalizer(self, x, y):
+        return _C.lgamma(x + 1) + (x + 1) * _C.log(-y.reciprocal())
+
 
 class Chi2(Gamma):
     """Gamma(df / 2, 1 / 2)."""
@@ -173,7 +182,7 @@ class Chi2(Gamma):
         return self.concentration * 2
 
 
-class Dirichlet(Distribution):
+class Dirichlet(ExponentialFamily):
     """Normalized Gamma(concentration) draws; rsample differentiates through the gamma
     draws (an unbiased pathwise gradient, not torch's _dirichlet_grad)."""
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
@@ -231,8 +240,15 @@ class Dirichlet(Distribution):
                 - (k - a0) * _C.digamma(a0)
                 - ((self.concentration - 1.0) * _C.digamma(self.concentration)).sum(-1))
 
+    @property
+    def _natural_params(self):
+        return (self.concentration,)
 
-class Beta(Distribution):
+    def _log_normalizer(self, x):
+        return x.lgamma().sum(-1) - _C.lgamma(x.sum(-1))
+
+
+class Beta(ExponentialFamily):
     """Beta(concentration1, concentration0) as the first coordinate of a two-component
     Dirichlet, as torch builds it."""
     arg_constraints = {"concentration1": constraints.positive,
@@ -278,6 +294,13 @@ class Beta(Distribution):
 
     def entropy(self):
         return self._dirichlet.entropy()
+
+    @property
+    def _natural_params(self):
+        return (self.concentration1, self.concentration0)
+
+    def _log_normalizer(self, x, y):
+        return _C.lgamma(x) + _C.lgamma(y) - _C.lgamma(x + y)
 
     @property
     def concentration1(self):

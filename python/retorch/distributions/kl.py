@@ -8,6 +8,7 @@ from .. import _C
 from .continuous import Cauchy, ContinuousBernoulli, Exponential, Laplace, Normal, Uniform
 from .discrete import Bernoulli, Binomial, Categorical, Geometric, OneHotCategorical, Poisson
 from .distribution import Distribution
+from .exp_family import ExponentialFamily, _grad_of_log_normalizer
 from .gamma import Beta, Dirichlet, Gamma
 from .independent import Independent
 from .multivariate import (LowRankMultivariateNormal, MultivariateNormal,
@@ -169,6 +170,25 @@ def _kl_dirichlet_dirichlet(p, q):
 def _kl_exponential_exponential(p, q):
     rate_ratio = q.rate / p.rate
     return -rate_ratio.log() + rate_ratio - 1
+
+
+@register_kl(ExponentialFamily, ExponentialFamily)
+def _kl_expfamily_expfamily(p, q):
+    # the Bregman divergence of the log-normalizer A between the natural parameters:
+    # A(eta_q) - A(eta_p) - <eta_q - eta_p, grad A(eta_p)>
+    if type(p) is not type(q):
+        raise NotImplementedError("The cross KL-divergence between different exponential "
+                                  "families cannot be computed using Bregman divergences")
+    p_etas, p_log_norm, grads = _grad_of_log_normalizer(p, p._natural_params)
+    q_etas = q._natural_params
+    result = q._log_normalizer(*q_etas) - p_log_norm
+    batch_dims = len(_broadcast_shapes(p.batch_shape, q.batch_shape))
+    for p_eta, q_eta, g in zip(p_etas, q_etas, grads):
+        # each parameter summed over its own dims right of the batch: torch 1.13 sums
+        # len(event_shape) dims, which for Wishart's batch-shaped df adds up the batch
+        term = (q_eta - p_eta) * g
+        result = result - _sum_rightmost(term, term.dim() - batch_dims)
+    return result
 
 
 @register_kl(Gamma, Gamma)
