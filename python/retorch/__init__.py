@@ -217,6 +217,7 @@ from .storage import *  # noqa: E402,F401,F403  (TypedStorage, UntypedStorage, F
 from . import storage as _storage  # noqa: E402
 _storage.install(Tensor)
 from . import jit  # noqa: E402,F401  (torch.jit.trace)
+from . import futures  # noqa: E402,F401  (torch.futures.Future, used by jit.fork)
 from ._compile import compile  # noqa: E402,F401  (torch.compile)
 from . import compiler  # noqa: E402,F401  (torch.compiler: benchmark)
 from . import profiler  # noqa: E402,F401  (torch.profiler)

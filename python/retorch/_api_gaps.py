@@ -1,6 +1,6 @@
 """torch names retorch lacked, composed in Python: constants, build flags, deprecated linalg
 entry points, native_dropout, norm_except_dim, the functional RNN cells, svd/pca_lowrank,
-segment_reduce and small Tensor methods (adjoint, as_subclass, output_nr, names, ...)."""
+segment_reduce, orgqr and small Tensor methods (adjoint, as_subclass, output_nr, names, ...)."""
 import math
 import warnings
 
@@ -13,7 +13,7 @@ __all__ = ["pi", "e", "inf", "nan", "has_openmp", "has_lapack", "has_mkl", "has_
            "is_inference", "init_num_threads", "adjoint", "qr", "resize_as_", "addmv_",
            "as_strided_", "native_dropout", "native_norm", "norm_except_dim", "lstm_cell",
            "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "svd_lowrank", "pca_lowrank",
-           "segment_reduce", "solve", "lstsq", "symeig", "eig", "matrix_rank"]
+           "segment_reduce", "solve", "lstsq", "symeig", "eig", "matrix_rank", "orgqr"]
 
 pi, e, inf, nan = math.pi, math.e, math.inf, math.nan
 
@@ -420,6 +420,23 @@ def symeig(input, eigenvectors=False, upper=True):
     return make(vals, _C.empty(0, dtype=input.dtype))
 
 
+def orgqr(input, input2, *, out=None):
+    """torch.orgqr: an alias of linalg.householder_product (tau named input2)."""
+    from . import linalg
+    for pos, (arg, t) in enumerate((("input", input), ("input2", input2)), 1):
+        if not isinstance(t, _C.Tensor):
+            raise TypeError(f"orgqr(): argument '{arg}' (position {pos}) must be Tensor, not "
+                            f"{type(t).__name__}")
+    return linalg.householder_product(input, input2, out=out)
+
+
+def _orgqr_method(self, input2):
+    if not isinstance(input2, _C.Tensor):
+        raise TypeError(f"orgqr(): argument 'input2' (position 1) must be Tensor, not "
+                        f"{type(input2).__name__}")
+    return orgqr(self, input2)
+
+
 # ---------------------------------------------------------------- install
 
 def install(Tensor):
@@ -429,7 +446,7 @@ def install(Tensor):
         "as_subclass": _as_subclass, "xpu": _not_linked("xpu"), "ipu": _not_linked("ipu"),
         "to_dense": _to_dense, "refine_names": _refine_names, "rename": _rename,
         "rename_": _rename_, "has_names": lambda self: False,
-        "is_distributed": lambda self: False,
+        "is_distributed": lambda self: False, "orgqr": _orgqr_method,
     }
     for name, fn in methods.items():
         if not hasattr(Tensor, name):

@@ -1,15 +1,20 @@
-"""retorch.jit: record a function or module into a graph by running it (torch.jit.trace)."""
+"""retorch.jit: record a function or module into a graph by running it (torch.jit.trace,
+trace_module), script, save/load, freeze, and fork/wait with eager semantics."""
 import inspect
 import os
+import warnings
 
 from .. import _C
 from .._C import Tensor
 from ._api import (ignore, unused, export, is_scripting, is_tracing, Final, annotate,  # noqa: F401
                    script_if_tracing, Attribute, interface, Error, _tracing)
+from ._async import Future, fork, wait  # noqa: F401
 
 __all__ = ["trace", "script", "save", "load", "TracerWarning", "ScriptFunction", "TracedModule",
            "LoadedModule", "run_passes", "ignore", "unused", "export", "is_scripting", "is_tracing",
-           "Final", "annotate", "script_if_tracing", "Attribute", "interface", "Error"]
+           "Final", "annotate", "script_if_tracing", "Attribute", "interface", "Error",
+           "TracedMethod", "trace_module", "Future", "fork", "wait", "freeze",
+           "optimize_for_inference", "run_frozen_optimizations", "FrozenModule"]
 
 # Frames in files under this directory are retorch's own: source locations skip them.
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
@@ -71,17 +76,42 @@ class ScriptFunction:
 
 class TracedModule(ScriptFunction):
     """A traced module: forward runs the graph on the module's own parameters and buffers (the
-    same tensors, so training either trains both)."""
+    same tensors, so training either trains both). `training` is the module's flag at trace time;
+    train()/eval() set it (the graph keeps what the trace recorded, as torch's traces do). c is
+    None for a trace_module result without a traced forward."""
 
     def __init__(self, c, returns_tuple, module):
         super().__init__(c, returns_tuple, type(module).__name__)
         self._named_parameters = list(module.named_parameters())
         self._named_buffers = [(n, b) for n, b in module.named_buffers() if b is not None]
+        self.training = module.training
+        self._method_names = []
+
+    def _forward_c(self):
+        if self._c is None:
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute 'forward'")
+        return self._c
+
+    @property
+    def graph(self):
+        return self._forward_c().graph
+
+    @property
+    def code(self):
+        return self._forward_c().code
 
     def forward(self, *inputs):
-        return self._wrap(self._c.forward(list(inputs)))
+        return self._wrap(self._forward_c().forward(list(inputs)))
 
-    __call__ = forward
+    def __call__(self, *inputs):
+        return self.forward(*inputs)
+
+    def train(self, mode=True):
+        self.training = mode
+        return self
+
+    def eval(self):
+        return self.train(False)
 
     def named_parameters(self):
         return iter(self._named_parameters)
@@ -99,14 +129,18 @@ class TracedModule(ScriptFunction):
         return f"<retorch.jit.TracedModule {self.__name__}>"
 
 
-def trace(func, example_inputs):
-    """Runs func(*example_inputs) once, recording every op into a graph; returns a callable that
-    replays the graph (for inputs of the same shapes, dtypes and devices, and the same control
-    flow). func is a Python function or a retorch.nn.Module; its parameters and buffers are read
-    with prim::GetAttr[name="fc1.weight"](%self). Python values computed from tensors (item(),
-    sizes) become constants; item()/tolist() of a traced tensor warns with TracerWarning."""
-    from ..nn import Module
+class TracedMethod(ScriptFunction):
+    """A method other than forward traced by trace_module: calls run its graph on the module's
+    parameters and buffers."""
 
+    def __call__(self, *inputs):
+        return self._wrap(self._c.forward(list(inputs)))
+
+    def __repr__(self):
+        return f"<retorch.jit.TracedMethod {self.__name__}>"
+
+
+def _example_list(example_inputs):
     if isinstance(example_inputs, Tensor):
         example_inputs = (example_inputs,)
     inputs = list(example_inputs)
@@ -114,6 +148,13 @@ def trace(func, example_inputs):
         if not isinstance(t, Tensor):
             raise TypeError(f"retorch.jit.trace: example input {i} is a {type(t).__name__}, "
                             "not a Tensor")
+    return inputs
+
+
+def _trace_graph(func, inputs, module=None, names_of=None):
+    """Records func(*inputs) into a graph: a ScriptModule reading module's parameters and
+    buffers with prim::GetAttr when module is given, else a ScriptFunction; and whether func
+    returned a tuple."""
     returns_tuple = []
 
     def run(args):
@@ -122,19 +163,65 @@ def trace(func, example_inputs):
         returns_tuple.append(is_tuple)
         return flat
 
+    names = _input_names(names_of or func, len(inputs))
+    if module is None:
+        graph = _C._jit._trace(run, inputs, [], names, "", _PACKAGE_DIR, TracerWarning)
+        return _C._jit.ScriptFunction(graph), returns_tuple[0]
+    params = list(module.named_parameters())
+    buffers = [(n, b) for n, b in module.named_buffers() if b is not None]
+    graph = _C._jit._trace(run, inputs, params + buffers, names,
+                           "__torch__." + type(module).__name__, _PACKAGE_DIR, TracerWarning)
+    return _C._jit.ScriptModule(graph, params, buffers), returns_tuple[0]
+
+
+def trace(func, example_inputs):
+    """Runs func(*example_inputs) once, recording every op into a graph; returns a callable that
+    replays the graph (for inputs of the same shapes, dtypes and devices, and the same control
+    flow). func is a Python function or a retorch.nn.Module; its parameters and buffers are read
+    with prim::GetAttr[name="fc1.weight"](%self). Python values computed from tensors (item(),
+    sizes) become constants; item()/tolist() of a traced tensor warns with TracerWarning."""
+    from ..nn import Module
+
+    inputs = _example_list(example_inputs)
     if isinstance(func, Module):
-        params = list(func.named_parameters())
-        buffers = [(n, b) for n, b in func.named_buffers() if b is not None]
-        graph = _C._jit._trace(run, inputs, params + buffers,
-                               _input_names(func.forward, len(inputs)),
-                               "__torch__." + type(func).__name__, _PACKAGE_DIR, TracerWarning)
-        return TracedModule(_C._jit.ScriptModule(graph, params, buffers), returns_tuple[0], func)
+        c, returns_tuple = _trace_graph(func, inputs, func, func.forward)
+        return TracedModule(c, returns_tuple, func)
     if not callable(func):
         raise TypeError(f"retorch.jit.trace: {type(func).__name__} is not callable")
-    graph = _C._jit._trace(run, inputs, [], _input_names(func, len(inputs)), "", _PACKAGE_DIR,
-                           TracerWarning)
-    return ScriptFunction(_C._jit.ScriptFunction(graph), returns_tuple[0],
-                          getattr(func, "__name__", "forward"))
+    c, returns_tuple = _trace_graph(func, inputs)
+    return ScriptFunction(c, returns_tuple, getattr(func, "__name__", "forward"))
+
+
+def trace_module(mod, inputs, optimize=None, check_trace=True, check_inputs=None,
+                 check_tolerance=1e-5, strict=True, _force_outplace=False, _module_class=None,
+                 _compilation_unit=None):
+    """Traces several methods of a module: inputs maps a method name to its example inputs (a
+    tensor or a sequence of tensors). Returns a TracedModule whose forward (when traced) and
+    other traced methods (TracedMethod attributes) run their graphs on the module's parameters
+    and buffers. check_trace / check_inputs / check_tolerance / strict are accepted for torch's
+    signature; retorch does not re-run traces to check them."""
+    from ..nn import Module
+
+    if optimize is not None:
+        warnings.warn("`optimize` is deprecated and has no effect. Use `with "
+                      "torch.jit.optimized_execution() instead")
+    if not isinstance(mod, Module):
+        raise AttributeError("expected torch.nn.Module as the first argument")
+    if not isinstance(inputs, dict):
+        raise AttributeError("expected a dictionary of (method_name, input) pairs")
+    result = TracedModule(None, None, mod)
+    for name, example in inputs.items():
+        method = getattr(mod, name)
+        if not isinstance(example, Tensor):
+            example = tuple(example)  # TypeError for a non-sequence, as torch's make_tuple
+        func = mod if name == "forward" else method  # forward runs through __call__ (hooks)
+        c, returns_tuple = _trace_graph(func, _example_list(example), mod, method)
+        if name == "forward":
+            result._c, result._returns_tuple = c, returns_tuple
+        else:
+            setattr(result, name, TracedMethod(c, returns_tuple, name))
+            result._method_names.append(name)
+    return result
 
 
 class ScriptedFunction(ScriptFunction):
@@ -223,3 +310,7 @@ def run_passes(fn, passes=None):
     else:
         fn._c.run_passes(list(passes))
     return fn
+
+
+from ._freeze import (freeze, optimize_for_inference, run_frozen_optimizations,  # noqa: E402,F401
+                      FrozenModule)

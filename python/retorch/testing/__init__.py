@@ -1,12 +1,15 @@
-"""retorch.testing: torch.testing's assert_close, make_tensor and the deprecated assert_allclose."""
+"""retorch.testing: torch.testing's assert_close, make_tensor, the deprecated assert_allclose and
+the deprecated dtype-list getters, make_non_contiguous, rand and randn."""
 import collections.abc
 import math
 import warnings
 
 from .. import _C
 from ._comparison import assert_close
+from . import _deprecated
+from ._deprecated import *  # noqa: F401,F403  (all_types, get_all_dtypes, make_non_contiguous...)
 
-__all__ = ["assert_close", "make_tensor", "assert_allclose"]
+__all__ = ["assert_close", "make_tensor", "assert_allclose"] + _deprecated.__all__
 
 # assert_allclose's own (looser, pre-1.12) defaults.
 _ALLCLOSE_PRECISIONS = {"float16": (1e-3, 1e-3), "float32": (1e-4, 1e-5), "float64": (1e-5, 1e-8)}

@@ -359,6 +359,11 @@ class Module:
             return t.to(device if device is not None else t.device, target)
         return self._apply(convert)
 
+    def to_empty(self, *, device):
+        """Moves the parameters and buffers to device as uninitialized tensors (no copy): what a
+        module built on the meta device needs before its values are loaded or initialized."""
+        return self._apply(lambda t: _C.empty_like(t, device=device))
+
     def cpu(self):
         return self.to("cpu")
 
