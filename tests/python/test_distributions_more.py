@@ -470,7 +470,7 @@ def _message(fn, module):
     with pytest.raises(Exception) as info:
         fn(module)
     text = str(info.value)
-    return info.type, text.replace("torch.Size", "retorch.Size") if module is torch else text
+    return info.type, text
 
 
 def _same_error(fn):

@@ -4,6 +4,7 @@ import functools
 from numbers import Number
 
 from .. import _C
+from .._size import Size
 
 euler_constant = 0.57721566490153286060  # Euler-Mascheroni constant
 
@@ -35,7 +36,7 @@ def _numel(shape):
 
 
 def _fmt_size(shape):
-    return "retorch.Size([" + ", ".join(str(s) for s in shape) + "])"
+    return repr(Size(shape))  # torch.Size([...]), as torch's messages
 
 
 def _broadcast_shapes(*shapes):

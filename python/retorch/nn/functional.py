@@ -443,7 +443,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def _size(t):
-    return "retorch.Size([" + ", ".join(str(s) for s in t.shape) + "])"
+    return repr(t.shape)  # torch.Size([...]), as torch's messages
 
 
 def bilinear(input1, input2, weight, bias=None):

@@ -5,6 +5,7 @@ import itertools
 from ... import _C
 from ..._C import Tensor
 from ..._hooks import RemovableHandle
+from ..._size import Size
 from ...autograd import no_grad
 from ..parameter import Parameter
 
@@ -508,7 +509,7 @@ class Module:
 
 
 def _size_str(shape):
-    return "retorch.Size([" + ", ".join(str(s) for s in shape) + "])"
+    return repr(Size(shape))  # torch.Size([...]), as torch's messages
 
 
 def _parse_to(args, kwargs):
