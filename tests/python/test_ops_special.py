@@ -308,6 +308,14 @@ def test_polynomial_ops(rng):
         both(lambda L, n: getattr(L.special, name)(0.25, n), n, what=f"{name} (0.25, n)")
         both(lambda L, x, n: getattr(L.special, name)(x, n, out=L.empty(0, dtype=x.dtype)),
              P(rng, (5,), "float64", domain="unit"), n, what=f"{name} out=")
+        # One degree over a long contiguous span runs kLanes elements at a time (Note
+        # [Polynomials a block at a time]); the special points fall inside blocks.
+        xs = np.concatenate([np.linspace(-1.5, 1.5, 97), [1.0, -1.0, 0.0, -0.0, 0.5, np.nan,
+                                                          np.inf, -np.inf, 1e-30]])
+        for dt in ("float32", "float64"):
+            for deg in (2, 5, 9, 30):
+                both(lambda L, x: getattr(L.special, name)(x, deg),
+                     pair_from_values(np.roll(xs, deg), dt), what=f"{name} span n={deg} {dt}")
         for L in (torch, retorch):
             with pytest.raises(TypeError):
                 getattr(L.special, name)(0.5, 3)
