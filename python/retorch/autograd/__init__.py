@@ -54,3 +54,14 @@ def gradgradcheck(func, inputs, grad_outputs=None, eps=1e-6, atol=1e-5, rtol=1e-
                       allow_unused=True)
         return tuple(g for g in gs if g is not None)
     return gradcheck(first_order, inputs + grad_outputs, eps, atol, rtol, raise_exception)
+
+
+from .variable import Variable  # noqa: E402
+
+
+def variable(*args, **kwargs):
+    raise RuntimeError("torch.autograd.variable(...) is deprecated, use torch.tensor(...) "
+                       "instead")
+
+
+variable.Variable = Variable  # as torch: the function shadows the variable module
