@@ -54,6 +54,7 @@ bench: build
 	./$(BUILD)/bench/bench_quant
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_python.py
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_op_sweep.py
+	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_special.py
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_nn.py
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_devices.py
 	PYTHONPATH=$(CURDIR)/python $(PY) bench/bench_cuda.py

@@ -76,10 +76,14 @@ class type_caster<retorch::ScalarType> : public type_caster_base<retorch::Scalar
     if (is_bound_instance<retorch::ScalarType>(src)) return base::load(src, convert);
     // Python's float, int and bool types stand for float64, int64 and bool, as in torch.
     PyObject* o = src.ptr();
-    if (o == reinterpret_cast<PyObject*>(&PyFloat_Type)) python_type_ = retorch::kDouble;
-    else if (o == reinterpret_cast<PyObject*>(&PyLong_Type)) python_type_ = retorch::kLong;
-    else if (o == reinterpret_cast<PyObject*>(&PyBool_Type)) python_type_ = retorch::kBool;
-    else return false;
+    if (o == reinterpret_cast<PyObject*>(&PyFloat_Type))
+      python_type_ = retorch::kDouble;
+    else if (o == reinterpret_cast<PyObject*>(&PyLong_Type))
+      python_type_ = retorch::kLong;
+    else if (o == reinterpret_cast<PyObject*>(&PyBool_Type))
+      python_type_ = retorch::kBool;
+    else
+      return false;
     value = &python_type_;
     return true;
   }
@@ -94,6 +98,7 @@ class type_caster<retorch::ScalarType> : public type_caster_base<retorch::Scalar
   static handle cast(const retorch::ScalarType* t, return_value_policy p, handle parent) {
     return t ? cast(*t, p, parent) : none().release();
   }
+
  private:
   retorch::ScalarType python_type_ = retorch::kFloat;
 };

@@ -138,7 +138,8 @@ static int64_t size_element(py::handle h) {
   if (!PyBool_Check(h.ptr()) && !PyFloat_Check(h.ptr()) && PyIndex_Check(h.ptr()))
     return py::reinterpret_steal<py::int_>(PyNumber_Index(h.ptr())).cast<int64_t>();
   throw py::type_error(std::string("argument 'size' must be tuple of ints, but found element "
-                                   "of type ") + Py_TYPE(h.ptr())->tp_name);
+                                   "of type ") +
+                       Py_TYPE(h.ptr())->tp_name);
 }
 
 std::vector<int64_t> pyargs_to_ints(const py::args& args) {

@@ -27,7 +27,6 @@ Tensor restride_like(const Tensor& result, const Tensor& self) {
   return retorch::empty_strided(result.sizes(), want, result.options()).copy_(result);
 }
 
-
 // Tensor.to's arguments, read as torch's three signatures: (device=None, dtype=None,
 // non_blocking=False, copy=False), (dtype, non_blocking=False, copy=False) and (other,
 // non_blocking=False, copy=False), each with a keyword-only memory_format=preserve_format.
@@ -47,7 +46,8 @@ struct ToArgs {
     got += std::string(got.empty() ? "" : ", ") + py::str(kv.first).cast<std::string>() + "=" +
            Py_TYPE(kv.second.ptr())->tp_name;
   throw py::type_error(
-      "to() received an invalid combination of arguments - got (" + got + "), but expected one "
+      "to() received an invalid combination of arguments - got (" + got +
+      "), but expected one "
       "of:\n * (torch.device device, torch.dtype dtype, bool non_blocking, bool copy, *, "
       "torch.memory_format memory_format)\n * (torch.dtype dtype, bool non_blocking, bool copy, "
       "*, torch.memory_format memory_format)\n * (Tensor tensor, bool non_blocking, bool copy, "
@@ -126,9 +126,12 @@ ToArgs parse_to(const py::args& args, const py::kwargs& kwargs) {
 
 Tensor call_to(const Tensor& self, const ToArgs& a) {
   switch (a.form) {
-    case ToArgs::kDtype: return self.to(*a.dtype, a.non_blocking, a.copy);
-    case ToArgs::kOther: return self.to(*a.other, a.non_blocking, a.copy);
-    default: return self.to(a.device, a.dtype, a.non_blocking, a.copy);
+    case ToArgs::kDtype:
+      return self.to(*a.dtype, a.non_blocking, a.copy);
+    case ToArgs::kOther:
+      return self.to(*a.other, a.non_blocking, a.copy);
+    default:
+      return self.to(a.device, a.dtype, a.non_blocking, a.copy);
   }
 }
 
@@ -179,8 +182,10 @@ Tensor like(const Tensor& self, std::optional<ScalarType> dtype, std::optional<D
             bool requires_grad, std::optional<MemoryFormat> format, const Make& make) {
   const MemoryFormat f = format.value_or(MemoryFormat::Preserve);
   Tensor out = make(TensorOptions().dtype(dtype).device(device));
-  if (f == MemoryFormat::Preserve) out = restride_like(out, self);
-  else if (f != MemoryFormat::Contiguous) out = out.contiguous(f);
+  if (f == MemoryFormat::Preserve)
+    out = restride_like(out, self);
+  else if (f != MemoryFormat::Contiguous)
+    out = out.contiguous(f);
   if (requires_grad) out.set_requires_grad(true);
   return out;
 }
@@ -188,12 +193,14 @@ Tensor like(const Tensor& self, std::optional<ScalarType> dtype, std::optional<D
 template <typename Make>
 void def_like(py::module_& m, const char* name, const Make& make) {
   py::delattr(m, name);
-  m.def(name, [make](const Tensor& self, std::optional<ScalarType> dtype,
-                     std::optional<Device> device, bool requires_grad,
-                     std::optional<MemoryFormat> format) {
+  m.def(
+      name,
+      [make](const Tensor& self, std::optional<ScalarType> dtype, std::optional<Device> device,
+             bool requires_grad, std::optional<MemoryFormat> format) {
         return like(self, dtype, device, requires_grad, format,
                     [&](const TensorOptions& o) { return make(self, o); });
-      }, py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(),
+      },
+      py::arg("input"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none(), py::arg("requires_grad") = false,
       py::arg("memory_format") = MemoryFormat::Preserve);
 }
@@ -250,10 +257,12 @@ void bind_memory_format(py::module_& m, py::class_<Tensor>& cls) {
       py::arg("requires_grad") = false, py::arg("memory_format"));
   m.def("_restride_like", &restride_like);
   // torch's *_like factories default to preserve_format (the generated ones make contiguous).
-  def_like(m, "zeros_like", [](const Tensor& t, const TensorOptions& o) { return zeros_like(t, o); });
+  def_like(m, "zeros_like",
+           [](const Tensor& t, const TensorOptions& o) { return zeros_like(t, o); });
   def_like(m, "ones_like", [](const Tensor& t, const TensorOptions& o) { return ones_like(t, o); });
   def_like(m, "rand_like", [](const Tensor& t, const TensorOptions& o) { return rand_like(t, o); });
-  def_like(m, "randn_like", [](const Tensor& t, const TensorOptions& o) { return randn_like(t, o); });
+  def_like(m, "randn_like",
+           [](const Tensor& t, const TensorOptions& o) { return randn_like(t, o); });
   // x.new_zeros(*size) & co.: x's dtype and device unless given.
   auto new_like = [](auto make) {
     return [make](const Tensor& self, const py::args& size, std::optional<ScalarType> dtype,
@@ -265,30 +274,33 @@ void bind_memory_format(py::module_& m, py::class_<Tensor>& cls) {
                                           .requires_grad(requires_grad));
     };
   };
-  for (auto [name, fn] : {std::pair{"new_zeros", +[](IntArrayRef s, const TensorOptions& o) {
-                            return zeros(s, o); }},
-                          std::pair{"new_ones", +[](IntArrayRef s, const TensorOptions& o) {
-                            return ones(s, o); }},
-                          std::pair{"new_empty", +[](IntArrayRef s, const TensorOptions& o) {
-                            return empty(s, o); }}})
+  for (auto [name, fn] :
+       {std::pair{"new_zeros", +[](IntArrayRef s, const TensorOptions&o) { return zeros(s, o); }},
+        std::pair{"new_ones", +[](IntArrayRef s, const TensorOptions&o) { return ones(s, o); }},
+        std::pair{"new_empty", +[](IntArrayRef s, const TensorOptions&o) { return empty(s, o); }}})
     cls.def(name, new_like(fn), py::arg("dtype") = py::none(), py::arg("device") = py::none(),
             py::arg("requires_grad") = false);
-  cls.def("new_full", [](const Tensor& self, IntArrayRef size, const Scalar& fill_value,
-                         std::optional<ScalarType> dtype, std::optional<Device> device,
-                         bool requires_grad) {
-        return full(size, fill_value, TensorOptions()
-                                          .dtype(dtype.value_or(self.dtype()))
-                                          .device(device.value_or(self.device()))
-                                          .requires_grad(requires_grad));
-      }, py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
+  cls.def(
+      "new_full",
+      [](const Tensor& self, IntArrayRef size, const Scalar& fill_value,
+         std::optional<ScalarType> dtype, std::optional<Device> device, bool requires_grad) {
+        return full(size, fill_value,
+                    TensorOptions()
+                        .dtype(dtype.value_or(self.dtype()))
+                        .device(device.value_or(self.device()))
+                        .requires_grad(requires_grad));
+      },
+      py::arg("size"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none(), py::arg("requires_grad") = false);
   py::delattr(m, "full_like");
-  m.def("full_like", [](const Tensor& self, const Scalar& fill_value,
-                        std::optional<ScalarType> dtype, std::optional<Device> device,
-                        bool requires_grad, std::optional<MemoryFormat> format) {
+  m.def(
+      "full_like",
+      [](const Tensor& self, const Scalar& fill_value, std::optional<ScalarType> dtype,
+         std::optional<Device> device, bool requires_grad, std::optional<MemoryFormat> format) {
         return like(self, dtype, device, requires_grad, format,
                     [&](const TensorOptions& o) { return full_like(self, fill_value, o); });
-      }, py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
+      },
+      py::arg("input"), py::arg("fill_value"), py::kw_only(), py::arg("dtype") = py::none(),
       py::arg("device") = py::none(), py::arg("requires_grad") = false,
       py::arg("memory_format") = MemoryFormat::Preserve);
   py::delattr(cls, "to");

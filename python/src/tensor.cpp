@@ -218,9 +218,12 @@ template <typename T>
 PyObject* nested_list(const T*& p, IntArrayRef sizes, size_t dim) {
   if (dim == sizes.size()) {
     const T v = *p++;
-    if constexpr (std::is_same_v<T, bool>) return PyBool_FromLong(v);
-    else if constexpr (std::is_integral_v<T>) return PyLong_FromLongLong(static_cast<long long>(v));
-    else return PyFloat_FromDouble(static_cast<double>(v));
+    if constexpr (std::is_same_v<T, bool>)
+      return PyBool_FromLong(v);
+    else if constexpr (std::is_integral_v<T>)
+      return PyLong_FromLongLong(static_cast<long long>(v));
+    else
+      return PyFloat_FromDouble(static_cast<double>(v));
   }
   const int64_t n = sizes[dim];
   PyObject* list = PyList_New(n);
@@ -249,8 +252,9 @@ py::object to_list(const Tensor& t) {
   return py::reinterpret_steal<py::object>(out);
 }
 
-// x.T (every dim reversed; torch's deprecation warning, once, unless 0-d or 2-d), x.H (the same, 2-d
-// only: real tensors are their own conjugates), x.mT and x.mH (the last two dims swapped).
+// x.T (every dim reversed; torch's deprecation warning, once, unless 0-d or 2-d), x.H (the
+// same, 2-d only: real tensors are their own conjugates), x.mT and x.mH (the last two dims
+// swapped).
 bool warned_reversed_dims = false;
 
 Tensor reversed_dims(const Tensor& t, const char* name) {

@@ -23,8 +23,8 @@ Tensor i1_backward(const Tensor& grad, const Tensor& self, const Tensor& result)
 // 1/2; |x| up to the dtype's epsilon takes the limit (Note [Safe division at removable
 // singularities]).
 Tensor i1e_backward(const Tensor& grad, const Tensor& self, const Tensor& result) {
-  const double eps = self.dtype() == kDouble ? std::numeric_limits<double>::epsilon()
-                     : self.dtype() == kHalf ? 0.0009765625
+  const double eps = self.dtype() == kDouble     ? std::numeric_limits<double>::epsilon()
+                     : self.dtype() == kHalf     ? 0.0009765625
                      : self.dtype() == kBFloat16 ? 0.0078125
                                                  : double(std::numeric_limits<float>::epsilon());
   const Tensor not_tiny = self.abs() > eps;

@@ -74,8 +74,8 @@ TEST(SpecialBessel, MatchTheStandardLibraryOverLengthsLayoutsAndDtypes) {
     for (const Case& c : bessel_cases(single ? 80 : 700)) {
       for (int64_t n : {1, 15, 16, 17, 255, 256, 257, 3001}) {
         const Tensor x = spread(n, c.lo, c.hi, dtype);
-        const std::string what = std::string(c.name) + " " + std::string(dtype_name(dtype)) + " n=" +
-                                 std::to_string(n);
+        const std::string what =
+            std::string(c.name) + " " + std::string(dtype_name(dtype)) + " n=" + std::to_string(n);
         expect_close(c.op(x), x, c.want, rtol, what);
         const Tensor strided = spread(2 * n, c.lo, c.hi, dtype).slice(0, 0, 2 * n, 2);
         expect_close(c.op(strided), strided, c.want, rtol, what + " strided");
@@ -121,26 +121,32 @@ TEST(SpecialPolynomials, MatchTheStandardLibrary) {
         for (size_t i = 0; i < g.size(); ++i)
           EXPECT_NEAR(g[i], want(xs[i]), rtol * scale) << what << d << " at x = " << xs[i];
       };
-      near(special_legendre_polynomial_p(x, n), [&](double v) { return std::legendre(u, v); },
-           "legendre_p");
-      near(special_chebyshev_polynomial_t(x, n),
-           [&](double v) { return std::cos(double(deg) * std::acos(v)); }, "chebyshev_t");
-      near(special_chebyshev_polynomial_u(x, n),
-           [&](double v) {
-             const double t = std::acos(v);
-             return std::fabs(std::sin(t)) < 1e-12 ? (v > 0 || deg % 2 == 0 ? deg + 1.0 : -deg - 1.0)
-                                                   : std::sin((deg + 1) * t) / std::sin(t);
-           },
-           "chebyshev_u");
-      near(special_shifted_chebyshev_polynomial_t((x + 1) / 2, n),
-           [&](double v) { return std::cos(double(deg) * std::acos(v)); }, "shifted_t");
-      near(special_hermite_polynomial_h(x, n), [&](double v) { return std::hermite(u, v); },
-           "hermite_h");
-      near(special_hermite_polynomial_he(x * M_SQRT2, n),
-           [&](double v) { return std::hermite(u, v) / std::pow(2.0, deg / 2.0); },
-           "hermite_he");
-      near(special_laguerre_polynomial_l(x + 1, n),  // (std::laguerre takes x >= 0)
-           [&](double v) { return std::laguerre(u, v + 1); }, "laguerre_l");
+      near(
+          special_legendre_polynomial_p(x, n), [&](double v) { return std::legendre(u, v); },
+          "legendre_p");
+      near(
+          special_chebyshev_polynomial_t(x, n),
+          [&](double v) { return std::cos(double(deg) * std::acos(v)); }, "chebyshev_t");
+      near(
+          special_chebyshev_polynomial_u(x, n),
+          [&](double v) {
+            const double t = std::acos(v);
+            return std::fabs(std::sin(t)) < 1e-12 ? (v > 0 || deg % 2 == 0 ? deg + 1.0 : -deg - 1.0)
+                                                  : std::sin((deg + 1) * t) / std::sin(t);
+          },
+          "chebyshev_u");
+      near(
+          special_shifted_chebyshev_polynomial_t((x + 1) / 2, n),
+          [&](double v) { return std::cos(double(deg) * std::acos(v)); }, "shifted_t");
+      near(
+          special_hermite_polynomial_h(x, n), [&](double v) { return std::hermite(u, v); },
+          "hermite_h");
+      near(
+          special_hermite_polynomial_he(x * M_SQRT2, n),
+          [&](double v) { return std::hermite(u, v) / std::pow(2.0, deg / 2.0); }, "hermite_he");
+      near(
+          special_laguerre_polynomial_l(x + 1, n),  // (std::laguerre takes x >= 0)
+          [&](double v) { return std::laguerre(u, v + 1); }, "laguerre_l");
     }
   }
 }

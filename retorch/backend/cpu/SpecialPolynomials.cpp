@@ -22,7 +22,9 @@ int64_t degree(T n) {
   return static_cast<int64_t>(n);
 }
 
-bool even(int64_t n) { return n % 2 == 0; }
+bool even(int64_t n) {
+  return n % 2 == 0;
+}
 
 // P_n from P_0 = 1, P_1 = first and P_{k+1} = step(k, P_k, P_{k-1}) for k = 1 .. n - 1.
 template <typename T, typename Step>
@@ -43,32 +45,48 @@ template <char kKind>
 struct ChebyshevRec {
   template <typename T, typename U>
   static U first(U y) {
-    if constexpr (kKind == 't') return y;
-    else if constexpr (kKind == 'u') return y + y;
-    else if constexpr (kKind == 'v') return y + y - T(1);
-    else return y + y + T(1);
+    if constexpr (kKind == 't')
+      return y;
+    else if constexpr (kKind == 'u')
+      return y + y;
+    else if constexpr (kKind == 'v')
+      return y + y - T(1);
+    else
+      return y + y + T(1);
   }
   template <typename T, typename U>
-  static U step(int64_t, U y, U q, U p) { return (y + y) * q - p; }
+  static U step(int64_t, U y, U q, U p) {
+    return (y + y) * q - p;
+  }
 };
 
 struct HermiteHRec {  // H_{k+1} = 2x H_k - 2k H_{k-1}
   template <typename T, typename U>
-  static U first(U x) { return x + x; }
+  static U first(U x) {
+    return x + x;
+  }
   template <typename T, typename U>
-  static U step(int64_t k, U x, U q, U p) { return (x + x) * q - T(k + k) * p; }
+  static U step(int64_t k, U x, U q, U p) {
+    return (x + x) * q - T(k + k) * p;
+  }
 };
 
 struct HermiteHeRec {
   template <typename T, typename U>
-  static U first(U x) { return x; }
+  static U first(U x) {
+    return x;
+  }
   template <typename T, typename U>
-  static U step(int64_t k, U x, U q, U p) { return x * q - T(k) * p; }
+  static U step(int64_t k, U x, U q, U p) {
+    return x * q - T(k) * p;
+  }
 };
 
 struct LaguerreRec {
   template <typename T, typename U>
-  static U first(U x) { return T(1) - x; }
+  static U first(U x) {
+    return T(1) - x;
+  }
   template <typename T, typename U>
   static U step(int64_t k, U x, U q, U p) {
     return ((T(k + k) + (T(1) - x)) * q - T(k) * p) / T(k + 1);
@@ -77,7 +95,9 @@ struct LaguerreRec {
 
 struct LegendreRec {
   template <typename T, typename U>
-  static U first(U x) { return x; }
+  static U first(U x) {
+    return x;
+  }
   template <typename T, typename U>
   static U step(int64_t k, U x, U q, U p) {
     return (T(k + k + 1) * x * q - T(k) * p) / T(k + 1);
@@ -104,10 +124,12 @@ T chebyshev_core(T y, int64_t n, int64_t big_n) {
         if (std::sin(theta) != 0) return std::sin(T(n + 1) * theta) / std::sin(theta);
         return T(n + 1) * std::cos(T(n + 1) * theta) / y;
       case 'v':
-        if (std::sin(theta / 2) != 1) return std::cos((T(n) + T(0.5)) * theta) / std::cos(theta / 2);
+        if (std::sin(theta / 2) != 1)
+          return std::cos((T(n) + T(0.5)) * theta) / std::cos(theta / 2);
         return odd_edge;
       default:
-        if (std::cos(theta / 2) != 1) return std::sin((T(n) + T(0.5)) * theta) / std::sin(theta / 2);
+        if (std::cos(theta / 2) != 1)
+          return std::sin((T(n) + T(0.5)) * theta) / std::sin(theta / 2);
         return y > 0 ? T(n + n + 1) : even(n) ? T(1) : T(-1);
     }
   }
@@ -121,10 +143,14 @@ T chebyshev(T x, T nf) {
   if (std::fabs(x) == 1) {
     const bool plus = x > 0 || even(n);
     switch (kKind) {
-      case 't': return plus ? T(1) : T(-1);
-      case 'u': return plus ? T(n + 1) : -T(n + 1);
-      case 'v': return x > 0 ? T(1) : even(n) ? T(n + n + 1) : -T(n + n + 1);
-      default: return x > 0 ? T(n + n + 1) : even(n) ? T(1) : T(-1);
+      case 't':
+        return plus ? T(1) : T(-1);
+      case 'u':
+        return plus ? T(n + 1) : -T(n + 1);
+      case 'v':
+        return x > 0 ? T(1) : even(n) ? T(n + n + 1) : -T(n + n + 1);
+      default:
+        return x > 0 ? T(n + n + 1) : even(n) ? T(1) : T(-1);
     }
   }
   return chebyshev_core<kKind>(x, n, kKind == 't' ? 6 : 8);
@@ -138,9 +164,12 @@ T shifted_chebyshev(T x, T nf) {
   if (x == 1) return kKind == 'u' ? T(n + 1) : kKind == 'w' ? T(n + n + 1) : T(1);
   if (x == 0) {
     switch (kKind) {
-      case 'u': return even(n) ? T(n + 1) : -T(n + 1);
-      case 'v': return even(n) ? T(n + n + 1) : -T(n + n + 1);
-      default: return even(n) ? T(1) : T(-1);
+      case 'u':
+        return even(n) ? T(n + 1) : -T(n + 1);
+      case 'v':
+        return even(n) ? T(n + n + 1) : -T(n + n + 1);
+      default:
+        return even(n) ? T(1) : T(-1);
     }
   }
   return chebyshev_core<kKind>(x + x - 1, n, kKind == 'w' ? 4 : 6);
@@ -216,16 +245,18 @@ void polynomial_out(const char* name, const Tensor& x, const Tensor& n, Tensor& 
   TensorIterator iter(out, {x, n}, {.name = name, .int_to_float = true});
   RT_DISPATCH_FLOATING(iter.common_dtype(), name, [&] {
     using op_t = opmath_t<scalar_t>;
-    iter.for_each([&](char** data, const int64_t* st, int64_t len) {
-      if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>) {
-        if (st[0] == sizeof(scalar_t) && st[1] == sizeof(scalar_t) && st[2] == 0) {
-          span(reinterpret_cast<const scalar_t*>(data[1]), reinterpret_cast<scalar_t*>(data[0]),
-               len, *reinterpret_cast<const scalar_t*>(data[2]));
-          return;
-        }
-      }
-      binary_span<scalar_t, scalar_t>(data, st, len, [&](op_t a, op_t b) { return f(a, b); });
-    }, 1024);
+    iter.for_each(
+        [&](char** data, const int64_t* st, int64_t len) {
+          if constexpr (std::is_same_v<scalar_t, float> || std::is_same_v<scalar_t, double>) {
+            if (st[0] == sizeof(scalar_t) && st[1] == sizeof(scalar_t) && st[2] == 0) {
+              span(reinterpret_cast<const scalar_t*>(data[1]), reinterpret_cast<scalar_t*>(data[0]),
+                   len, *reinterpret_cast<const scalar_t*>(data[2]));
+              return;
+            }
+          }
+          binary_span<scalar_t, scalar_t>(data, st, len, [&](op_t a, op_t b) { return f(a, b); });
+        },
+        1024);
   });
   iter.finish();
 }
@@ -235,22 +266,21 @@ void polynomial_out(const char* name, const Tensor& x, const Tensor& n, Tensor& 
 // kept(x, n): whether the recurrence's value stands (no special case of f covers x); written
 // without short-circuits, which mispredicted on mixed inputs (shifted T of degree 3 over 256K
 // floats in [-1, 1]: 0.88 ms, 0.2 over either half).
-#define RT_POLYNOMIAL_OP(name, scalar, Rec, shifted, kept)                                   \
-  void special_##name##_out(const Tensor& x, const Tensor& n, Tensor& out) {               \
-    const auto f = [](auto a, auto b) { return scalar(a, b); };                             \
-    polynomial_out("special_" #name, x, n, out, f,                                          \
-                   [&](const auto* xs, auto* o, int64_t len, auto nf) {                     \
-                     recurrence_span<Rec, shifted>(xs, o, len, nf, kept, f);                \
-                   });                                                                      \
+#define RT_POLYNOMIAL_OP(name, scalar, Rec, shifted, kept)                   \
+  void special_##name##_out(const Tensor& x, const Tensor& n, Tensor& out) { \
+    const auto f = [](auto a, auto b) { return scalar(a, b); };              \
+    polynomial_out("special_" #name, x, n, out, f,                           \
+                   [&](const auto* xs, auto* o, int64_t len, auto nf) {      \
+                     recurrence_span<Rec, shifted>(xs, o, len, nf, kept, f); \
+                   });                                                       \
   }
 
 // The Chebyshev families recur up to degree big_n inside (-1, 1) and everywhere outside it.
-#define RT_CHEBYSHEV_KEPT(big_n)                                        \
-  [](auto v, int64_t deg) {                                             \
-    return (std::fabs(v) > 1) | ((std::fabs(v) < 1) & (deg <= big_n));  \
-  }
-#define RT_SHIFTED_KEPT(big_n) [](auto v, int64_t deg) {                                        \
-    const auto y = v + v - 1;                                                                \
+#define RT_CHEBYSHEV_KEPT(big_n) \
+  [](auto v, int64_t deg) { return (std::fabs(v) > 1) | ((std::fabs(v) < 1) & (deg <= big_n)); }
+#define RT_SHIFTED_KEPT(big_n)                                                                 \
+  [](auto v, int64_t deg) {                                                                    \
+    const auto y = v + v - 1;                                                                  \
     return (v != 0) & (v != 1) & ((std::fabs(y) > 1) | ((std::fabs(y) < 1) & (deg <= big_n))); \
   }
 
