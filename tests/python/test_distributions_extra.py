@@ -11,6 +11,7 @@ import pytest
 import torch
 
 import retorch
+from test_distributions_more import _both, _message, _same, _same_error
 
 # torch 1.13's Wishart.rsample warns of singular samples on every call (it tests the draws
 # for being positive definite rather than for not being so)
@@ -99,24 +100,6 @@ DTYPES = {"float32": (F32, 1e-4, 1e-5), "float64": (F64, 1e-7, 1e-9)}
 # torch 1.13 fits log I0 and log I1 by polynomials good to ~1e-7 (the concentrated variance,
 # 1 - I1/I0 ~ 0.01, then differs by ~3e-5 relative); retorch's are exact, see below
 LOOSE = {"VonMises": (5e-5, 5e-6)}
-
-
-def _same(got, want, what, rtol=1e-4, atol=1e-5):
-    assert str(got.dtype) == str(want.dtype), f"{what}: dtype {got.dtype} vs {want.dtype}"
-    assert tuple(got.shape) == tuple(want.shape), f"{what}: shape {got.shape} vs {want.shape}"
-    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=rtol,
-                               atol=atol, err_msg=what)
-
-
-def _both(r, t, fn, what, **tol):
-    """fn on both distributions: equal values, or the same exception type from both."""
-    try:
-        want = fn(t)
-    except (NotImplementedError, ValueError) as e:
-        with pytest.raises(type(e)):
-            fn(r)
-        return
-    _same(fn(r), want, what, **tol)
 
 
 def _pair(name, dtype=F32):
@@ -462,20 +445,6 @@ BAD = {
                                                                             [0.5, -1.0]])),
     "Wishart dim": lambda m: D(m).Wishart(3.0, m.ones(3)),
 }
-
-
-def _message(fn, module):
-    with pytest.raises(Exception) as info:
-        fn(module)
-    text = str(info.value)
-    return info.type, text
-
-
-def _same_error(fn):
-    want_type, want = _message(fn, torch)
-    got_type, got = _message(fn, retorch)
-    assert got_type is want_type
-    assert got.replace("retorch.", "") == want.replace("retorch.", "")
 
 
 @pytest.mark.parametrize("name", sorted(BAD))

@@ -307,6 +307,16 @@ def _to_args(L, values, x):
     return tuple(one(v) for v in values[0]), {k: one(v) for k, v in values[1].items()}
 
 
+def _laid_out(L, layout):
+    """A [2, 3, 2, 2] float tensor, contiguous, transposed, channels-last or sliced."""
+    x = L.arange(24, dtype=L.float32).reshape(2, 3, 2, 2)
+    if layout == "transposed":
+        return x.transpose(1, 3)
+    if layout == "channels_last":
+        return x.contiguous(memory_format=L.channels_last)
+    return x[:, ::2] if layout == "sliced" else x
+
+
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "channels_last", "sliced"])
 @pytest.mark.parametrize("name", sorted(TO_CASES))
 def test_to_arguments_as_torch(name, layout):
@@ -314,13 +324,7 @@ def test_to_arguments_as_torch(name, layout):
     device, values, strides, and whether it is the input itself) or the same error class (a bad
     device string raises RuntimeError, a bad combination TypeError)."""
     def run(L):
-        x = L.arange(24, dtype=L.float32).reshape(2, 3, 2, 2)
-        if layout == "transposed":
-            x = x.transpose(1, 3)
-        elif layout == "channels_last":
-            x = x.contiguous(memory_format=L.channels_last)
-        elif layout == "sliced":
-            x = x[:, ::2]
+        x = _laid_out(L, layout)
         args, kwargs = _to_args(L, TO_CASES[name], x)
         y = x.to(*args, **kwargs)
         return y, y is x
@@ -431,13 +435,7 @@ def test_new_and_like_factories_as_torch(name, layout):
     """x.new_zeros & co. take x's dtype and device unless given; zeros_like & co. lay their result
     out as memory_format asks (preserve_format by default) and leave requires_grad on a leaf."""
     def run(L):
-        x = L.arange(24, dtype=L.float32).reshape(2, 3, 2, 2)
-        if layout == "transposed":
-            x = x.transpose(1, 3)
-        elif layout == "channels_last":
-            x = x.contiguous(memory_format=L.channels_last)
-        y = FACTORY_CASES[name](L, x)
-        return y
+        return FACTORY_CASES[name](L, _laid_out(L, layout))
     got, want = _outcome(lambda: run(retorch)), _outcome(lambda: run(torch))
     assert got[0] == want[0], f"{name}: retorch {got}, torch {want}"
     if want[0] == "raises":

@@ -9,6 +9,7 @@ from .._C import Tensor
 from ._api import (ignore, unused, export, is_scripting, is_tracing, Final, annotate,  # noqa: F401
                    script_if_tracing, Attribute, interface, Error, _tracing)
 from ._async import Future, fork, wait  # noqa: F401
+from ._graph_module import GraphModuleAccessors
 
 __all__ = ["trace", "script", "save", "load", "TracerWarning", "ScriptFunction", "TracedModule",
            "LoadedModule", "run_passes", "ignore", "unused", "export", "is_scripting", "is_tracing",
@@ -74,7 +75,7 @@ class ScriptFunction:
         return f"<retorch.jit.ScriptFunction {self.__name__}>"
 
 
-class TracedModule(ScriptFunction):
+class TracedModule(GraphModuleAccessors, ScriptFunction):
     """A traced module: forward runs the graph on the module's own parameters and buffers (the
     same tensors, so training either trains both). `training` is the module's flag at trace time;
     train()/eval() set it (the graph keeps what the trace recorded, as torch's traces do). c is
@@ -87,24 +88,8 @@ class TracedModule(ScriptFunction):
         self.training = module.training
         self._method_names = []
 
-    def _forward_c(self):
-        if self._c is None:
-            raise AttributeError(f"'{type(self).__name__}' object has no attribute 'forward'")
-        return self._c
-
-    @property
-    def graph(self):
-        return self._forward_c().graph
-
-    @property
-    def code(self):
-        return self._forward_c().code
-
     def forward(self, *inputs):
         return self._wrap(self._forward_c().forward(list(inputs)))
-
-    def __call__(self, *inputs):
-        return self.forward(*inputs)
 
     def train(self, mode=True):
         self.training = mode
@@ -112,18 +97,6 @@ class TracedModule(ScriptFunction):
 
     def eval(self):
         return self.train(False)
-
-    def named_parameters(self):
-        return iter(self._named_parameters)
-
-    def parameters(self):
-        return iter(p for _, p in self._named_parameters)
-
-    def named_buffers(self):
-        return iter(self._named_buffers)
-
-    def buffers(self):
-        return iter(b for _, b in self._named_buffers)
 
     def __repr__(self):
         return f"<retorch.jit.TracedModule {self.__name__}>"

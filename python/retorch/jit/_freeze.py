@@ -16,6 +16,7 @@ import tempfile
 
 from .. import _C
 from .. import io as _io
+from ._graph_module import GraphModuleAccessors
 
 __all__ = ["freeze", "run_frozen_optimizations", "optimize_for_inference", "FrozenModule"]
 
@@ -76,7 +77,7 @@ def _is_script_module(mod):
         (getattr(mod, "_c", 0) is None and hasattr(mod, "_method_names"))
 
 
-class FrozenModule:
+class FrozenModule(GraphModuleAccessors):
     """A frozen traced module: forward (and the preserved traced methods) run graphs whose
     parameters and buffers are constants, except the preserved attributes. Like torch's frozen
     modules it has no `training` flag."""
@@ -91,39 +92,11 @@ class FrozenModule:
         self._named_parameters = params
         self._named_buffers = buffers
 
-    def _forward_c(self):
-        if self._c is None:
-            raise AttributeError("'FrozenModule' object has no attribute 'forward'")
-        return self._c
-
-    @property
-    def graph(self):
-        return self._forward_c().graph
-
-    @property
-    def code(self):
-        return self._forward_c().code
-
     def forward(self, *inputs):
         outs = self._forward_c().forward(list(inputs))
         if self._returns_tuple is None:  # frozen from a loaded module, as LoadedModule returns
             return outs[0] if len(outs) == 1 else tuple(outs)
         return tuple(outs) if self._returns_tuple else outs[0]
-
-    def __call__(self, *inputs):
-        return self.forward(*inputs)
-
-    def named_parameters(self):
-        return iter(self._named_parameters)
-
-    def parameters(self):
-        return iter(p for _, p in self._named_parameters)
-
-    def named_buffers(self):
-        return iter(self._named_buffers)
-
-    def buffers(self):
-        return iter(b for _, b in self._named_buffers)
 
     def __repr__(self):
         return f"<retorch.jit.FrozenModule {self.__name__}>"
