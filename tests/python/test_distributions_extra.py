@@ -11,7 +11,8 @@ import pytest
 import torch
 
 import retorch
-from test_distributions_more import _both, _message, _same, _same_error
+from test_distributions_more import (_both, _check_sample_moments, _message, _same,
+                                     _same_error)
 
 # torch 1.13's Wishart.rsample warns of singular samples on every call (it tests the draws
 # for being positive definite rather than for not being so)
@@ -342,14 +343,7 @@ MOMENT = {  # parameters whose sample mean and variance settle fast
 
 @pytest.mark.parametrize("name", sorted(MOMENT))
 def test_sample_moments(name):
-    retorch.manual_seed(1234)
-    n = 40000
-    t, r = MOMENT[name](torch), MOMENT[name](retorch)
-    x = r.sample((n,)).double().numpy()
-    mean, var = t.mean.double().numpy(), t.variance.double().numpy()
-    np.testing.assert_array_less(np.abs(x.mean(0) - mean), 6 * np.sqrt(var / n),
-                                 err_msg=f"{name} mean")
-    np.testing.assert_allclose(x.var(0), var, rtol=0.08, err_msg=f"{name} variance")
+    _check_sample_moments(MOMENT[name], name)
 
 
 def test_von_mises_bessel_terms_are_exact():
