@@ -312,10 +312,15 @@ def test_polynomial_ops(rng):
         # [Polynomials a block at a time]); the special points fall inside blocks.
         xs = np.concatenate([np.linspace(-1.5, 1.5, 97), [1.0, -1.0, 0.0, -0.0, 0.5, np.nan,
                                                           np.inf, -np.inf, 1e-30]])
+        # Chebyshev T and U past their degree bound take vector closed forms inside (-1, 1) an
+        # L1-sized chunk at a time: a long span, mostly inside, the other points among them.
+        long = np.concatenate([np.linspace(-0.999, 0.999, 1100), xs])
         for dt in ("float32", "float64"):
             for deg in (2, 5, 9, 30):
                 both(lambda L, x: getattr(L.special, name)(x, deg),
                      pair_from_values(np.roll(xs, deg), dt), what=f"{name} span n={deg} {dt}")
+            both(lambda L, x: getattr(L.special, name)(x, 50),
+                 pair_from_values(np.roll(long, 530), dt), what=f"{name} long span {dt}")
         for L in (torch, retorch):
             with pytest.raises(TypeError):
                 getattr(L.special, name)(0.5, 3)

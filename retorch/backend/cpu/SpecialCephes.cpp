@@ -551,106 +551,188 @@ constexpr double kSqrt2OverPi = 0.797884560802865355879892119868763737;
 constexpr double kPi4 = 0.785398163397448309615660845819875721;
 constexpr double k3Pi4 = 2.356194490192344928846982537459627163;
 
+// The forms below are written over a lane type U: T itself for the scalar kernels, or a GCC
+// vector of T (whose ?: selects lane by lane, both sides evaluated) for bessel_span; T names the
+// element type the coefficients are rounded to.
+template <typename T, typename U, size_t N>
+U lane_polevl(U x, const double (&c)[N]) {
+  U r = U{} + T(c[0]);
+  for (size_t i = 1; i < N; ++i) r = r * x + T(c[i]);
+  return r;
+}
+
 // The large-x form of J (cos_first) and Y: (P cos(x - phase) - 5/x Q sin(x - phase)) sqrt(2 /
 // (pi x)), sin and cos swapped and a plus sign for Y; P and Q rational in w = 25/x^2. s and c are
-// sin(x - phase) and cos(x - phase).
-template <typename T, size_t A, size_t B, size_t C, size_t D>
-T hankel(T x, T w, const double (&pp)[A], const double (&pq)[B], const double (&qp)[C],
-         const double (&qq)[D], T s, T c, bool cos_first) {
-  const T p = polevl(w, pp) / polevl(w, pq);
-  const T q = T(5) / x * (polevl(w, qp) / polevl(w, qq));
-  return (cos_first ? p * c - q * s : p * s + q * c) * T(kSqrt2OverPi) / std::sqrt(x);
+// sin(x - phase) and cos(x - phase), rt sqrt(x).
+template <typename T, typename U, size_t A, size_t B, size_t C, size_t D>
+U hankel(U x, U w, U rt, const double (&pp)[A], const double (&pq)[B], const double (&qp)[C],
+         const double (&qq)[D], U s, U c, bool cos_first) {
+  const U p = lane_polevl<T>(w, pp) / lane_polevl<T>(w, pq);
+  const U q = T(5) / x * (lane_polevl<T>(w, qp) / lane_polevl<T>(w, qq));
+  return (cos_first ? p * c - q * s : p * s + q * c) * T(kSqrt2OverPi) / rt;
 }
 
-// Each function below takes sc, which gives {sin(a - phase), cos(a - phase)} of the point a its
-// Hankel form is evaluated at (called only there, a > 5): the scalar kernels compute them, the
-// vector path (bessel_span) passes values its vector sine and cosine made.
+// The rational forms below 5 (a = |x| for J). Y's take log(x) and J(x) of the same order.
+template <typename T, typename U>
+U j0_small(U a, U a2) {
+  const U r = (a2 - T(5.78318596294678452118e+00)) * (a2 - T(3.04712623436620863991e+01)) *
+              lane_polevl<T>(a2, kJ0RP) / lane_polevl<T>(a2, kJ0RQ);
+  return a < T(1e-5) ? T(1) - a2 / T(4) : r;
+}
+
+template <typename T, typename U>
+U j1_small(U x, U x2) {
+  return lane_polevl<T>(x2, kJ1RP) / lane_polevl<T>(x2, kJ1RQ) * x *
+         (x2 - T(1.46819706421238932572e+01)) * (x2 - T(4.92184563216946036703e+01));
+}
+
+template <typename T, typename U>
+U y0_small(U x2, U log_x, U j0) {
+  return lane_polevl<T>(x2, kY0YP) / lane_polevl<T>(x2, kY0YQ) + T(kTwoOverPi) * log_x * j0;
+}
+
+template <typename T, typename U>
+U y1_small(U x, U x2, U log_x, U j1) {
+  return x * (lane_polevl<T>(x2, kY1YP) / lane_polevl<T>(x2, kY1YQ)) +
+         T(kTwoOverPi) * (j1 * log_x - T(1) / x);
+}
+
+// The forms past 5, at a (|x| for J, x for Y) with s, c = sin, cos(a - phase) and rt = sqrt(a).
+template <typename T, typename U>
+U j0_large(U a, U rt, U s, U c) {
+  return hankel<T>(a, T(25) / (a * a), rt, kJ0PP, kJ0PQ, kJ0QP, kJ0QQ, s, c, true);
+}
+
+template <typename T, typename U>
+U j1_large(U a, U rt, U s, U c) {
+  return hankel<T>(a, (T(5) / a) * (T(5) / a), rt, kJ1PP, kJ1PQ, kJ1QP, kJ1QQ, s, c, true);
+}
+
+template <typename T, typename U>
+U y0_large(U x, U rt, U s, U c) {
+  return hankel<T>(x, T(25) / (x * x), rt, kJ0PP, kJ0PQ, kJ0QP, kJ0QQ, s, c, false);
+}
+
+template <typename T, typename U>
+U y1_large(U x, U rt, U s, U c) {
+  return hankel<T>(x, (T(5) / x) * (T(5) / x), rt, kJ1PP, kJ1PQ, kJ1QP, kJ1QQ, s, c, false);
+}
+
+// The scalar kernels: each form where it applies.
 template <typename T>
-struct SinCos {
-  double phase;
-  std::pair<T, T> operator()(T a) const {
-    return {std::sin(a - T(phase)), std::cos(a - T(phase))};
-  }
-};
-
-template <typename T, typename SC>
-T bessel_j0(T x, const SC& sc) {
-  const T a = std::fabs(x), a2 = a * a;
-  if (a <= 5) {
-    if (a < T(1e-5)) return 1 - a2 / 4;
-    return (a2 - T(5.78318596294678452118e+00)) * (a2 - T(3.04712623436620863991e+01)) *
-           polevl(a2, kJ0RP) / polevl(a2, kJ0RQ);
-  }
-  const auto [s, c] = sc(a);
-  return hankel(a, 25 / a2, kJ0PP, kJ0PQ, kJ0QP, kJ0QQ, s, c, true);
+T bessel_j0(T x) {
+  const T a = std::fabs(x);
+  if (a <= 5) return j0_small<T>(a, a * a);
+  return j0_large<T>(a, std::sqrt(a), std::sin(a - T(kPi4)), std::cos(a - T(kPi4)));
 }
 
-template <typename T, typename SC>
-T bessel_j1(T x, const SC& sc) {
+template <typename T>
+T bessel_j1(T x) {
   const T a = std::fabs(x);
-  if (a <= 5) {
-    const T x2 = x * x;
-    return polevl(x2, kJ1RP) / polevl(x2, kJ1RQ) * x * (x2 - T(1.46819706421238932572e+01)) *
-           (x2 - T(4.92184563216946036703e+01));
-  }
-  const auto [s, c] = sc(a);
-  const T r = hankel(a, (5 / a) * (5 / a), kJ1PP, kJ1PQ, kJ1QP, kJ1QQ, s, c, true);
+  if (a <= 5) return j1_small<T>(x, x * x);
+  const T r = j1_large<T>(a, std::sqrt(a), std::sin(a - T(k3Pi4)), std::cos(a - T(k3Pi4)));
   return x < 0 ? -r : r;
 }
 
-template <typename T, typename SC>
-T bessel_y0(T x, const SC& sc) {
+template <typename T>
+T bessel_y0(T x) {
   if (x == 0) return -kInf<T>;
   if (x < 0) return kNaN<T>;
-  const T x2 = x * x;
-  if (x <= 5)
-    return polevl(x2, kY0YP) / polevl(x2, kY0YQ) +
-           T(kTwoOverPi) * std::log(x) * bessel_j0(x, SinCos<T>{kPi4});
-  const auto [s, c] = sc(x);
-  return hankel(x, 25 / x2, kJ0PP, kJ0PQ, kJ0QP, kJ0QQ, s, c, false);
+  if (x <= 5) return y0_small<T>(x * x, std::log(x), j0_small<T>(x, x * x));
+  return y0_large<T>(x, std::sqrt(x), std::sin(x - T(kPi4)), std::cos(x - T(kPi4)));
 }
 
-template <typename T, typename SC>
-T bessel_y1(T x, const SC& sc) {
+template <typename T>
+T bessel_y1(T x) {
   if (x == 0) return -kInf<T>;
   if (x < 0) return kNaN<T>;
-  if (x <= 5) {
-    const T x2 = x * x;
-    return x * (polevl(x2, kY1YP) / polevl(x2, kY1YQ)) +
-           T(kTwoOverPi) * (bessel_j1(x, SinCos<T>{k3Pi4}) * std::log(x) - 1 / x);
-  }
-  const auto [s, c] = sc(x);
-  return hankel(x, (5 / x) * (5 / x), kJ1PP, kJ1PQ, kJ1QP, kJ1QQ, s, c, false);
+  if (x <= 5) return y1_small<T>(x, x * x, std::log(x), j1_small<T>(x, x * x));
+  return y1_large<T>(x, std::sqrt(x), std::sin(x - T(k3Pi4)), std::cos(x - T(k3Pi4)));
 }
 
-// f(x, sc) over a contiguous float/double span, sin and cos of (|x| for J, x for Y) - phase
-// through the vector functions an L1-sized chunk at a time, for the elements past 5 (the scalar
-// sinf and cosf took most of J0's time: 1M floats 8.0 ms, PyTorch 7.7). False, writing
-// nothing, for other types or without the vector functions.
-template <typename T, typename F>
-bool bessel_span(const T* x, T* out, int64_t n, bool absolute, double phase, const F& f) {
+enum class BesselKind { kJ0, kJ1, kY0, kY1 };
+
+// J or Y over a contiguous float/double span, an L1-sized chunk at a time: sin, cos and sqrt of
+// a (|x| for J, x for Y) - phase through the vector functions for the elements past 5, log x
+// (for Y) for those below, then the forms 16 elements at a time in GCC vector types, each form
+// only for blocks with an element in its range (the scalar sinf and cosf took most of J0's
+// time: 1M floats 8.0 ms, PyTorch 7.7; the scalar rational forms, 256K floats below 5, 0.57 ms,
+// PyTorch 0.47). False, writing nothing, for other types or without the vector functions.
+template <BesselKind kKind, typename T>
+bool bessel_span(const T* x, T* out, int64_t n) {
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    constexpr bool kJ = kKind == BesselKind::kJ0 || kKind == BesselKind::kJ1;
+    constexpr bool kOrder0 = kKind == BesselKind::kJ0 || kKind == BesselKind::kY0;
+    constexpr T kPhase = kOrder0 ? T(kPi4) : T(k3Pi4);
+    constexpr int64_t kLanes = 16, kChunk = 512;
+    typedef T V __attribute__((vector_size(kLanes * sizeof(T))));
     T probe = 0;
-    if (!vec_unary(VecFn::kSin, &probe, &probe, 0) || !vec_unary(VecFn::kCos, &probe, &probe, 0))
+    if (!vec_unary(VecFn::kSin, &probe, &probe, 0) || !vec_unary(VecFn::kCos, &probe, &probe, 0) ||
+        !vec_unary(VecFn::kLog, &probe, &probe, 0))
       return false;
-    constexpr int64_t kChunk = 512;
-    alignas(64) T s[kChunk], c[kChunk];
+    // xp: x; xa: a; s, c, rt: sin and cos of a - phase and sqrt(a) past 5 or NaN (below, sin and
+    // cos of 0 and sqrt(5): finite, then discarded); lg: log(x) in (0, 5] (1 elsewhere); r: the
+    // results. The tail pads with 1.
+    alignas(64) T xp[kChunk], xa[kChunk], s[kChunk], c[kChunk], rt[kChunk], lg[kChunk], r[kChunk];
     for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
       const int64_t m = std::min(kChunk, n - i0);
-      int far = 0;
-      for (int64_t j = 0; j < m; ++j) {
-        const T a = absolute ? std::fabs(x[i0 + j]) : x[i0 + j];
-        far += a > 5 ? 1 : 0;
-        s[j] = c[j] = a > 5 ? a - T(phase) : T(0);
+      const int64_t padded = (m + kLanes - 1) / kLanes * kLanes;
+      const T* xs = x + i0;
+      int far = 0, near = 0;
+      for (int64_t j = 0; j < padded; ++j) {
+        const T v = j < m ? xs[j] : T(1), a = kJ ? std::fabs(v) : v;
+        far += a <= 5 ? 0 : 1;
+        near += a > 0 && a <= 5 ? 1 : 0;
+        xp[j] = v;
+        xa[j] = a;
+        s[j] = c[j] = a <= 5 ? T(0) : a - kPhase;  // (NaN takes the far way, as in the kernels)
+        rt[j] = a <= 5 ? T(5) : a;
+        lg[j] = a > 0 && a <= 5 ? a : T(1);
       }
       if (far) {
-        vec_unary(VecFn::kSin, s, s, m);
-        vec_unary(VecFn::kCos, c, c, m);
+        vec_unary(VecFn::kSin, s, s, padded);
+        vec_unary(VecFn::kCos, c, c, padded);
+        for (int64_t j = 0; j < padded; ++j) rt[j] = std::sqrt(rt[j]);
       }
-      for (int64_t j = 0; j < m; ++j) {
-        const T sj = s[j], cj = c[j];
-        out[i0 + j] = f(x[i0 + j], [sj, cj](T) { return std::pair<T, T>{sj, cj}; });
+      if (!kJ && near) vec_unary(VecFn::kLog, lg, lg, padded);
+      for (int64_t j = 0; j < padded; j += kLanes) {
+        V a, sv, cv, rtv, lv;
+        std::memcpy(&a, xa + j, sizeof(V));
+        std::memcpy(&sv, s + j, sizeof(V));
+        std::memcpy(&cv, c + j, sizeof(V));
+        std::memcpy(&rtv, rt + j, sizeof(V));
+        std::memcpy(&lv, lg + j, sizeof(V));
+        bool any_small = false, any_large = false;
+        for (int64_t k = 0; k < kLanes; ++k) {
+          any_small |= !(a[k] > 5);
+          any_large |= !(a[k] <= 5);
+        }
+        const V a2 = a * a, al = a <= T(5) ? V{} + T(5) : a;
+        V small = V{}, large = V{};
+        if constexpr (kKind == BesselKind::kJ0) {
+          if (any_small) small = j0_small<T>(a, a2);
+          if (any_large) large = j0_large<T>(al, rtv, sv, cv);
+        } else if constexpr (kKind == BesselKind::kJ1) {
+          V v;
+          std::memcpy(&v, xp + j, sizeof(V));
+          if (any_small) small = j1_small<T>(v, a2);
+          if (any_large) large = j1_large<T>(al, rtv, sv, cv);
+          large = v < T(0) ? -large : large;
+        } else if constexpr (kKind == BesselKind::kY0) {
+          if (any_small) small = y0_small<T>(a2, lv, j0_small<T>(a, a2));
+          if (any_large) large = y0_large<T>(al, rtv, sv, cv);
+        } else {
+          if (any_small) small = y1_small<T>(a, a2, lv, j1_small<T>(a, a2));
+          if (any_large) large = y1_large<T>(al, rtv, sv, cv);
+        }
+        V rv = a <= T(5) ? small : large;
+        if constexpr (!kJ) {
+          rv = a < T(0) ? V{} + std::numeric_limits<T>::quiet_NaN() : rv;
+          rv = a == T(0) ? V{} - std::numeric_limits<T>::infinity() : rv;
+        }
+        std::memcpy(r + j, &rv, sizeof(V));
       }
+      std::memcpy(out + i0, r, m * sizeof(T));
     }
     return true;
   } else {
@@ -736,35 +818,29 @@ void igammac_out(const Tensor& self, const Tensor& other, Tensor& out) {
 
 namespace {
 
-// special_bessel_*: f(x, sc) (bessel_j0 & co.) with its Hankel phase, evaluated at |x| for J.
-template <typename F>
-void bessel_out(const char* name, const Tensor& self, Tensor& out, bool absolute, double phase,
-                const F& f) {
-  cephes_unary(
-      name, self, out, [&](auto x) { return f(x, SinCos<decltype(x)>{phase}); },
-      [&](const auto* x, auto* y, int64_t n) { return bessel_span(x, y, n, absolute, phase, f); });
+// special_bessel_*: the scalar kernel f, and bessel_span over contiguous spans.
+template <BesselKind kKind, typename F>
+void bessel_out(const char* name, const Tensor& self, Tensor& out, const F& f) {
+  cephes_unary(name, self, out, f,
+               [](const auto* x, auto* y, int64_t n) { return bessel_span<kKind>(x, y, n); });
 }
 
 }  // namespace
 
 void special_bessel_j0_out(const Tensor& self, Tensor& out) {
-  bessel_out("special_bessel_j0", self, out, true, kPi4,
-             [](auto x, const auto& sc) { return bessel_j0(x, sc); });
+  bessel_out<BesselKind::kJ0>("special_bessel_j0", self, out, [](auto x) { return bessel_j0(x); });
 }
 
 void special_bessel_j1_out(const Tensor& self, Tensor& out) {
-  bessel_out("special_bessel_j1", self, out, true, k3Pi4,
-             [](auto x, const auto& sc) { return bessel_j1(x, sc); });
+  bessel_out<BesselKind::kJ1>("special_bessel_j1", self, out, [](auto x) { return bessel_j1(x); });
 }
 
 void special_bessel_y0_out(const Tensor& self, Tensor& out) {
-  bessel_out("special_bessel_y0", self, out, false, kPi4,
-             [](auto x, const auto& sc) { return bessel_y0(x, sc); });
+  bessel_out<BesselKind::kY0>("special_bessel_y0", self, out, [](auto x) { return bessel_y0(x); });
 }
 
 void special_bessel_y1_out(const Tensor& self, Tensor& out) {
-  bessel_out("special_bessel_y1", self, out, false, k3Pi4,
-             [](auto x, const auto& sc) { return bessel_y1(x, sc); });
+  bessel_out<BesselKind::kY1>("special_bessel_y1", self, out, [](auto x) { return bessel_y1(x); });
 }
 
 void special_ndtri_out(const Tensor& self, Tensor& out) {
