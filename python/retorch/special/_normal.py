@@ -7,7 +7,6 @@ from ..autograd.function import Function
 from ._common import binary_args, finish, in_float64, polevl, select, unary_arg, unary_op
 
 _SQRT1_2 = math.sqrt(0.5)
-_SQRT_2PI = math.sqrt(2 * math.pi)
 _ISQRT_PI = 1 / math.sqrt(math.pi)
 
 
@@ -36,25 +35,10 @@ erfcx = unary_op("erfcx", _erfcx,
                  "SpecialErfcxBackward0")
 
 
-def _log_ndtr(x):
-    # SciPy's split, as torch: the erfcx form keeps the far left tail from underflowing.
-    t = x * _SQRT1_2
-    left = _C.log(_erfcx(-t) / 2) - t * t
-    right = _C.log1p(-_C.erfc(t) / 2)
-    return select(right, x < -1.0, left)
-
-
-log_ndtr = unary_op("log_ndtr", _log_ndtr,
-                    lambda g, x, y: g / _SQRT_2PI * (-(y + x.pow(2) / 2)).exp(),
-                    "SpecialLogNdtrBackward0")
-
-def _entr(x):
-    r = select(_C.full_like(x, -math.inf), x > 0, -x * _C.log(x))
-    r = select(r, x == 0, 0.0)
-    return select(r, _C.isnan(x), x)
-
-
-entr = unary_op("entr", _entr, lambda g, x, y: g * (-(1 + x.log())), "SpecialEntrBackward0")
+# SciPy's split, as torch's (the erfcx form keeps the far left tail from underflowing), and
+# torch's entr: ops (SpecialAiryNdtr.cpp).
+log_ndtr = _C.special_log_ndtr
+entr = _C.special_entr
 
 
 def _xlog1py(x, y):
