@@ -470,3 +470,57 @@ def test_size_as_torch(name):
     got = _outcome(lambda: SIZE_CASES[name](retorch, retorch.zeros(2, 3, 4).shape))
     want = _outcome(lambda: SIZE_CASES[name](torch, torch.zeros(2, 3, 4).shape))
     assert got == want, (got, want)
+
+
+def _attribute_outcome(L, script):
+    """What script(L) returns, or the class of the exception it raises."""
+    try:
+        return ("ok", script(L))
+    except Exception as e:  # noqa: BLE001 (the class is the outcome)
+        return ("raised", type(e).__name__)
+
+
+_ATTRIBUTE_SCRIPTS = {
+    "read": lambda L: (tuple(L.ones(2, 3).shape), str(L.ones(2).dtype), str(L.ones(2).device),
+                       L.ones(2).ndim, L.ones(2).is_leaf, L.ones(2).requires_grad,
+                       L.ones(2).grad, L.ones(2).grad_fn, L.ones(2).is_cuda),
+    "requires_grad = True": lambda L: _set(L.ones(2), "requires_grad", True).requires_grad,
+    "requires_grad = 1": lambda L: _set(L.ones(2), "requires_grad", 1),
+    "requires_grad = None": lambda L: _set(L.ones(2), "requires_grad", None),
+    "del requires_grad": lambda L: delattr(L.ones(2), "requires_grad"),
+    "integer requires_grad": lambda L: _set(L.ones(2, dtype=L.long), "requires_grad", True),
+    "non-leaf requires_grad = False": lambda L: _set(
+        L.ones(2, requires_grad=True) * 2, "requires_grad", False),
+    "grad = tensor": lambda L: _set(L.ones(2), "grad", L.full((2,), 3.0)).grad.tolist(),
+    "grad = wrong size": lambda L: _set(L.ones(2), "grad", L.ones(3)),
+    "grad = 3": lambda L: _set(L.ones(2), "grad", 3),
+    "del grad": lambda L: _del(_set(L.ones(2), "grad", L.ones(2)), "grad").grad,
+    "grad = None": lambda L: _set(_set(L.ones(2), "grad", L.ones(2)), "grad", None).grad,
+    "data = tensor": lambda L: _set(L.ones(2), "data", L.arange(3)).tolist(),
+    "data = 3": lambda L: _set(L.ones(2), "data", 3),
+    "del data": lambda L: delattr(L.ones(2), "data"),
+    "shape = ...": lambda L: _set(L.ones(2), "shape", (2,)),
+    "del shape": lambda L: delattr(L.ones(2), "shape"),
+    "dtype = ...": lambda L: _set(L.ones(2), "dtype", L.float64),
+    "parameter": lambda L: (L.nn.Parameter(L.ones(3)).requires_grad,
+                            tuple(L.nn.Parameter(L.ones(3)).shape),
+                            (L.nn.Parameter(L.ones(3)) * 2).grad_fn is not None),
+}
+
+
+def _set(x, name, value):
+    setattr(x, name, value)
+    return x
+
+
+def _del(x, name):
+    delattr(x, name)
+    return x
+
+
+@pytest.mark.parametrize("case", sorted(_ATTRIBUTE_SCRIPTS))
+def test_attributes_read_and_assigned_as_torch(case):
+    """The attributes served by CPython getset descriptors (Note [Attributes as getset
+    descriptors]): values, assignments, deletions and the errors' classes as torch's."""
+    script = _ATTRIBUTE_SCRIPTS[case]
+    assert _attribute_outcome(retorch, script) == _attribute_outcome(torch, script), case
