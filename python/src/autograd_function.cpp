@@ -1,4 +1,5 @@
-// PyFunctionNode: the backward node of a Python autograd.Function, and the output wrapping.
+// PyFunctionNode: the backward node of a Python autograd.Function, the output wrapping, and the
+// saved-tensor hooks of autograd.graph.
 #include <unordered_set>
 
 #include "python/src/bindings.h"
@@ -173,9 +174,75 @@ py::tuple wrap_outputs(py::object ctx, const std::string& name, py::object backw
   return result;
 }
 
+// A saved tensor's Python pack and unpack hooks (autograd.graph.saved_tensors_hooks). They run
+// wherever the tensor is saved or unpacked, with or without the GIL held, so each call takes
+// it, and so does dropping the packed object.
+class PySavedVariableHooks final : public autograd::SavedVariableHooks {
+ public:
+  PySavedVariableHooks(py::function pack, py::function unpack)
+      : pack_(std::move(pack)), unpack_(std::move(unpack)) {}
+
+  ~PySavedVariableHooks() override {
+    if (!Py_IsInitialized()) {  // interpreter gone: leak rather than touch freed state
+      pack_.release();
+      unpack_.release();
+      packed_.release();
+      return;
+    }
+    py::gil_scoped_acquire gil;
+    pack_ = py::function();
+    unpack_ = py::function();
+    packed_ = py::object();
+  }
+
+  void call_pack_hook(const Tensor& t) override {
+    py::gil_scoped_acquire gil;
+    packed_ = pack_(t);
+  }
+
+  Tensor call_unpack_hook() override {
+    py::gil_scoped_acquire gil;
+    py::object r = unpack_(packed_);
+    if (!py::detail::is_bound_instance<Tensor>(r))
+      throw py::type_error(std::string("Output of saved tensor unpack_hook expected to be a "
+                                       "Tensor but got result of type ") +
+                           Py_TYPE(r.ptr())->tp_name);
+    return r.cast<Tensor>();
+  }
+
+ private:
+  py::function pack_, unpack_;
+  py::object packed_;
+};
+
+struct PySavedVariableHooksFactory final : autograd::SavedVariableHooksFactory {
+  PySavedVariableHooksFactory(py::function pack, py::function unpack)
+      : pack(std::move(pack)), unpack(std::move(unpack)) {}
+  ~PySavedVariableHooksFactory() override {
+    py::gil_scoped_acquire gil;
+    pack = py::function();
+    unpack = py::function();
+  }
+  std::unique_ptr<autograd::SavedVariableHooks> make() override {
+    py::gil_scoped_acquire gil;
+    return std::make_unique<PySavedVariableHooks>(pack, unpack);
+  }
+  py::function pack, unpack;
+};
+
 }  // namespace
 
 void bind_autograd_function(py::module_& m) {
+  // torch._C._autograd's names (autograd/graph.py).
+  m.def("_push_saved_tensors_default_hooks", [](py::function pack, py::function unpack) {
+    autograd::push_saved_tensor_hooks(
+        std::make_shared<PySavedVariableHooksFactory>(std::move(pack), std::move(unpack)));
+  });
+  m.def("_pop_saved_tensors_default_hooks", [] { autograd::pop_saved_tensor_hooks(); });
+  m.def("_saved_tensors_hooks_disable",
+        [](std::string message) { autograd::disable_saved_tensor_hooks(std::move(message)); });
+  m.def("_saved_tensors_hooks_enable", [] { autograd::enable_saved_tensor_hooks(); });
+
   py::class_<PyFunctionNode, Node, std::shared_ptr<PyFunctionNode>>(m, "_FunctionNode")
       .def_property_readonly("saved_tensors", &PyFunctionNode::saved_tensors)
       // torch's grad_fn of a custom Function is its ctx: y.grad_fn.k reads ctx.k.

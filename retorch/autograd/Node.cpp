@@ -2,6 +2,9 @@
 #include "retorch/autograd/Node.h"
 
 #include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
 
 #include "retorch/autograd/GradMode.h"
 #include "retorch/autograd/SavedVariable.h"
@@ -171,6 +174,31 @@ Edge gradient_edge(const Tensor& t) {
   return Edge();
 }
 
+namespace {
+// This thread's saved-tensor hooks, innermost last, and the message pushing fails with while
+// they are disabled.
+thread_local std::vector<std::shared_ptr<SavedVariableHooksFactory>> tls_saved_hooks;
+thread_local std::optional<std::string> tls_saved_hooks_disabled;
+}  // namespace
+
+void push_saved_tensor_hooks(std::shared_ptr<SavedVariableHooksFactory> factory) {
+  RT_CHECK(!tls_saved_hooks_disabled, *tls_saved_hooks_disabled);
+  tls_saved_hooks.push_back(std::move(factory));
+}
+
+void pop_saved_tensor_hooks() {
+  RT_CHECK(!tls_saved_hooks.empty(), "pop_saved_tensor_hooks: no saved-tensor hooks are set");
+  tls_saved_hooks.pop_back();
+}
+
+void disable_saved_tensor_hooks(std::string message) {
+  tls_saved_hooks_disabled = std::move(message);
+}
+
+void enable_saved_tensor_hooks() {
+  tls_saved_hooks_disabled.reset();
+}
+
 SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   if (!t.defined()) return;
   was_saved_ = true;
@@ -178,6 +206,19 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
   saved_version_ = t._version();
   requires_grad_ = t.requires_grad();
   output_nr_ = t.output_nr();
+  if (!tls_saved_hooks.empty()) {
+    hooks_ = tls_saved_hooks.back()->make();
+    {
+      NoGradGuard no_grad;  // (as torch's: what the hook computes records no graph)
+      hooks_->call_pack_hook(t);
+    }
+    RT_CHECK(t._version() == saved_version_,
+             "A saved tensor pack hook is modifying its input in place. Tensors provided as input "
+             "to pack hook can not be modified by in-place operations as this can lead to "
+             "unexpected side-effects. Please open an issue if you need to perform in-place "
+             "operations on the input to a pack hook.");
+    return;
+  }
   // An output's grad_fn is the node saving it: keep a plain alias and reconnect on unpack.
   data_ = is_output ? alias_with_geometry(t, t.sizes(), t.strides(), t.storage_offset()) : t;
 }
@@ -185,6 +226,7 @@ SavedVariable::SavedVariable(const Tensor& t, bool is_output) {
 void SavedVariable::reset_data() {
   if (was_saved_) released_ = true;
   data_ = Tensor();
+  hooks_.reset();
 }
 
 Tensor SavedVariable::unpack(const std::shared_ptr<Node>& saved_for) const {
@@ -195,7 +237,9 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& saved_for) const {
            "are freed when you call .backward() or autograd.grad(). Specify retain_graph=True if "
            "you need to backward through the graph a second time or if you need to access saved "
            "tensors after calling backward.");
-  if (data_._version() != saved_version_) {
+  // Under hooks the unpack hook gives the tensor (its versions cannot be followed through them).
+  const Tensor data = hooks_ ? hooks_->call_unpack_hook() : data_;
+  if (!hooks_ && data_._version() != saved_version_) {
     std::string fn = saved_for ? saved_for->name() : std::string("a backward node");
     RT_ERROR("one of the variables needed for gradient computation has been modified by an "
              "inplace operation: [", legacy_type_name(data_.dtype()), " ", data_.sizes(), "]",
@@ -204,8 +248,8 @@ Tensor SavedVariable::unpack(const std::shared_ptr<Node>& saved_for) const {
              " instead. Hint: the backtrace further above can show the operation that failed to "
              "compute its gradient; clone the tensor before modifying it in place.");
   }
-  if (!is_output_ || !requires_grad_ || !saved_for) return data_;
-  Tensor t = alias_with_geometry(data_, data_.sizes(), data_.strides(), data_.storage_offset());
+  if (!is_output_ || !requires_grad_ || !saved_for) return data;
+  Tensor t = alias_with_geometry(data, data.sizes(), data.strides(), data.storage_offset());
   AutogradMeta& m = t.impl()->ensure_autograd_meta();
   m.grad_fn_ = saved_for;
   m.output_nr_ = output_nr_;

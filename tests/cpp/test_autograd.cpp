@@ -1,8 +1,11 @@
-// Autograd tests: gradients vs hand-derived math, graph retention, higher order, hooks, modes.
+// Autograd tests: gradients vs hand-derived math, graph retention, higher order, hooks
+// (saved-tensor hooks too), modes.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
+#include "retorch/autograd/GradMode.h"
+#include "retorch/autograd/SavedVariable.h"
 #include "test_helpers.h"
 
 using namespace retorch;
@@ -383,4 +386,73 @@ TEST(GradcheckTest, NeedsAnInputRequiringGrad) {
   using VL = autograd::variable_list;
   EXPECT_THROW(autograd::gradcheck([](const VL& v) { return VL{v[0] * 2}; }, {randn_d({2})}),
                Error);
+}
+
+// ---------------------------------------------------------------- saved-tensor hooks
+
+namespace {
+// Hooks that count their calls and keep a clone of each saved tensor.
+struct CloningHooks : autograd::SavedVariableHooks {
+  int* packs;
+  int* unpacks;
+  Tensor kept;
+  CloningHooks(int* p, int* u) : packs(p), unpacks(u) {}
+  void call_pack_hook(const Tensor& t) override {
+    ++*packs;
+    EXPECT_FALSE(GradMode::is_enabled());  // pack hooks record no graph
+    kept = t.clone();
+  }
+  Tensor call_unpack_hook() override {
+    ++*unpacks;
+    return kept;
+  }
+};
+struct CloningFactory : autograd::SavedVariableHooksFactory {
+  int packs = 0, unpacks = 0;
+  std::unique_ptr<autograd::SavedVariableHooks> make() override {
+    return std::make_unique<CloningHooks>(&packs, &unpacks);
+  }
+};
+}  // namespace
+
+TEST(AutogradTest, SavedTensorHooksPackAtSaveAndUnpackInBackward) {
+  Tensor x = tensor({1.0, 2.0}, rg()), w = tensor({3.0, 4.0});
+  auto hooks = std::make_shared<CloningFactory>();
+  autograd::push_saved_tensor_hooks(hooks);
+  Tensor y = (x * w).sum();  // mul saves w (for x's grad)
+  autograd::pop_saved_tensor_hooks();
+  Tensor z = (x * w).sum();  // no hooks: saved as is
+  EXPECT_EQ(hooks->packs, 1);
+  EXPECT_EQ(hooks->unpacks, 0);
+  w.mul_(10);  // the clone stands; no version check through hooks
+  y.backward();
+  EXPECT_EQ(hooks->unpacks, 1);
+  EXPECT_EQ(values(x.grad()), (std::vector<double>{3.0, 4.0}));
+  EXPECT_THROW(z.backward(), Error);  // without hooks the in-place change is caught
+}
+
+TEST(AutogradTest, SavedTensorHooksErrors) {
+  EXPECT_THROW(autograd::pop_saved_tensor_hooks(), Error);  // none pushed
+  autograd::disable_saved_tensor_hooks("hooks are off here");
+  try {
+    autograd::push_saved_tensor_hooks(std::make_shared<CloningFactory>());
+    ADD_FAILURE() << "pushing while disabled did not throw";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("hooks are off here"), std::string::npos);
+  }
+  autograd::enable_saved_tensor_hooks();
+  struct Mutating : autograd::SavedVariableHooks {
+    void call_pack_hook(const Tensor& t) override { t.add_(1); }
+    Tensor call_unpack_hook() override { return Tensor(); }
+  };
+  struct MutatingFactory : autograd::SavedVariableHooksFactory {
+    std::unique_ptr<autograd::SavedVariableHooks> make() override {
+      return std::make_unique<Mutating>();
+    }
+  };
+  Tensor x = tensor({1.0, 2.0}, rg());
+  Tensor w = tensor({3.0, 4.0});
+  autograd::push_saved_tensor_hooks(std::make_shared<MutatingFactory>());
+  EXPECT_THROW((x * w).sum(), Error);
+  autograd::pop_saved_tensor_hooks();
 }

@@ -75,6 +75,15 @@ class NodeInfo:
                 for n in names:
                     formulas[n] = 'grouped'
 
+    def users(self, name):
+        """The inputs whose derivative formulas read the saved value `name` (a group's formula
+        counts for every input it names)."""
+        users = {k for k, f in self.formulas.items() if f != 'grouped' and name in words(f)}
+        for names, f in self.groups:
+            if name in words(f):
+                users.update(names)
+        return users
+
     def ret_names(self):
         rets = self.e.rets
         if len(rets) == 1:
@@ -244,6 +253,24 @@ def gen_kernel(info, op):
     for a in e.args:
         if a.type == 'Tensor[]':
             lines.append(f'    node->{a.name}_size_ = {a.name}.size();')
+    # Note [Saving only what backward reads]: a saved tensor is kept only when an input whose
+    # formula reads it has an edge (mul keeps other only when self requires grad), as PyTorch's
+    # generated code does: less memory held by the graph, and saved-tensor hooks see what
+    # PyTorch's see. Inputs after a Tensor[] have no fixed edge index: what their formulas read
+    # is always saved.
+    edge_index, i = {}, 0
+    for a in e.args:
+        if not is_edge_arg(a):
+            continue
+        edge_index[a.name] = i if i is not None and a.type != 'Tensor[]' else None
+        i = None if a.type == 'Tensor[]' or i is None else i + 1
+
+    def needed(name):
+        idx = [edge_index.get(u) for u in info.users(name)]
+        if not idx or any(j is None for j in idx):
+            return ''
+        return 'if (' + ' || '.join(f'node->next_edges()[{j}].valid()' for j in idx) + ') '
+
     # Note [Saving mutated arguments]: a Tensor? argument the kernel writes (batch norm's
     # running statistics) is saved after the kernel ran, as PyTorch saves every input, so the
     # saved version is the written one and backward does not report a stale input.
@@ -251,14 +278,15 @@ def gen_kernel(info, op):
     for a in info.saved_args:
         if a in saved_after:
             continue
+        cond = needed(a.name)
         if a.type == 'Tensor':
-            lines.append(f'    node->{a.name}_ = SavedVariable({a.name}, false);')
+            lines.append(f'    {cond}node->{a.name}_ = SavedVariable({a.name}, false);')
         elif a.type == 'Tensor?':
-            lines.append(f'    if ({a.name}) node->{a.name}_ = SavedVariable(*{a.name}, false);')
+            lines.append(f'    {cond}if ({a.name}) node->{a.name}_ = SavedVariable(*{a.name}, false);')
         elif a.type == 'Tensor[]':
-            lines.append(f'    for (const auto& t : {a.name}) node->{a.name}_.emplace_back(t, false);')
+            lines.append(f'    {cond}for (const auto& t : {a.name}) node->{a.name}_.emplace_back(t, false);')
         elif a.type == 'Tensor?[]':
-            lines.append(f'    for (const auto& t : {a.name}) node->{a.name}_.push_back('
+            lines.append(f'    {cond}for (const auto& t : {a.name}) node->{a.name}_.push_back('
                          f't ? SavedVariable(*t, false) : SavedVariable());')
         elif a.saved_cpp == 'std::optional<std::vector<int64_t>>':
             lines.append(f'    if ({a.name}) node->{a.name}_ = {a.name}->vec();')
@@ -311,12 +339,12 @@ def gen_kernel(info, op):
                 lines.append(f'    node->add_input_metadata(std::get<{i}>(result));')
             outs[n] = f'std::get<{i}>(result)'
     for i, n in info.saved_rets:
-        lines.append(f'    node->{n}_ = SavedVariable({outs[n]}, true);')
+        lines.append(f'    {needed(n)}node->{n}_ = SavedVariable({outs[n]}, true);')
     for a in saved_after:
         assert a.type in ('Tensor', 'Tensor?'), f'{op.name}: mutable {a.type} argument'
         deref = f'*{a.name}' if a.type == 'Tensor?' else a.name
         cond = f'if ({a.name}) ' if a.type == 'Tensor?' else ''
-        lines.append(f'    {cond}node->{a.name}_ = SavedVariable({deref}, false);')
+        lines.append(f'    {needed(a.name)}{cond}node->{a.name}_ = SavedVariable({deref}, false);')
     for var, attr in info.attrs:
         if var in rnames:
             lines.append(f'    node->{var}_{attr}_ = {outs[var]}{ATTRS[attr][2]};')

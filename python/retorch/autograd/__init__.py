@@ -6,6 +6,7 @@ from .anomaly_mode import detect_anomaly, set_detect_anomaly  # noqa: F401
 from .function import Function, FunctionCtx, once_differentiable  # noqa: F401
 from . import function  # noqa: F401
 from . import functional  # noqa: F401  (jacobian, hessian, vjp, jvp, vhp, hvp)
+from . import graph  # noqa: F401  (saved_tensors_hooks, save_on_cpu)
 
 
 def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
