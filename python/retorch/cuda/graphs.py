@@ -10,6 +10,10 @@ from ..autograd import Function, grad as _autograd_grad, once_differentiable
 
 CUDAGraph = _C.CUDAGraph
 
+# (device index, stream id) of the streams `graph` blocks are capturing now, for
+# retorch.cuda.is_current_stream_capturing.
+_capturing = set()
+
 
 def _module_type():
     from ..nn.modules.module import Module  # (retorch.nn loads after retorch.cuda)
@@ -50,6 +54,7 @@ class graph:  # noqa: N801  (torch.cuda.graph)
         except BaseException:
             self._context.close()
             raise
+        _capturing.add((self.stream.device.index, self.stream.stream_id))
 
     def __exit__(self, kind, value, traceback):
         try:
@@ -58,6 +63,7 @@ class graph:  # noqa: N801  (torch.cuda.graph)
             else:
                 self.cuda_graph._capture_abort()
         finally:
+            _capturing.discard((self.stream.device.index, self.stream.stream_id))
             self._context.close()
         return False
 

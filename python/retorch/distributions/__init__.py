@@ -39,3 +39,49 @@ __all__ = ["Bernoulli", "Beta", "Binomial", "Categorical", "Cauchy", "Chi2",
            "TransformedDistribution", "Uniform", "VonMises", "Weibull", "Wishart", "biject_to",
            "kl_divergence", "register_kl", "transform_to", "constraints",
            "transforms"] + transforms.__all__
+
+
+# torch's one-module-per-family import paths (`from retorch.distributions.normal import Normal`,
+# `import retorch.distributions.studentT`): light modules in sys.modules that hold the classes
+# defined in the family files above, so each class has one definition and one __module__.
+_FAMILY_MODULES = {
+    "bernoulli": ["Bernoulli"], "beta": ["Beta"], "binomial": ["Binomial"],
+    "categorical": ["Categorical"], "cauchy": ["Cauchy"], "chi2": ["Chi2"],
+    "continuous_bernoulli": ["ContinuousBernoulli"], "dirichlet": ["Dirichlet"],
+    "exponential": ["Exponential"], "fishersnedecor": ["FisherSnedecor"],
+    "geometric": ["Geometric"], "gumbel": ["Gumbel"], "half_cauchy": ["HalfCauchy"],
+    "half_normal": ["HalfNormal"], "kumaraswamy": ["Kumaraswamy"], "laplace": ["Laplace"],
+    "lkj_cholesky": ["LKJCholesky"], "log_normal": ["LogNormal"],
+    "logistic_normal": ["LogisticNormal"],
+    "lowrank_multivariate_normal": ["LowRankMultivariateNormal"],
+    "mixture_same_family": ["MixtureSameFamily"], "multinomial": ["Multinomial"],
+    "multivariate_normal": ["MultivariateNormal"], "negative_binomial": ["NegativeBinomial"],
+    "normal": ["Normal"],
+    "one_hot_categorical": ["OneHotCategorical", "OneHotCategoricalStraightThrough"],
+    "pareto": ["Pareto"], "poisson": ["Poisson"],
+    "relaxed_bernoulli": ["LogitRelaxedBernoulli", "RelaxedBernoulli"],
+    "relaxed_categorical": ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"],
+    "studentT": ["StudentT"], "transformed_distribution": ["TransformedDistribution"],
+    "uniform": ["Uniform"], "von_mises": ["VonMises"], "weibull": ["Weibull"],
+    "wishart": ["Wishart"],
+}
+
+
+def _install_family_modules():
+    import sys
+    import types
+    from importlib.machinery import ModuleSpec
+    for name, classes in _FAMILY_MODULES.items():
+        full = f"{__name__}.{name}"
+        mod = types.ModuleType(full, f"{full}: torch's import path of {', '.join(classes)}.")
+        mod.__spec__ = ModuleSpec(full, None)
+        mod.__package__ = __name__
+        mod.__all__ = list(classes)
+        for c in classes:
+            setattr(mod, c, globals()[c])
+        sys.modules[full] = mod
+        globals()[name] = mod
+
+
+_install_family_modules()
+del _install_family_modules

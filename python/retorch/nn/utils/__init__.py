@@ -1,5 +1,5 @@
 """retorch.nn.utils: gradient clipping, parameter vectors, packed sequences, weight and spectral
-norms, parametrizations, skip_init and conv weight memory formats."""
+norms, parametrizations, skip_init, conv weight memory formats and stateless.functional_call."""
 from . import rnn  # noqa: F401
 from .clip_grad import clip_grad_norm_, clip_grad_value_, clip_grad_norm  # noqa: F401
 from .clip_grad import parameters_to_vector, vector_to_parameters  # noqa: F401
@@ -13,3 +13,4 @@ from . import prune  # noqa: F401
 from . import init, memory_format  # noqa: F401
 from .init import skip_init  # noqa: F401
 from .memory_format import convert_conv2d_weight_memory_format  # noqa: F401
+from . import stateless  # noqa: F401  (stateless.functional_call)
