@@ -291,3 +291,13 @@ def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=N
     o["sci_mode"] = sci_mode
     _C._set_printoptions(o["precision"], o["threshold"], o["edgeitems"], o["linewidth"],
                          o["sci_mode"])
+
+
+# Number arguments that reach tensor code in the Python-level functions raise torch's TypeError
+# (python/retorch/_arg_errors.py); the factories and seeding functions take numbers by design.
+from ._arg_errors import check_namespace as _check_namespace  # noqa: E402
+_check_namespace(globals(), "retorch", skip={
+    "manual_seed", "seed", "initial_seed", "from_numpy", "empty", "empty_strided", "zeros",
+    "ones", "full", "arange", "linspace", "logspace", "eye", "rand", "randn", "randint",
+    "randperm", "tensor", "as_tensor", "is_tensor", "numel", "set_printoptions",
+    "tril_indices", "triu_indices"})

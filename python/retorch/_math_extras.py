@@ -61,7 +61,7 @@ def float_power(input, exponent):
 
 
 def floor_divide(input, other):
-    return input.div(other, rounding_mode="floor")
+    return _C.div(input, other, rounding_mode="floor")  # (a number for either, as torch's)
 
 
 def ldexp(input, other):

@@ -573,14 +573,18 @@ def _from_method(name):
 
 # torch functions whose Tensor methods retorch has already.
 _AS_FUNCTIONS = ("equal", "clip", "fliplr", "flipud", "movedim", "square", "swapaxes",
-                 "true_divide", "is_floating_point", "is_nonzero", "arccos", "arccos_", "arcsin",
-                 "arcsin_", "arctan", "arctan_", "arctan2", "absolute", "divide", "multiply",
+                 "is_floating_point", "is_nonzero", "arccos", "arccos_", "arcsin",
+                 "arcsin_", "arctan", "arctan_", "arctan2", "absolute",
                  "negative", "negative_", "not_equal", "greater", "greater_equal", "less",
-                 "less_equal", "fix", "fix_", "subtract", "swapdims", "moveaxis", "ravel", "sgn",
+                 "less_equal", "fix", "fix_", "swapdims", "moveaxis", "ravel", "sgn",
                  "clip_", "unflatten", "is_complex", "is_signed", "is_same_size")
 for _name in _AS_FUNCTIONS:
     globals()[_name] = _from_method(_name)
 __all__ += list(_AS_FUNCTIONS)
+
+# Aliases of the arithmetic ops, which take a number for either operand as torch's do.
+subtract, multiply, divide, true_divide = _C.sub, _C.mul, _C.div, _C.div
+__all__ += ["subtract", "multiply", "divide", "true_divide"]
 
 _METHODS = ("diff", "count_nonzero", "deg2rad", "rad2deg", "diag_embed", "dist",
             "median", "nanmedian", "mode", "quantile", "nanquantile",

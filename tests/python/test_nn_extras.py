@@ -2,6 +2,7 @@
 adaptive.py, nn/_torch_aliases.py, RNNCellBase) against torch 1.13: values, indices and
 gradients, lazy initialization and state dicts, reprs, warnings and errors."""
 import copy
+import inspect
 import warnings
 
 import numpy as np
@@ -517,8 +518,9 @@ def test_top_level_aliases_match_torch(name, fn, shapes):
     assert len(got) == len(want)
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
-    if hasattr(retorch, name):  # once retorch/__init__.py installs the aliases
-        assert getattr(retorch, name) is getattr(_torch_aliases, name)
+    if hasattr(retorch, name):  # once retorch/__init__.py installs the aliases (its argument
+        # checks wrap them: python/retorch/_arg_errors.py)
+        assert inspect.unwrap(getattr(retorch, name)) is getattr(_torch_aliases, name)
 
 
 def test_channel_shuffle_and_conv_tbc_errors_match_torch():
