@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import retorch
+from test_autograd_function import fns
 
 
 def _counting_run(L, f, inputs):
@@ -42,20 +43,6 @@ def test_hooks_see_what_torch_saves(case):
     assert got == want, case
 
 
-def _function_class(L):
-    class Cube(L.autograd.Function):
-        @staticmethod
-        def forward(ctx, x):
-            ctx.save_for_backward(x)
-            return x ** 3
-
-        @staticmethod
-        def backward(ctx, g):
-            x, = ctx.saved_tensors
-            return 3 * x * x * g
-    return Cube
-
-
 def test_functions_save_through_the_hooks():
     results = []
     for L in (retorch, torch):
@@ -63,7 +50,7 @@ def test_functions_save_through_the_hooks():
         x = L.tensor([1.0, 2.0], requires_grad=True)
         with L.autograd.graph.saved_tensors_hooks(lambda t: seen.append("pack") or t * 1,
                                                   lambda t: seen.append("unpack") or t):
-            y = _function_class(L).apply(x)
+            y = fns(L).Cube.apply(x)  # (saves its input)
         y.sum().backward()
         results.append((seen, x.grad.tolist()))
     assert results[0] == results[1]

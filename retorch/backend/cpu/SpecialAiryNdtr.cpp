@@ -6,6 +6,7 @@
 #include <cstring>
 #include <limits>
 
+#include "retorch/backend/cpu/ChunkedUnary.h"
 #include "retorch/backend/cpu/Loops.h"
 #include "retorch/backend/cpu/VecMath.h"
 #include "retorch/generated/Kernels.h"
@@ -27,9 +28,10 @@ void vec_or(VecFn fn, const double* in, double* out, int64_t m, const F& scalar)
     for (int64_t j = 0; j < m; ++j) out[j] = scalar(in[j]);
 }
 
-// Work buffers, one set per task.
+// Work buffers, one set per task (T is double: chunked_unary computes in double here).
+template <typename T>
 struct Work {
-  alignas(64) double a[kChunk], b[kChunk], c[kChunk], d[kChunk], e[kChunk];
+  alignas(64) T a[kChunk], b[kChunk], c[kChunk], d[kChunk], e[kChunk];
 };
 
 // Horner's rule, highest power first (Cephes polevl).
@@ -42,7 +44,7 @@ double polevl(double x, const double (&c)[N]) {
 
 // ---------------------------------------------------------------- entr
 // -x log x for x > 0, 0 at 0, -inf below, NaN for NaN (torch's calc_entr).
-void entr(const double* x, double* r, int64_t m, Work& w) {
+void entr(const double* x, double* r, int64_t m, Work<double>& w) {
   double* lg = w.a;
   for (int64_t j = 0; j < m; ++j) lg[j] = x[j] > 0 ? x[j] : 1.0;
   vec_or(VecFn::kLog, lg, lg, m, [](double v) { return std::log(v); });
@@ -60,7 +62,7 @@ void entr(const double* x, double* r, int64_t m, Work& w) {
 constexpr double kErfcxAsymptotic[8] = {-135135.0, 10395.0, -945.0, 105.0, -15.0, 3.0, -1.0, 1.0};
 constexpr double kInvSqrtPi = 0.564189583547756286948079451560772586;
 
-void log_ndtr(const double* x, double* r, int64_t m, Work& w) {
+void log_ndtr(const double* x, double* r, int64_t m, Work<double>& w) {
   double *ec = w.a, *lg = w.b;
   for (int64_t j = 0; j < m; ++j) {
     const double t = x[j] * M_SQRT1_2;
@@ -148,7 +150,7 @@ void airy_series(const double* x, double* out, int64_t m) {
   }
 }
 
-void airy_ai(const double* x, double* r, int64_t m, Work& w) {
+void airy_ai(const double* x, double* r, int64_t m, Work<double>& w) {
   double *ph = w.a, *sn = w.b, *cs = w.c, *ex = w.d, *mid = w.e;
   int left = 0, right = 0;
   for (int64_t j = 0; j < m; ++j) {
@@ -183,53 +185,18 @@ void airy_ai(const double* x, double* r, int64_t m, Work& w) {
   }
 }
 
-// out = f(x, r, m, work) over double copies of the elements, kChunk at a time (the tail padded with
-// zeros to a multiple of kLanes), rounded to the dtype; integers compute in the default float.
-template <typename F>
-void double_unary(const char* name, const Tensor& self, Tensor& out, const F& f) {
-  TensorIterator iter(out, {self}, {.name = name, .int_to_float = true});
-  RT_DISPATCH_FLOATING(iter.common_dtype(), name, [&] {
-    iter.for_each(
-        [&](char** data, const int64_t* st, int64_t n) {
-          alignas(64) double xb[kChunk], rb[kChunk];
-          Work w;
-          for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
-            const int64_t m = std::min(kChunk, n - i0);
-            const int64_t padded = (m + kLanes - 1) / kLanes * kLanes;
-            const char* in = data[1] + i0 * st[1];
-            if (st[1] == sizeof(scalar_t))  // (a loop the compiler vectorizes)
-              for (int64_t j = 0; j < m; ++j)
-                xb[j] = double(reinterpret_cast<const scalar_t*>(in)[j]);
-            else
-              for (int64_t j = 0; j < m; ++j)
-                xb[j] = double(*reinterpret_cast<const scalar_t*>(in + j * st[1]));
-            std::fill(xb + m, xb + padded, 0.0);
-            f(xb, rb, padded, w);
-            char* o = data[0] + i0 * st[0];
-            if (st[0] == sizeof(scalar_t))
-              for (int64_t j = 0; j < m; ++j) reinterpret_cast<scalar_t*>(o)[j] = scalar_t(rb[j]);
-            else
-              for (int64_t j = 0; j < m; ++j)
-                *reinterpret_cast<scalar_t*>(o + j * st[0]) = scalar_t(rb[j]);
-          }
-        },
-        kGrain);
-  });
-  iter.finish();
-}
-
 }  // namespace
 
 void special_entr_out(const Tensor& self, Tensor& out) {
-  double_unary("special_entr", self, out, entr);
+  chunked_unary<true, kChunk, kLanes, Work>("special_entr", self, out, kGrain, entr);
 }
 
 void special_log_ndtr_out(const Tensor& self, Tensor& out) {
-  double_unary("special_log_ndtr", self, out, log_ndtr);
+  chunked_unary<true, kChunk, kLanes, Work>("special_log_ndtr", self, out, kGrain, log_ndtr);
 }
 
 void special_airy_ai_out(const Tensor& self, Tensor& out) {
-  double_unary("special_airy_ai", self, out, airy_ai);
+  chunked_unary<true, kChunk, kLanes, Work>("special_airy_ai", self, out, kGrain, airy_ai);
 }
 
 }  // namespace retorch::cpu

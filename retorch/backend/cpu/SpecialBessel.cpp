@@ -8,6 +8,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "retorch/backend/cpu/ChunkedUnary.h"
 #include "retorch/backend/cpu/Loops.h"
 #include "retorch/backend/cpu/VecMath.h"
 #include "retorch/generated/Kernels.h"
@@ -229,48 +230,13 @@ void bessel_k(const T* x, T* out, int64_t m, Buffers<T>& w) {
   }
 }
 
-// out = f(x, y, m, buffers) over opmath copies of the elements, kChunk at a time (the tail
-// padded with zeros to a multiple of kBlock); integers compute in the default float dtype.
-template <typename F>
-void bessel_unary(const char* name, const Tensor& self, Tensor& out, const F& f) {
-  TensorIterator iter(out, {self}, {.name = name, .int_to_float = true});
-  RT_DISPATCH_FLOATING(iter.common_dtype(), name, [&] {
-    using op_t = opmath_t<scalar_t>;
-    iter.for_each(
-        [&](char** data, const int64_t* st, int64_t n) {
-          alignas(64) op_t xb[kChunk], rb[kChunk];
-          Buffers<op_t> w;
-          for (int64_t i0 = 0; i0 < n; i0 += kChunk) {
-            const int64_t m = std::min(kChunk, n - i0);
-            const int64_t padded = (m + kBlock - 1) / kBlock * kBlock;
-            const char* in = data[1] + i0 * st[1];
-            if (st[1] == sizeof(scalar_t))  // (a loop the compiler vectorizes)
-              for (int64_t j = 0; j < m; ++j)
-                xb[j] = op_t(reinterpret_cast<const scalar_t*>(in)[j]);
-            else
-              for (int64_t j = 0; j < m; ++j)
-                xb[j] = op_t(*reinterpret_cast<const scalar_t*>(in + j * st[1]));
-            std::fill(xb + m, xb + padded, op_t(0));
-            f(xb, rb, padded, w);
-            char* o = data[0] + i0 * st[0];
-            if (st[0] == sizeof(scalar_t))
-              for (int64_t j = 0; j < m; ++j) reinterpret_cast<scalar_t*>(o)[j] = scalar_t(rb[j]);
-            else
-              for (int64_t j = 0; j < m; ++j)
-                *reinterpret_cast<scalar_t*>(o + j * st[0]) = scalar_t(rb[j]);
-          }
-        },
-        kGrain);
-  });
-  iter.finish();
-}
-
 }  // namespace
 
-#define RT_BESSEL_OP(fn, name, kernel)                                                    \
-  void fn(const Tensor& self, Tensor& out) {                                              \
-    bessel_unary(name, self, out,                                                         \
-                 [](const auto* x, auto* y, int64_t m, auto& w) { kernel(x, y, m, w); }); \
+#define RT_BESSEL_OP(fn, name, kernel)                                           \
+  void fn(const Tensor& self, Tensor& out) {                                     \
+    chunked_unary<false, kChunk, kBlock, Buffers>(                               \
+        name, self, out, kGrain,                                                 \
+        [](const auto* x, auto* y, int64_t m, auto& w) { kernel(x, y, m, w); }); \
   }
 
 RT_BESSEL_OP(i0_out, "i0", (bessel_i<0, false>))
@@ -288,8 +254,9 @@ RT_BESSEL_OP(special_scaled_modified_bessel_k1_out, "special_scaled_modified_bes
 
 Tensor special_i1(const Tensor& self) {
   Tensor out;
-  bessel_unary("special_i1", self, out,
-               [](const auto* x, auto* y, int64_t m, auto& w) { bessel_i<1, false>(x, y, m, w); });
+  chunked_unary<false, kChunk, kBlock, Buffers>(
+      "special_i1", self, out, kGrain,
+      [](const auto* x, auto* y, int64_t m, auto& w) { bessel_i<1, false>(x, y, m, w); });
   return out;
 }
 
