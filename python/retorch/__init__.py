@@ -202,12 +202,14 @@ from ._api_math import *  # noqa: E402,F401,F403  (the *_copy views, matrix_exp,
 from ._api_legacy import *  # noqa: E402,F401,F403  (FloatTensor, poisson, index_reduce, ...)
 from ._api_gaps import *  # noqa: E402,F401,F403  (pi, adjoint, lstm_cell, svd_lowrank, ...)
 from ._api_gaps3 import *  # noqa: E402,F401,F403  (lstm, gru, as_strided_scatter, from_file, ...)
-from . import _api_extras, _api_math, _api_legacy, _api_gaps, _api_gaps3  # noqa: E402
+from ._api_gaps5 import *  # noqa: E402,F401,F403  (geqrf, ormqr, batch_norm_update_stats)
+from . import _api_extras, _api_math, _api_legacy, _api_gaps, _api_gaps3, _api_gaps5  # noqa: E402
 _api_extras.install(Tensor)
 _api_math.install(Tensor, linalg)
 _api_legacy.install(Tensor)
 _api_gaps.install(Tensor)
 _api_gaps3.install(Tensor)
+_api_gaps5.install(Tensor)
 concat = concatenate = cat  # noqa: E305  (torch's aliases)
 from ._dtypes import finfo, iinfo, promote_types, result_type, can_cast  # noqa: E402,F401
 from .linalg import _einsum as einsum, _tensordot as tensordot, _cdist as cdist  # noqa: E402,F401,E501
