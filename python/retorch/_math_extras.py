@@ -147,9 +147,15 @@ def positive(input):
 
 
 def mvlgamma(input, p):
+    if not isinstance(p, int) or isinstance(p, bool):
+        raise TypeError(f"mvlgamma(): argument 'p' (position 2) must be int, not "
+                        f"{type(p).__name__}")
     if p < 1:
         raise RuntimeError("p has to be greater than or equal to 1")
-    out = sum(_C.lgamma(input - i / 2) for i in range(p))
+    # The p terms side by side, as torch's (a huge p fails allocating them, as torch's does,
+    # where a loop over p ran for hours).
+    offsets = _C.arange(p, dtype=input.dtype if input.is_floating_point() else None) / -2
+    out = _C.lgamma(input.unsqueeze(-1) + offsets).sum(-1)
     return out + p * (p - 1) / 4 * math.log(math.pi)
 
 

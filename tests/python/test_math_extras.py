@@ -135,3 +135,13 @@ def test_errors_like_torch():
         retorch.frexp(retorch.tensor([1, 2]))
     with pytest.raises(RuntimeError, match="bool tensor is not supported"):
         retorch.positive(retorch.tensor([True]))
+
+
+def test_mvlgamma_with_a_huge_p_fails_at_once_as_torch():
+    """mvlgamma sums p terms side by side as torch's: a huge p fails allocating them (it looped
+    over p in Python, for hours); a non-integer p is a TypeError."""
+    for L in (retorch, torch):
+        with pytest.raises(RuntimeError):
+            L.mvlgamma(L.ones(2, 3), 10 ** 12)
+        with pytest.raises(TypeError):
+            L.mvlgamma(L.ones(2), 2.5)
