@@ -3,8 +3,10 @@ through hooks, Functions' save_for_backward, nesting, save_on_cpu, the disabled 
 errors."""
 import pytest
 import torch
+import torch.utils.checkpoint  # noqa: F401  (torch.utils does not import it)
 
 import retorch
+import retorch.utils.checkpoint  # noqa: F401
 from test_autograd_function import fns
 
 
@@ -179,3 +181,66 @@ def test_grad_mode_inside_the_hooks():
             L.autograd.grad(y, x, create_graph=create_graph)
             seen.append(modes)
         assert seen[0] == seen[1], create_graph
+
+
+def _block(L, dropout=0.0):
+    net = L.nn.Sequential(L.nn.Linear(4, 8), L.nn.Tanh(), L.nn.Dropout(dropout), L.nn.Linear(8, 3))
+    for p in net.parameters():
+        p.data = L.tensor(_fixed(tuple(p.shape)))
+    return net
+
+
+def _fixed(shape):
+    import numpy as np
+    return np.cos(np.arange(int(np.prod(shape))) * 0.37).reshape(shape).tolist()
+
+
+def test_non_reentrant_checkpoint_through_hooks_as_torch():
+    """checkpoint(use_reentrant=False) records the forward's graph and keeps only positions
+    (Note [Checkpoint through saved-tensor hooks]): gradients equal a plain run's (dropout's mask
+    replayed), autograd.grad works and leaves parameters' .grad alone, a second backward with
+    retain_graph reuses the recomputation, nesting works, and hooks outside see only what is
+    saved outside, all as torch's."""
+    results = []
+    for L in (retorch, torch):
+        ck = L.utils.checkpoint.checkpoint
+        out = {}
+        for mode in ("plain", "checkpoint", "plain dropout", "checkpoint dropout"):
+            net = _block(L, 0.3 if "dropout" in mode else 0.0)
+            x = L.tensor(_fixed((5, 4)), requires_grad=True)
+            L.manual_seed(1)
+            y = net(x) if "plain" in mode else ck(net, x, use_reentrant=False)
+            y.square().sum().backward(retain_graph=True)
+            y.square().sum().backward()
+            out[mode] = [x.grad.tolist()] + [p.grad.tolist() for p in net.parameters()]
+        net = _block(L)
+        x = L.tensor(_fixed((5, 4)), requires_grad=True)
+        L.manual_seed(1)
+        gx, = L.autograd.grad(ck(net, x, use_reentrant=False).sum(), x)
+        out["grad"] = (gx.tolist(), [p.grad for p in net.parameters()])
+        inner = L.nn.Sequential(L.nn.Linear(4, 4), L.nn.Sigmoid())
+        for p in inner.parameters():
+            p.data = L.tensor(_fixed(tuple(p.shape)))
+        x = L.tensor(_fixed((3, 4)), requires_grad=True)
+        y = ck(lambda t: ck(inner, t, use_reentrant=False) * 2, x, use_reentrant=False)
+        y.pow(3).sum().backward()
+        out["nested"] = [x.grad.tolist()] + [p.grad.tolist() for p in inner.parameters()]
+        packs = []
+        with L.autograd.graph.saved_tensors_hooks(lambda t: packs.append(tuple(t.shape)) or t,
+                                                  lambda t: t):
+            y = ck(inner, L.tensor(_fixed((3, 4)), requires_grad=True), use_reentrant=False)
+            z = (y * y).sum()
+        out["outer packs"] = sorted(packs)
+        z.backward()
+        results.append(out)
+    got, want = results
+    assert got["outer packs"] == want["outer packs"]
+    assert got["grad"][1] == want["grad"][1] == [None] * 4
+    for key in ("plain", "checkpoint", "nested"):
+        for g, w in zip(got[key], want[key]):
+            assert retorch.tensor(g).allclose(retorch.tensor(w), rtol=1e-5, atol=1e-5), key
+    assert retorch.tensor(got["grad"][0]).allclose(retorch.tensor(want["grad"][0]), rtol=1e-5,
+                                                   atol=1e-5)
+    for out in results:  # (each library's own random stream: dropout's mask is replayed)
+        for key in ("", " dropout"):
+            assert out["checkpoint" + key] == out["plain" + key], key

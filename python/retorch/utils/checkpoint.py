@@ -55,15 +55,19 @@ def _autocast_kwargs():
 # under the forward's RNG state (so dropout draws the same mask) and autocast settings, then
 # backpropagates the incoming gradients through the recomputed graph with autograd.backward:
 # parameters the function uses get their .grad accumulated directly, and the detached inputs'
-# .grad become this node's input gradients. The non-reentrant flavour is the same node (retorch
-# has no saved-tensor hooks) with one extra always-requires-grad input, so that parameters still
-# get gradients when no input requires grad, as torch's non-reentrant checkpoint gives them.
+# .grad become this node's input gradients (the reentrant flavour, torch's default).
+#
+# Note [Checkpoint through saved-tensor hooks]
+# The non-reentrant flavour (use_reentrant=False) runs `function` with grad, recording its graph
+# as usual, under saved-tensor hooks that keep each tensor its ops save as its position in the
+# save order only. The first unpack in backward re-runs `function` (under the forward's RNG and
+# autocast states) with hooks that collect, detached, what its ops save, in the same order;
+# every unpack returns its entry. Gradients flow through the forward's own graph, so
+# autograd.grad works and parameters get their gradients whether or not an input requires grad.
 class CheckpointFunction(Function):
     @staticmethod
     def forward(ctx, run_function, preserve_rng_state, *args):
-        ctx.non_reentrant = isinstance(run_function, _NonReentrant)
-        if not ctx.non_reentrant:
-            check_backward_validity(args)
+        check_backward_validity(args)
         ctx.run_function = run_function
         ctx.preserve_rng_state = preserve_rng_state
         ctx.gpu_autocast_kwargs, ctx.cpu_autocast_kwargs = _autocast_kwargs()
@@ -107,25 +111,51 @@ class CheckpointFunction(Function):
             if isinstance(out, _C.Tensor) and out.requires_grad:
                 outputs_with_grad.append(out)
                 args_with_grad.append(grad if grad is not None else retorch.zeros_like(out))
-        if outputs_with_grad:
-            retorch.autograd.backward(outputs_with_grad, args_with_grad)
-        elif not ctx.non_reentrant:
+        if not outputs_with_grad:
             raise RuntimeError("none of output has requires_grad=True, this checkpoint() is not "
                                "necessary")
+        retorch.autograd.backward(outputs_with_grad, args_with_grad)
         grads = tuple(inp.grad if isinstance(inp, _C.Tensor) else None for inp in detached_inputs)
         return (None, None) + grads
 
 
-class _NonReentrant:
-    """The function of a non-reentrant checkpoint: drops the extra grad-carrying input and passes
-    the keyword arguments (See Note [Checkpoint recomputation])."""
+def _checkpoint_without_reentrant(function, preserve_rng_state, args, kwargs):
+    """function(*args, **kwargs) as Note [Checkpoint through saved-tensor hooks] describes."""
+    from ..autograd.graph import saved_tensors_hooks
+    devices, gpu_states = get_device_states(*args) if preserve_rng_state else ([], [])
+    cpu_state = get_rng_state() if preserve_rng_state else None
+    gpu_autocast, cpu_autocast = _autocast_kwargs()
+    recomputed = []
+    saved = 0
 
-    def __init__(self, function, kwargs):
-        self.function = function
-        self.kwargs = kwargs
+    def pack(tensor):
+        nonlocal saved
+        saved += 1
+        return saved - 1
 
-    def __call__(self, _anchor, *args):
-        return self.function(*args, **self.kwargs)
+    def keep(tensor):
+        recomputed.append(tensor.detach())
+
+    def never_unpacked(_):
+        raise RuntimeError("checkpoint: a tensor saved by the recomputation was unpacked")
+
+    def unpack(position):
+        if not recomputed:
+            with fork_rng(devices=devices, enabled=preserve_rng_state):
+                if preserve_rng_state:
+                    set_rng_state(cpu_state)
+                    set_device_states(devices, gpu_states)
+                with enable_grad(), retorch.autocast("cuda", **gpu_autocast), \
+                        retorch.autocast("cpu", **cpu_autocast), \
+                        saved_tensors_hooks(keep, never_unpacked):
+                    function(*args, **kwargs)
+        if position >= len(recomputed):
+            raise RuntimeError("checkpoint: the recomputation saved fewer tensors than the "
+                               "forward did (function must compute the same way both times)")
+        return recomputed[position]
+
+    with saved_tensors_hooks(pack, unpack):
+        return function(*args, **kwargs)
 
 
 def checkpoint(function, *args, use_reentrant=True, preserve_rng_state=True, **kwargs):
@@ -138,9 +168,7 @@ def checkpoint(function, *args, use_reentrant=True, preserve_rng_state=True, **k
         raise ValueError("Unexpected keyword arguments: " + ",".join(arg for arg in kwargs))
     if use_reentrant:
         return CheckpointFunction.apply(function, preserve_rng_state, *args)
-    anchor = retorch.empty(0, requires_grad=True)
-    return CheckpointFunction.apply(_NonReentrant(function, kwargs), preserve_rng_state, anchor,
-                                    *args)
+    return _checkpoint_without_reentrant(function, preserve_rng_state, args, kwargs)
 
 
 def checkpoint_sequential(functions, segments, input, use_reentrant=True, **kwargs):
