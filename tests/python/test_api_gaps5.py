@@ -7,15 +7,10 @@ import pytest
 import torch
 
 import retorch
+from test_api_gaps3 import both  # (the (torch, retorch) pair of an array)
 
 RNG = np.random.RandomState(5)
 DTYPES = [(np.float64, 1e-10), (np.float32, 2e-5)]
-
-
-def both(a, requires_grad=False):
-    a = np.asarray(a)
-    return (torch.tensor(a, requires_grad=requires_grad),
-            retorch.tensor(a, requires_grad=requires_grad))
 
 
 def close(r, t, tol=1e-10):
