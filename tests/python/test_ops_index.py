@@ -682,3 +682,24 @@ def test_large_inputs_parallel_paths(rng):
     both(lambda L, x, i: x.scatter(1, i, 2.5), g, gi)
     both(lambda L, x, i: x.gather(2, i), P(rng, (30, 20, 50), "float64"),
          I(rng.integers(0, 50, (30, 20, 70))))
+
+
+def test_long_scattered_writes_as_torch():
+    """index_put_ and put_ of more than 32K single elements write on threads (unique indices:
+    with duplicates which write wins is unspecified, as in torch); put_'s bounds error keeps
+    its message now that index_put's planning checks the bounds."""
+    rng = np.random.default_rng(7)
+    idx = rng.permutation(200_000)[:70_000]
+    src = rng.standard_normal(70_000).astype(np.float32)
+    base = rng.standard_normal(200_000).astype(np.float32)
+    got, want = [], []
+    for L, out in ((retorch, got), (torch, want)):
+        a = L.tensor(base)
+        a.index_put_((L.tensor(idx),), L.tensor(src))
+        b = L.tensor(base).put_(L.tensor(idx[::-1].copy()), L.tensor(src))
+        out += [a.numpy(), b.numpy()]
+        with pytest.raises(IndexError, match="out of range: tried to access index 200000 on a "
+                                             "tensor of 200000 elements"):
+            L.tensor(base).put_(L.tensor([5, 200_000]), L.tensor([1.0, 2.0]))
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
