@@ -134,13 +134,23 @@ py::object return_type(const char* name, std::initializer_list<const char*> fiel
 // An element of a size: an int (not a bool), or an object with __index__ (a 0-dim integer
 // tensor, numpy's integers); anything else is a TypeError, as torch's.
 // (A tensor has __index__, which fails unless it holds one integer: that is a TypeError too.)
+// h's __index__ into v; false, the Python error cleared, when it fails.
+static bool index_value(py::handle h, int64_t& v) {
+  PyObject* i = PyNumber_Index(h.ptr());
+  if (!i) {
+    PyErr_Clear();
+    return false;
+  }
+  v = py::reinterpret_steal<py::int_>(i).cast<int64_t>();
+  return true;
+}
+
 static int64_t size_element(py::handle h) {
   if (PyLong_Check(h.ptr()) && !PyBool_Check(h.ptr())) return h.cast<int64_t>();
-  if (!PyBool_Check(h.ptr()) && !PyFloat_Check(h.ptr()) && PyIndex_Check(h.ptr())) {
-    if (PyObject* i = PyNumber_Index(h.ptr()))
-      return py::reinterpret_steal<py::int_>(i).cast<int64_t>();
-    PyErr_Clear();
-  }
+  int64_t v = 0;
+  if (!PyBool_Check(h.ptr()) && !PyFloat_Check(h.ptr()) && PyIndex_Check(h.ptr()) &&
+      index_value(h, v))
+    return v;
   throw py::type_error(std::string("argument 'size' must be tuple of ints, but found element "
                                    "of type ") +
                        Py_TYPE(h.ptr())->tp_name);
@@ -150,12 +160,11 @@ std::vector<int64_t> pyargs_to_ints(const py::args& args) {
   std::vector<int64_t> out;
   // One tensor is a size only when it holds one integer (its __index__), as torch's.
   if (args.size() == 1 && py::detail::is_bound_instance<Tensor>(args[0])) {
-    if (PyObject* i = PyNumber_Index(args[0].ptr())) {
-      out.push_back(py::reinterpret_steal<py::int_>(i).cast<int64_t>());
-      return out;
-    }
-    PyErr_Clear();
-    throw py::type_error("argument 'size' must be tuple of ints, not Tensor");
+    int64_t v = 0;
+    if (!index_value(args[0], v))
+      throw py::type_error("argument 'size' must be tuple of ints, not Tensor");
+    out.push_back(v);
+    return out;
   }
   if (args.size() == 1 && !PyLong_Check(args[0].ptr()) && !PyIndex_Check(args[0].ptr())) {
     if (!PyTuple_Check(args[0].ptr()) && !PyList_Check(args[0].ptr()) &&
