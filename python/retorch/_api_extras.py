@@ -147,6 +147,8 @@ def sum_to_size(self, *size):
         raise RuntimeError(f"size {{{shape}}} is not expandable to size {{{list(self.shape)}}}.")
     dims = list(range(lead)) + [lead + i for i, s in enumerate(shape)
                                 if s == 1 and self.shape[lead + i] != 1]
+    if not shape:  # torch's sum_to: an empty size is the sum, even of a 0-d tensor
+        return self.sum()
     if not dims:
         return self
     return self.sum(dims, keepdim=True).reshape(shape)

@@ -298,58 +298,183 @@ def pca_lowrank(A, q=None, center=True, niter=2):
 # ---------------------------------------------------------------- segment_reduce
 
 _SEGMENT = ("sum", "mean", "max", "min", "prod")
+_SEGMENT_EMPTY = {"sum": 0.0, "prod": 1.0, "mean": nan, "max": -inf, "min": inf}
 
 
 def segment_reduce(data, reduce, *, lengths=None, indices=None, offsets=None, axis=0,
                    unsafe=False, initial=None):
-    """Reduces consecutive segments of data along axis 0, given by `lengths` or `offsets` (1-D).
-    An empty segment gives `initial`, or sum 0, prod 1, mean nan, max -inf, min inf."""
-    if reduce not in _SEGMENT:
-        raise RuntimeError(f"unsupported reduction given! {reduce}")
+    """Reduces consecutive segments of data along `axis`. `lengths` has shape
+    data.shape[:axis] + (segments,) (each row its own segmentation); `offsets` one more along
+    its last dim, and wins when both are given, as in torch. An empty segment gives `initial`,
+    or sum 0, prod 1, mean nan, max -inf, min inf. Checks run in torch 1.13's order."""
+    from ._api_legacy import _wrap_dim
+    axis = _wrap_dim(axis, data.dim())
+    if data.numel() == 0:
+        raise RuntimeError("Expected data.numel() > 0 to be true, but got false.")
+    if indices is not None:
+        raise RuntimeError("segment_reduce(): indices based reduction is not supported yet.")
     if lengths is None and offsets is None:
         raise RuntimeError("segment_reduce(): Either lengths or offsets must be defined.")
+    if reduce not in _SEGMENT:
+        raise RuntimeError(f"unsupported reduction given! {reduce}")
+    kind, seg = ("offsets", offsets) if offsets is not None else ("lengths", lengths)
+    if data.dim() < seg.dim():
+        raise RuntimeError(f"Expected data.dim() >= {kind}_value.dim() to be true, but got "
+                           "false.")
+    if axis != seg.dim() - 1:
+        raise RuntimeError(f"segment_reduce(): Expected axis to be the last dimension of {kind} "
+                           f"but got {axis}.")
+    if kind == "lengths" and not unsafe:
+        if seg.numel() == 0:
+            raise RuntimeError("min(): Expected reduction dim to be specified for input.numel() "
+                               "== 0. Specify the reduction dim with the 'dim' argument.")
+        if seg.min().item() < 0:
+            raise RuntimeError("lengths contains negative value!")
+        if not bool((seg.sum(-1) == data.shape[axis]).all()):
+            raise RuntimeError("segment_reduce(): Expected all rows of lengths along axis to sum "
+                               "to data.size(lengths.dim()-1) when !unsafe.")
+    if seg.dtype not in (_C.int32, _C.int64):
+        raise RuntimeError(f"\"_segment_reduce_{kind}_cpu_kernel1\" not implemented for "
+                           f"'{_dtype_name(seg.dtype)}'")
     if not data.is_floating_point():
         raise RuntimeError(f"\"_segment_reduce_cpu\" not implemented for "
                            f"'{_dtype_name(data.dtype)}'")
-    seg = lengths if lengths is not None else offsets
-    if seg.dim() != 1 or axis not in (0, -data.dim()):
-        raise RuntimeError("segment_reduce(): retorch supports 1-D lengths/offsets along "
-                           "axis 0 only")
-    if seg.is_floating_point():
-        raise RuntimeError(f"\"_segment_reduce_lengths_cpu_kernel1\" not implemented for "
-                           f"'{_dtype_name(seg.dtype)}'")
-    seg = [int(v) for v in seg.tolist()]
-    if lengths is not None:
-        starts = [sum(seg[:i]) for i in range(len(seg))]
-        bounds = [(s, s + n) for s, n in zip(starts, seg)]
+    rows = _segment_rows(seg, kind, math.prod(data.shape[:axis]), data.shape[axis])
+    init = None if initial is None else _C.full((), initial, dtype=data.dtype,
+                                                device=data.device)
+    return _segment_function().apply(data, reduce, rows, axis, init)
+
+
+def _segment_rows(seg, kind, outer, size):
+    """Per row of data before `axis`, the segments' (start, end) along it, clipped to the data
+    (torch reads past the end where unsafe lengths or offsets overrun it)."""
+    if kind == "offsets" and seg.shape[-1] == 0:
+        raise RuntimeError("Trying to create tensor with negative dimension -1: [-1]")
+    flat = seg.reshape(math.prod(seg.shape[:-1]), seg.shape[-1]).tolist()
+    if len(flat) < outer:  # torch would index past the end of lengths
+        raise RuntimeError(f"segment_reduce(): {kind} has {len(flat)} rows, data "
+                           f"{outer} before axis")
+    rows = []
+    for row in flat[:outer]:
+        ends = row if kind == "offsets" else [sum(row[:i]) for i in range(len(row) + 1)]
+        if any(b < a for a, b in zip(ends, ends[1:])):
+            raise RuntimeError("Expected segment_length >= 0 to be true, but got false.")
+        ends = [min(max(e, 0), size) for e in ends]
+        rows.append(list(zip(ends[:-1], ends[1:])))
+    return rows
+
+
+def _segment_blocks(rows):
+    """(first row, row count, bounds) runs: all rows at once where they share a segmentation
+    (1-D lengths), else one row at a time."""
+    if all(r == rows[0] for r in rows):
+        return [(0, len(rows), rows[0])]
+    return [(o, 1, r) for o, r in enumerate(rows)]
+
+
+def _segment_forward(part, reduce, init):
+    """part (rows, n, inner) reduced over dim 1. Half and bfloat16 compute in float32 and round
+    once: as close as torch's kernel (which rounds after every element) or closer."""
+    if part.shape[1] == 0:
+        shape = (part.shape[0], part.shape[2])
+        if init is not None:
+            return init.expand(shape).clone()
+        return _C.full(shape, _SEGMENT_EMPTY[reduce], dtype=part.dtype, device=part.device)
+    low = part.dtype in (_C.float16, _C.bfloat16)
+    x = part.float() if low else part
+    i = None if init is None else init.to(x.dtype)
+    if reduce in ("sum", "mean"):
+        out = x.sum(1) if i is None else x.sum(1) + i
+        out = out / part.shape[1] if reduce == "mean" else out
+    elif reduce == "prod":
+        out = x.prod(1) if i is None else x.prod(1) * i
     else:
-        bounds = list(zip(seg[:-1], seg[1:]))
-    if not unsafe and lengths is not None and sum(seg) != data.shape[0]:
-        raise RuntimeError("segment_reduce(): Expected all rows of lengths along axis to sum "
-                           "to data.size(lengths.dim()-1) when !unsafe.")
-    return _C.stack([_reduce_segment(data[lo:hi], reduce, initial) for lo, hi in bounds])
+        out = _C.amax(x, [1]) if reduce == "max" else _C.amin(x, [1])
+        if i is not None:
+            out = (_C.maximum if reduce == "max" else _C.minimum)(out, i.expand(out.shape))
+    return out.to(part.dtype)
 
 
-def _reduce_segment(part, reduce, initial):
-    rest = tuple(part.shape[1:])
-    if part.shape[0] == 0:
-        empty = {"sum": 0.0, "prod": 1.0, "mean": nan, "max": -inf, "min": inf}[reduce]
-        return _C.full(rest, empty if initial is None else initial, dtype=part.dtype)
+def _segment_backward(part, out, grad, reduce, init):
+    """The gradient of part (rows, n, inner) from out and grad (rows, inner), as torch's
+    _segment_reduce_backward: max/min send grad to every element equal to the result (or NaN),
+    split among ties only where it is positive; prod divides out by each element, and takes the
+    product of the others (and initial) where the element is zero or NaN."""
+    n = part.shape[1]
+    g = grad.unsqueeze(1).expand(part.shape)
     if reduce == "sum":
-        out = part.sum(0)
-        return out if initial is None else out + initial
+        return g.clone()
     if reduce == "mean":
-        if initial is None:
-            return part.mean(0)
-        return (part.sum(0) + initial) / part.shape[0]
-    if reduce == "prod":
-        out = part.prod(0)
-        return out if initial is None else out * initial
-    out = _C.amax(part, [0]) if reduce == "max" else _C.amin(part, [0])
-    if initial is None:
-        return out
-    bound = _C.full(rest, initial, dtype=part.dtype)
-    return _C.maximum(out, bound) if reduce == "max" else _C.minimum(out, bound)
+        return (g / n).clone()
+    if reduce in ("max", "min"):
+        hit = _C.isnan(part) | (part == out.unsqueeze(1))
+        count = hit.sum(1, keepdim=True).expand(part.shape)
+        zero = _C.zeros_like(part)
+        taken = _C.where(hit, g, zero)
+        return _C.where(hit & (count >= 2) & (g > 0), g / count.to(g.dtype), taken)
+    safe = (part != 0) & ~_C.isnan(part)
+    result = _C.where(safe, g * out.unsqueeze(1) / part, _C.zeros_like(part))
+    if bool(safe.all()):
+        return result
+    others = []
+    for j in range(n):
+        rest = _C.cat([part[:, :j], part[:, j + 1:]], 1).prod(1)
+        others.append(rest if init is None else rest * init)
+    return _C.where(safe, result, g * _C.stack(others, 1))
+
+
+_SEGMENT_FN = []  # the Function class, made on first use (autograd imports this package)
+
+
+def _segment_function():
+    if _SEGMENT_FN:
+        return _SEGMENT_FN[0]
+    from .autograd import Function
+
+    class _SegmentReduce(Function):
+        """segment_reduce over a (rows, size, inner) view of data; see _segment_rows."""
+        _backward_name = "SegmentReduceBackward0"
+
+        @staticmethod
+        def forward(ctx, data, reduce, rows, axis, init):
+            shape = tuple(data.shape)
+            view = data.reshape(len(rows), shape[axis], -1)
+            nseg = len(rows[0]) if rows else 0
+            blocks = []
+            for first, count, bounds in _segment_blocks(rows):
+                d = view[first:first + count]
+                parts = [_segment_forward(d[:, lo:hi], reduce, init) for lo, hi in bounds]
+                blocks.append(_C.stack(parts, 1) if parts else _C.empty(
+                    (count, 0, view.shape[2]), dtype=data.dtype, device=data.device))
+            out = _C.cat(blocks, 0)
+            out = out.reshape(shape[:axis] + (nseg,) + shape[axis + 1:])
+            ctx.save_for_backward(data, out)
+            ctx.meta = (reduce, rows, axis, init)
+            return out
+
+        @staticmethod
+        def backward(ctx, grad):
+            data, out = ctx.saved_tensors
+            reduce, rows, axis, init = ctx.meta
+            view = data.reshape(len(rows), data.shape[axis], -1)
+            out3 = out.reshape(len(rows), -1, view.shape[2])
+            grad3 = grad.reshape(out3.shape)
+            blocks = []
+            for first, count, bounds in _segment_blocks(rows):
+                d = view[first:first + count]
+                zeros = _C.zeros((count, view.shape[1], view.shape[2]), dtype=grad.dtype,
+                                 device=grad.device)
+                pieces = [zeros[:, :bounds[0][0] if bounds else 0]]
+                for s, (lo, hi) in enumerate(bounds):
+                    pieces.append(_segment_backward(
+                        d[:, lo:hi], out3[first:first + count, s],
+                        grad3[first:first + count, s], reduce, init))
+                pieces.append(zeros[:, bounds[-1][1] if bounds else view.shape[1]:])
+                blocks.append(_C.cat(pieces, 1))
+            return _C.cat(blocks, 0).reshape(data.shape), None, None, None, None
+
+    _SEGMENT_FN.append(_SegmentReduce)
+    return _SegmentReduce
 
 
 def _dtype_name(dtype):

@@ -6,7 +6,7 @@ import math
 from . import _C
 from . import linalg
 from . import return_types
-from ._api_extras import _type_name
+from ._api_extras import _CPP_NAMES, _type_name
 
 __all__ = ["alias_copy", "as_strided_copy", "detach_copy", "diagonal_copy", "expand_copy",
            "permute_copy", "select_copy", "slice_copy", "split_copy", "split_with_sizes_copy",
@@ -163,6 +163,11 @@ def matrix_exp(A):
                            f"Got {_type_name(A.dtype)}")
     if A.numel() == 0:
         return A.clone()
+    if A.dtype in (_C.float16, _C.bfloat16):
+        # Squaring amplifies each product's rounding: float32 and one rounding at the end keep
+        # the result within bfloat16's precision. (torch 1.13's own bfloat16 kernel is broken:
+        # NaN or inf even for a 3x3 matrix of 1-norm 0.01.)
+        return matrix_exp(A.float()).to(A.dtype)
     norm = A.detach().abs().sum(-2).amax(-1)  # the 1-norm: the largest column sum
     s = _C.ceil(_C.log2(norm / _THETA13)).clamp(min=0)
     s = _C.where(_C.isfinite(s), s, _C.zeros_like(s)).unsqueeze(-1).unsqueeze(-1)
@@ -234,6 +239,8 @@ def gradient(input, *, spacing=1, dim=None, edge_order=1):
     step for every dim, a step per dim, or a 1-D tensor of sample coordinates per dim."""
     if input.dtype == _C.uint8:
         raise RuntimeError("torch.gradient does not support uint8 input.")
+    if spacing is None:
+        spacing = 1
     if isinstance(spacing, _C.Tensor) and spacing.dim() == 0:
         spacing = spacing.item()
     per_dim = isinstance(spacing, (list, tuple))
@@ -289,32 +296,68 @@ def _outer_edges(column, k, range):
     return (lo - 0.5, hi + 0.5) if lo == hi else (lo, hi)
 
 
-def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
-    """(hist, bin_edges) of the points in input's last dimension: bins is a count for every
-    dimension, a count per dimension, or a 1-D tensor of edges per dimension. Points outside
-    the edges are dropped; each last bin includes its right edge."""
-    if input.dim() < 2:
-        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
-    if not input.is_floating_point():
-        raise RuntimeError(f"\"histogramdd\" not implemented for '{_type_name(input.dtype)}'")
+def _check_histogram_args(input, bins, range, weight):
+    """torch's histogramdd_check_inputs, in its order, for (..., D) input and its D bins."""
     d = input.shape[-1]
-    points = input.reshape(-1, d)
-    if weight is not None and list(weight.shape) != list(input.shape[:-1]):
-        raise RuntimeError("torch.histogramdd: if weight tensor is provided it should have the "
-                           "same shape as the input tensor excluding its innermost dimension, "
-                           f"but got input with shape {list(input.shape)} and weight with shape "
-                           f"{list(weight.shape)}")
-    bins = [bins] * d if isinstance(bins, int) else list(bins)
     if len(bins) != d:
         raise RuntimeError(f"torch.histogramdd: expected {d} sequences of bin edges for a "
                            f"{d}-dimensional histogram but got {len(bins)}")
+    for k, b in enumerate(bins):
+        if not isinstance(b, _C.Tensor):
+            continue
+        if b.dtype != input.dtype:
+            raise RuntimeError("torch.histogramdd: input tensor and bins tensors should have the "
+                               f"same dtype, but got input with dtype {_CPP_NAMES[input.dtype]} "
+                               f"and bins for dimension {k} with dtype {_CPP_NAMES[b.dtype]}")
+        if b.dim() != 1:
+            raise RuntimeError("torch.histogramdd: bins tensor should have one dimension, but got "
+                               f"{b.dim()} dimensions in the bins tensor for dimension {k}")
+        if b.numel() == 0:
+            raise RuntimeError("torch.histogramdd: bins tensor should have at least 1 element, "
+                               f"but got 0 elements in the bins tensor for dimension {k}")
+    if weight is not None:
+        if list(weight.shape) != list(input.shape[:-1]):
+            raise RuntimeError("torch.histogramdd: if weight tensor is provided it should have "
+                               "the same shape as the input tensor excluding its innermost "
+                               f"dimension, but got input with shape {list(input.shape)} and "
+                               f"weight with shape {list(weight.shape)}")
+        if weight.dtype != input.dtype:
+            raise RuntimeError("torch.histogramdd: if weight tensor is provided, input tensor and "
+                               "weight tensor should have the same dtype, but got input("
+                               f"{_CPP_NAMES[input.dtype]}), and weight("
+                               f"{_CPP_NAMES[weight.dtype]})")
     if range is not None and len(range) != 2 * d:
         raise RuntimeError(f"torch.histogramdd: for a {d}-dimensional histogram range should "
                            f"have {2 * d} elements, but got {len(range)}")
+
+
+def _bin_of(column, edges, equal_bins):
+    """(bin index, whether counted) of each value, as torch's kernel finds them even for
+    unsorted edges: counted when between the first and the last edge, then a binary search, the
+    last edge falling into the last bin. NaN passes that range test, so it is counted: a search
+    ends it past the last edge (the last bin); equal bins, which torch finds by division (NaN
+    casts to bin 0 on its x86 build) and a look at the bins beside, put it in the second bin
+    (or the only one)."""
+    n = edges.numel() - 1
+    nan = _C.isnan(column)
+    inside = ((column >= edges[0]) & (column <= edges[n])) | nan
+    idx = _C.searchsorted(edges.contiguous(), column.contiguous(), right=True) - 1
+    if equal_bins:
+        idx = _C.where(nan, _C.full_like(idx, min(1, n - 1)), idx)
+    return idx.clamp(0, n - 1), inside
+
+
+def _histogram(input, bins, range, weight, density):
+    """(hist, edges) of the points in input's last dimension, as torch.histogramdd and
+    torch.histogram count them."""
+    if not input.is_floating_point() or input.dtype in (_C.float16, _C.bfloat16):
+        raise RuntimeError(f"\"histogramdd\" not implemented for '{_type_name(input.dtype)}'")
+    _check_histogram_args(input, bins, range, weight)
+    points = input.reshape(-1, input.shape[-1])
     edges = []
     for k, b in enumerate(bins):
         if isinstance(b, _C.Tensor):
-            edges.append(b.to(points.dtype))
+            edges.append(b)
             continue
         if b <= 0:
             raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {b} for dimension "
@@ -323,25 +366,33 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
         edges.append(_C.linspace(lo, hi, b + 1, dtype=points.dtype, device=points.device))
     flat = _C.zeros([points.shape[0]], dtype=_C.int64, device=points.device)
     inside = _C.ones([points.shape[0]], dtype=_C.bool, device=points.device)
-    for k, e in enumerate(edges):
-        n = e.numel() - 1
-        column = points[:, k].contiguous()
-        idx = _C.searchsorted(e.contiguous(), column, right=True) - 1
-        idx = _C.where(column == e[n], _C.full_like(idx, n - 1), idx)
-        inside = inside & (idx >= 0) & (idx < n)
-        flat = flat * n + idx.clamp(0, n - 1)
+    for k, (e, b) in enumerate(zip(edges, bins)):
+        idx, counted = _bin_of(points[:, k], e, not isinstance(b, _C.Tensor))
+        inside = inside & counted
+        flat = flat * (e.numel() - 1) + idx
     sizes = [e.numel() - 1 for e in edges]
-    ones = _C.ones([points.shape[0]], dtype=points.dtype, device=points.device)
-    w = weight.reshape(-1).to(points.dtype) if weight is not None else ones
+    w = weight.reshape(-1) if weight is not None else _C.ones(
+        [points.shape[0]], dtype=points.dtype, device=points.device)
     w = _C.where(inside, w, _C.zeros_like(w))
     hist = _C.zeros([math.prod(sizes)], dtype=points.dtype, device=points.device)
     hist = hist.scatter_add(0, flat, w).reshape(sizes)
     if density:
         hist = hist / hist.sum()
         for k, e in enumerate(edges):
-            shape = [1] * d
+            shape = [1] * len(edges)
             shape[k] = sizes[k]
             hist = hist / (e[1:] - e[:-1]).reshape(shape)
+    return hist, edges
+
+
+def histogramdd(input, bins=10, *, range=None, weight=None, density=False):
+    """(hist, bin_edges) of the points in input's last dimension: bins is a count for every
+    dimension, a count per dimension, or a 1-D tensor of edges per dimension. Points outside
+    the edges are dropped; each last bin includes its right edge."""
+    if input.dim() < 2:
+        raise RuntimeError("torch.histogramdd: input tensor should have at least 2 dimensions")
+    bins = [bins] * input.shape[-1] if isinstance(bins, int) else list(bins)
+    hist, edges = _histogram(input, bins, range, weight, density)
     return return_types._make("histogramdd", ["hist", "bin_edges"])(hist, tuple(edges))
 
 

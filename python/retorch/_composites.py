@@ -3,11 +3,13 @@ first set is in functional.py): views (unfold), reductions and products (aminmax
 addmv, addr, cov, corrcoef, logdet), scatter forms, element tests (isreal,
 gcd/lcm), in-place samplers (exponential_, cauchy_, log_normal_, geometric_, bernoulli_), and
 torch.linalg's matrix_power, multi_dot, pinv, matrix_rank, cond, vecdot, vander, the *_ex
-forms, lstsq (gelsy's results), tensorinv, tensorsolve, diagonal and matmul; torch.lu."""
+forms, lstsq (its four CPU drivers), tensorinv, tensorsolve, diagonal and matmul; torch.lu."""
 import math
+import warnings
 
 from . import _C
 from . import return_types
+from .autograd.function import Function
 
 __all__ = ["lu", "aminmax", "argwhere", "msort", "inner", "vdot", "addmv", "addr", "cov", "corrcoef",
            "diagflat", "isreal", "logdet", "matrix_power", "pinverse", "tensor_split",
@@ -40,6 +42,8 @@ def aminmax(input, *, dim=None, keepdim=False):
             lo, hi = lo.reshape(shape), hi.reshape(shape)
     else:
         lo, hi = input.amin(dim, keepdim), input.amax(dim, keepdim)
+        if keepdim and input.dim() == 0:  # torch 1.13 resizes a scalar's kept dim to (1,)
+            lo, hi = lo.reshape(1), hi.reshape(1)
     return return_types._make("aminmax", ["min", "max"])(lo, hi)
 
 
@@ -64,48 +68,105 @@ def vdot(input, other):
     return _C.dot(input, other)
 
 
+def _truncated(scalar):
+    """A float beta or alpha as torch's integer kernels read it: truncated toward zero."""
+    if not math.isfinite(scalar):
+        raise RuntimeError("value cannot be converted to type int64_t without overflow")
+    return int(scalar)
+
+
 def addmv(input, mat, vec, *, beta=1, alpha=1):
+    if not vec.is_floating_point():  # the result has vec's dtype
+        beta, alpha = _truncated(beta), _truncated(alpha)
     out = _C.matmul(mat, vec) * alpha
     return out if beta == 0 else input * beta + out  # beta 0: input is ignored, NaN and all
 
 
 def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    from ._dtypes import promote_types
+    dtype = promote_types(promote_types(input.dtype, vec1.dtype), vec2.dtype)
+    for name, scalar in (("beta", beta), ("alpha", alpha)):
+        if isinstance(scalar, bool) and dtype != _C.bool:
+            raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+        if isinstance(scalar, float) and not dtype.is_floating_point:
+            raise RuntimeError(f"For integral input tensors, argument {name} must not be a "
+                               "floating point number.")
+    if dtype == _C.bool:  # torch's bool kernel: (beta and input) or (alpha and vec1 and vec2)
+        outer = _C.outer(vec1, vec2) & bool(alpha)
+        return outer | input if beta else outer
     outer = _C.outer(vec1, vec2)
     if beta == 0:
-        return outer * alpha
+        return (outer * alpha).to(dtype)
     return input * beta + outer * alpha
 
 
-def cov(input, *, correction=1, fweights=None, aweights=None):
-    x = input if input.dim() == 2 else input.reshape(1, -1)
-    if not x.is_floating_point():
-        x = x.to(_C.get_default_dtype())
+def _at_most_2d(input, name):
+    if input.dim() > 2:
+        raise RuntimeError(f"{name}(): expected input to have two or fewer dimensions but got an "
+                           f"input with {input.dim()} dimensions")
+
+
+def _cov_weight_checks(x, fweights, aweights):
+    """torch's checks of cov's input and weights, in its order."""
+    from ._api_extras import _TYPE_NAMES
+    if x.dtype == _C.bool:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
     n = x.shape[1]
-    w = None
-    if fweights is not None:
-        w = fweights.to(x.dtype)
+    for name, w in (("fweights", fweights), ("aweights", aweights)):
+        if w is None:
+            continue
+        if w.dim() > 1:
+            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                               f"{name} with {w.dim()} dimensions")
+        if (name == "fweights") == (w.is_floating_point() or w.dtype == _C.bool):
+            kind = "integral" if name == "fweights" else "floating point"
+            raise RuntimeError(f"cov(): expected {name} to have {kind} dtype but got {name} "
+                               f"with {_TYPE_NAMES[w.dtype]} dtype")
+        if w.numel() != n:
+            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                               f"observations in the input but got {w.numel()} != {n}")
+        if n and bool(w.min() < 0):
+            raise RuntimeError(f"cov(): {name} cannot be negative")
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    _at_most_2d(input, "cov")
+    x = input if input.dim() == 2 else input.reshape(1, -1)
+    _cov_weight_checks(x, fweights, aweights)
+    dtype = x.dtype  # torch's products x * aweights promote, fweights are integers
     if aweights is not None:
-        w = aweights.to(x.dtype) if w is None else w * aweights.to(x.dtype)
+        from ._dtypes import promote_types
+        dtype = promote_types(dtype, aweights.dtype)
+    x = x.to(dtype if dtype.is_floating_point else _C.get_default_dtype())
+    n = x.shape[1]
+    # The weights and their sums keep the weights' dtype, as in torch (Correlation.cpp): float32
+    # aweights give a float32 weight sum and normalization even for float64 input.
+    w = fweights
+    if aweights is not None:
+        w = aweights if w is None else w * aweights
     if w is None:
         avg = x.mean(1, keepdim=True)
         norm = n - correction
     else:
         wsum = w.sum()
+        if not bool(wsum != 0):
+            raise RuntimeError("cov(): weights sum to zero, can't be normalized")
         avg = (x * w).sum(1, keepdim=True) / wsum
-        if correction == 0:
-            norm = wsum
-        elif aweights is None:
-            norm = wsum - correction
+        if correction != 0 and aweights is not None:
+            norm = wsum - correction * (w * aweights).sum() / wsum
         else:
-            norm = wsum - correction * (w * aweights.to(x.dtype)).sum() / wsum
+            norm = wsum - correction
     xm = x - avg
     xw = xm if w is None else xm * w
     c = xw.matmul(xm.transpose(0, 1))
+    if bool(norm <= 0):
+        warnings.warn("cov(): degrees of freedom is <= 0")
     c = c / (norm.clamp(min=0) if isinstance(norm, _C.Tensor) else max(norm, 0))
-    return c.squeeze() if input.dim() < 2 else c
+    return c.squeeze()  # one variable's 1x1 matrix is a scalar, as torch's
 
 
 def corrcoef(input):
+    _at_most_2d(input, "corrcoef")
     c = cov(input)
     if c.dim() == 0:
         return c / c
@@ -133,8 +194,10 @@ def matrix_power(input, n):
         raise RuntimeError("linalg.matrix_power: A must be batches of square matrices, but "
                            f"they are {input.shape[-2]} by {input.shape[-1]} matrices")
     if n == 0:
-        eye = _C.eye(input.shape[-1], dtype=input.dtype)
-        return eye.expand(input.shape).clone()
+        eye = _C.eye(input.shape[-1], dtype=input.dtype).expand(input.shape)
+        if input.requires_grad:  # as torch's, in the graph with a zero gradient
+            return _C.where(_C.ones_like(eye, dtype=_C.bool), eye, input)
+        return eye.clone()
     base = input if n > 0 else _C.linalg_inv(input)
     k, result = abs(n), None
     while k:  # square and multiply
@@ -150,32 +213,82 @@ def pinverse(input, rcond=1e-15):
     return pinv(input, rtol=rcond)
 
 
-def _default_rtol(A, atol):
-    """torch's default relative cutoff for singular values: eps * max(m, n), or 0 when a
-    positive atol is given."""
-    if atol is not None and atol > 0:
-        return 0.0
+def _tolerances(A, atol, rtol):
+    """torch's (atol, rtol) for singular values, as float64 tensors that broadcast against A's
+    batch: rtol defaults to eps * max(m, n), or to 0 where atol is given and positive."""
+    def as_tensor(v):
+        if isinstance(v, _C.Tensor):
+            return v.to(_C.float64)
+        return _C.full([], v, dtype=_C.float64, device=A.device)
+    atol_t = as_tensor(0.0 if atol is None else atol)
+    if rtol is not None:
+        return atol_t, as_tensor(rtol)
     from ._dtypes import finfo
-    return max(A.shape[-2:]) * finfo(A.dtype).eps
+    default = as_tensor(finfo(A.dtype).eps * max(A.shape[-2:]))
+    if atol is None:
+        return atol_t, default
+    return atol_t, _C.where(atol_t > 0, _C.zeros_like(default), default)
 
 
-def _singular_cutoff(s, A, atol, rtol):
-    """Singular values s of A at or below this are treated as zero (pinv, matrix_rank)."""
-    smax = s.amax(-1, keepdim=True) if s.numel() else s
-    tol = smax * (_default_rtol(A, atol) if rtol is None else rtol)
-    return tol if atol is None else _C.maximum(tol, _C.full_like(tol, atol))
+def _kept(s, smax, A, atol, rtol):
+    """Which singular values s (or |eigenvalues|) of A count as nonzero: those above
+    max(atol, rtol * smax), compared in float64 as torch does."""
+    atol_t, rtol_t = _tolerances(A, atol, rtol)
+    return s > _C.maximum(atol_t.unsqueeze(-1), rtol_t.unsqueeze(-1) * smax)
 
 
-def pinv(input, *, atol=None, rtol=None, hermitian=False):
-    u, s, vh = _C.linalg_svd(input, False)
-    keep = s > _singular_cutoff(s, input, atol, rtol)
+def _pinv_values(input, atol, rtol, hermitian):
+    if input.numel() == 0:
+        shape = list(input.shape[:-2]) + [input.shape[-1], input.shape[-2]]
+        return _C.zeros(shape, dtype=input.dtype, device=input.device)
+    if hermitian:  # eigh reads the lower triangle only, as torch's does
+        s, u = _C.linalg_eigh(input)
+        keep = _kept(s.abs(), s.abs().amax(-1, keepdim=True), input, atol, rtol)
+        vh = u.transpose(-2, -1)
+    else:
+        u, s, vh = _C.linalg_svd(input, False)
+        keep = _kept(s, s.narrow(-1, 0, 1), input, atol, rtol)  # s is descending
     sinv = _C.where(keep, 1 / _C.where(keep, s, _C.ones_like(s)), _C.zeros_like(s))
     return (vh.transpose(-2, -1) * sinv.unsqueeze(-2)).matmul(u.transpose(-2, -1))
 
 
+class _Pinv(Function):
+    """pinv with torch's pinv_backward: the derivative of P = pinv(A) in terms of A and P alone
+    (the SVD's own is NaN at repeated singular values, as an orthogonal or singular A has)."""
+    _backward_name = "LinalgPinvBackward0"
+
+    @staticmethod
+    def forward(ctx, input, atol, rtol, hermitian):
+        out = _pinv_values(input, atol, rtol, hermitian)
+        ctx.save_for_backward(input, out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        A, P = ctx.saved_tensors
+        Ph, gh = P.transpose(-2, -1), grad.transpose(-2, -1)
+        if A.shape[-2] <= A.shape[-1]:  # the products stay m x m
+            K = gh.matmul(P)
+            KPh = K.matmul(Ph)
+            gA = (-P.matmul(K).transpose(-2, -1) + KPh - A.matmul(P).matmul(KPh) +
+                  Ph.matmul(P).matmul(gh - K.matmul(A)))
+        else:
+            K = P.matmul(gh)
+            PhK = Ph.matmul(K)
+            gA = (-K.matmul(P).transpose(-2, -1) + (gh - A.matmul(K)).matmul(P).matmul(Ph) +
+                  PhK - PhK.matmul(P).matmul(A))
+        return gA, None, None, None
+
+
+def pinv(input, *, atol=None, rtol=None, hermitian=False):
+    return _Pinv.apply(input, atol, rtol, hermitian)
+
+
 def matrix_rank(A, *, atol=None, rtol=None, hermitian=False):
-    s = _C.linalg_svdvals(A)
-    return (s > _singular_cutoff(s, A, atol, rtol)).sum(-1)
+    if A.numel() == 0:
+        return _C.zeros(list(A.shape[:-2]), dtype=_C.int64, device=A.device)
+    s = _C.linalg_eigvalsh(A).abs() if hermitian else _C.linalg_svdvals(A)
+    return _kept(s, s.amax(-1, keepdim=True), A, atol, rtol).sum(-1)
 
 
 def cond(A, p=None):
@@ -213,8 +326,18 @@ def vecdot(x, y, *, dim=-1):
 
 
 def vander(x, N=None):
+    if x.dtype in (_C.bool, _C.float16, _C.bfloat16):
+        from ._api_extras import _type_name
+        raise RuntimeError("linalg.vander supports floating point, complex, and integer tensors, "
+                           f"but got {_type_name(x.dtype)}")
+    x = x.reshape(1) if x.dim() == 0 else x
     n = x.shape[-1] if N is None else N
-    return x.unsqueeze(-1).pow(_C.arange(n, dtype=_C.int64).to(x.device))
+    if n <= 1:
+        raise RuntimeError("N must be greater than 1.")
+    # Running products, as torch's: integer powers come out int64, and x = 0 has finite grads.
+    shape = list(x.shape)
+    powers = _C.cumprod(x.unsqueeze(-1).expand(shape + [n - 1]), -1)
+    return _C.cat([_C.ones(shape + [1], dtype=powers.dtype, device=x.device), powers], -1)
 
 
 def _info_of(error):
@@ -282,22 +405,68 @@ def solve_ex(A, B, *, left=True, check_errors=False):
             _C.full_like(B, math.nan), _C.full([], _info_of(e), dtype=_C.int32))
 
 
+def _lstsq_checks(A, B, driver):
+    if A.dim() < 2:
+        raise RuntimeError("torch.linalg.lstsq: input must have at least 2 dimensions.")
+    if B.dim() < 1:
+        raise RuntimeError("torch.linalg.lstsq: other must have at least 1 dimension.")
+    if A.dtype != B.dtype:
+        from ._api_extras import _type_name
+        raise RuntimeError("torch.linalg.lstsq: Expected input and other to have the same "
+                           f"dtype, but got input's dtype {_type_name(A.dtype)} and other's "
+                           f"dtype {_type_name(B.dtype)}")
+    if not 0 <= A.dim() - B.dim() <= 1:
+        raise RuntimeError("torch.linalg.lstsq: input.dim() must be greater or equal to "
+                           "other.dim() and (input.dim() - other.dim()) <= 1")
+    vec = B.dim() == A.dim() - 1
+    if A.shape[-2] != B.shape[-1 if vec else -2]:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size("
+                           f"{-1 if vec else -2})")
+    if driver not in (None, "gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError("torch.linalg.lstsq: parameter `driver` should be one of (gels, "
+                           "gelsy, gelsd, gelss)")
+    if A.dtype not in (_C.float32, _C.float64):
+        raise RuntimeError("This function doesn't handle types other than float and double")
+
+
 def lstsq(A, B, rcond=None, *, driver=None):
-    """torch.linalg.lstsq with CPU's default driver (gelsy): the minimum-norm least-squares
-    solution and the numerical rank; residuals and singular values come back empty, as
-    gelsy's do."""
-    if driver not in (None, "gelsy"):
-        raise RuntimeError(f"torch.linalg.lstsq: only the gelsy driver is available here, "
-                           f"got {driver}")
+    """torch.linalg.lstsq on CPU with each driver's outputs as LAPACK fills them: the
+    least-squares, minimum-norm solution (gels assumes full rank and cuts off no singular
+    value; the others cut off those at or below rcond * the largest), the rank (all but gels),
+    the singular values (gelsd, gelss) and, for tall A, each column's squared residual norm
+    (all but gelsy; gelsd and gelss only when every matrix has full column rank). Only the
+    solution has gradients, as in torch."""
+    _lstsq_checks(A, B, driver)
+    driver = driver or "gelsy"
     vec = B.dim() == A.dim() - 1
     b = B.unsqueeze(-1) if vec else B
-    rtol = rcond if rcond is not None else _default_rtol(A, None)
-    x = pinv(A, rtol=rtol).matmul(b)
-    rank = matrix_rank(A, rtol=rtol)
-    empty = _C.empty([0], dtype=A.dtype)
+    m, n = A.shape[-2:]
+    if rcond is None:
+        from ._dtypes import finfo
+        rcond = finfo(A.dtype).eps * max(m, n)
+    x = pinv(A, rtol=0.0 if driver == "gels" else rcond).matmul(b)
+    A, b = A.detach(), b.detach()
+    empty = _C.empty([0], dtype=A.dtype, device=A.device)
+    rank = (_C.empty([0], dtype=_C.int64, device=A.device) if driver == "gels" else
+            matrix_rank(A, rtol=rcond))
+    residuals = empty
+    if m > n and driver != "gelsy" and (driver == "gels" or (rank == n).all().item()):
+        residuals = _residuals(A, b, driver)
+    singular_values = _C.linalg_svdvals(A) if driver in ("gelsd", "gelss") else empty
     return return_types._make("linalg_lstsq", ["solution", "residuals", "rank",
                                                "singular_values"])(
-        x.squeeze(-1) if vec else x, empty, rank, empty)
+        x.squeeze(-1) if vec else x, residuals, rank, singular_values)
+
+
+def _residuals(A, b, driver):
+    """The squared norms of the rows of Q^T b past A's n columns (A = QR), as LAPACK leaves
+    them in b; gels returns early, b cleared, when A has no columns."""
+    n = A.shape[-1]
+    if n == 0:
+        return (b * b).sum(-2) * (0 if driver == "gels" else 1)
+    q = _C.linalg_qr(A, "complete")[0]
+    rest = q.transpose(-2, -1).matmul(b).narrow(-2, n, A.shape[-2] - n)
+    return (rest * rest).sum(-2)
 
 
 def tensorinv(A, ind=2):
@@ -328,6 +497,17 @@ def lu(A, pivot=True, get_infos=False):
 
 def tensor_split(input, indices_or_sections, dim=0):
     size = input.shape[dim]
+    if isinstance(indices_or_sections, _C.Tensor):
+        t = indices_or_sections
+        if t.dtype != _C.int64:
+            from ._api_extras import _type_name
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to have dtype "
+                               f"of long, but got {_type_name(t.dtype)}")
+        if t.dim() > 1:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
+                               "zero-dimensional or one-dimensional tensor, but got a tensor "
+                               f"with {t.dim()} dims")
+        indices_or_sections = t.item() if t.dim() == 0 else t.tolist()  # 0-d: a count
     if isinstance(indices_or_sections, int):
         n = indices_or_sections
         if n <= 0:

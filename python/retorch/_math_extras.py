@@ -182,27 +182,12 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
 
 
 def histogram(input, bins=100, *, range=None, weight=None, density=False):
-    """(hist, bin_edges) over `bins` equal bins (an int) or given edges (a 1-D tensor); values
-    outside are dropped, the last bin includes its right edge."""
-    x = input.reshape(-1)
-    if isinstance(bins, _C.Tensor):
-        edges = bins.to(x.dtype)
-    else:
-        lo, hi = range if range is not None else (x.min().item(), x.max().item()) \
-            if x.numel() else (0.0, 1.0)
-        if lo == hi:
-            lo, hi = lo - 0.5, hi + 0.5
-        edges = _C.linspace(float(lo), float(hi), bins + 1, dtype=x.dtype)
-    n = edges.numel() - 1
-    idx = _C.searchsorted(edges.contiguous(), x.contiguous(), right=True) - 1
-    idx = _C.where(x == edges[n], _C.full_like(idx, n - 1), idx)
-    inside = (idx >= 0) & (idx < n)
-    w = weight.reshape(-1).to(x.dtype) if weight is not None else _C.ones_like(x)
-    w = _C.where(inside, w, _C.zeros_like(w))
-    hist = _C.zeros([n], dtype=x.dtype).scatter_add(0, idx.clamp(0, n - 1), w)
-    if density:
-        hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
-    return return_types._make("histogram", ["hist", "bin_edges"])(hist, edges)
+    """(hist, bin_edges) over `bins` equal bins (an int) or given edges (a 1-D tensor): torch's
+    histogramdd of the values as 1-D points, errors included."""
+    from ._api_math import _histogram
+    hist, edges = _histogram(input.reshape(-1, 1), [bins], range,
+                             None if weight is None else weight.reshape(-1), density)
+    return return_types._make("histogram", ["hist", "bin_edges"])(hist, edges[0])
 
 
 def _window(n, periodic, dtype, fn):

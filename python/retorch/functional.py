@@ -20,7 +20,7 @@ __all__ = [
     "nanmedian", "mode", "quantile", "nanquantile", "multinomial", "normal", "randint_like",
     "rot90", "std_mean", "var_mean", "take_along_dim", "trapezoid", "tril_indices",
     "triu_indices", "unique_consecutive", "nansum", "nanmean",
-    "mv",
+    "mv", "norm",
 ]
 
 
@@ -142,11 +142,12 @@ def combinations(input, r=2, with_replacement=False):
         raise RuntimeError(f"Expect a 1D vector, but got shape {list(input.shape)}")
     pick = itertools.combinations_with_replacement if with_replacement else \
         itertools.combinations
+    if r == 0:  # torch's empty result here is not part of the graph
+        return _C.empty([0], dtype=input.dtype, device=input.device)
     idx = list(pick(range(input.shape[0]), r))
-    if not idx:
-        return _C.empty([0] if r == 0 else [0, r], dtype=input.dtype, device=input.device)
-    index = _new(idx, dtype=_C.int64).to(input.device)
-    return input.index_select(0, index.reshape(-1)).reshape(len(idx), r)
+    # An empty selection still goes through index_select: as torch's, it stays in the graph.
+    index = _new(idx, dtype=_C.int64).reshape(-1).to(input.device)
+    return input.index_select(0, index).reshape(len(idx), r)
 
 
 def block_diag(*tensors):
@@ -180,6 +181,10 @@ def chain_matmul(*matrices):
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):
+    if input.dim() == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n == 0:  # torch returns a copy of input, ignoring prepend and append
+        return input.clone()
     parts = [p for p in (prepend, input, append) if p is not None]
     x = _C.cat(parts, dim) if len(parts) > 1 else input
     for _ in range(n):
@@ -209,14 +214,18 @@ def rad2deg(input):
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    # Scattered into zeros, not multiplied by one-hot matrices: a product turns an inf into NaNs
+    # off the diagonal and has no bool kernel.
     n = input.shape[-1]
     m = n + builtins.abs(offset)
-    k = _C.arange(n, device=input.device)
-    rows = _C.zeros([n, m], dtype=input.dtype, device=input.device)
-    cols = _C.zeros([n, m], dtype=input.dtype, device=input.device)
-    rows = rows.scatter(1, (k + builtins.max(-offset, 0)).reshape(n, 1), 1)
-    cols = cols.scatter(1, (k + builtins.max(offset, 0)).reshape(n, 1), 1)
-    out = rows.transpose(0, 1).matmul(input.unsqueeze(-1) * cols)  # (..., m, m)
+    top = builtins.max(-offset, 0)
+    batch = list(input.shape[:-1])
+    cols = (_C.arange(n, device=input.device) + builtins.max(offset, 0)).reshape(n, 1)
+    rows = _C.zeros(batch + [n, m], dtype=input.dtype, device=input.device).scatter(
+        -1, cols.expand(batch + [n, 1]), input.unsqueeze(-1))
+    out = _C.cat([_C.zeros(batch + [top, m], dtype=input.dtype, device=input.device), rows,
+                  _C.zeros(batch + [m - n - top, m], dtype=input.dtype, device=input.device)],
+                 -2)  # (..., m, m)
     nd = out.dim()
     d1, d2 = dim1 % nd, dim2 % nd
     if (d1, d2) != (nd - 2, nd - 1):
@@ -230,15 +239,52 @@ def dist(input, other, p=2):
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
-    exps = _C.linspace(start, end, steps, dtype=_C.float64)
-    out = _C.pow(base, exps).to(dtype or _dtypes.default_float())
+    """base ** exponents as torch's CPU kernel computes them, so integer results truncate alike:
+    start and end first become dtype's values (integers truncate), each exponent is stepped in
+    float64 from the nearer end, and an integer dtype's base is a float32. One step fills in
+    base ** start, which must fit an integer dtype."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dtype = dtype or _dtypes.default_float()
+    if dtype == _C.bool:
+        raise RuntimeError("\"logspace_cpu\" not implemented for 'Bool'")
+    if steps <= 1:
+        out = _C.pow(float(base), _C.full([steps], float(start), dtype=_C.float64))
+        if steps:
+            _checked(out.item(), dtype)
+    else:
+        first, last = _checked(start, dtype), _checked(end, dtype)
+        # Floats subtract in their own precision, integers exactly (C++ promotes them).
+        span = (last - first).item() if dtype.is_floating_point else last.item() - first.item()
+        step = span / (steps - 1)
+        first, last = first.item(), last.item()
+        i = _C.arange(steps, dtype=_C.float64)
+        exps = _C.where(i < steps // 2, first + step * i, last - step * (steps - 1 - i))
+        if not dtype.is_floating_point:
+            base = _C.full([], base, dtype=_C.float32).item()
+        out = _C.pow(float(base), exps)
+    out = out.to(dtype)
     if device is not None:
         out = out.to(device)
     return out.requires_grad_(True) if requires_grad else out
 
 
+def _checked(value, dtype):
+    """value as a 0-d tensor of dtype, refused where an integer dtype cannot hold it, with the
+    message of torch's checked Scalar conversion."""
+    if not dtype.is_floating_point:
+        info = _dtypes.iinfo(dtype)
+        if not info.min <= value <= info.max:  # NaN fails too
+            name = "int" if dtype == _C.int32 else _dtypes._name(dtype) + "_t"  # c10's spelling
+            raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+    return _C.full([], value, dtype=dtype)
+
+
 def _nan_aware_kth(input, dim, keepdim, skip_nan):
     """The lower median along dim: (values, indices); NaN wins unless skip_nan."""
+    if not input.is_floating_point():  # no NaN to look for, nor one to fill in
+        kth = input.kthvalue((input.shape[dim] - 1) // 2 + 1, dim, keepdim)
+        return kth.values, kth.indices
     nan = _C.isnan(input)
     if skip_nan:
         count = (~nan).sum(dim, keepdim=True)
@@ -262,8 +308,8 @@ def _nan_aware_kth(input, dim, keepdim, skip_nan):
 def _median(input, dim, keepdim, skip_nan, name):
     if dim is None:
         flat = input.reshape(-1)
-        if flat.numel() == 0:
-            return _C.full([], math.nan, dtype=input.dtype)
+        if flat.numel() == 0:  # NaN, converted as torch's fill converts it to integers
+            return _C.full([], math.nan, dtype=_C.float64).to(input.dtype)
         return _nan_aware_kth(flat, 0, False, skip_nan)[0]
     if input.dim() == 0:
         return return_types._make(name, ["values", "indices"])(input.clone(),
@@ -311,6 +357,10 @@ def _quantile(input, q, dim, keepdim, interpolation, skip_nan):
     if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
         raise ValueError("quantile() interpolation must be one of linear, lower, higher, "
                          f"midpoint or nearest. Got {interpolation}")
+    if input.dim() == 0 and dim is not None:  # a scalar is one value along dim 0 or -1
+        from ._api_legacy import _wrap_dim
+        _wrap_dim(dim, 0)
+        dim = None
     scalar_q = not isinstance(q, _C.Tensor) or q.dim() == 0
     if not scalar_q and q.dim() > 1:
         raise RuntimeError("quantile() q must be a scalar or 1D tensor")
@@ -429,16 +479,11 @@ def rot90(input, k=1, dims=(0, 1)):
 
 
 def _moments(fn, input, dim, unbiased, keepdim, correction):
-    kw = {"keepdim": keepdim}
-    if correction is not None:
-        kw["correction"] = correction
-    elif unbiased is not None:
-        kw["unbiased"] = unbiased
-    spread = fn(input, dim, **kw) if dim is not None else fn(input, **{k: v for k, v in
-                                                                     kw.items()
-                                                                     if k != "keepdim"})
-    mean = input.mean(dim, keepdim=keepdim) if dim is not None else input.mean()
-    return spread, mean
+    if isinstance(dim, bool):  # torch's var_mean(input, unbiased) overload
+        dim, unbiased = None, dim
+    if correction is None:
+        correction = 0 if unbiased is False else 1
+    return fn(input, dim, correction=correction, keepdim=keepdim), input.mean(dim, keepdim)
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
@@ -582,6 +627,37 @@ for _name in _AS_FUNCTIONS:
     globals()[_name] = _from_method(_name)
 __all__ += list(_AS_FUNCTIONS)
 
+def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+    """torch.norm as torch/functional.py has it: the strings 'fro' (the 2-norm over at most two
+    dims) and 'nuc' (linalg.matrix_norm's nuclear norm of a matrix) besides numeric p, which the
+    norm operator takes over all dims when dim is None."""
+    from .linalg import matrix_norm
+    dims = [dim] if isinstance(dim, int) else (None if dim is None else list(dim))
+    if isinstance(p, str):
+        if p not in ("fro", "nuc"):
+            raise RuntimeError(f"only valid string values are 'fro' and 'nuc', found {p}")
+        if dtype is not None:
+            raise ValueError(f"dtype argument is not supported in "
+                             f"{'frobenius' if p == 'fro' else 'nuclear'} norm")
+        if p == "fro":
+            if dims is not None and len(dims) > 2:
+                raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} "
+                                   f"dimensions instead.")
+            result = _C.norm(input, 2, dims, keepdim)
+        elif dims is None:
+            if input.dim() != 2:
+                raise RuntimeError(f"Expected a tensor with 2 dimensions, but got a tensor with "
+                                   f"{input.dim()} dimensions instead.")
+            result = matrix_norm(input, "nuc", (0, 1), keepdim)
+        else:
+            if len(dims) != 2:
+                raise RuntimeError("nuclear norm requires a 'dim' argument of size 2")
+            result = matrix_norm(input, "nuc", dims, keepdim)
+    else:
+        result = _C.norm(input if dtype is None else input.to(dtype), p, dims, keepdim)
+    return result if out is None else out.resize_(result.shape).copy_(result)
+
+
 # Aliases of the arithmetic ops, which take a number for either operand as torch's do.
 subtract, multiply, divide, true_divide = _C.sub, _C.mul, _C.div, _C.div
 __all__ += ["subtract", "multiply", "divide", "true_divide"]
@@ -597,3 +673,5 @@ def install(Tensor):
     for name in _METHODS:
         if not hasattr(Tensor, name):
             setattr(Tensor, name, globals()[name])
+    Tensor.norm = lambda self, p="fro", dim=None, keepdim=False, dtype=None: norm(
+        self, p, dim, keepdim, dtype=dtype)

@@ -143,6 +143,11 @@ def householder_product(input, tau, *, out=None):
         v = v_all[..., :, i:i + 1]
         t = tau[..., i:i + 1].unsqueeze(-1)
         q = q - (v * t).matmul(v.transpose(-2, -1).matmul(q))
+    if k == 0:  # no reflectors: as torch's, still in the graph, with a zero gradient
+        if input.requires_grad:
+            q = _C.where(_C.ones_like(q, dtype=_C.bool), q, input)
+        if tau.requires_grad:  # tau is empty here: its sum is a zero
+            q = q + tau.sum(-1, keepdim=True).unsqueeze(-1)
     if out is None:
         return q
     from . import _dtypes
