@@ -22,6 +22,9 @@ _ALIASES = {
     "not_equal": "ne", "not_equal_": "ne_", "negative": "neg", "negative_": "neg_",
     "swapaxes": "transpose", "swapdims": "transpose", "fix": "trunc", "fix_": "trunc_",
     "sgn": "sign", "sgn_": "sign_", "ger": "outer",
+    # torch's Python 2 operator names, still on torch.Tensor
+    "__div__": "__truediv__", "__rdiv__": "__rtruediv__", "__idiv__": "__itruediv__",
+    "__nonzero__": "__bool__", "__long__": "__int__",
 }
 
 
@@ -178,6 +181,11 @@ def install(Tensor):
     for view in ("t", "transpose", "squeeze", "unsqueeze"):
         setattr(Tensor, view + "_", _inplace_view(view))
     Tensor.__reduce_ex__ = _reduce_ex
+    Tensor.__reversed__ = lambda self: self if self.dim() == 0 else self.flip(0)
+
+    def _delitem(self, index):
+        raise TypeError("Tensor does not support deleting items")
+    Tensor.__delitem__ = _delitem
     Tensor.__contains__ = _contains
     Tensor.__iter__ = _iter
     Tensor.__pos__ = lambda self: self

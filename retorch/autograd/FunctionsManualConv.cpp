@@ -36,6 +36,17 @@ Tensor conv_plain(const Tensor& a, const Tensor& w, IntArrayRef stride, IntArray
   return convolution(a, w, std::nullopt, stride, padding, dilation, false, zeros_op, groups);
 }
 
+// conv_plain cut to target's spatial size: a transposed convolution whose output_padding is at
+// least its stride (allowed below the dilation) has an output that fits one more stride, and
+// the positions past the transposed convolution's input have no input to send gradient to.
+Tensor conv_plain_to(const Tensor& a, const Tensor& w, IntArrayRef target, IntArrayRef stride,
+                     IntArrayRef padding, IntArrayRef dilation, int64_t groups) {
+  Tensor r = conv_plain(a, w, stride, padding, dilation, groups);
+  for (int64_t i = 2; i < r.dim(); ++i)
+    if (r.size(i) > target[size_t(i)]) r = r.narrow(i, 0, target[size_t(i)]);
+  return r;
+}
+
 }  // namespace
 
 std::vector<int64_t> last_two(IntArrayRef sizes) {
@@ -47,7 +58,8 @@ Tensor convolution_backward_input(const Tensor& grad, IntArrayRef input_sizes,
                                   const Tensor& weight, IntArrayRef stride, IntArrayRef padding,
                                   IntArrayRef dilation, bool transposed,
                                   IntArrayRef /*output_padding*/, int64_t groups) {
-  if (transposed) return conv_plain(grad, weight, stride, padding, dilation, groups);
+  if (transposed)
+    return conv_plain_to(grad, weight, input_sizes, stride, padding, dilation, groups);
   return conv_transpose_to(grad, weight, input_sizes, stride, padding, dilation, groups);
 }
 
@@ -73,7 +85,8 @@ Tensor conv_weight_grad_grad_output(const Tensor& grad, const Tensor& input,
 Tensor conv_weight_grad_input(const Tensor& grad, const Tensor& grad_output,
                               IntArrayRef input_sizes, IntArrayRef stride, IntArrayRef padding,
                               IntArrayRef dilation, bool transposed, int64_t groups) {
-  if (transposed) return conv_plain(grad_output, grad, stride, padding, dilation, groups);
+  if (transposed)
+    return conv_plain_to(grad_output, grad, input_sizes, stride, padding, dilation, groups);
   return conv_transpose_to(grad_output, grad, input_sizes, stride, padding, dilation, groups);
 }
 

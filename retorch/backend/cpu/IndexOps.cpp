@@ -129,9 +129,10 @@ void for_each_index(const Tensor& index, int64_t dim, IntArrayRef self_strides,
 
 void check_scatter_gather(const char* op, const Tensor& self, int64_t dim, const Tensor& index,
                           const Tensor* src) {
-  // Unlike index_select, PyTorch's gather/scatter take int64 indices only.
-  RT_CHECK(index.dtype() == kLong, op, "(): Expected dtype int64 for index (got ", index.dtype(),
-           ")");
+  // Unlike index_select, PyTorch's gather/scatter take int64 indices only (an empty index of
+  // any dtype is let through, as there).
+  RT_CHECK(index.dtype() == kLong || index.numel() == 0, op,
+           "(): Expected dtype int64 for index (got ", index.dtype(), ")");
   RT_CHECK(index.dim() == self.dim() || (index.dim() <= 1 && self.dim() <= 1), op,
            "(): Index tensor must have the same number of dimensions as input tensor (index ",
            index.sizes(), ", input ", self.sizes(), ")");

@@ -134,6 +134,29 @@ void index_fill_(const Tensor& self, int64_t dim, const Tensor& index, const Sca
 
 namespace {
 
+/// scatter's legacy reduce argument as scatter_reduce's name for it.
+std::string_view scatter_reduction(std::string_view reduce) {
+  RT_CHECK(reduce == "add" || reduce == "multiply",
+           "reduce argument must be either add or multiply.");
+  return reduce == "add" ? "sum" : "prod";
+}
+
+}  // namespace
+
+Tensor scatter_with_reduce(const Tensor& self, int64_t dim, const Tensor& index, const Tensor& src,
+                           std::string_view reduce) {
+  return retorch::scatter_reduce(self, dim, index, src, scatter_reduction(reduce), true);
+}
+Tensor scatter_value_with_reduce(const Tensor& self, int64_t dim, const Tensor& index,
+                                 const Scalar& value, std::string_view reduce) {
+  const std::string_view how = scatter_reduction(reduce);
+  return retorch::scatter_reduce(
+      self, dim, index, retorch::full_like(index, value, TensorOptions().dtype(self.dtype())), how,
+      true);
+}
+
+namespace {
+
 Tensor index_copy_impl(const Tensor& self, int64_t dim, const Tensor& index,
                        const Tensor& source, const char* in_place_op) {
   RT_CHECK(index.dtype() == kLong, "index_copy_(): Expected a long tensor for index, but got ",

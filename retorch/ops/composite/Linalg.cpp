@@ -46,10 +46,18 @@ Tensor add_scaled(const char* op, const Tensor& self, const Tensor& prod, const 
            self.dtype(), " != ", prod.dtype());
   RT_CHECK(is_expandable_to(self.sizes(), prod.sizes()), op, ": self of shape ", self.sizes(),
            " cannot be broadcast to the product shape ", prod.sizes());
-  Tensor p = alpha.to_double() == 1.0 ? prod : prod * alpha;
-  double b = beta.to_double();
+  // PyTorch converts beta and alpha to an integral product's type first: 0.6 is 0 there, so
+  // the result keeps the integral dtype (a float scalar would promote it to float).
+  auto in_type = [&](const Scalar& s) {
+    return is_integral_type(prod.dtype(), true) && s.is_floating_point()
+               ? Scalar(int64_t(s.to_double()))
+               : s;
+  };
+  const Scalar a = in_type(alpha), be = in_type(beta);
+  Tensor p = a.to_double() == 1.0 ? prod : prod * a;
+  double b = be.to_double();
   if (b == 0.0) return p;
-  return (b == 1.0 ? self : self * beta) + p;
+  return (b == 1.0 ? self : self * be) + p;
 }
 
 }  // namespace

@@ -30,6 +30,17 @@ Tensor std_unbiased(const Tensor& self, OptionalIntArrayRef dim, bool unbiased, 
   return retorch::std(self, dim, std::optional<int64_t>(unbiased ? 1 : 0), keepdim);
 }
 
+Tensor var_all_unbiased(const Tensor& self, bool unbiased) {
+  return retorch::var(self, OptionalIntArrayRef(), std::optional<int64_t>(unbiased ? 1 : 0), false);
+}
+Tensor std_all_unbiased(const Tensor& self, bool unbiased) {
+  return retorch::std(self, OptionalIntArrayRef(), std::optional<int64_t>(unbiased ? 1 : 0), false);
+}
+
+std::vector<Tensor> split_sizes(const Tensor& self, IntArrayRef split_size, int64_t dim) {
+  return retorch::split_with_sizes(self, split_size, dim);
+}
+
 Tensor logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim) {
   // Half/BFloat16 inputs are reduced in float: rounding exp, sum and log separately to 16 bits
   // would lose several ulps (PyTorch's result is within one ulp of the float computation).
@@ -62,7 +73,9 @@ Tensor matmul(const Tensor& self, const Tensor& other) {
     // Fold the batch into rows: [..., n, k] @ [k, m].
     Tensor b = db == 1 ? other.unsqueeze(1) : other;
     std::vector<int64_t> out_shape(self.sizes().begin(), self.sizes().end() - 1);
-    Tensor r = self.reshape({-1, self.size(-1)}).mm(b);
+    int64_t rows = 1;  // (not -1: a reshape cannot infer it when the inner size is 0)
+    for (int64_t d = 0; d + 1 < da; ++d) rows *= self.size(d);
+    Tensor r = self.reshape({rows, self.size(-1)}).mm(b);
     if (db == 2) out_shape.push_back(other.size(1));
     return r.reshape(out_shape);
   }
