@@ -236,10 +236,13 @@ def grid_sampler_2d(input, grid, interpolation_mode, padding_mode, align_corners
 
 
 def grid_sampler_3d(input, grid, interpolation_mode, padding_mode, align_corners):
+    """F.grid_sample of (N, C, D, H, W) input with the codes of grid_sampler_2d; bicubic (2)
+    raises, as torch's volumetric sampler does."""
     _check_flag("grid_sampler_3d", align_corners, 5)
     _check_grid_sampler(5, input, grid, interpolation_mode, padding_mode)
-    raise NotImplementedError("grid_sampler_3d: volumetric (5-D) grid sampling is not "
-                              "supported here (F.grid_sample is 2-D only)")
+    from .nn import functional as F
+    return F.grid_sample(input, grid, _INTERPOLATION[interpolation_mode],
+                         _PADDING[padding_mode], align_corners)
 
 
 def grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners):

@@ -271,14 +271,6 @@ def test_grid_sampler_errors(case):
     raises_like(lambda: call(torch), lambda: call(retorch))
 
 
-def test_grid_sampler_unsupported_says_so():
-    with pytest.raises(NotImplementedError):
-        retorch.grid_sampler(retorch.zeros(1, 1, 2, 2, 2), retorch.zeros(1, 2, 2, 2, 3), 0, 0,
-                             False)
-    with pytest.raises(NotImplementedError):
-        retorch.grid_sampler(retorch.zeros(1, 1, 2, 2), retorch.zeros(1, 2, 2, 2), 2, 0, False)
-
-
 @pytest.mark.parametrize("align", [False, True])
 def test_affine_grid_generator(align):
     theta = RNG.randn(2, 2, 3).astype(np.float32)

@@ -255,8 +255,23 @@ def test_embedding_bag_bad_arguments_raise_the_cpu_errors():
     rp = retorch.ones(len(BAG_INDICES), device="cuda")
     with pytest.raises(RuntimeError, match="per_sample_weights"):
         F.embedding_bag(ri, rw, ro, mode="max", per_sample_weights=rp)
-    with pytest.raises(RuntimeError, match="sparse"):
-        F.embedding_bag(ri, rw, ro, sparse=True)
+
+
+def test_embedding_bag_sparse_warns_and_gives_torchs_gradient_dense():
+    # retorch has no sparse tensors: sparse=True warns (once per op) and the gradient is dense,
+    # holding the values of torch's sparse one.
+    (rw, tw), (ri, ti), (ro, to) = bag_inputs("float64", seed=108)
+    rw.requires_grad_(True)
+    tw.requires_grad_(True)
+    rg, tg = both(normal((len(BAG_OFFSETS), 9), 109), "float64")
+    F._DENSE_WARNED.discard("embedding_bag")  # make the once-per-op warning due again
+    with pytest.warns(UserWarning, match="sparse"):
+        out = F.embedding_bag(ri, rw, ro, sparse=True)
+    (out * rg).sum().backward()
+    (G.embedding_bag(ti, tw, to, sparse=True) * tg).sum().backward()
+    assert tw.grad.is_sparse and rw.grad.layout == retorch.strided
+    close(rw.grad, tw.grad.to_dense(), 1e-12)
+    assert ran_on_device("aten::_embedding_bag")
 
 
 @pytest.mark.parametrize("dtype,tol", DTYPES)

@@ -210,8 +210,8 @@ def test_grid_sample_with_affine_grid_is_the_identity_for_the_identity_transform
     grid = retorch.nn.functional.affine_grid(theta, (2, 4, 6, 6), align_corners=False)
     y = retorch.nn.functional.grid_sample(x, grid, align_corners=False)
     np.testing.assert_allclose(y.numpy(), X4, rtol=1e-5, atol=1e-6)
-    with pytest.raises(NotImplementedError, match="padding_mode 'reflection'"):
-        retorch.nn.functional.grid_sample(x, grid, padding_mode="reflection")
+    y = retorch.nn.functional.grid_sample(x, grid, padding_mode="reflection", align_corners=False)
+    np.testing.assert_allclose(y.numpy(), X4, rtol=1e-5, atol=1e-6)
 
 
 def test_normalize_writes_into_out_like_torch():

@@ -1,8 +1,8 @@
 """The 3-d (volumetric, N C D H W) ops of torch.nn.functional composed of retorch's 2-d ones:
-conv3d, conv_transpose3d, the max/avg/adaptive 3-d pools and 5-D nearest/trilinear/area
-interpolation. They are plain compositions, so autograd, tracing and device routing apply.
-functional.py installs them into its namespace."""
-import math
+conv3d, conv_transpose3d, the max/avg/adaptive 3-d pools, and the separable per-dim resampling
+behind F.interpolate (nearest, linear and cubic, in any number of dims). They are plain
+compositions, so autograd, tracing and device routing apply. functional.py installs them into its
+namespace."""
 
 import numpy as np
 
@@ -164,7 +164,12 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
     out_c, ho, wo = weight.shape[1] * groups, planes.shape[2], planes.shape[3]
     cols = planes.reshape(n, depth, out_c * kd, ho * wo).transpose(1, 2).reshape(
         n, out_c * kd, depth * ho * wo)
-    y = _C.col2im(cols, [full, ho * wo], [kd, 1], [dd, 1], [0, 0], [sd, 1])  # N C_out full HoWo
+    # col2im folds floating tensors only (torch's fold too): integer planes fold in float64,
+    # exact for sums below 2^53.
+    integral = not x.dtype.is_floating_point
+    y = _C.col2im(cols.to(_C.float64) if integral else cols, [full, ho * wo], [kd, 1], [dd, 1],
+                  [0, 0], [sd, 1])  # N C_out full HoWo
+    y = y.to(x.dtype) if integral else y
     y = y[:, :, pd:min(full, pd + d_out)]
     if y.shape[2] < d_out:  # output padding past the cropped end reads nothing
         y = _C.pad(y, [0, 0, 0, d_out - y.shape[2]])
@@ -243,13 +248,28 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
     k, s, p, _ = _pool_args("avg_pool3d", x, kernel_size, stride, padding, 1, ceil_mode)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("avg_pool3d: divisor must be not zero")
-    n, c, depth, h, w = x.shape
-    a = _C.avg_pool2d(x.reshape(n, c * depth, h, w), k[1:], s[1:], p[1:], ceil_mode,
-                      count_include_pad, None if divisor_override is None else 1)
-    ho, wo = a.shape[2], a.shape[3]
-    b = _C.avg_pool2d(a.reshape(n, c, depth, ho * wo), [k[0], 1], [s[0], 1], [p[0], 0],
-                      ceil_mode, count_include_pad, divisor_override)
-    out = b.reshape(n, c, b.shape[2], ho, wo)
+    integral = not x.is_floating_point()
+
+    def pool(t, divisor):
+        n, c, depth, h, w = t.shape
+        a = _C.avg_pool2d(t.reshape(n, c * depth, h, w), k[1:], s[1:], p[1:], ceil_mode,
+                          count_include_pad, None if divisor is None else 1)
+        ho, wo = a.shape[2], a.shape[3]
+        b = _C.avg_pool2d(a.reshape(n, c, depth, ho * wo), [k[0], 1], [s[0], 1], [p[0], 0],
+                          ceil_mode, count_include_pad, divisor)
+        return b.reshape(n, c, b.shape[2], ho, wo)
+
+    if not integral:
+        out = pool(x, divisor_override)
+    else:
+        # torch truncates sum / divisor once; truncating per stage rounds twice. So sum, and
+        # divide by the whole divisor, read off a float pool of ones (its sum over its mean).
+        out = pool(x, 1)
+        divisor = divisor_override
+        if divisor is None:
+            ones = _C.ones([1, 1] + list(x.shape[2:]), dtype=_C.float64, device=x.device)
+            divisor = (pool(ones, 1) / pool(ones, None)).round().to(out.dtype)
+        out = _C.div(out, divisor, rounding_mode="trunc")
     return out.squeeze(0) if unbatched else out
 
 
@@ -294,32 +314,78 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=True):
 
 
 # Interpolation --------------------------------------------------------------------------------
-# Source coordinates are computed on the host in the precision torch's CPU kernels use (float32
-# for nearest; the input's own float type for linear), then applied one dim at a time with
-# index_select, so the backward pass is index_add and the result is trilinear exactly.
+# Note [Separable resampling]: nearest, linear and cubic interpolation are separable, so
+# F.interpolate resamples one spatial dim at a time, last dim first as torch's kernels nest their
+# sums: index_select the taps, weight them and add, in the input's dtype as torch does. The
+# backward pass is then index_add, which is torch's scatter of each output gradient to its taps.
+# Source indices and weights are computed on the host with torch's CPU roundings: nearest in
+# float32; linear and cubic with the scale and weights in the input's dtype and the source index
+# in its float type (float32 for half types).
+def _rounder(dtype):
+    """A function rounding numpy values to dtype's precision (half types come back as float32
+    holding the rounded values), to replay torch's arithmetic in that dtype on the host."""
+    if dtype in (_C.float64, _C.float32):
+        return np.float64 if dtype == _C.float64 else np.float32
+
+    def rnd(v):
+        t = _C.from_numpy(np.ascontiguousarray(v, dtype=np.float32)).to(dtype)
+        return t.to(_C.float32).numpy()
+    return rnd
+
+
 def _nearest_source(in_size, out_size, scale, exact):
+    """torch's nearest (or nearest-exact: pixel-centre) source index of each output position."""
     dst = np.arange(out_size)
-    if not exact and out_size == in_size:
-        return dst
-    if not exact and out_size == 2 * in_size:
-        return dst // 2
     ratio = np.float32(1.0 / scale) if scale else np.float32(in_size) / np.float32(out_size)
     pos = (dst + 0.5).astype(np.float32) * ratio if exact else dst.astype(np.float32) * ratio
     return np.minimum(np.floor(pos).astype(np.int64), in_size - 1)
 
 
-def _linear_source(in_size, out_size, scale, align_corners, ftype):
-    """(index0, index1, weight of index1) per output position along one dim."""
-    dst = np.arange(out_size).astype(ftype)
+def _source_index(in_size, out_size, scale, align_corners, rnd):
+    """torch's area_pixel_compute_source_index of every output position, unclamped; the
+    half-pixel form is evaluated in double and rounded once, as in C++."""
+    dst = np.arange(out_size)
+    opmath = np.float64 if rnd is np.float64 else np.float32
     if align_corners:
-        ratio = ftype(in_size - 1) / ftype(out_size - 1) if out_size > 1 else ftype(0)
-        src = dst * ratio
-    else:
-        ratio = ftype(1.0 / scale) if scale else ftype(in_size) / ftype(out_size)
-        src = np.maximum((dst + ftype(0.5)) * ratio - ftype(0.5), ftype(0))
+        ratio = rnd(opmath(in_size - 1) / opmath(out_size - 1)) if out_size > 1 else 0
+        return opmath(ratio) * dst.astype(opmath)
+    ratio = rnd(1.0 / scale) if scale else rnd(opmath(in_size) / opmath(out_size))
+    return (np.float64(ratio) * (dst + 0.5) - 0.5).astype(opmath)
+
+
+def _linear_source(in_size, out_size, scale, align_corners, rnd):
+    """(index0, index1) and their weights per output position along one dim."""
+    src = np.maximum(_source_index(in_size, out_size, scale, align_corners, rnd), 0)
     i0 = src.astype(np.int64)
     i1 = i0 + (i0 < in_size - 1)
-    return i0, i1, (src - i0.astype(ftype)).astype(ftype)
+    lam1 = rnd(np.minimum(src - i0.astype(src.dtype), 1))
+    return [i0, i1], [rnd(1 - lam1), lam1]
+
+
+def _cubic_weights(t, rnd=lambda v: v):
+    """The cubic convolution weights (A = -0.75, as torch and OpenCV) of the taps at -1, 0, 1 and
+    2 around a point t past tap 0, 0 <= t <= 1; t is a numpy array or a tensor. rnd rounds every
+    step, since torch evaluates these polynomials in the input's dtype."""
+    a = -0.75
+
+    def near(x):  # |x| <= 1
+        return rnd(rnd(rnd(rnd(rnd((a + 2) * x) - (a + 3)) * x) * x) + 1)
+
+    def far(x):  # 1 < |x| < 2
+        return rnd(rnd(rnd(rnd(rnd(rnd(a * x) - 5 * a) * x) + 8 * a) * x) - 4 * a)
+
+    u = rnd(1 - t)
+    return [far(rnd(t + 1)), near(t), near(u), far(rnd(u + 1))]
+
+
+def _cubic_source(in_size, out_size, scale, align_corners, rnd):
+    """The 4 taps (clamped to the border) and cubic weights of each output position along one
+    dim."""
+    src = _source_index(in_size, out_size, scale, align_corners, rnd)
+    i0 = np.minimum(np.floor(src).astype(np.int64), in_size - 1)
+    t = rnd(np.clip(src - i0.astype(src.dtype), 0, 1))
+    taps = [np.clip(i0 + j, 0, in_size - 1) for j in (-1, 0, 1, 2)]
+    return taps, _cubic_weights(t, rnd)
 
 
 def _host(x, values, dtype):
@@ -328,63 +394,31 @@ def _host(x, values, dtype):
 
 
 def _resize_dim(x, dim, out_size, scale, mode, align_corners):
+    """x resampled along dim. See Note [Separable resampling]."""
     in_size = x.shape[dim]
     if mode in ("nearest", "nearest-exact"):
         src = _nearest_source(in_size, out_size, scale, mode == "nearest-exact")
         return x.index_select(dim, _host(x, src, _C.int64))
-    ftype = np.float64 if x.dtype == _C.float64 else np.float32
-    i0, i1, lam = _linear_source(in_size, out_size, scale, align_corners, ftype)
+    source = _cubic_source if mode == "bicubic" else _linear_source
+    taps, weights = source(in_size, out_size, scale, align_corners, _rounder(x.dtype))
     shape = [1] * x.dim()
     shape[dim] = out_size
-    lam1 = _host(x, lam, x.dtype).reshape(shape)
-    return x.index_select(dim, _host(x, i0, _C.int64)) * (1 - lam1) + \
-        x.index_select(dim, _host(x, i1, _C.int64)) * lam1
+    out = None
+    for idx, w in zip(taps, weights):
+        term = x.index_select(dim, _host(x, idx, _C.int64)) * \
+            _host(x, np.asarray(w, np.float64), x.dtype).reshape(shape)
+        out = term if out is None else out + term
+    return out
 
 
-def _interpolate_5d(input, size, scale_factor, mode, align_corners, recompute_scale_factor,
-                    antialias):
-    """F.interpolate for (N, C, D, H, W) input: nearest, nearest-exact, trilinear and area."""
-    spatial = list(input.shape[2:])
-    if antialias:
-        raise ValueError("Anti-alias option is only supported for bilinear and bicubic modes")
-    if mode in ("linear", "bilinear", "bicubic"):
-        needs = 3 if mode == "linear" else 4
-        raise NotImplementedError(f"Got 5D input, but {mode} mode needs {needs}D input")
-    if mode not in ("nearest", "nearest-exact", "trilinear", "area"):
-        raise NotImplementedError(f"interpolate: mode '{mode}' is not supported for 5-D input")
-    if mode != "trilinear" and align_corners is not None:
-        raise ValueError("align_corners option can only be set with the interpolating modes: "
-                         "linear | bilinear | bicubic | trilinear")
-    if (size is None) == (scale_factor is None):
-        raise ValueError("only one of size or scale_factor should be defined" if size is not None
-                         else "either size or scale_factor should be defined")
-    scales = [None] * 3
-    if size is not None:
-        if recompute_scale_factor:
-            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
-        out = [size] * 3 if isinstance(size, int) else list(size)
-        if len(out) != 3:
-            raise ValueError("Input and output must have the same number of spatial dimensions, "
-                             f"but got input with spatial dimensions of {spatial} and output "
-                             f"size of {size}. Please provide input tensor in (N, C, d1, d2, "
-                             "...,dK) format and output size in (o1, o2, ...,oK) format.")
-    else:
-        sf = list(scale_factor) if isinstance(scale_factor, (tuple, list)) else [scale_factor] * 3
-        if len(sf) != 3:
-            raise ValueError("Input and scale_factor must have the same number of spatial "
-                             f"dimensions, but got input with spatial dimensions of {spatial} "
-                             f"and scale_factor of shape {scale_factor}.")
-        out = [int(math.floor(float(spatial[i]) * sf[i])) for i in range(3)]
-        if not recompute_scale_factor:
-            scales = [float(v) for v in sf]
-    if any(v <= 0 for v in out):
-        raise RuntimeError(f"interpolate: input of spatial size {spatial} gives a non-positive "
-                           f"output size {out}")
-    if mode == "area":
-        return adaptive_avg_pool3d(input, out)
-    corners = bool(align_corners)
+def _resample(input, out, scales, mode, align_corners):
+    """input (N, C, *spatial) resampled to the spatial size out with nearest, nearest-exact,
+    (bi/tri)linear or bicubic interpolation. See Note [Separable resampling]."""
+    if mode not in ("nearest", "nearest-exact") and not input.is_floating_point():
+        from ._functional_extra import _type_name
+        raise RuntimeError(f"\"upsample_{mode}\" not implemented for '{_type_name(input.dtype)}'")
     x = input
-    for i in range(3):
-        if out[i] != spatial[i] or scales[i] not in (None, 1.0):  # else the identity
-            x = _resize_dim(x, 2 + i, out[i], scales[i], mode, corners)
+    for i in reversed(range(len(out))):
+        if out[i] != x.shape[2 + i] or scales[i] is not None:  # else the identity
+            x = _resize_dim(x, 2 + i, out[i], scales[i], mode, bool(align_corners))
     return x

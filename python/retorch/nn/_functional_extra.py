@@ -202,9 +202,7 @@ def pdist(input, p=2):
     if input.dim() != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.dim()}D")
     n = input.shape[0]
-    if n < 2:
-        return _C.empty([0], dtype=input.dtype)
-    from .. import triu_indices
+    from .. import triu_indices  # empty for n < 2: the result is still in input's graph
     from ..linalg import vector_norm
     i, j = triu_indices(n, n, 1)
     return vector_norm(input.index_select(0, i) - input.index_select(0, j), ord=p, dim=1)
@@ -262,10 +260,11 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """The sum over listed target classes j and unlisted classes i of max(0, 1 - (x[j] - x[i])),
-    over C; a row's targets are its leading non-negative entries (up to the first -1)."""
+    over C; a row's targets are its leading non-negative entries (up to the first -1). A 0-d or
+    1-d input is one row."""
     reduction = _F()._reduction(size_average, reduce, reduction)
-    one_d = input.dim() == 1
-    x = input.unsqueeze(0) if one_d else input
+    _check_multilabel_margin(input, target)
+    x = input.reshape(1, -1) if input.dim() <= 1 else input
     t = target.reshape(x.shape)
     c = x.shape[1]
     valid = (t >= 0).to(_C.int64).cumprod(1).to(_C.bool)  # up to the first -1
@@ -275,9 +274,27 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     margins = (1 - x.unsqueeze(2) + x.unsqueeze(1)).clamp(min=0)  # [n, j, i]
     pairs = times.unsqueeze(2).to(x.dtype) * (times == 0).unsqueeze(1).to(x.dtype)
     loss = (margins * pairs).sum((1, 2)) / c
-    if one_d:
-        loss = loss.squeeze(0)
+    if input.dim() <= 1:
+        loss = loss.reshape(())
+    if reduction == "mean" and loss.numel() == 0:  # torch's mean over no rows is 0, not NaN
+        return loss.sum()
     return _reduce(loss, reduction)
+
+
+def _check_multilabel_margin(input, target):
+    """torch's multilabel_margin_loss shape and range checks."""
+    if not (input.dim() == 0 or (input.dim() in (1, 2) and input.shape[-1] != 0)):
+        raise RuntimeError("Expected non-empty vector or matrix with optional 0-dim batch size, "
+                           f"but got: {list(input.shape)}")
+    if input.dim() <= 1:
+        ok = target.dim() <= 1 and target.numel() == max(input.numel(), 1)
+    else:
+        ok = tuple(target.shape) == tuple(input.shape)
+    if not ok:
+        raise RuntimeError(f"inconsistent size {list(target.shape)} for argument #2 'target'")
+    classes = input.shape[-1] if input.dim() else 1
+    if target.numel() and (target.min().item() < -1 or target.max().item() >= classes):
+        raise RuntimeError("argument #2 'target' is out of range")
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
@@ -290,47 +307,132 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce((d_pos - d_neg + margin).clamp(min=0), reduction)
 
 
+_GRID_MODES = ("bilinear", "nearest", "bicubic")
+_GRID_PADDINGS = ("zeros", "border", "reflection")
+
+
+def _check_grid_sample(input, grid, mode):
+    """torch's grid_sampler checks, in its order."""
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError("grid_sampler(): expected grid and input to have same batch size, but "
+                           f"got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    if grid.shape[-1] != input.dim() - 2:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {input.dim() - 2} in last "
+                           f"dimension, but got grid with sizes {list(grid.shape)}")
+    for d in range(2, input.dim()):
+        if input.shape[d] == 0:
+            raise RuntimeError("grid_sampler(): expected input to have non-empty spatial "
+                               f"dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {d} being empty")
+    want = 4 if input.dim() == 4 else 5
+    if input.dim() != want or grid.dim() != want:
+        raise RuntimeError(f"grid_sampler(): expected {want}D input and grid with same number of "
+                           f"dimensions, but got input with sizes {list(input.shape)} and grid "
+                           f"with sizes {list(grid.shape)}")
+    if want == 5 and mode == "bicubic":
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    if grid.dtype != input.dtype:
+        raise RuntimeError(f"expected scalar type {_type_name(input.dtype)} but found "
+                           f"{_type_name(grid.dtype)}")
+
+
+def _reflect(x, twice_low, twice_high):
+    """torch's reflect_coordinates: x mirrored at twice_low / 2 and twice_high / 2 until it lies
+    between them."""
+    if twice_low == twice_high:
+        return _C.zeros_like(x)
+    low, span = twice_low / 2, (twice_high - twice_low) / 2
+    x = (x - low).abs()
+    extra = _C.fmod(x, span)
+    even = _C.fmod(_C.floor(x / span), 2) == 0
+    return _C.where(even, extra + low, span - extra + low)
+
+
+def _pad_coord(x, size, padding_mode, align_corners):
+    """A source coordinate moved inside [0, size - 1] by border or reflection padding, as
+    torch's compute_coordinates; zeros padding leaves it (taps outside read 0)."""
+    if padding_mode == "reflection":
+        x = _reflect(x, 0, 2 * (size - 1)) if align_corners else _reflect(x, -1, 2 * size - 1)
+    return x.clamp(0, size - 1) if padding_mode != "zeros" else x
+
+
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """Samples input (N, C, H, W) at grid's (N, Ho, Wo, 2) points in [-1, 1] coordinates (x then
-    y), bilinear or nearest, with zeros or border padding; differentiable in input and grid
-    (bilinear). Composed of gathers over the flattened image."""
+    """Samples input (N, C, H, W) at grid's (N, Ho, Wo, 2) points, or (N, C, D, H, W) at
+    (N, Do, Ho, Wo, 3) points, in [-1, 1] coordinates (x first); (bi/tri)linear, nearest or
+    bicubic (4-D), with zeros, border or reflection padding. Composed of gathers over the
+    flattened input, so it is differentiable in input and grid."""
+    if mode not in _GRID_MODES:
+        raise ValueError("nn.functional.grid_sample(): expected mode to be 'bilinear', 'nearest' "
+                         f"or 'bicubic', but got: '{mode}'")
+    if padding_mode not in _GRID_PADDINGS:
+        raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
     if align_corners is None:
+        warnings.warn("Default grid_sample and affine_grid behavior has changed to "
+                      "align_corners=False since 1.3.0. Please specify align_corners=True if the "
+                      "old behavior is desired. See the documentation of grid_sample for "
+                      "details.", stacklevel=2)
         align_corners = False
-    if input.dim() != 4 or grid.dim() != 4 or grid.shape[-1] != 2:
-        raise NotImplementedError("grid_sample supports 4-D input (N, C, H, W) with a grid of "
-                                  "shape (N, H_out, W_out, 2) here")
-    if mode not in ("bilinear", "nearest"):
-        raise NotImplementedError(f"grid_sample: mode '{mode}' is not supported here (bilinear, "
-                                  "nearest)")
-    if padding_mode not in ("zeros", "border"):
-        raise NotImplementedError(f"grid_sample: padding_mode '{padding_mode}' is not "
-                                  "supported here (zeros, border)")
-    n, c, h, w = input.shape
-    ho, wo = grid.shape[1], grid.shape[2]
+    _check_grid_sample(input, grid, mode)
+    n, c, spatial = input.shape[0], input.shape[1], list(input.shape[2:])
+    out_shape = [n, c] + list(grid.shape[1:-1])
+    count = math.prod(out_shape[2:])  # sizes spelled out: an empty batch leaves -1 undefined
+    flat = input.reshape(n, c, math.prod(spatial))
 
-    def unnormalize(coord, size):
-        if align_corners:
-            return (coord + 1) / 2 * (size - 1)
-        return ((coord + 1) * size - 1) / 2
+    def tap(index):
+        """input at integer points, one (N, *out) coordinate per spatial dim; 0 outside."""
+        inside, linear = None, 0
+        for i, size in zip(index, spatial):
+            ok = (i >= 0) & (i <= size - 1)
+            inside = ok if inside is None else inside & ok
+            linear = linear * size + i.clamp(0, size - 1)
+        linear = linear.to(_C.int64).reshape(n, 1, count).expand(n, c, count)
+        vals = flat.gather(2, linear).reshape(out_shape)
+        return vals * inside.to(input.dtype).unsqueeze(1)
 
-    x = unnormalize(grid[..., 0], w)
-    y = unnormalize(grid[..., 1], h)
-    if padding_mode == "border":
-        x, y = x.clamp(0, w - 1), y.clamp(0, h - 1)
-    flat = input.reshape(n, c, h * w)
-
-    def tap(xi, yi):
-        """input at integer points (N, Ho, Wo), 0 where outside."""
-        inside = (xi >= 0) & (xi <= w - 1) & (yi >= 0) & (yi <= h - 1)
-        idx = (yi.clamp(0, h - 1) * w + xi.clamp(0, w - 1)).to(_C.int64)
-        vals = flat.gather(2, idx.reshape(n, 1, ho * wo).expand(n, c, ho * wo))
-        return vals.reshape(n, c, ho, wo) * inside.to(input.dtype).unsqueeze(1)
-
+    # grid's last dim lists x (the last input dim) first.
+    coords = [grid[..., len(spatial) - 1 - d] for d in range(len(spatial))]
+    if align_corners:
+        coords = [(x + 1) / 2 * (size - 1) for x, size in zip(coords, spatial)]
+    else:
+        coords = [((x + 1) * size - 1) / 2 for x, size in zip(coords, spatial)]
+    if mode == "bicubic":
+        return _grid_bicubic(tap, coords, spatial, padding_mode, align_corners)
+    coords = [_pad_coord(x, size, padding_mode, align_corners) for x, size in zip(coords, spatial)]
     if mode == "nearest":
-        return tap(_C.round(x), _C.round(y))
-    x0, y0 = _C.floor(x), _C.floor(y)
-    x1, y1 = x0 + 1, y0 + 1
-    wx1, wy1 = (x - x0).unsqueeze(1), (y - y0).unsqueeze(1)
-    wx0, wy0 = 1 - wx1, 1 - wy1
-    return (tap(x0, y0) * wx0 * wy0 + tap(x1, y0) * wx1 * wy0 +
-            tap(x0, y1) * wx0 * wy1 + tap(x1, y1) * wx1 * wy1)
+        out = tap([_C.round(x) for x in coords])  # round half to even, as torch's nearbyint
+        if grid.requires_grad:  # torch's grid gradient here is zero, not absent
+            x = grid[..., 0].unsqueeze(1).expand(out.shape)
+            out = _C.where(_C.ones_like(out, dtype=_C.bool), out, x)
+        return out
+    lows = [_C.floor(x) for x in coords]
+    fracs = [(x - x0).unsqueeze(1) for x, x0 in zip(coords, lows)]
+    out = None
+    for corner in range(2 ** len(spatial)):  # its bits pick the lower or upper neighbours
+        upper = [(corner >> d) & 1 for d in range(len(spatial))]
+        term = tap([x0 + u for x0, u in zip(lows, upper)])
+        for u, f in zip(upper, fracs):
+            term = term * (f if u else 1 - f)
+        out = term if out is None else out + term
+    return out
+
+
+def _grid_bicubic(tap, coords, spatial, padding_mode, align_corners):
+    """Bicubic grid sampling of 4-D input: 4 x 4 taps around each point, each padded on its own
+    as torch does, weighted along x, then along y."""
+    from ._functional_3d import _cubic_weights
+    (y, x), (h, w) = coords, spatial
+    y0, x0 = _C.floor(y), _C.floor(x)
+    wy = [v.unsqueeze(1) for v in _cubic_weights(y - y0)]
+    wx = [v.unsqueeze(1) for v in _cubic_weights(x - x0)]
+    out = None
+    for i in range(4):
+        yi = _pad_coord(y0 + (i - 1), h, padding_mode, align_corners)
+        row = None
+        for j in range(4):
+            xj = _pad_coord(x0 + (j - 1), w, padding_mode, align_corners)
+            term = tap([yi, xj]) * wx[j]
+            row = term if row is None else row + term
+        out = row * wy[i] if out is None else out + row * wy[i]
+    return out

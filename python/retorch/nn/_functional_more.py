@@ -123,6 +123,12 @@ def _fractional(op, input, kernel_size, output_size, output_ratio, samples, n):
     if input.dim() not in (n + 1, n + 2):
         raise RuntimeError(f"{op}(): Expected {n + 1}D or {n + 2}D tensor, but got: "
                            f"{list(input.shape)}")
+    for d in range(1, input.dim()):  # dim 0 may be empty, batch or not, as in torch
+        if input.shape[d] == 0:
+            where = "fractional_max_pool3d_out" if n == 3 else op  # torch's own prefixes
+            raise RuntimeError(f"{where}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but got{list(input.shape)} with dimension {d} "
+                               "being empty.")
     names = ("height", "width") if n == 2 else ("time", "height", "width")
     for d in range(n):
         if out[d] + kernel[d] - 1 > spatial[d]:
@@ -150,14 +156,16 @@ def _fractional(op, input, kernel_size, output_size, output_ratio, samples, n):
     plane = math.prod(spatial)
     window = math.prod(kernel)
     xf = x.reshape(b, c, plane)
-    taps = _C.from_numpy(np.ascontiguousarray(flat.reshape(b, c, -1))).to(x.device)
+    count = math.prod(out)  # sizes spelled out: a -1 can't be inferred for an empty batch
+    taps = _C.from_numpy(np.ascontiguousarray(flat.reshape(b, c, count * window)))
+    taps = taps.to(x.device)
     with no_grad():
-        vals = xf.gather(2, taps).reshape(b, c, -1, window)
+        vals = xf.gather(2, taps).reshape(b, c, count, window)
         nan = vals.isnan()
         pos = _C.arange(1, window + 1, device=x.device)
         last_nan = (nan.to(_C.int64) * pos).argmax(-1, keepdim=True)
         pick = _C.where(nan.any(-1, keepdim=True), last_nan, vals.argmax(-1, keepdim=True))
-        indices = taps.reshape(b, c, -1, window).gather(3, pick).reshape(b, c, -1)
+        indices = taps.reshape(b, c, count, window).gather(3, pick).reshape(b, c, count)
     output = xf.gather(2, indices).reshape((b, c) + tuple(out))
     indices = indices.reshape((b, c) + tuple(out))
     if input.dim() == n + 1:

@@ -1,5 +1,6 @@
 """retorch.nn.functional: torch.nn.functional's signatures over retorch's C++ operators."""
 import math
+import warnings
 
 from .. import _C
 from ..autograd import no_grad
@@ -165,11 +166,16 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 # Normalization --------------------------------------------------------------------------------
 def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
                momentum=0.1, eps=1e-5):
-    if training:
-        size = input.numel() // input.shape[1] if input.dim() > 1 else 0
-        if size == 1:
-            raise ValueError("Expected more than 1 value per channel when training, got input "
-                             f"size {list(input.shape)}")
+    if training and input.shape[0] * math.prod(input.shape[2:]) == 1:
+        raise ValueError("Expected more than 1 value per channel when training, got input size "
+                         f"{_size(input)}")
+    if input.numel() == 0:
+        # torch's shortcut, taken before any shape check: a copy (so the graph goes on), times
+        # weight[0] plus bias[0]; the running stats are left alone.
+        out = input.clone()
+        if weight is not None:
+            out = out * weight[0]
+        return out + bias[0] if bias is not None else out
     return _C.batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
                          eps, False)
 
@@ -270,7 +276,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     if max_norm is not None:
         with no_grad():
             _C.embedding_renorm_(weight, input.contiguous(), max_norm, norm_type)
-    return _C.embedding(weight, input, padding_idx, scale_grad_by_freq, sparse)
+    out = _C.embedding(weight, input, padding_idx, scale_grad_by_freq, False)
+    return _sparse_gradient("embedding", out, scale_grad_by_freq) if sparse else out
 
 
 _BAG_MODES = {"sum": 0, "mean": 1, "max": 2}
@@ -279,19 +286,74 @@ _BAG_MODES = {"sum": 0, "mean": 1, "max": 2}
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2, scale_grad_by_freq=False,
                   mode="mean", sparse=False, per_sample_weights=None, include_last_offset=False,
                   padding_idx=None):
+    """Sums, means or maxes of the bags of weight's rows that input lists, with torch's checks in
+    its order; a 2-D input (and per_sample_weights) is one bag per row."""
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is "
+                         f"not None, then it must have the same shape as the input "
+                         f"({input.shape})")
     if input.dim() == 2:
-        offsets = _C.arange(0, input.numel(), input.shape[1], dtype=input.dtype)
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated is "
+                             "a mini-batch of fixed length sequences. However, found offsets of "
+                             f"type {type(offsets)}")
+        offsets = _C.arange(0, input.numel(), input.shape[1], dtype=input.dtype,
+                            device=input.device)
         input = input.reshape(-1)
-    elif offsets is None:
-        raise ValueError("offsets has to be a 1D Tensor but got None")
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.dim() == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.dim() != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.dim()}")
     if mode not in _BAG_MODES:
-        raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
     if max_norm is not None:
         with no_grad():
             _C.embedding_renorm_(weight, input, max_norm, norm_type)
-    out = _C.embedding_bag(weight, input, offsets, scale_grad_by_freq, _BAG_MODES[mode], sparse,
-                           per_sample_weights, include_last_offset, padding_idx)
-    return out[0]
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError("embedding_bag: per_sample_weights was not None. "
+                                  "per_sample_weights is only supported for mode='sum' (got "
+                                  f"mode='{mode}'). Please open a feature request on GitHub.")
+    if include_last_offset and offsets.numel():
+        # Indices past the last offset are in no bag (a 2-D input's last row among them, as in
+        # torch, whose 1.13 kernel reads out of bounds there). The C++ backward pass would still
+        # give their per-sample weights a gradient, so they are cut here.
+        end = int(offsets[-1].item())
+        if end < input.numel():
+            input = input[:end]
+            per_sample_weights = None if per_sample_weights is None else per_sample_weights[:end]
+    out = _C.embedding_bag(weight, input, offsets, scale_grad_by_freq, _BAG_MODES[mode], False,
+                           per_sample_weights, include_last_offset, padding_idx)[0]
+    return _sparse_gradient("embedding_bag", out, scale_grad_by_freq) if sparse else out
+
+
+_DENSE_WARNED = set()
+
+
+def _sparse_gradient(op, out, scale_grad_by_freq):
+    """out of op(..., sparse=True). retorch has no sparse tensors, so the gradient comes dense,
+    with the values of torch's sparse one (its to_dense()), and a warning once per op. torch
+    can't scale a sparse gradient by frequency and fails in the backward pass; so does this."""
+    if op not in _DENSE_WARNED:
+        _DENSE_WARNED.add(op)
+        warnings.warn(f"{op}: sparse=True gives a dense gradient here (retorch has no sparse "
+                      "tensors); its values are those of torch's sparse gradient", UserWarning,
+                      stacklevel=3)
+    if scale_grad_by_freq and out.requires_grad:
+        def refuse(grad):
+            raise RuntimeError("embedding_backward: scale_grad_by_freq not supported with sparse "
+                               "gradients")
+        out.register_hook(refuse)
+    return out
 
 
 # Losses ---------------------------------------------------------------------------------------
@@ -402,32 +464,107 @@ def pad(input, pad, mode="constant", value=None):
     return _C.pad(input, list(pad), mode, value)
 
 
+_INTERP_MODES = ("nearest", "linear", "bilinear", "bicubic", "trilinear", "area", "nearest-exact")
+_INTERP_RANK = {"linear": 3, "bilinear": 4, "trilinear": 5}  # the input rank each mode needs
+
+
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    if input.dim() == 5:
-        from ._functional_3d import _interpolate_5d
-        return _interpolate_5d(input, size, scale_factor, mode, align_corners,
-                               recompute_scale_factor, antialias)
-    if input.dim() != 4:
-        raise NotImplementedError(f"interpolate: only 4-D and 5-D inputs are supported, got "
-                                  f"{input.dim()}-D ({mode})")
-    if (size is None) == (scale_factor is None):
-        raise ValueError("either size or scale_factor should be defined")
-    scales = None
-    if size is None:
-        sf = scale_factor if isinstance(scale_factor, (tuple, list)) else (scale_factor,) * 2
-        size = [int(math.floor(input.shape[2 + i] * sf[i])) for i in range(2)]
-        scales = None if recompute_scale_factor else sf
-    size = [size, size] if isinstance(size, int) else list(size)
-    sh, sw = (scales if scales else (None, None))
-    if mode == "nearest":
+    """torch's F.interpolate of (N, C, L), (N, C, H, W) or (N, C, D, H, W) input, with torch's
+    argument checks in torch's order and its output-size and scale-factor rules."""
+    if mode in ("nearest", "area", "nearest-exact"):
         if align_corners is not None:
             raise ValueError("align_corners option can only be set with the interpolating modes:"
                              " linear | bilinear | bicubic | trilinear")
-        return _C.upsample_nearest2d(input, size, sh, sw)
-    if mode == "bilinear":
-        return _C.upsample_bilinear2d(input, size, bool(align_corners), sh, sw)
-    raise NotImplementedError(f"interpolate: mode '{mode}' is not supported")
+    elif align_corners is None:
+        align_corners = False
+    dim = input.dim() - 2
+    spatial = list(input.shape[2:])
+    out, scales = _interp_size(spatial, dim, size, scale_factor, recompute_scale_factor)
+    if mode == "area":  # it takes the output size, never the scale factors
+        scales = [None] * len(scales)
+    if antialias and not (mode in ("bilinear", "bicubic") and dim == 2):
+        raise ValueError("Anti-alias option is only supported for bilinear and bicubic modes")
+    rank = _INTERP_RANK.get(mode)
+    if input.dim() in (3, 4, 5) and rank not in (None, input.dim()):
+        raise NotImplementedError(f"Got {input.dim()}D input, but {mode} mode needs {rank}D "
+                                  "input")
+    if input.dim() not in (3, 4, 5) or mode not in _INTERP_MODES or \
+            (mode == "bicubic" and dim != 2):
+        raise NotImplementedError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                                  f"{input.dim()}D) for the modes: nearest | linear | bilinear | "
+                                  f"bicubic | trilinear | area | nearest-exact (got {mode})")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias=True is not supported here")
+    if mode == "area":
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[dim - 1](input, out)
+    if any(o <= 0 for o in out):
+        names = "DHW"[3 - dim:]
+        got = ", ".join(f"{d}: {n}" for d, n in zip(names, spatial))
+        want = ", ".join(f"{d}: {n}" for d, n in zip(names, out))
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"({got}) and output ({want})")
+    # torch's linear kernels copy a dim whose size is unchanged whatever the scale factor, and so
+    # does its channels-last nearest kernel (taken by any input whose strides also fit that
+    # layout, as with one channel), which also halves the index of a doubled dim. Without the
+    # scale factor (or with one of exactly 1 or 2 there) every kernel here computes the same.
+    channels_last = dim > 1 and _channels_last_strided(input)
+    copies = mode in _INTERP_RANK or (mode == "nearest" and channels_last)
+
+    def moot(o, n, s):
+        return (o == n or (o == 2 * n and mode == "nearest")) and (copies or s == o / n)
+    scales = [None if moot(o, n, s) else s for o, n, s in zip(out, spatial, scales)]
+    # retorch's nearest2d kernel takes those shortcuts for every input, so an input torch sends
+    # to its plain nearest kernel with another scale factor on such a dim is resampled here.
+    shortcut = any(s is not None and o in (n, 2 * n) for o, n, s in zip(out, spatial, scales))
+    if dim == 2 and mode == "nearest" and not shortcut:
+        return _C.upsample_nearest2d(input, out, *scales)
+    if dim == 2 and mode == "bilinear":
+        return _C.upsample_bilinear2d(input, out, align_corners, *scales)
+    from ._functional_3d import _resample
+    return _resample(input, out, scales, mode, align_corners)
+
+
+def _interp_size(spatial, dim, size, scale_factor, recompute_scale_factor):
+    """F.interpolate's output size and per-dim scale factors (None where the kernels derive the
+    scale from the sizes), with torch's checks."""
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    scales = [None] * max(dim, 0)
+    if size is not None:
+        if isinstance(size, (list, tuple)) and len(size) != dim:
+            raise ValueError("Input and output must have the same number of spatial dimensions, "
+                             f"but got input with spatial dimensions of {spatial} and output "
+                             f"size of {size}. Please provide input tensor in (N, C, d1, d2, "
+                             "...,dK) format and output size in (o1, o2, ...,oK) format.")
+        out = list(size) if isinstance(size, (list, tuple)) else [size] * max(dim, 0)
+    elif scale_factor is not None:
+        if isinstance(scale_factor, (list, tuple)) and len(scale_factor) != dim:
+            raise ValueError("Input and scale_factor must have the same number of spatial "
+                             f"dimensions, but got input with spatial dimensions of {spatial} "
+                             f"and scale_factor of shape {scale_factor}. Please provide input "
+                             "tensor in (N, C, d1, d2, ...,dK) format and scale_factor in (s1, "
+                             "s2, ...,sK) format.")
+        scales = [float(s) for s in scale_factor] if isinstance(scale_factor, (list, tuple)) \
+            else [float(scale_factor)] * max(dim, 0)
+        out = [int(math.floor(float(n) * s)) for n, s in zip(spatial, scales)]
+    else:
+        raise ValueError("either size or scale_factor should be defined")
+    if recompute_scale_factor and size is not None:
+        raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+    return out, [None] * len(scales) if recompute_scale_factor else scales
+
+
+def _channels_last_strided(x):
+    """Whether x's strides are those of a (N, *spatial, C) memory layout, size-1 dims taking any
+    stride: torch's test for its channels-last kernels, true of contiguous one-channel input."""
+    expected = 1
+    for d in [1] + list(range(x.dim() - 1, 1, -1)) + [0]:
+        if x.shape[d] != 1:
+            if x.stride(d) != expected:
+                return False
+            expected *= x.shape[d]
+    return True
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -448,8 +585,17 @@ def _size(t):
 
 def bilinear(input1, input2, weight, bias=None):
     from ..linalg import _einsum
+    dtype = input1.dtype
+    # torch's half/bfloat16 bilinear (_trilinear: two bmm contractions per output feature)
+    # rounds each partial sum; float32 throughout and one rounding is as close to exact or closer.
+    low = dtype in (_C.bfloat16, _C.float16) and all(
+        t is None or t.dtype == dtype for t in (input2, weight, bias))
+    if low:
+        input1, input2, weight = input1.float(), input2.float(), weight.float()
+        bias = None if bias is None else bias.float()
     out = _einsum("...i,oij,...j->...o", input1, weight, input2)
-    return out + bias if bias is not None else out
+    out = out + bias if bias is not None else out
+    return out.to(dtype) if low else out
 
 
 from ._functional_extra import *  # noqa: E402,F401,F403  (in-place forms, LP/unpool, more losses)
