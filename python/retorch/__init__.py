@@ -303,3 +303,4 @@ _check_namespace(globals(), "retorch", skip={
     "ones", "full", "arange", "linspace", "logspace", "eye", "rand", "randn", "randint",
     "randperm", "tensor", "as_tensor", "is_tensor", "numel", "set_printoptions",
     "tril_indices", "triu_indices"})
+_check_namespace(linalg.__dict__, "retorch")

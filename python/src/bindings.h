@@ -30,6 +30,28 @@ py::object named_result(py::handle type, std::tuple<Ts...>&& r) {
   return std::apply([&](auto&&... e) { return type(py::cast(std::move(e))...); }, std::move(r));
 }
 
+/// out= of an op whose ops.yaml entry has no out variant (the generated bindings take it all
+/// the same, as PyTorch's ops do): result written into out as PyTorch's out= variants write —
+/// no autograd through out=, the result's dtype castable to out's, out resized to the result's
+/// shape — and out returned (python/src/out_args.cpp).
+Tensor write_out_arg(const Tensor& result, const Tensor& out, const char* op);
+
+/// The same for an op with several results: out is a sequence of as many tensors.
+template <typename... Ts>
+py::tuple write_out_args(std::tuple<Ts...>&& r, const py::sequence& out, const char* op) {
+  constexpr size_t n = sizeof...(Ts);
+  RT_CHECK_TYPE(py::len(out) == n, op, "(): expected out to be a tuple of ", n, " Tensors, got ",
+                py::len(out), " elements");
+  py::tuple written(n);
+  size_t i = 0;
+  std::apply(
+      [&](const auto&... t) {
+        ((written[i] = py::cast(write_out_arg(t, out[i].template cast<Tensor>(), op)), ++i), ...);
+      },
+      r);
+  return written;
+}
+
 // Note [One Python object per tensor]
 // As in PyTorch, a TensorImpl has at most one live Python object: every Tensor handed to Python
 // whose impl already has one gets that object back, so `x.add_(1) is x`, `x.contiguous() is x`

@@ -256,6 +256,40 @@ def check_values(op, fn, dtype, limit=None):
     return problems
 
 
+def check_out(op, fn, dtype, limit=3):
+    """Problems with op's out= form (into empty tensors of torch's result dtypes, which the
+    call resizes) on its first samples."""
+    problems = []
+    torch.manual_seed(0)
+    try:
+        samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
+    except Exception:  # noqa: BLE001
+        return problems
+    for n, s in enumerate(samples[:limit]):
+        try:
+            args = (to_rt(s.input),) + tuple(to_rt(a) for a in s.args)
+            kwargs = to_rt(s.kwargs)
+            expected = op.op(s.input, *s.args, **s.kwargs)
+        except Exception:  # noqa: BLE001 (no retorch form of the sample, or torch rejects it)
+            continue
+        results = [expected] if isinstance(expected, torch.Tensor) else \
+            list(expected) if isinstance(expected, (tuple, list)) else [None]
+        if not all(isinstance(t, torch.Tensor) and t.dtype in DTYPES for t in results):
+            continue  # (a result holding a list, like histogramdd's edges, has no out= form)
+        outs = [retorch.empty(0, dtype=DTYPES[t.dtype]) for t in results]
+        try:
+            returned = fn(*args, **kwargs, out=outs[0] if isinstance(expected, torch.Tensor)
+                          else tuple(outs))
+            problem = compare(expected, outs, dtype)
+            if problem is None and any(r is not o for r, o in zip(flat(returned), outs)):
+                problem = "the tensors returned are not the out= tensors"
+        except Exception as e:  # noqa: BLE001
+            problem = f"raised {type(e).__name__}: {str(e)[:160]}"
+        if problem:
+            problems.append((n, f"out=, {dtype}: {describe(s)}: {problem}"))
+    return problems
+
+
 def check_grads(op, fn, limit=6):
     """Problems with the float64 gradients of sum(w * outputs) over op's first samples."""
     problems = []

@@ -1,6 +1,6 @@
 """Every op of torch 1.13's OpInfo database that retorch has, run on torch's own sample inputs:
-values in float32, float64, int64, bool and bfloat16 and float64 gradients must match torch's
-(opinfo_harness.py). KNOWN lists the ops left out, each with the reason."""
+values in float32, float64, int64, bool and bfloat16, the out= form and float64 gradients must
+match torch's (opinfo_harness.py). KNOWN lists the ops left out, each with the reason."""
 import pytest
 
 import opinfo_harness as h
@@ -74,6 +74,9 @@ def test_op_matches_torch_on_its_samples(op):
     for dtype in h.CHECKED:
         if dtype in supported and str(dtype).split(".")[-1] not in left_out:
             problems += h.check_values(op, fn, dtype)
+    # (torch.nn.functional's Python functions take no out=, whatever their kernels do)
+    if op.supports_out and not op.name.startswith("nn.functional."):
+        problems += h.check_out(op, fn, next((d for d in h.CHECKED if d in supported), None))
     if left_out != "grad" and op.supports_autograd and \
             h.torch.float64 in op.supported_backward_dtypes("cpu"):
         problems += h.check_grads(op, fn)

@@ -46,7 +46,10 @@ def py_type(a):
     return a.cpp
 
 
-def gen_binding(op, method):
+def gen_binding(op, method, out_arg=False):
+    """The def of op's module function (or Tensor method). out_arg adds PyTorch's out= to a
+    functional op without an out variant: the result is written into out (Note [out= without
+    an out variant])."""
     e = op.entry
     args = list(op.args)
     if method:  # called on the argument named self (where(condition, self, other)), else the first
@@ -69,15 +72,23 @@ def gen_binding(op, method):
                    'bool requires_grad']
         if not kw_started:
             pyargs.append('py::kw_only()')
+            kw_started = True
         pyargs += ['py::arg("dtype") = py::none()', 'py::arg("device") = py::none()',
                    'py::arg("requires_grad") = false']
+    if out_arg:
+        params.append(('const Tensor&' if len(op.rets) == 1 else 'const py::sequence&') + ' out')
+        if not kw_started:
+            pyargs.append('py::kw_only()')
+        pyargs.append('py::arg("out")')
     fn_args = []
     for a in op.args:
         if op.has_options and a.name in ('dtype', 'device'):
             continue
         fn_args.append(a.name)
     if op.has_options:
-        fn_args.append('TensorOptions().dtype(dtype).device(device).requires_grad(requires_grad)')
+        # (a factory writing into out makes out's dtype when given none, as PyTorch's)
+        dt = '(dtype ? dtype : std::optional<ScalarType>(out.dtype()))' if out_arg else 'dtype'
+        fn_args.append(f'TensorOptions().dtype({dt}).device(device).requires_grad(requires_grad)')
     if op.kind == 'out':
         fn_args = ['out'] + [x for x in fn_args if x != 'out']
     fname = op.name + '_out' if op.kind == 'out' else op.name
@@ -85,7 +96,17 @@ def gen_binding(op, method):
         params = [f'const Tensor& {self_arg.name}'] + params
     call = f'retorch::{fname}({", ".join(fn_args)})'
     fields = named_returns(op)
-    if fields:
+    if out_arg:
+        write = (f'py::cast(write_out_arg({call}, out, "{op.name}"))' if len(op.rets) == 1
+                 else f'write_out_args({call}, out, "{op.name}")')
+        named = ''
+        if fields:  # the outs come back as the op's named tuple, as torch's
+            names = ', '.join(f'"{f}"' for f in fields)
+            named = (f'static py::handle type = return_type("{op.name}", {{{names}}})'
+                     f'.release(); ')
+            write = f'type(*{write})'
+        lam = f'[]({", ".join(params)}) -> py::object {{ {named}return {write}; }}'
+    elif fields:
         names = ', '.join(f'"{f}"' for f in fields)
         call = (f'named_result(type, {call})')
         lam = (f'[]({", ".join(params)}) -> py::object {{ static py::handle type = '
@@ -121,10 +142,16 @@ def gen_binding(op, method):
             vcall = [('IntArrayRef(ints)' if a.name == rest[0].name else a.name) for a in
                      [x for x in op.args if not (op.has_options and x.name in ('dtype', 'device'))]]
             if op.has_options:
-                vcall.append('TensorOptions().dtype(dtype).device(optional_device(device))'
+                vdt = '(dtype ? dtype : std::optional<ScalarType>(out.dtype()))' if out_arg \
+                    else 'dtype'
+                vcall.append(f'TensorOptions().dtype({vdt}).device(optional_device(device))'
                              '.requires_grad(requires_grad)')
-            body = (f'auto ints = pyargs_to_ints(sizes); '
-                    f'return retorch::{fname}({", ".join(vcall)});')
+            vresult = f'retorch::{fname}({", ".join(vcall)})'
+            if out_arg:
+                vparams.append('const Tensor& out')
+                vpy.append('py::arg("out")')
+                vresult = f'write_out_arg({vresult}, out, "{op.name}")'
+            body = f'auto ints = pyargs_to_ints(sizes); return {vresult};'
             vl = f'  {target}.def("{pyname}", []({", ".join(vparams)}) {{ {body} }}'
             if vpy:
                 vl += ', ' + ', '.join(vpy)
@@ -149,9 +176,23 @@ def overload_order(entries):
     return ordered
 
 
+# Note [out= without an out variant]
+# PyTorch gives (nearly) every function an out= argument; here only entries whose variants list
+# `out` have out kernels. Every other function returning tensors gets a second binding taking
+# out= after its own: the functional result is written into out as PyTorch's out= variants
+# write (write_out_arg in python/src/out_args.cpp). It binds after the plain one, so calls
+# without out= never reach it.
+def takes_out_arg(e, op):
+    return ('out' not in e.variants and op.kind == 'functional' and
+            ('function' in e.variants or 'factory' in e.variants) and
+            all(r.type == 'Tensor' for r in op.rets))
+
+
 def generate(entries, header):
     blocks = []
-    for e in overload_order(entries):
+    ordered = overload_order(entries)
+    last_of_name = {e.name: i for i, e in enumerate(ordered)}
+    for i, e in enumerate(ordered):
         if not e.python:
             continue
         blk = []
@@ -163,6 +204,11 @@ def generate(entries, header):
             if 'method' in e.variants and op.kind != 'out':
                 blk += gen_binding(op, True)
         blocks.append(blk)
+        if last_of_name[e.name] == i:  # after every plain overload of the name
+            for same in (x for x in ordered if x.name == e.name and x.python):
+                for op in same.ops():
+                    if takes_out_arg(same, op):
+                        blk += gen_binding(op, False, out_arg=True)
     files = {}
     per = (len(blocks) + CHUNKS - 1) // CHUNKS
     for c in range(CHUNKS):
