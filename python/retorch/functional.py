@@ -627,11 +627,11 @@ for _name in _AS_FUNCTIONS:
     globals()[_name] = _from_method(_name)
 __all__ += list(_AS_FUNCTIONS)
 
-def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
+def norm(input, p="fro", dim=None, keepdim=False, *, dtype=None):
     """torch.norm as torch/functional.py has it: the strings 'fro' (the 2-norm over at most two
     dims) and 'nuc' (linalg.matrix_norm's nuclear norm of a matrix) besides numeric p, which the
-    norm operator takes over all dims when dim is None."""
-    from .linalg import matrix_norm
+    norm operator takes over all dims when dim is None. (out= comes from the wrapper every
+    public function here gets, python/retorch/_arg_errors.py.)"""
     dims = [dim] if isinstance(dim, int) else (None if dim is None else list(dim))
     if isinstance(p, str):
         if p not in ("fro", "nuc"):
@@ -639,6 +639,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
         if dtype is not None:
             raise ValueError(f"dtype argument is not supported in "
                              f"{'frobenius' if p == 'fro' else 'nuclear'} norm")
+        from .linalg import matrix_norm
         if p == "fro":
             if dims is not None and len(dims) > 2:
                 raise RuntimeError(f"Expected at most 2 dimensions, but got {len(dims)} "
@@ -655,7 +656,7 @@ def norm(input, p="fro", dim=None, keepdim=False, out=None, dtype=None):
             result = matrix_norm(input, "nuc", dims, keepdim)
     else:
         result = _C.norm(input if dtype is None else input.to(dtype), p, dims, keepdim)
-    return result if out is None else out.resize_(result.shape).copy_(result)
+    return result
 
 
 # Aliases of the arithmetic ops, which take a number for either operand as torch's do.
