@@ -62,6 +62,18 @@ py::tuple write_out_args(std::tuple<Ts...>&& r, const py::sequence& out, const c
 // cleared by the Tensor type's dealloc when that object goes (tensor.cpp). An object being
 // destroyed (no references left) is never handed out again.
 
+/// A Tensor argument that refuses Python numbers (Note [Python numbers for Tensor arguments] in
+/// tools/codegen/gen_python.py): the generated bindings take it wherever PyTorch's do not accept
+/// a number, so torch.atan2(x, 2) raises TypeError as torch's does.
+struct StrictTensor : Tensor {
+  StrictTensor() = default;
+  explicit StrictTensor(const Tensor& t) : Tensor(t) {}
+};
+
+/// The TypeError of a call giving Python numbers for more Tensor arguments than one of the
+/// op's overloads takes at once (torch.pow(2, 3)).
+[[noreturn]] void numbers_error(const char* op);
+
 /// The live Python object of t's TensorImpl, or null.
 inline PyObject* object_of(const Tensor& t) {
   if (!t.defined()) return nullptr;
@@ -165,6 +177,25 @@ class type_caster<retorch::Tensor> : public type_caster_base<retorch::Tensor> {
     if (t)
       if (PyObject* o = retorch::python::object_of(*t)) return handle(o).inc_ref();
     return base::cast(t, policy, parent);
+  }
+};
+
+/// StrictTensor <- Python: a tensor only (no implicit conversion from numbers).
+template <>
+class type_caster<retorch::python::StrictTensor> {
+ public:
+  PYBIND11_TYPE_CASTER(retorch::python::StrictTensor, const_name("Tensor"));
+  bool load(handle src, bool convert) {
+    if (!src || !is_bound_instance<retorch::Tensor>(src)) return false;
+    type_caster<retorch::Tensor> tensor;
+    if (!tensor.load(src, convert)) return false;
+    value = retorch::python::StrictTensor(static_cast<retorch::Tensor&>(tensor));
+    return true;
+  }
+  static handle cast(const retorch::python::StrictTensor& t, return_value_policy policy,
+                     handle parent) {
+    return type_caster<retorch::Tensor>::cast(static_cast<const retorch::Tensor&>(t), policy,
+                                              parent);
   }
 };
 

@@ -156,6 +156,12 @@ static int64_t size_element(py::handle h) {
                        Py_TYPE(h.ptr())->tp_name);
 }
 
+void numbers_error(const char* op) {
+  throw py::type_error(std::string(op) +
+                       "() received an invalid combination of arguments: "
+                       "Python numbers for more of its Tensor arguments than one overload takes");
+}
+
 std::vector<int64_t> pyargs_to_ints(const py::args& args) {
   std::vector<int64_t> out;
   // One tensor is a size only when it holds one integer (its __index__), as torch's.

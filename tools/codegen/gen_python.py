@@ -41,9 +41,40 @@ def py_default(a):
     return d
 
 
-def py_type(a):
-    # Python-facing C++ types: the same as the C++ API, with owning lists.
+# Note [Python numbers for Tensor arguments]
+# PyTorch's bindings take a Python number for a Tensor argument only where the op has a Scalar
+# overload there (x.eq(2), torch.where(c, x, 0.5), torch.pow(2, x)) or is one of the few ops
+# that take numbers as tensors (add, sub, mul, div ...); torch.atan2(x, 2) and torch.maximum(x, 1)
+# raise TypeError. An entry's python_numbers lists those arguments: they keep the Tensor caster,
+# which makes a number a wrapped 0-dim tensor; every other Tensor argument takes a StrictTensor
+# (python/src/bindings.h), which refuses numbers. Where the arguments may be numbers only one at a
+# time (torch.pow(2, 3) has no overload), the binding checks that no more were given.
+def number_args(e):
+    return set().union(*map(set, e.python_numbers)) if e.python_numbers else set()
+
+
+def py_type(a, e=None):
+    # Python-facing C++ types: the same as the C++ API, with owning lists; Tensor arguments that
+    # refuse numbers are StrictTensors (Note [Python numbers for Tensor arguments]).
+    if e is not None and a.is_tensor and a.name not in number_args(e):
+        return 'const StrictTensor&' if a.type == 'Tensor' else \
+            'const std::optional<StrictTensor>&'
     return a.cpp
+
+
+def numbers_guard(op):
+    """A statement refusing a call with more numbers than any alternative of python_numbers
+    allows together, or '' where every combination is allowed."""
+    e = op.entry
+    given = number_args(e)
+    if not given or sorted(given) in [sorted(alt) for alt in e.python_numbers]:
+        return ''
+    assert all(a.type == 'Tensor' for a in op.args if a.name in given), \
+        f'{e.name}: python_numbers alternatives of optional tensors are not supported'
+    def none_of(names):
+        return '(' + ' && '.join(f'!{n}.impl()->is_wrapped_number()' for n in sorted(names)) + ')'
+    ok = ' || '.join(none_of(given - set(alt)) for alt in e.python_numbers)
+    return f'if (!({ok})) numbers_error("{op.name}"); '
 
 
 def gen_binding(op, method, out_arg=False):
@@ -60,7 +91,7 @@ def gen_binding(op, method, out_arg=False):
     for a in args:
         if op.has_options and a.name in ('dtype', 'device'):
             continue
-        params.append(f'{py_type(a)} {a.name}')
+        params.append(f'{py_type(a, e)} {a.name}')
         if a.kwarg_only and not kw_started:
             pyargs.append('py::kw_only()')
             kw_started = True
@@ -76,7 +107,8 @@ def gen_binding(op, method, out_arg=False):
         pyargs += ['py::arg("dtype") = py::none()', 'py::arg("device") = py::none()',
                    'py::arg("requires_grad") = false']
     if out_arg:
-        params.append(('const Tensor&' if len(op.rets) == 1 else 'const py::sequence&') + ' out')
+        params.append(('const StrictTensor&' if len(op.rets) == 1 else 'const py::sequence&') +
+                      ' out')
         if not kw_started:
             pyargs.append('py::kw_only()')
         pyargs.append('py::arg("out")')
@@ -95,6 +127,7 @@ def gen_binding(op, method, out_arg=False):
     if method:
         params = [f'const Tensor& {self_arg.name}'] + params
     call = f'retorch::{fname}({", ".join(fn_args)})'
+    guard = numbers_guard(op)
     fields = named_returns(op)
     if out_arg:
         write = (f'py::cast(write_out_arg({call}, out, "{op.name}"))' if len(op.rets) == 1
@@ -105,14 +138,14 @@ def gen_binding(op, method, out_arg=False):
             named = (f'static py::handle type = return_type("{op.name}", {{{names}}})'
                      f'.release(); ')
             write = f'type(*{write})'
-        lam = f'[]({", ".join(params)}) -> py::object {{ {named}return {write}; }}'
+        lam = f'[]({", ".join(params)}) -> py::object {{ {guard}{named}return {write}; }}'
     elif fields:
         names = ', '.join(f'"{f}"' for f in fields)
         call = (f'named_result(type, {call})')
-        lam = (f'[]({", ".join(params)}) -> py::object {{ static py::handle type = '
+        lam = (f'[]({", ".join(params)}) -> py::object {{ {guard}static py::handle type = '
                f'return_type("{op.name}", {{{names}}}).release(); return {call}; }}')
     else:
-        lam = f'[]({", ".join(params)}) {{ return {call}; }}'
+        lam = f'[]({", ".join(params)}) {{ {guard}return {call}; }}'
     pyname = op.name
     target = 'cls' if method else 'm'
     line = f'  {target}.def("{pyname}", {lam}'
@@ -129,7 +162,7 @@ def gen_binding(op, method, out_arg=False):
         if not any(a.default is None for a in pos_rest):
             kw = [a for a in rest[1:]]
             vparams = (['const Tensor& self'] if method else []) + ['py::args sizes'] + \
-                [f'{py_type(a)} {a.name}' for a in kw]
+                [f'{py_type(a, e)} {a.name}' for a in kw]
             vpy = [f'py::arg("{a.name}")' + (f' = {py_default(a)}' if py_default(a) else '')
                    for a in kw]
             if op.has_options:
@@ -148,7 +181,7 @@ def gen_binding(op, method, out_arg=False):
                              '.requires_grad(requires_grad)')
             vresult = f'retorch::{fname}({", ".join(vcall)})'
             if out_arg:
-                vparams.append('const Tensor& out')
+                vparams.append('const StrictTensor& out')
                 vpy.append('py::arg("out")')
                 vresult = f'write_out_arg({vresult}, out, "{op.name}")'
             body = f'auto ints = pyargs_to_ints(sizes); return {vresult};'

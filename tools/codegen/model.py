@@ -204,6 +204,13 @@ class Entry:
         self.view = bool(d.get('view', False))
         self.test = d.get('test', {})
         self.python = d.get('python', True)
+        # Tensor arguments a Python number may stand for, as PyTorch's bindings allow (its
+        # Scalar overloads and numbers-as-tensors ops): alternatives, each a list of arguments
+        # that may be numbers in one call. Every other Tensor argument takes tensors only.
+        self.python_numbers = [list(alt) for alt in d.get('python_numbers', [])]
+        names = {a.name for a in self.args if a.is_tensor}
+        assert all(set(alt) <= names for alt in self.python_numbers), \
+            f'{self.name}: python_numbers names arguments that are not Tensors'
         self.nondiff = d.get('nondifferentiable', False)
         # Per result, whether autograd tracks it (PyTorch's output_differentiability): False
         # leaves that result without history, like lu_unpack's permutation P.
