@@ -34,17 +34,35 @@ def unfold(self, dimension, size, step):
     return self.as_strided(sizes + [size], strides + [self.stride(d)], self.storage_offset())
 
 
-def aminmax(input, *, dim=None, keepdim=False):
+def aminmax(input, *, dim=None, keepdim=False, out=None):
     if dim is None:
+        if input.numel() == 0:
+            raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
+                               "operation has no identity.")
         lo, hi = input.min(), input.max()
         if keepdim:
             shape = [1] * input.dim()
             lo, hi = lo.reshape(shape), hi.reshape(shape)
     else:
+        from ._api_legacy import _wrap_dim
+        d = _wrap_dim(dim, input.dim())
+        if input.dim() and input.shape[d] == 0:
+            raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
+        if input.dim() > 64:  # torch's reduction dim mask is 64 bits
+            raise RuntimeError("only tensors with up to 64 dims are supported")
         lo, hi = input.amin(dim, keepdim), input.amax(dim, keepdim)
         if keepdim and input.dim() == 0:  # torch 1.13 resizes a scalar's kept dim to (1,)
             lo, hi = lo.reshape(1), hi.reshape(1)
-    return return_types._make("aminmax", ["min", "max"])(lo, hi)
+    result = return_types._make("aminmax", ["min", "max"])(lo, hi)
+    if out is None:
+        return result
+    from ._api_extras import _CPP_NAMES
+    from ._arg_errors import write_out
+    for o in out if isinstance(out, (tuple, list)) else ():
+        if isinstance(o, _C.Tensor) and o.dtype != input.dtype:  # no casting, as torch's
+            raise RuntimeError(f"Expected out tensor to have dtype {_CPP_NAMES[input.dtype]}, "
+                               f"but got {_CPP_NAMES[o.dtype]} instead")
+    return write_out(result, out, "aminmax")
 
 
 def argwhere(input):

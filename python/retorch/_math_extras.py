@@ -6,6 +6,7 @@ import math
 
 from . import _C
 from . import return_types
+from .autograd.function import Function
 
 __all__ = ["acosh", "asinh", "atanh", "arccosh", "arcsinh", "arctanh",
            "float_power", "floor_divide", "ldexp", "frexp", "isin", "cumulative_trapezoid",
@@ -116,11 +117,28 @@ def trapz(y, x=None, *, dx=None, dim=-1):
     return trapezoid(y, x, dx=dx, dim=dim)
 
 
+def _is_int(value):
+    return not isinstance(value, bool) and hasattr(type(value), "__index__")
+
+
 def _split(input, sections, dim, name, need):
+    # torch's argument parser takes an int (sections) or a sequence of ints (indices)
+    if isinstance(sections, (list, tuple)):
+        for i, v in enumerate(sections):
+            if not _is_int(v):
+                raise TypeError(f"{name}(): argument 'indices' must be tuple of ints, but found "
+                                f"element of type {type(v).__name__} at pos {i + 1}")
+    elif not _is_int(sections):
+        got = type(sections).__name__
+        why = f"      didn't match because some of the arguments have invalid types: " \
+              f"(Tensor, !{got}!)\n"
+        raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, "
+                        f"{got}), but expected one of:\n * (Tensor input, int sections)\n{why}"
+                        f" * (Tensor input, tuple of ints indices)\n{why}")
     if input.dim() < need:
         raise RuntimeError(f"torch.{name} requires a tensor with at least {need} dimension, but "
                            f"got a tensor with {input.dim()} dimensions!")
-    if isinstance(sections, int) and input.shape[dim] % sections:
+    if isinstance(sections, int) and (sections == 0 or input.shape[dim] % sections):
         raise RuntimeError(f"torch.{name} attempted to split along dimension {dim}, but the "
                            f"size of the dimension {input.shape[dim]} is not divisible by the "
                            f"split_size {sections}!")
@@ -159,18 +177,78 @@ def mvlgamma(input, p):
     return out + p * (p - 1) / 4 * math.log(math.pi)
 
 
-def cholesky_solve(B, L, upper=False):
+def _cholesky_solve(B, L, upper):
+    """(L L^T)^-1 B by two triangular solves (U^T U for upper): only L's triangle is read."""
     lower = L.transpose(-2, -1) if upper else L
     y = _C.linalg_solve_triangular(lower, B, upper=False)
     return _C.linalg_solve_triangular(lower.transpose(-2, -1), y, upper=True)
 
 
+def _factor_grad(L, common, upper):
+    """The gradient of a function of A = L L^T (U^T U) through all of L, given common = the
+    symmetrised gradient with respect to A."""
+    return -(L.matmul(common) if upper else common.matmul(L))
+
+
+# Note [Cholesky factor gradients]: torch's derivatives of cholesky_solve and cholesky_inverse
+# treat the factor as a full matrix in L L^T, so the triangle the solves never read gets a
+# gradient too; these Functions give torch's, where autograd through the solves would give 0.
+class _CholeskySolve(Function):
+    """cholesky_solve with torch's cholesky_solve_backward. See Note [Cholesky factor
+    gradients]."""
+    _backward_name = "CholeskySolveBackward0"
+
+    @staticmethod
+    def forward(ctx, B, L, upper):
+        X = _cholesky_solve(B, L, upper)
+        ctx.upper, ctx.shapes = upper, (B.shape, L.shape)
+        ctx.save_for_backward(L, X)
+        return X
+
+    @staticmethod
+    def backward(ctx, grad):
+        L, X = ctx.saved_tensors
+        gB = cholesky_solve(grad, L, ctx.upper)
+        common = gB.matmul(X.transpose(-2, -1))
+        gL = _factor_grad(L, common + common.transpose(-2, -1), ctx.upper)
+        b_shape, l_shape = ctx.shapes  # batch dims were broadcast
+        return gB.sum_to_size(b_shape), gL.sum_to_size(l_shape), None
+
+
+class _CholeskyInverse(Function):
+    """cholesky_inverse with torch's cholesky_inverse_backward. See Note [Cholesky factor
+    gradients]."""
+    _backward_name = "CholeskyInverseBackward0"
+
+    @staticmethod
+    def forward(ctx, L, upper):
+        inverse = _cholesky_solve(_C.eye(L.shape[-1], dtype=L.dtype).expand(L.shape), L, upper)
+        ctx.upper = upper
+        ctx.save_for_backward(L, inverse)
+        return inverse
+
+    @staticmethod
+    def backward(ctx, grad):
+        L, inverse = ctx.saved_tensors
+        common = inverse.matmul(grad + grad.transpose(-2, -1)).matmul(inverse)
+        return _factor_grad(L, common, ctx.upper), None
+
+
+def cholesky_solve(B, L, upper=False):
+    return _CholeskySolve.apply(B, L, upper)
+
+
 def cholesky_inverse(L, upper=False):
-    eye = _C.eye(L.shape[-1], dtype=L.dtype).expand(L.shape)
-    return cholesky_solve(eye, L, upper)
+    return _CholeskyInverse.apply(L, upper)
 
 
 def rsub(input, other, alpha=1):
+    if not isinstance(input, _C.Tensor):  # torch's argument parser: input is a tensor
+        got = ", ".join("Tensor" if isinstance(a, _C.Tensor) else type(a).__name__
+                        for a in (input, other))
+        raise TypeError(f"rsub() received an invalid combination of arguments - got ({got}), "
+                        "but expected one of:\n * (Tensor input, Tensor other, *, Number alpha)"
+                        "\n * (Tensor input, Number other, Number alpha)\n")
     return other - input * alpha if alpha != 1 else other - input
 
 

@@ -59,19 +59,39 @@ def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
 
 
 def movedim(self, source, destination):
+    from ._api_legacy import _wrap_dim
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
     n = self.dim()
+    # torch's checks, in its order: counts, ranges, repeats
     if len(src) != len(dst):
         raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) "
                            f"should contain the same number of dims as destination ({dst} dims)")
-    src = [d % n for d in src]
-    dst = [d % n for d in dst]
+    wrapped_src = [_wrap_dim(d, n) for d in src]
+    wrapped_dst = [_wrap_dim(d, n) for d in dst]
+    if len(set(wrapped_src)) != len(src):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({src})")
+    if len(set(wrapped_dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({dst})")
+    if n == 0:
+        return self.view_as(self)
     order = [None] * n
-    for s, d in zip(src, dst):
+    for s, d in zip(wrapped_src, wrapped_dst):
         order[d] = s
-    rest = iter(d for d in range(n) if d not in src)
+    rest = iter(d for d in range(n) if d not in wrapped_src)
     return self.permute([o if o is not None else next(rest) for o in order])
+
+
+def fliplr(self):
+    if self.dim() < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return self.flip([1])
+
+
+def flipud(self):
+    if self.dim() < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return self.flip([0])
 
 
 def unflatten(self, dim, sizes):
@@ -159,12 +179,10 @@ def install(Tensor):
     for alias, target in _ALIASES.items():
         if hasattr(Tensor, target) and not hasattr(Tensor, alias):
             setattr(Tensor, alias, getattr(Tensor, target))
-    for fn in (new_tensor, movedim, unflatten):
+    for fn in (new_tensor, movedim, unflatten, fliplr, flipud):
         setattr(Tensor, fn.__name__, fn)
     Tensor.moveaxis = movedim
     Tensor.ravel = lambda self: self.reshape(-1)
-    Tensor.fliplr = lambda self: self.flip([1])
-    Tensor.flipud = lambda self: self.flip([0])
     Tensor.square = lambda self: self.pow(2)
     Tensor.is_cpu = property(lambda self: self.device.type == "cpu")
     Tensor.is_complex = lambda self: False

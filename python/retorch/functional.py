@@ -11,6 +11,7 @@ import warnings
 from . import _C
 from . import _dtypes
 from . import return_types
+from ._size import Size
 
 __all__ = [
     "atleast_1d", "atleast_2d", "atleast_3d", "hstack", "vstack", "row_stack", "dstack",
@@ -62,24 +63,40 @@ def atleast_3d(*tensors):
     return _atleast(tensors, 3)
 
 
+def _tensor_list(tensors, name):
+    """tensors as a list, refused as torch's argument parser and stacking functions refuse it:
+    a tuple or list of tensors, not empty."""
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError(f"{name}(): argument 'tensors' (position 1) must be tuple of Tensors, "
+                        f"not {type(tensors).__name__}")
+    for i, t in enumerate(tensors):
+        if not isinstance(t, _C.Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(t).__name__}")
+    if not tensors:
+        raise RuntimeError(f"{name} expects a non-empty TensorList")
+    return list(tensors)
+
+
 def hstack(tensors):
-    ts = atleast_1d(list(tensors))
-    return _C.cat(ts, 0 if all(t.dim() == 1 for t in ts) else 1)
+    ts = atleast_1d(_tensor_list(tensors, "hstack"))
+    return _C.cat(ts, 0 if ts[0].dim() == 1 else 1)  # the first tensor decides, as torch's
 
 
 def vstack(tensors):
-    return _C.cat(atleast_2d(list(tensors)), 0)
+    return _C.cat(atleast_2d(_tensor_list(tensors, "vstack")), 0)
 
 
 row_stack = vstack
 
 
 def dstack(tensors):
-    return _C.cat(atleast_3d(list(tensors)), 2)
+    return _C.cat(atleast_3d(_tensor_list(tensors, "dstack")), 2)
 
 
 def column_stack(tensors):
-    return _C.cat([t.reshape(-1, 1) if t.dim() <= 1 else t for t in tensors], 1)
+    ts = _tensor_list(tensors, "column_stack")
+    return _C.cat([t.reshape(-1, 1) if t.dim() <= 1 else t for t in ts], 1)
 
 
 def broadcast_shapes(*shapes):
@@ -96,12 +113,26 @@ def broadcast_shapes(*shapes):
                 raise RuntimeError(f"Shape mismatch: objects cannot be broadcast to a single "
                                    f"shape.  Mismatch is between {tuple(reversed(out))} and "
                                    f"{shape} at dimension {len(shape) - 1 - i}")
-    return tuple(reversed(out))
+    return Size(reversed(out))
+
+
+def _infer_size(a, b):
+    """The broadcast of shapes a and b, or torch's infer_size error at the rightmost mismatch
+    (its dimension counted in the broadcast shape)."""
+    n = builtins.max(len(a), len(b))
+    a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+    for i in range(n - 1, -1, -1):
+        if a[i] != b[i] and a[i] != 1 and b[i] != 1:
+            raise RuntimeError(f"The size of tensor a ({a[i]}) must match the size of tensor b "
+                               f"({b[i]}) at non-singleton dimension {i}")
+    return tuple(y if x == 1 else x for x, y in zip(a, b))
 
 
 def broadcast_tensors(*tensors):
     ts = _tensors(tensors)
-    shape = broadcast_shapes(*(t.shape for t in ts))
+    shape = ()
+    for t in ts:  # left to right, as torch's expand_outplace, so its message names the same pair
+        shape = _infer_size(shape, tuple(t.shape))
     return tuple(t.expand(shape) for t in ts)
 
 
@@ -214,6 +245,10 @@ def rad2deg(input):
 
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    from ._api_legacy import _wrap_dim
+    nd = input.dim() + 1  # dim1 and dim2 name dims of the result
+    if _wrap_dim(dim1, nd) == _wrap_dim(dim2, nd):
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
     # Scattered into zeros, not multiplied by one-hot matrices: a product turns an inf into NaNs
     # off the diagonal and has no bool kernel.
     n = input.shape[-1]
@@ -226,7 +261,6 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     out = _C.cat([_C.zeros(batch + [top, m], dtype=input.dtype, device=input.device), rows,
                   _C.zeros(batch + [m - n - top, m], dtype=input.dtype, device=input.device)],
                  -2)  # (..., m, m)
-    nd = out.dim()
     d1, d2 = dim1 % nd, dim2 % nd
     if (d1, d2) != (nd - 2, nd - 1):
         out = out.movedim((nd - 2, nd - 1), (d1, d2))
@@ -243,6 +277,10 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
     start and end first become dtype's values (integers truncate), each exponent is stepped in
     float64 from the nearer end, and an integer dtype's base is a float32. One step fills in
     base ** start, which must fit an integer dtype."""
+    if isinstance(steps, bool) or not hasattr(type(steps), "__index__"):
+        raise TypeError(f"logspace(): argument 'steps' (position 3) must be int, not "
+                        f"{type(steps).__name__}")
+    steps = steps.__index__()
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     dtype = dtype or _dtypes.default_float()
@@ -354,25 +392,44 @@ def mode(input, dim=-1, keepdim=False):
 
 
 def _quantile(input, q, dim, keepdim, interpolation, skip_nan):
+    # torch's checks, in its order (two messages are retorch's own: a number q out of range
+    # and a ValueError for interpolation, which tests/python/test_functional_api.py expects)
+    number_q = not isinstance(q, _C.Tensor)
+    if number_q and not 0 <= q <= 1:
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
     if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
         raise ValueError("quantile() interpolation must be one of linear, lower, higher, "
                          f"midpoint or nearest. Got {interpolation}")
+    if input.numel() == 0:
+        raise RuntimeError("quantile() input tensor must be non-empty")
+    if not number_q and q.dim() > 1:
+        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+    if input.dtype not in (_C.float32, _C.float64):
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if not number_q and q.dtype != input.dtype:
+        raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
     if input.dim() == 0 and dim is not None:  # a scalar is one value along dim 0 or -1
         from ._api_legacy import _wrap_dim
         _wrap_dim(dim, 0)
         dim = None
-    scalar_q = not isinstance(q, _C.Tensor) or q.dim() == 0
-    if not scalar_q and q.dim() > 1:
-        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
-    qt = _new([float(q)] if scalar_q else q.tolist(), dtype=input.dtype)
-    if ((qt < 0) | (qt > 1)).any().item():
+    scalar_q = number_q or q.dim() == 0
+    # q as a tensor stays in the graph: the linear interpolation's weight depends on it
+    qt = _C.full([1], q, dtype=input.dtype, device=input.device) if number_q else q.reshape(-1)
+    if not number_q and ((qt < 0) | (qt > 1)).any().item():
         raise RuntimeError("quantile() q values must be in the range [0, 1]")
     x = input.reshape(-1) if dim is None else input.movedim(dim, -1)
     s = x.sort(-1).values  # NaN last
     nan = _C.isnan(x)
-    count = ((~nan).sum(-1, keepdim=True) if skip_nan else
-             _C.full(s.shape[:-1] + (1,), s.shape[-1], dtype=_C.int64)).to(input.dtype)
-    pos = qt.reshape([-1] + [1] * s.dim()) * (count - 1).clamp(min=0)  # (Q, ..., 1)
+    q_col = qt.reshape([-1] + [1] * s.dim())
+    # torch's ranks: nanquantile's all-NaN slices read their first (NaN) value, quantile's
+    # slices with a NaN their last (NaN) one; so the result is NaN and its gradient reaches
+    # that value, as torch's does, while q gets none there.
+    if skip_nan:
+        pos = q_col * ((~nan).sum(-1, keepdim=True).to(input.dtype) - 1)
+        pos = _C.where(pos < 0, _C.zeros_like(pos), pos)
+    else:
+        last = _C.full([], s.shape[-1] - 1, dtype=input.dtype, device=input.device)
+        pos = _C.where(nan.any(-1, keepdim=True), last, q_col * last)  # (Q, ..., 1)
     if interpolation == "lower":
         pos = pos.floor()
     elif interpolation == "higher":
@@ -387,8 +444,6 @@ def _quantile(input, q, dim, keepdim, interpolation, skip_nan):
         out = _C.where(lo == hi, a, (a + b) / 2)
     else:
         out = a + (b - a) * (pos - lo.to(input.dtype))
-    bad = (count == 0) if skip_nan else nan.any(-1, keepdim=True)
-    out = _C.where(bad.unsqueeze(0).expand(out.shape), _C.full_like(out, math.nan), out)
     out = out.squeeze(-1)  # (Q, ...)
     if keepdim:
         out = out.unsqueeze(-1) if dim is not None else out.reshape(
@@ -465,9 +520,20 @@ def randint_like(input, low=0, high=None, *, dtype=None, device=None, requires_g
 
 
 def rot90(input, k=1, dims=(0, 1)):
+    # torch's checks, in its order
+    n = input.dim()
     if len(dims) != 2:
         raise RuntimeError(f"expected total rotation dims == 2, but got dims = {len(dims)}")
+    if n < 2:
+        raise RuntimeError(f"expected total dims >= 2, but got total dims = {n}")
     d0, d1 = dims
+    if d0 == d1 or builtins.abs(d0 - d1) == n:
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
+                           f"dim1 = {d1}")
+    if not -n <= d0 < n:
+        raise RuntimeError(f"Rotation dim0 out of range, dim0 = {d0}")
+    if not -n <= d1 < n:
+        raise RuntimeError(f"Rotation dim1 out of range, dim1 = {d1}")
     k %= 4
     if k == 1:
         return input.flip([d1]).transpose(d0, d1)

@@ -11,9 +11,9 @@ DimVector broadcast_shapes(IntArrayRef a, IntArrayRef b, const char* op) {
   for (size_t i = 0; i < n; ++i) {
     int64_t x = i < a.size() ? a[a.size() - 1 - i] : 1;
     int64_t y = i < b.size() ? b[b.size() - 1 - i] : 1;
-    RT_CHECK(x == y || x == 1 || y == 1, op ? op : "broadcast", ": the size of tensor a (", x,
-             ") must match the size of tensor b (", y, ") at non-singleton dimension ",
-             n - 1 - i, " (shapes ", a, " and ", b, ")");
+    RT_CHECK(x == y || x == 1 || y == 1, op ? op : "broadcast", ": The size of tensor a (", x,
+             ") must match the size of tensor b (", y, ") at non-singleton dimension ", n - 1 - i,
+             " (shapes ", a, " and ", b, ")");
     out[n - 1 - i] = x == 1 ? y : x;
   }
   return out;
@@ -73,6 +73,10 @@ DimVector infer_size(IntArrayRef shape, int64_t numel, const char* op) {
     }
   }
   if (infer >= 0) {
+    RT_CHECK(known != 0 || numel != 0, op, ": cannot reshape tensor of 0 elements into shape ",
+             shape,
+             " because the unspecified dimension size -1 can be any value and is "
+             "ambiguous");
     RT_CHECK(known != 0 && numel % known == 0, op, ": shape '", shape,
              "' is invalid for input of size ", numel);
     out[size_t(infer)] = numel / known;

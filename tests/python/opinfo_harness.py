@@ -2,6 +2,7 @@
 and reports where values, dtypes, shapes or float64 gradients differ: torch's own test inputs
 (broadcasting, strides, kwargs, empty and 0-d tensors) as an oracle for every op both have."""
 import math
+import re
 import signal
 import sys
 import types
@@ -43,7 +44,8 @@ DTYPES = {torch.float32: retorch.float32, torch.float64: retorch.float64,
           torch.uint8: retorch.uint8, torch.int8: retorch.int8, torch.int16: retorch.int16}
 TORCH_DTYPES = {v: k for k, v in DTYPES.items()}
 # The dtypes each op is checked in (where torch supports them on the cpu).
-CHECKED = (torch.float32, torch.float64, torch.int64, torch.bool, torch.bfloat16)
+CHECKED = (torch.float32, torch.float64, torch.int64, torch.bool, torch.bfloat16, torch.int32,
+           torch.int16, torch.int8, torch.uint8, torch.float16)
 # rtol, atol per dtype: the oracle helpers' float tolerances widened for summation order.
 TOL = {torch.float32: (1e-4, 1e-4), torch.float64: (1e-7, 1e-7), torch.bfloat16: (3.2e-2, 1e-2),
        torch.float16: (1e-2, 1e-3)}
@@ -53,21 +55,33 @@ class Unsupported(Exception):
     """A sample whose arguments retorch has no counterpart for (complex, sparse, callables)."""
 
 
+# Storage (data pointer, dtype) -> its retorch copy, for the sample being converted: tensors
+# that share memory in torch's sample (an out= that is a view of the input) share it here too.
+_SHARED = {}
+
+
 def _tensor_to_rt(t):
-    if t.dtype not in DTYPES or t.layout != torch.strided:
-        raise Unsupported(f"{t.dtype} {t.layout}")
+    if t.dtype not in DTYPES or t.layout != torch.strided or t.device.type != "cpu":
+        raise Unsupported(f"{t.dtype} {t.layout} {t.device}")
     t = t.detach()
-    # Keeps torch's strides and storage offset, so non-contiguous samples stay non-contiguous.
-    if t.numel() == 0 or t.is_contiguous():
-        base, shape, strides = t.contiguous().reshape(-1), list(t.shape), None
-    else:
-        extent = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
-        base, shape, strides = t.as_strided((extent,), (1,), t.storage_offset()), None, t.stride()
-    if t.dtype == torch.bfloat16:
-        r = retorch.from_numpy(base.view(torch.int16).numpy().copy()).view(retorch.bfloat16)
-    else:
-        r = retorch.from_numpy(base.numpy().copy())
-    return r.reshape(shape) if strides is None else r.as_strided(list(t.shape), list(strides), 0)
+    extent = t.storage_offset() + sum((n - 1) * st for n, st in zip(t.shape, t.stride())) + 1
+    if t.numel() and extent > t.storage().size():  # (an earlier sample's out= shrank it)
+        raise Unsupported("a tensor past the end of its storage")
+    key = (t.storage().data_ptr(), t.dtype)
+    if key not in _SHARED or _SHARED[key].numel() < t.storage().size():
+        # The whole storage, so torch's strides and storage offset carry over.
+        whole = torch.empty(0, dtype=t.dtype).set_(t.storage())
+        if t.dtype == torch.bfloat16:
+            r = retorch.from_numpy(whole.view(torch.int16).numpy().copy()).view(retorch.bfloat16)
+        else:
+            r = retorch.from_numpy(whole.numpy().copy())
+        _SHARED[key] = r
+    return _SHARED[key].as_strided(list(t.shape), list(t.stride()), t.storage_offset())
+
+
+def new_sample():
+    """Forgets the storages of the last sample converted (call before converting the next)."""
+    _SHARED.clear()
 
 
 def to_rt(x, leaves=None):
@@ -88,6 +102,8 @@ def to_rt(x, leaves=None):
     if isinstance(x, torch.Size):
         return tuple(x)
     if isinstance(x, torch.memory_format):
+        if not hasattr(retorch, str(x).split(".")[-1]):
+            raise Unsupported(str(x))
         return getattr(retorch, str(x).split(".")[-1])
     if isinstance(x, (list, tuple)):
         items = [to_rt(e, leaves) for e in x]
@@ -182,8 +198,10 @@ def _alarm(*_):
 
 
 def describe(sample):
-    def d(x):
-        return list(x.shape) if isinstance(x, torch.Tensor) else x
+    def d(x):  # shapes, never values (torch's repr of some error samples' tensors crashes)
+        if isinstance(x, torch.Tensor):
+            return list(x.shape)
+        return type(x)(d(e) for e in x) if isinstance(x, (list, tuple)) else x
     return (f"input {d(sample.input)} args {[d(a) for a in sample.args][:4]} "
             f"kwargs { {k: d(v) for k, v in sample.kwargs.items()} }")
 
@@ -227,6 +245,7 @@ def check_values(op, fn, dtype, limit=None):
         return problems
     for n, s in enumerate(samples[:limit]):
         try:
+            new_sample()
             args = (to_rt(s.input),) + tuple(to_rt(a) for a in s.args)
             kwargs = to_rt(s.kwargs)
         except Unsupported:
@@ -240,7 +259,7 @@ def check_values(op, fn, dtype, limit=None):
         try:
             got = fn(*args, **kwargs)
             problem = compare(expected, got, dtype)
-            if problem and dtype in (torch.float32, torch.bfloat16):
+            if problem and dtype in (torch.float32, torch.bfloat16, torch.float16):
                 exact = exact_reference(op, s, dtype, expected)
                 if exact is not None and compare(exact, got, dtype) is None:
                     problem = None
@@ -267,6 +286,7 @@ def check_out(op, fn, dtype, limit=3):
         return problems
     for n, s in enumerate(samples[:limit]):
         try:
+            new_sample()
             args = (to_rt(s.input),) + tuple(to_rt(a) for a in s.args)
             kwargs = to_rt(s.kwargs)
             expected = op.op(s.input, *s.args, **s.kwargs)
@@ -290,6 +310,46 @@ def check_out(op, fn, dtype, limit=3):
     return problems
 
 
+def check_errors(op, fn):
+    """Problems with op's error inputs (torch's OpInfo.error_inputs: arguments torch rejects, with
+    the exception type and a regex of its message): retorch must raise the same type with a
+    message the regex finds."""
+    problems = []
+    torch.manual_seed(0)
+    try:
+        errors = list(op.error_inputs("cpu"))
+    except Exception:  # noqa: BLE001 (torch's generator fails: nothing to check)
+        return problems
+    for n, e in enumerate(errors):
+        s = e.sample_input
+        try:
+            new_sample()
+            leaves = []  # (inputs that require grad keep it: torch's checks may differ then)
+            args = (to_rt(s.input, leaves),) + tuple(to_rt(a, leaves) for a in s.args)
+            kwargs = to_rt(s.kwargs, leaves)
+        except Unsupported:
+            continue
+        try:
+            op.op(s.input, *s.args, **s.kwargs)
+            continue  # (torch 1.13 accepts it: the database's expectation is a later torch's)
+        except Exception:  # noqa: BLE001
+            pass
+        want = f"{e.error_type.__name__} matching {e.error_regex!r}"
+        try:
+            fn(*args, **kwargs)
+            problems.append((n, f"error: {describe(s)}: no error, torch raises {want}"))
+        except Exception as err:  # noqa: BLE001 (the error is what is checked)
+            # (pybind11's TypeError lists the signatures where torch's argument parser names
+            # the argument: the same refusal in other words)
+            parser = isinstance(err, TypeError) and issubclass(TypeError, e.error_type) and \
+                "incompatible function arguments" in str(err)
+            if not parser and (not isinstance(err, e.error_type) or
+                               not re.search(e.error_regex, str(err))):
+                problems.append((n, f"error: {describe(s)}: raised {type(err).__name__}: "
+                                    f"{str(err)[:160]}; torch raises {want}"))
+    return problems
+
+
 def check_grads(op, fn, limit=6):
     """Problems with the float64 gradients of sum(w * outputs) over op's first samples."""
     problems = []
@@ -301,6 +361,7 @@ def check_grads(op, fn, limit=6):
     for n, s in enumerate(samples[:limit]):
         leaves = []
         try:
+            new_sample()
             args = (to_rt(s.input, leaves),) + tuple(to_rt(a, leaves) for a in s.args)
             kwargs = to_rt(s.kwargs, leaves)
         except Unsupported:

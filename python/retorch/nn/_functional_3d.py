@@ -186,21 +186,65 @@ def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_paddi
 # or without the padding), so each stage dividing by its own count is exact; a divisor_override
 # is applied once, in the depth stage, after a plain sum over H and W. Max ties resolve to the
 # first element in (d, h, w) order as torch's scan does, since each stage keeps its first max.
-def _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode):
-    k = _triple(kernel_size, op, "kernel_size")
-    s = k if stride is None or (isinstance(stride, (tuple, list)) and not stride) else \
-        _triple(stride, op, "stride")
-    p = _triple(padding, op, "padding")
-    d = _triple(dilation, op, "dilation")
-    _positive(op, kernel_size=k, stride=s, dilation=d)
-    if any(pi < 0 or 2 * pi > ki for pi, ki in zip(p, k)):
-        raise RuntimeError(f"{op}: pad should be at most half of kernel size, but got "
-                           f"padding={p} and kernel_size={k}")
-    size = [_out_len(x.shape[2 + i], k[i], s[i], p[i], d[i], ceil_mode) for i in range(3)]
-    if any(v <= 0 for v in size):
-        raise RuntimeError(f"{op}: input of size {list(x.shape)} is too small for "
-                           f"kernel_size={k}, stride={s}, padding={p}, dilation={d}: the "
-                           f"output size would be {size}")
+def _pooling_output_shape(size, k, p, s, d, ceil_mode):
+    """torch's pooling_output_shape: its argument checks, then the window count."""
+    if s == 0:
+        raise RuntimeError("stride should not be zero")
+    if p < 0:
+        raise RuntimeError(f"pad must be non-negative, but got pad: {p}")
+    if p > (k // 2 if k >= 0 else -(-k // 2)):  # C++'s k / 2, rounding toward zero
+        raise RuntimeError(f"pad should be at most half of kernel size, but got pad={p} and "
+                           f"kernel_size={k}")
+    return _out_len(size, k, s, p, d, ceil_mode)
+
+
+def _pool_args(op, x, kernel_size, stride, padding, dilation, ceil_mode, divisor_override=None):
+    """torch 1.13's max_pool3d / avg_pool3d argument checks, in its order (see Note [Pool argument
+    checks] in functional.py); (k, s, p, d) as triples."""
+    avg = op == "avg_pool3d"
+    k, s, p, d = ([] if v is None else list(v) if isinstance(v, (tuple, list)) else [v] * 3
+                  for v in (kernel_size, stride, padding, dilation))
+    must = "must be" if avg else "must either be"
+    if len(k) not in (1, 3):
+        raise RuntimeError(f"{op}: kernel_size {must} a single int, or a tuple of three ints")
+    if len(s) not in (0, 1, 3):
+        raise RuntimeError(f"{op}: stride {must} omitted, a single int, or a tuple of three ints")
+    if len(p) not in (1, 3):
+        raise RuntimeError(f"{op}: padding {'must' if avg else 'must be either'} be a single int, "
+                           "or a tuple of three ints")
+    if len(d) not in (1, 3):
+        raise RuntimeError(f"{op}: dilation must be either a single int, or a tuple of three ints")
+    k, s, p, d = (tuple(v * 3 if len(v) == 1 else v) for v in (k, s or k, p, d))
+    if x.dim() not in (4, 5):
+        raise RuntimeError("non-empty 4D or 5D (batch mode) tensor expected for input")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    shape = list(x.shape)
+    out = [_pooling_output_shape(shape[i - 3], k[i], p[i], s[i], d[i], ceil_mode)
+           for i in range(3)]
+    # torch's pool3d_shape_check
+    if not all(v > 0 for v in k):
+        raise RuntimeError("kernel size should be greater than zero, but got kT: {} kH: {} kW: {}"
+                           .format(*k))
+    if not all(v > 0 for v in s):
+        raise RuntimeError("stride should be greater than zero, but got dT: {} dH: {} dW: {}"
+                           .format(*s))
+    if not all(v > 0 for v in d):
+        raise RuntimeError("dilation should be greater than zero, but got dilationT: {} "
+                           "dilationH: {} dilationW: {}".format(*d))
+    fn = "avg_pool3d()" if avg else "max_pool3d_with_indices_out_cpu_template()"
+    if any(v <= 0 for v in shape[len(shape) - 4:]):
+        # torch prints the zero length where it means the dimension's index
+        raise RuntimeError(f"{fn}: Expected input's non-batch dimensions to have positive length, "
+                           f"but input has a shape of {shape} and non-batch dimension 0 has "
+                           "length zero!")
+    if avg and any(shape[i - 3] < k[i] for i in range(3)):
+        raise RuntimeError("input image (T: {} H: {} W: {}) smaller than kernel size "
+                           "(kT: {} kH: {} kW: {})".format(*shape[-3:], *k))
+    if any(v < 1 for v in out):
+        c, t, h, w = shape[-4:]
+        raise RuntimeError(f"Given input size: ({c}x{t}x{h}x{w}). Calculated output size: "
+                           f"({c}x{out[0]}x{out[1]}x{out[2]}). Output size is too small")
     return k, s, p, d
 
 
@@ -219,8 +263,9 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                return_indices=False):
     """Max over kD x kH x kW windows of (N, C, D, H, W) or (C, D, H, W); indices are flat over
     D*H*W like torch's. See Note [Separable pools]."""
+    k, s, p, d = _pool_args("max_pool3d", input, kernel_size, stride, padding, dilation,
+                            ceil_mode)
     x, unbatched = _as_5d(input, "max_pool3d")
-    k, s, p, d = _pool_args("max_pool3d", x, kernel_size, stride, padding, dilation, ceil_mode)
     n, c, depth, h, w = x.shape
     pool = _C.max_pool2d_with_indices if return_indices else _C.max_pool2d
     a = pool(x.reshape(n, c * depth, h, w), k[1:], s[1:], p[1:], d[1:], ceil_mode)
@@ -244,10 +289,9 @@ def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """Mean over kD x kH x kW windows. See Note [Separable pools]."""
+    k, s, p, _ = _pool_args("avg_pool3d", input, kernel_size, stride, padding, 1, ceil_mode,
+                            divisor_override)
     x, unbatched = _as_5d(input, "avg_pool3d")
-    k, s, p, _ = _pool_args("avg_pool3d", x, kernel_size, stride, padding, 1, ceil_mode)
-    if divisor_override is not None and divisor_override == 0:
-        raise RuntimeError("avg_pool3d: divisor must be not zero")
     integral = not x.is_floating_point()
 
     def pool(t, divisor):

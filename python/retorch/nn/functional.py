@@ -6,6 +6,7 @@ from .. import _C
 from ..autograd import no_grad
 from .._C import Tensor
 from ..linalg import _multi_head_attention_forward as multi_head_attention_forward  # noqa: F401
+from ._functional_3d import _out_len, _pooling_output_shape
 
 # Operators whose C++ schema already is torch.nn.functional's.
 conv1d = _C.conv1d
@@ -199,38 +200,193 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 
 
 # Pooling --------------------------------------------------------------------------------------
+# Note [Pool argument checks]: torch checks pooling arguments in its C++ kernels, in an order and
+# with messages that differ per function (and, for max_pool1d, per path: with indices, or with
+# grad enabled on an input that requires it, it goes through max_pool1d_with_indices). The checks
+# below replay torch 1.13's, in its order; they are integer comparisons only. max_pool2d and
+# avg_pool2d, which convolutional nets call on every step, run them only after their kernel
+# refuses the arguments (they cost about 3 us, twice the call); the other pools run them first.
+# The 1-d pools run the 2-d checks on (..., 1, L), so their later errors name the unsqueezed
+# sizes, as torch's do.
+def _ints(v, n):
+    """An int-list argument as torch's parser reads it: an int fills n slots, None is empty."""
+    if v is None:
+        return []
+    return list(v) if isinstance(v, (tuple, list)) else [v] * n
+
+
+def _check_dim_range(op, input, lo, hi):
+    if not lo <= input.dim() < hi:
+        raise RuntimeError(f"Expected {lo} to {hi - 1} dimensions, but got {input.dim()}-"
+                           "dimensional tensor for argument #1 'self' (while checking arguments "
+                           f"for {op})")
+
+
+def _check1d(op, name, v):
+    if len(v) != 1:
+        raise RuntimeError(f"{op}() argument '{name}' should contain one int (got {len(v)})")
+
+
+def _pool2d_sizes(op, kernel_size, stride, padding):
+    """(kH, kW), (dH, dW), (padH, padW) of a 2-d pool, after torch's length checks."""
+    k, s, p = _ints(kernel_size, 2), _ints(stride, 2), _ints(padding, 2)
+    if len(k) not in (1, 2):
+        raise RuntimeError(f"{op}: kernel_size must either be a single int, or a tuple of two ints")
+    if len(s) > 2:
+        raise RuntimeError(f"{op}: stride must either be omitted, a single int, or a tuple of two "
+                           "ints")
+    if len(p) not in (1, 2):
+        must = "must be either" if op == "max_pool2d" else "must either"  # sic, torch's words
+        raise RuntimeError(f"{op}: padding {must} be a single int, or a tuple of two ints")
+    s = s or k
+    return (k[0], k[-1]), (s[0], s[-1]), (p[0], p[-1])
+
+
+def _pool2d_shape_check(input, k, s, d, out):
+    """torch's pool2d_shape_check (its pad check is pooling_output_shape's, already made)."""
+    if not (k[1] > 0 and k[0] > 0):
+        raise RuntimeError("kernel size should be greater than zero, but got "
+                           f"kH: {k[0]} kW: {k[1]}")
+    if not (s[1] > 0 and s[0] > 0):
+        raise RuntimeError(f"stride should be greater than zero, but got dH: {s[0]} dW: {s[1]}")
+    if not (d[0] > 0 and d[1] > 0):
+        raise RuntimeError("dilation should be greater than zero, but got dilationH: "
+                           f"{d[0]} dilationW: {d[1]}")
+    shape = list(input.shape)
+    valid = shape[1] != 0 and shape[2] != 0
+    if not ((len(shape) == 3 and shape[0] != 0 and valid) or
+            (len(shape) == 4 and valid and shape[3] != 0)):
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
+                           f"for input, but got:{shape}")
+    if out[1] < 1 or out[0] < 1:
+        c, h, w = shape[-3:]
+        raise RuntimeError(f"Given input size: ({c}x{h}x{w}). Calculated output size: "
+                           f"({c}x{out[0]}x{out[1]}). Output size is too small")
+
+
+def _check_max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode):
+    """torch's max_pool2d_with_indices checks. See Note [Pool argument checks]."""
+    k, s, p = _pool2d_sizes("max_pool2d", kernel_size, stride, padding)
+    d = _ints(dilation, 2)
+    if len(d) not in (1, 2):
+        raise RuntimeError("max_pool2d: dilation must be either a single int, or a tuple of two "
+                           "ints")
+    d = (d[0], d[-1])
+    if input.dim() not in (3, 4):
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    out = [_pooling_output_shape(input.shape[i - 2], k[i], p[i], s[i], d[i], ceil_mode)
+           for i in range(2)]
+    _pool2d_shape_check(input, k, s, d, out)
+    return k, s, p, d
+
+
+def _check_max_pool1d(input, k, s, p, d, ceil_mode):
+    """torch's check_max_pool1d, on the plain (no indices, no grad) path."""
+    if len(k) != 1:
+        raise RuntimeError("max_pool1d() kernel_size must be an int, list of ints or tuple of ints "
+                           f"of size 1 but got size {len(k)}")
+    if len(s) > 1:
+        raise RuntimeError("max_pool1d() stride must be None, an int, list of ints, or tuple of "
+                           f"ints of size 1 but got size {len(s)}")
+    if len(p) != 1:
+        raise RuntimeError("max_pool1d() padding must be an int, list of ints, or tuple of ints of "
+                           f"size 1 but got size {len(p)}")
+    if len(d) != 1:
+        raise RuntimeError("max_pool1d() dilation must be an int, list of ints or tuple of ints of "
+                           f"size 1 but got size {len(d)}")
+    (k,), (s,), (p,), (d,) = k, s or k, p, d
+    if k <= 0:
+        raise RuntimeError(f"max_pool1d() kernel_size must be greater than zero, but got {k}")
+    if s <= 0:
+        raise RuntimeError(f"max_pool1d() stride must be greater than zero, but got {s}")
+    if p < 0:
+        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p}")
+    if p > k // 2:
+        raise RuntimeError("max_pool1d() padding should be at most half of kernel size, but got "
+                           f"padding={p} and kernel_size={k}")
+    if d <= 0:
+        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
+    out = _out_len(input.shape[-1], k, s, p, d, ceil_mode)
+    if out < 0:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
+    return out
+
+
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    if return_indices:
-        out, idx = max_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)),
-                              (1, _one(stride if stride else kernel_size)), (0, _one(padding)),
-                              (1, _one(dilation)), ceil_mode, True)
-        return out.squeeze(-2), idx.squeeze(-2)
-    return _C.max_pool1d(input, kernel_size, [] if stride is None else stride, padding,
-                         dilation, ceil_mode)
+    k, s, p, d = (_ints(v, 1) for v in (kernel_size, stride, padding, dilation))
+    if not return_indices:
+        shape = list(input.shape)
+        if not ((len(shape) == 2 and shape[0] != 0 and shape[1] != 0) or
+                (len(shape) == 3 and shape[1] != 0 and shape[2] != 0)):
+            raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 "
+                               f"dim batch size for input, but got:{shape}")
+        if not (input.requires_grad and _C.is_grad_enabled()):
+            if _check_max_pool1d(input, k, s, p, d, ceil_mode) == 0:
+                return input.new_empty(tuple(input.shape[:-1]) + (0,))  # torch allows no windows
+            return _C.max_pool1d(input, kernel_size, s, padding, dilation, ceil_mode)
+    # torch's max_pool1d_with_indices. See Note [Pool argument checks].
+    s = s or k
+    _check_dim_range("max_pool1d", input, 2, 4)
+    for name, v in (("kernel_size", k), ("stride", s), ("padding", p), ("dilation", d)):
+        _check1d("max_pool1d", name, v)
+    x = input.unsqueeze(-2)
+    k, s, p, d = (1, k[0]), (1, s[0]), (0, p[0]), (1, d[0])
+    _check_max_pool2d(x, k, s, p, d, ceil_mode)
+    if not return_indices:
+        return _C.max_pool1d(input, k[1], s[1], p[1], d[1], ceil_mode)
+    out, idx = _C.max_pool2d_with_indices(x, k, s, p, d, ceil_mode)
+    return out.squeeze(-2), idx.squeeze(-2)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    stride = [] if stride is None else stride
-    if return_indices:
-        return _C.max_pool2d_with_indices(input, kernel_size, stride, padding, dilation,
-                                          ceil_mode)
-    return _C.max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+    try:  # the checks run only when the kernel refuses (Note [Pool argument checks])
+        if return_indices:
+            return _C.max_pool2d_with_indices(input, kernel_size, [] if stride is None else
+                                              stride, padding, dilation, ceil_mode)
+        return _C.max_pool2d(input, kernel_size, [] if stride is None else stride, padding,
+                             dilation, ceil_mode)
+    except (RuntimeError, IndexError, TypeError):
+        _check_max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode)
+        raise
+
+
+def _check_avg_pool2d(input, kernel_size, stride, padding, ceil_mode, divisor_override):
+    """torch's avg_pool2d checks. See Note [Pool argument checks]."""
+    k, s, p = _pool2d_sizes("avg_pool2d", kernel_size, stride, padding)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    if input.dim() < 3:  # torch reads input.size(-3) here
+        n = input.dim()
+        raise IndexError("Dimension specified as -3 but tensor has no dimensions" if n == 0 else
+                         f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], "
+                         "but got -3)")
+    out = [_pooling_output_shape(input.shape[i - 2], k[i], p[i], s[i], 1, ceil_mode)
+           for i in range(2)]
+    _pool2d_shape_check(input, k, s, (1, 1), out)
+    return k, s, p
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
-    out = _C.avg_pool2d(input.unsqueeze(-2), (1, _one(kernel_size)),
-                        (1, _one(stride if stride else kernel_size)), (0, _one(padding)),
-                        ceil_mode, count_include_pad)
-    return out.squeeze(-2)
+    k, s, p = _ints(kernel_size, 1), _ints(stride, 1), _ints(padding, 1)
+    s = s or k
+    _check_dim_range("avg_pool1d", input, 2, 4)
+    for name, v in (("kernel_size", k), ("stride", s), ("padding", p)):
+        _check1d("avg_pool1d", name, v)
+    return avg_pool2d(input.unsqueeze(-2), (1, k[0]), (1, s[0]), (0, p[0]), ceil_mode,
+                      count_include_pad).squeeze(-2)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
-    return _C.avg_pool2d(input, kernel_size, [] if stride is None else stride, padding,
-                         ceil_mode, count_include_pad, divisor_override)
+    try:  # the checks run only when the kernel refuses (Note [Pool argument checks])
+        return _C.avg_pool2d(input, kernel_size, [] if stride is None else stride, padding,
+                             ceil_mode, count_include_pad, divisor_override)
+    except (RuntimeError, IndexError, TypeError):
+        _check_avg_pool2d(input, kernel_size, stride, padding, ceil_mode, divisor_override)
+        raise
 
 
 def adaptive_avg_pool1d(input, output_size):
@@ -357,19 +513,35 @@ def _sparse_gradient(op, out, scale_grad_by_freq):
 
 
 # Losses ---------------------------------------------------------------------------------------
+def _broadcast_pair(input, target):
+    """input and target broadcast to one shape, with torch's warning when their sizes differ
+    and its broadcasting error when they do not broadcast (torch's Python does both)."""
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(f"Using a target size ({_size(target)}) that is different to the input size "
+                      f"({_size(input)}). This will likely lead to incorrect results due to "
+                      "broadcasting. Please ensure they have the same size.", stacklevel=3)
+        from ..functional import broadcast_tensors
+        return broadcast_tensors(input, target)
+    return input, target
+
+
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    input, target = _broadcast_pair(input, target)
     return _C.mse_loss(input, target, _reduction(size_average, reduce, reduction))
 
 
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    input, target = _broadcast_pair(input, target)
     return _C.l1_loss(input, target, _reduction(size_average, reduce, reduction))
 
 
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean", beta=1.0):
+    input, target = _broadcast_pair(input, target)
     return _C.smooth_l1_loss(input, target, _reduction(size_average, reduce, reduction), beta)
 
 
 def huber_loss(input, target, reduction="mean", delta=1.0):
+    input, target = _broadcast_pair(input, target)
     return _C.huber_loss(input, target, reduction, delta)
 
 
@@ -411,8 +583,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
 
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
-    return _C.poisson_nll_loss(input, target, log_input, full, eps,
-                               _reduction(size_average, reduce, reduction))
+    reduction = _reduction(size_average, reduce, reduction)
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(reduction + " is not valid")  # torch's own check, before the op's
+    return _C.poisson_nll_loss(input, target, log_input, full, eps, reduction)
 
 
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
@@ -427,6 +601,10 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
 
 def margin_ranking_loss(input1, input2, target, margin=0, size_average=None, reduce=None,
                         reduction="mean"):
+    if input1.dim() != input2.dim() or input1.dim() != target.dim():
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same dimension "
+                           f"but got sizes: input1: {_size(input1)}, input2: {_size(input2)}, "
+                           f"target: {_size(target)} ")
     return _C.margin_ranking_loss(input1, input2, target, margin,
                                   _reduction(size_average, reduce, reduction))
 

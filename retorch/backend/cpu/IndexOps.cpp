@@ -134,8 +134,8 @@ void check_scatter_gather(const char* op, const Tensor& self, int64_t dim, const
   RT_CHECK(index.dtype() == kLong || index.numel() == 0, op,
            "(): Expected dtype int64 for index (got ", index.dtype(), ")");
   RT_CHECK(index.dim() == self.dim() || (index.dim() <= 1 && self.dim() <= 1), op,
-           "(): Index tensor must have the same number of dimensions as input tensor (index ",
-           index.sizes(), ", input ", self.sizes(), ")");
+           "(): Index tensor must have the same number of dimensions as self tensor (index ",
+           index.sizes(), ", self ", self.sizes(), ")");
   for (int64_t d = 0; d < index.dim(); ++d) {
     if (d == dim) continue;
     RT_CHECK(index.size(d) <= self.size(d), op, "(): Size does not match at dimension ", d,
@@ -144,6 +144,10 @@ void check_scatter_gather(const char* op, const Tensor& self, int64_t dim, const
     if (src) RT_CHECK(index.size(d) <= src->size(d), op, "(): Expected index ", index.sizes(),
                       " to be smaller than src ", src->sizes());
   }
+  // (after the sizes, as in PyTorch: a src of fewer dims fails there, on its dim)
+  RT_CHECK(!src || src->dim() == index.dim() || (index.dim() <= 1 && src->dim() <= 1), op,
+           "(): Index tensor must have the same number of dimensions as src tensor (index ",
+           index.sizes(), ", src ", src->sizes(), ")");
 }
 
 }  // namespace

@@ -407,8 +407,15 @@ void check_out_dtype(const Tensor& self, OptionalIntArrayRef dim, const Tensor& 
                      std::optional<ScalarType> dtype, const char* op) {
   if (dim)
     for (int64_t d : *dim) maybe_wrap_dim(d, self.dim(), op);
+  // (PyTorch names the dtypes by their C++ types here)
+  auto cpp_name = [](ScalarType t) {
+    constexpr const char* names[] = {"unsigned char", "signed char",  "short int", "int",
+                                     "long int",      "c10::Half",    "float",     "double",
+                                     "bool",          "c10::BFloat16"};
+    return size_t(t) < std::size(names) ? names[size_t(t)] : "undefined";
+  };
   RT_CHECK(!out.defined() || !dtype || out.dtype() == *dtype, "Expected out tensor to have dtype ",
-           *dtype, ", but got ", out.dtype(), " instead");
+           cpp_name(*dtype), ", but got ", cpp_name(out.dtype()), " instead");
 }
 }  // namespace
 
@@ -423,8 +430,9 @@ void sum_out(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
 void mean_out(const Tensor& self, OptionalIntArrayRef dim, bool keepdim,
               std::optional<ScalarType> dtype, Tensor& out) {
   ScalarType rt = dtype.value_or(self.dtype());
-  RT_CHECK(is_floating_type(rt), "mean(): could not infer output dtype. Input dtype must be either "
-           "a floating point or complex dtype. Got: ", rt);
+  const char* which = dtype ? "Optional" : "Input";
+  RT_CHECK(is_floating_type(rt), "mean(): could not infer output dtype. ", which,
+           " dtype must be either a floating point or complex dtype. Got: ", scalar_type_name(rt));
   check_out_dtype(self, dim, out, dtype, "mean");
   if (out.defined()) {
     RT_CHECK(can_cast(rt, out.dtype()), "mean: result type ", rt,
@@ -496,8 +504,16 @@ Tensor amax_impl(const Tensor& self, OptionalIntArrayRef dim, bool keepdim, cons
     return result;
   }
   ReducePlan p = plan_reduce(self, dim, keepdim, op);
-  RT_CHECK_INDEX(p.inner > 0 || p.outer == 0, op, "(): Expected reduction dim to have non-zero "
-                 "size (input shape ", self.sizes(), ")");
+  if (p.inner == 0 && p.outer != 0) {  // PyTorch's messages: no identity to start from
+    RT_CHECK((dim && !dim->empty()) || self.numel() != 0, op,
+             "(): Expected reduction dim to be "
+             "specified for input.numel() == 0. Specify the reduction dim with the 'dim' "
+             "argument.");
+    for (int64_t d : dim ? *dim : IntArrayRef())
+      RT_CHECK_INDEX(self.size(maybe_wrap_dim(d, self.dim(), op)) != 0, op,
+                     "(): Expected reduction dim ", maybe_wrap_dim(d, self.dim(), op),
+                     " to have non-zero size.");
+  }
   Tensor result = make_empty(p.out_shape, self.dtype(), self.device());
   if (result.device().is_meta()) return result;  // See Note [Meta through CPU kernels]
   RT_DISPATCH_ALL(self.dtype(), op, [&] {
@@ -583,7 +599,7 @@ std::tuple<Tensor, Tensor> max_dim_impl(const Tensor& self, int64_t dim, bool ke
   int64_t d = maybe_wrap_dim(dim, self.dim(), op);
   ReducePlan p = plan_reduce(self, IntArrayRef(d), keepdim, op);
   RT_CHECK_INDEX(p.inner > 0 || p.outer == 0, op, "(): Expected reduction dim ", d,
-                 " to have non-zero size (input shape ", self.sizes(), ")");
+                 " to have non-zero size.");
   Tensor values = make_empty(p.out_shape, self.dtype(), self.device());
   Tensor indices = make_empty(p.out_shape, kLong, self.device());
   if (values.device().is_meta()) return {values, indices};  // See Note [Meta through CPU kernels]

@@ -10,6 +10,9 @@ namespace retorch::cpu {
 
 ReducePlan plan_reduce(const Tensor& self, OptionalIntArrayRef dims, bool keepdim, const char* op) {
   const int64_t nd = self.dim();
+  // (PyTorch's reductions keep the dims named in a 64-bit mask; reducing all needs none)
+  RT_CHECK(nd <= 64 || !dims || dims->empty(), op,
+           "(): only tensors with up to 64 dims are supported (got ", nd, ")");
   const std::vector<bool> reduced = reduced_dim_flags(dims, nd, op);
   ReducePlan p;
   std::vector<int64_t> perm;

@@ -415,8 +415,8 @@ Tensor triu(const Tensor& self, int64_t diagonal) {
 }
 
 Tensor diag(const Tensor& self, int64_t diagonal) {
-  RT_CHECK(self.dim() == 1 || self.dim() == 2, "diag(): Supports 1D or 2D tensors. Got ",
-           self.dim(), "D");
+  RT_CHECK(self.dim() == 1 || self.dim() == 2, "diag(): matrix or a vector expected (got a ",
+           self.dim(), "-d tensor)");
   if (self.dim() == 2) {
     int64_t m = self.size(0), n = self.size(1);
     int64_t len = diagonal >= 0 ? std::min(m, n - diagonal) : std::min(m + diagonal, n);

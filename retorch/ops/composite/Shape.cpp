@@ -49,7 +49,7 @@ Tensor narrow(const Tensor& self, int64_t dim, int64_t start, int64_t length) {
 }
 
 std::vector<Tensor> unbind(const Tensor& self, int64_t dim) {
-  RT_CHECK(self.dim() > 0, "Dimension specified as ", dim, " but tensor has no dimensions");
+  RT_CHECK_INDEX(self.dim() > 0, "Dimension specified as ", dim, " but tensor has no dimensions");
   int64_t d = maybe_wrap_dim(dim, self.dim(), "unbind");
   std::vector<Tensor> out;
   for (int64_t i = 0; i < self.size(d); ++i) out.push_back(self.select(d, i));
