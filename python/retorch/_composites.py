@@ -555,20 +555,26 @@ def gcd(input, other):
     if input.is_floating_point() or other.is_floating_point():
         raise RuntimeError("\"gcd_cpu\" not implemented for floating dtypes")
     from .functional import broadcast_tensors
+    # torch's calc_gcd, lane by lane: a, b = |a|, |b|; while a: a, b = b % a, a (C's truncating
+    # %, and |INT_MIN| wraps to itself, as there)
     a, b = broadcast_tensors(input.abs(), other.abs())
-    while (b != 0).any().item():  # Euclid, lane by lane
-        nz = b != 0
-        r = _C.where(nz, a.remainder(_C.where(nz, b, _C.ones_like(b))), _C.zeros_like(a))
-        a = _C.where(nz, b, a)
-        b = r
-    return a
+    while (a != 0).any().item():
+        nz = a != 0
+        r = b.fmod(_C.where(nz, a, _C.ones_like(a)))
+        b = _C.where(nz, a, b)
+        a = _C.where(nz, r, a)
+    return b
 
 
 def lcm(input, other):
+    # torch's: |a / gcd * b|, in C++'s int for the narrower types (the abs before the wrap)
     g = gcd(input, other)
-    prod = (input * other).abs()
-    return _C.where(g == 0, _C.zeros_like(prod), prod.div(_C.where(g == 0, _C.ones_like(g), g),
-                                                          rounding_mode="trunc"))
+    safe = _C.where(g == 0, _C.ones_like(g), g)
+    dtype = g.dtype
+    if dtype in (_C.int8, _C.int16, _C.uint8):
+        input, other, safe = input.to(_C.int32), other.to(_C.int32), safe.to(_C.int32)
+    lcm = (input.div(safe, rounding_mode="trunc") * other).abs().to(dtype)
+    return _C.where(g == 0, _C.zeros_like(lcm), lcm)
 
 
 def renorm(input, p, dim, maxnorm):

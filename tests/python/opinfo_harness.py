@@ -235,12 +235,14 @@ def exact_reference(op, sample, dtype, expected):
             and w.is_floating_point() else g for w, g in zip(want, got)]
 
 
-def check_values(op, fn, dtype, limit=None):
-    """Problems with op's samples in dtype: (sample number, description) pairs."""
+def check_values(op, fn, dtype, limit=None, reference=False):
+    """Problems with op's samples in dtype (its reference inputs, torch's larger set, where
+    `reference`): (sample number, description) pairs."""
     problems = []
     torch.manual_seed(0)
     try:
-        samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
+        make = op.reference_inputs if reference else op.sample_inputs
+        samples = list(make("cpu", dtype, requires_grad=False))
     except Exception:  # noqa: BLE001 (torch's generator fails for this dtype: nothing to check)
         return problems
     for n, s in enumerate(samples[:limit]):

@@ -22,12 +22,10 @@ def _zeta_series(x, q):
     b = const(q, 0.0)
     done = const(q, 0.0) > 0
     looping = ~done
-    i = 0
-    while True:
-        cont = looping if i < 9 else looping & (a <= 9.0)
-        if not any_true(cont):
+    for _ in range(9):  # the first 9 terms, whatever a is
+        if not any_true(looping):
             break
-        i += 1
+        cont = looping
         a = select(a, cont, a + 1.0)
         term = _C.pow(a, -x)
         b = select(b, cont, term)
@@ -35,6 +33,12 @@ def _zeta_series(x, q):
         early = cont & (-MACHEP * s < b) & (b < MACHEP * s)
         done = done | early
         looping = cont & ~early
+    rest = looping & (a <= 9.0)  # then on while a <= 9: ~9 - q terms for a negative q
+    if any_true(rest):
+        idx = rest.nonzero().reshape(-1)
+        a_r, s_r, b_r, early_r = _zeta_rest(x[idx], a[idx], s[idx], b[idx])
+        a, s, b = a.index_put((idx,), a_r), s.index_put((idx,), s_r), b.index_put((idx,), b_r)
+        done = done.index_put((idx,), early_r)
     active = ~done
     w = a
     s = select(s, active, s + b * w / (x - 1.0) - 0.5 * b)
@@ -54,6 +58,39 @@ def _zeta_series(x, q):
         b = b / w
         k += 1.0
     return s
+
+
+def _zeta_rest(x, a, s, b, chunk=256):
+    """The direct sum's terms after the first 9, for 1-D x, a, s, b whose a <= 9: Cephes adds
+    (a + 1)^-x, (a + 2)^-x, ... while a <= 9 or until a term falls below MACHEP of the sum.
+    A negative q takes ~9 - q terms, so they go `chunk` at a time per element, a and s as
+    running sums (cumsum adds in order, so each value rounds as Cephes' a += 1, s += b do).
+    Returns the final a, s, b and whether each stopped early."""
+    early = const(a, 0.0) > 0
+    out_a, out_s, out_b = a, s, b
+    live = _C.arange(a.shape[0])
+    ones = _C.ones([a.shape[0], chunk], dtype=a.dtype)
+    steps = _C.arange(1, chunk + 1).reshape(1, chunk)
+    while live.shape[0]:
+        n = live.shape[0]
+        A = _C.cat([a.reshape(n, 1), ones[:n]], 1).cumsum(1)  # a before each step, then after
+        B = _C.pow(A[:, 1:], -x.reshape(n, 1))
+        S = _C.cat([s.reshape(n, 1), B], 1).cumsum(1)[:, 1:]
+        runs = A[:, :-1] <= 9.0  # the steps taken (a prefix: a only grows)
+        small = runs & (-MACHEP * S < B) & (B < MACHEP * S)
+        # the step each element stops at in this chunk: its first small term, else its last
+        first_small = _C.where(small, steps, chunk + 1).amin(1)
+        stop = _C.minimum(first_small, runs.sum(1))
+        ends = (first_small <= chunk) | (A[:, -1] > 9.0)
+        at = (stop - 1).reshape(n, 1)
+        fin = live[ends]
+        out_a = out_a.index_put((fin,), A[:, 1:].gather(1, at).reshape(n)[ends])
+        out_s = out_s.index_put((fin,), S.gather(1, at).reshape(n)[ends])
+        out_b = out_b.index_put((fin,), B.gather(1, at).reshape(n)[ends])
+        early = early.index_put((fin,), (first_small <= stop)[ends])
+        go = ~ends
+        live, x, a, s = live[go], x[go], A[:, -1][go], S[:, -1][go]
+    return out_a, out_s, out_b, early
 
 
 def _zeta(x, q):
