@@ -277,6 +277,48 @@ def check_values(op, fn, dtype, limit=None, reference=False):
     return problems
 
 
+def check_variants(op, dtype):
+    """Problems with op's method and in-place variants (Tensor.name, Tensor.name_) on its
+    samples in dtype: the results, and for in-place the input after, must be torch's. Variants
+    torch writes as lambdas (argument reorderings) are left out."""
+    problems = []
+    for kind, variant in (("method", op.method_variant), ("in-place", op.inplace_variant)):
+        name = getattr(variant, "__name__", "<lambda>")
+        if variant is None or name == "<lambda>":
+            continue
+        mine = getattr(retorch.Tensor, name, None)
+        if mine is None:
+            problems.append((-1, f"{kind}: retorch.Tensor has no {name}"))
+            continue
+        torch.manual_seed(0)
+        try:
+            samples = list(op.sample_inputs("cpu", dtype, requires_grad=False))
+        except Exception:  # noqa: BLE001
+            continue
+        for n, s in enumerate(samples):
+            try:
+                new_sample()
+                args = (to_rt(s.input),) + tuple(to_rt(a) for a in s.args)
+                kwargs = to_rt(s.kwargs)
+            except Unsupported:
+                continue
+            before = s.input.clone() if isinstance(s.input, torch.Tensor) else s.input
+            try:
+                expected = variant(before, *s.args, **s.kwargs)
+            except Exception:  # noqa: BLE001 (torch rejects it, as in-place ops often do)
+                continue
+            try:
+                problem = compare(expected, mine(*args, **kwargs), dtype)
+                if problem is None and kind == "in-place":
+                    problem = compare(before, args[0], dtype)
+                    problem = problem and "the input after: " + problem
+            except Exception as e:  # noqa: BLE001
+                problem = f"raised {type(e).__name__}: {str(e)[:160]}"
+            if problem:
+                problems.append((n, f"{kind} {name}, {dtype}: {describe(s)}: {problem}"))
+    return problems
+
+
 def check_out(op, fn, dtype, limit=3):
     """Problems with op's out= form (into empty tensors of torch's result dtypes, which the
     call resizes) on its first samples."""

@@ -1,7 +1,9 @@
 """Every op of torch 1.13's OpInfo database that retorch has, run on torch's own sample inputs:
-values in every dtype both have, the out= form and float64 gradients must match torch's, and the
-arguments torch rejects (its error inputs) must raise torch's exception with its message
-(opinfo_harness.py). KNOWN and KNOWN_ERRORS list what is left out, each with the reason."""
+values in every dtype both have (method and in-place forms too), the out= form and float64
+gradients (every sample) must match torch's, and the arguments torch rejects (its error inputs)
+must raise torch's exception with its message (opinfo_harness.py); then torch's reference
+inputs, its larger sample sets. KNOWN, KNOWN_VARIANTS, KNOWN_GRADS, KNOWN_ERRORS and KNOWN_REF
+list what is left out, each with the reason."""
 import pytest
 
 import opinfo_harness as h
@@ -71,6 +73,19 @@ KNOWN = {
 }
 
 
+# name -> why its method and in-place variants (Tensor.name, Tensor.name_) are left out.
+KNOWN_VARIANTS = {
+    "addbmm": "torch 1.13's addbmm_ resizes an input that only broadcasts to the result ([1] "
+              "becomes [5, 10]); retorch refuses it, as torch's other in-place ops do",
+}
+# name -> (the samples whose float64 gradients are left out, by number; why).
+KNOWN_GRADS = {
+    "cov": ((37,), "float32 aweights with a float64 input: torch sums the weights in float32, as "
+                   "in KNOWN['cov']"),
+    "linalg.det.singular": ((25,), "a matrix whose computed determinant is exactly 0: torch 1.13 "
+                                   "(without create_graph) gives a zero gradient; retorch's is "
+                                   "the cofactor matrix, as torch's create_graph=True gives"),
+}
 OVERLAP = ("out= sharing memory with an input: torch refuses ('unsupported operation'); retorch "
            "computes the result first and then writes out, so the values are right")
 # name -> (the error inputs left out, by number, or "all"; why).
@@ -104,12 +119,17 @@ def test_op_matches_torch_on_its_samples(op):
     for dtype in h.CHECKED:
         if dtype in supported and str(dtype).split(".")[-1] not in left_out:
             problems += h.check_values(op, fn, dtype)
+    if _key(op) not in KNOWN_VARIANTS:
+        for dtype in (h.torch.float32, h.torch.int64, h.torch.bool):
+            if dtype in supported and str(dtype).split(".")[-1] not in left_out:
+                problems += h.check_variants(op, dtype)
     # (torch.nn.functional's Python functions take no out=, whatever their kernels do)
     if op.supports_out and not op.name.startswith("nn.functional."):
         problems += h.check_out(op, fn, next((d for d in h.CHECKED if d in supported), None))
     if left_out != "grad" and op.supports_autograd and \
             h.torch.float64 in op.supported_backward_dtypes("cpu"):
-        problems += h.check_grads(op, fn)
+        skipped = KNOWN_GRADS.get(_key(op), ((), ""))[0]
+        problems += [(n, p) for n, p in h.check_grads(op, fn, limit=None) if n not in skipped]
     skipped = KNOWN_ERRORS.get(_key(op), ((), ""))[0]
     if skipped != "all":
         problems += [(n, p) for n, p in h.check_errors(op, fn) if n not in skipped]
