@@ -84,6 +84,13 @@ def new_sample():
     _SHARED.clear()
 
 
+def convert(sample, leaves=None):
+    """retorch's (args, kwargs) for a sample (Unsupported where it has no counterpart)."""
+    new_sample()
+    args = (to_rt(sample.input, leaves),) + tuple(to_rt(a, leaves) for a in sample.args)
+    return args, to_rt(sample.kwargs, leaves)
+
+
 def to_rt(x, leaves=None):
     """retorch's counterpart of a sample argument. Tensors requiring grad become contiguous
     retorch leaves, recorded as (torch tensor, retorch leaf) pairs in `leaves`."""
@@ -247,9 +254,7 @@ def check_values(op, fn, dtype, limit=None, reference=False):
         return problems
     for n, s in enumerate(samples[:limit]):
         try:
-            new_sample()
-            args = (to_rt(s.input),) + tuple(to_rt(a) for a in s.args)
-            kwargs = to_rt(s.kwargs)
+            args, kwargs = convert(s)
         except Unsupported:
             continue
         try:
@@ -297,9 +302,7 @@ def check_variants(op, dtype):
             continue
         for n, s in enumerate(samples):
             try:
-                new_sample()
-                args = (to_rt(s.input),) + tuple(to_rt(a) for a in s.args)
-                kwargs = to_rt(s.kwargs)
+                args, kwargs = convert(s)
             except Unsupported:
                 continue
             before = s.input.clone() if isinstance(s.input, torch.Tensor) else s.input
@@ -330,9 +333,7 @@ def check_out(op, fn, dtype, limit=3):
         return problems
     for n, s in enumerate(samples[:limit]):
         try:
-            new_sample()
-            args = (to_rt(s.input),) + tuple(to_rt(a) for a in s.args)
-            kwargs = to_rt(s.kwargs)
+            args, kwargs = convert(s)
             expected = op.op(s.input, *s.args, **s.kwargs)
         except Exception:  # noqa: BLE001 (no retorch form of the sample, or torch rejects it)
             continue
@@ -367,10 +368,8 @@ def check_errors(op, fn):
     for n, e in enumerate(errors):
         s = e.sample_input
         try:
-            new_sample()
-            leaves = []  # (inputs that require grad keep it: torch's checks may differ then)
-            args = (to_rt(s.input, leaves),) + tuple(to_rt(a, leaves) for a in s.args)
-            kwargs = to_rt(s.kwargs, leaves)
+            # (inputs that require grad keep it: torch's checks may differ then)
+            args, kwargs = convert(s, [])
         except Unsupported:
             continue
         try:
@@ -405,9 +404,7 @@ def check_grads(op, fn, limit=6):
     for n, s in enumerate(samples[:limit]):
         leaves = []
         try:
-            new_sample()
-            args = (to_rt(s.input, leaves),) + tuple(to_rt(a, leaves) for a in s.args)
-            kwargs = to_rt(s.kwargs, leaves)
+            args, kwargs = convert(s, leaves)
         except Unsupported:
             continue
         if not leaves:

@@ -140,8 +140,9 @@ def test_op_matches_torch_on_its_samples(op):
 # Reference inputs: torch's larger sample sets (extremal values, large sizes, every broadcast
 # pattern) for the ops that have them, in one dtype each (float64, else int64, else bool; every
 # integer dtype for REF_DTYPES' ops). name -> why the op is left out.
-SCALARS_ONLY = ("torch gives two Python floats a float64 result (torch.add(1.5, 2.5)), though "
-                "one float and one int give float32; retorch gives float32 for both")
+SCALARS_ONLY = ("torch 1.13 gives two Python floats a float64 result (torch.add(1.5, 2.5)) but a "
+                "float and an int float32, an inconsistency its maintainers call a bug "
+                "(pytorch/pytorch#76801); retorch gives float32 for both")
 KNOWN_REF = {
     **{n: SCALARS_ONLY for n in ("add", "sub", "mul", "div.no_rounding_mode", "div.trunc_rounding",
                                  "div.floor_rounding", "true_divide", "floor_divide")},
