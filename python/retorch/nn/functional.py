@@ -204,8 +204,8 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
 # with messages that differ per function (and, for max_pool1d, per path: with indices, or with
 # grad enabled on an input that requires it, it goes through max_pool1d_with_indices). The checks
 # below replay torch 1.13's, in its order; they are integer comparisons only. max_pool2d and
-# avg_pool2d, which convolutional nets call on every step, run them only after their kernel
-# refuses the arguments (they cost about 3 us, twice the call); the other pools run them first.
+# avg_pool2d and the 1-d pools without indices run them only after their kernel refuses the
+# arguments (they cost about 3 us, twice the call); the others run them first.
 # The 1-d pools run the 2-d checks on (..., 1, L), so their later errors name the unsqueezed
 # sizes, as torch's do.
 def _ints(v, n):
@@ -314,18 +314,33 @@ def _check_max_pool1d(input, k, s, p, d, ceil_mode):
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    k, s, p, d = (_ints(v, 1) for v in (kernel_size, stride, padding, dilation))
     if not return_indices:
-        shape = list(input.shape)
-        if not ((len(shape) == 2 and shape[0] != 0 and shape[1] != 0) or
-                (len(shape) == 3 and shape[1] != 0 and shape[2] != 0)):
-            raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 "
-                               f"dim batch size for input, but got:{shape}")
-        if not (input.requires_grad and _C.is_grad_enabled()):
-            if _check_max_pool1d(input, k, s, p, d, ceil_mode) == 0:
-                return input.new_empty(tuple(input.shape[:-1]) + (0,))  # torch allows no windows
-            return _C.max_pool1d(input, kernel_size, s, padding, dilation, ceil_mode)
-    # torch's max_pool1d_with_indices. See Note [Pool argument checks].
+        try:  # the checks run only when the kernel refuses (Note [Pool argument checks])
+            return _C.max_pool1d(input, kernel_size, [] if stride is None else stride, padding,
+                                 dilation, ceil_mode)
+        except (RuntimeError, IndexError, TypeError):
+            k, s, p, d = (_ints(v, 1) for v in (kernel_size, stride, padding, dilation))
+            shape = list(input.shape)
+            if not ((len(shape) == 2 and shape[0] != 0 and shape[1] != 0) or
+                    (len(shape) == 3 and shape[1] != 0 and shape[2] != 0)):
+                raise RuntimeError("max_pool1d: Expected 2D or 3D (batch mode) tensor with "
+                                   f"optional 0 dim batch size for input, but got:{shape}") \
+                    from None
+            if not (input.requires_grad and _C.is_grad_enabled()):
+                if _check_max_pool1d(input, k, s, p, d, ceil_mode) == 0:  # torch allows no windows
+                    return input.new_empty(tuple(input.shape[:-1]) + (0,))
+                raise
+            _check_max_pool1d_with_indices(input, k, s, p, d, ceil_mode)
+            raise
+    x, k, s, p, d = _check_max_pool1d_with_indices(
+        input, *(_ints(v, 1) for v in (kernel_size, stride, padding, dilation)), ceil_mode)
+    out, idx = _C.max_pool2d_with_indices(x, k, s, p, d, ceil_mode)
+    return out.squeeze(-2), idx.squeeze(-2)
+
+
+def _check_max_pool1d_with_indices(input, k, s, p, d, ceil_mode):
+    """torch's max_pool1d_with_indices checks, then the 2-d ones on (..., 1, L) (See Note [Pool
+    argument checks]); that input and the 2-d (k, s, p, d)."""
     s = s or k
     _check_dim_range("max_pool1d", input, 2, 4)
     for name, v in (("kernel_size", k), ("stride", s), ("padding", p), ("dilation", d)):
@@ -333,10 +348,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     x = input.unsqueeze(-2)
     k, s, p, d = (1, k[0]), (1, s[0]), (0, p[0]), (1, d[0])
     _check_max_pool2d(x, k, s, p, d, ceil_mode)
-    if not return_indices:
-        return _C.max_pool1d(input, k[1], s[1], p[1], d[1], ceil_mode)
-    out, idx = _C.max_pool2d_with_indices(x, k, s, p, d, ceil_mode)
-    return out.squeeze(-2), idx.squeeze(-2)
+    return x, k, s, p, d
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
@@ -372,6 +384,12 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True):
     k, s, p = _ints(kernel_size, 1), _ints(stride, 1), _ints(padding, 1)
     s = s or k
+    if len(k) == len(s) == len(p) == 1 and input.dim() in (2, 3):
+        try:  # the checks run only when the kernel refuses (Note [Pool argument checks])
+            return _C.avg_pool2d(input.unsqueeze(-2), (1, k[0]), (1, s[0]), (0, p[0]), ceil_mode,
+                                 count_include_pad, None).squeeze(-2)
+        except (RuntimeError, IndexError, TypeError):
+            pass
     _check_dim_range("avg_pool1d", input, 2, 4)
     for name, v in (("kernel_size", k), ("stride", s), ("padding", p)):
         _check1d("avg_pool1d", name, v)
